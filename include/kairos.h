@@ -1,0 +1,120 @@
+/* kairos.h - the one public model API of the Kairos PDES engine.
+ *
+ * A model is plain C written against this header. The same model runs unchanged under
+ * every engine (sequential, optimistic Time Warp, and later ones), and every engine commits
+ * the same history, so the printed run digest is identical. Names here are stable: they are
+ * added to, never renamed.
+ *
+ * Rules a model follows so that speculative engines can roll it back:
+ *  - all LP state lives in memory from kr_malloc/kr_calloc/kr_realloc; the root is set with
+ *    kr_set_state() in init and handed back to every event handler;
+ *  - randomness only through kr_random/kr_random_u64/kr_expo (per-LP streams, rolled back);
+ *  - output only through kr_printf (printed when the event commits, in virtual-time order);
+ *  - no global mutable variables.
+ */
+#ifndef KAIROS_H
+#define KAIROS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef double kr_time;   /* virtual time; events carry finite timestamps >= 0 */
+typedef uint64_t kr_lp;   /* logical process id, 0 .. kr_lp_count()-1 */
+
+/* Largest payload kr_schedule accepts, in bytes. */
+#define KR_PAYLOAD_MAX 1024u
+
+/* Kinds of model parameter (struct kr_param.type). */
+enum kr_param_type { KR_PARAM_INT, KR_PARAM_DOUBLE };
+
+/* One entry of a model's parameter table; the table ends with an entry whose name is NULL.
+ * `def` is the default as text ("1024", "0.5"); `help` is one line for `kairos run M --help`. */
+struct kr_param {
+    const char *name;
+    enum kr_param_type type;
+    const char *def;
+    const char *help;
+};
+
+/* What a model exports. Callbacks other than `event` may be NULL. */
+struct kr_model {
+    const char *name;
+    /* Virtual time -inf, once per LP: allocate state with kr_malloc, kr_set_state it, and
+     * schedule the first events (timestamps >= 0). */
+    void (*init)(kr_lp me);
+    /* One event: `payload` is a copy of what the sender passed (valid during the call);
+     * `state` is the root set with kr_set_state. */
+    void (*event)(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
+                  void *state);
+    /* Optional termination test, asked after each event of `me`. Must be monotone: once it
+     * returns true for an LP it must keep returning true. The run ends after the first
+     * event (in virtual-time order) after which it holds for every LP. */
+    bool (*done)(kr_lp me, const void *state);
+    /* Optional, virtual time +inf, once per LP on its final committed state; may kr_printf. */
+    void (*finish)(kr_lp me, void *state);
+    /* Minimum timestamp increment of any kr_schedule to another LP; 0 if unknown. */
+    kr_time lookahead;
+    /* Optional parameter table, terminated by {NULL}. */
+    const struct kr_param *params;
+};
+
+/* An outside model compiled as a shared object defines this; `kairos run ./model.so`. */
+const struct kr_model *kr_model_entry(void);
+
+/* Set the root of the calling LP's state (must point into its kr_malloc memory, or NULL). */
+void kr_set_state(void *state);
+/* Number of LPs in the run. */
+kr_lp kr_lp_count(void);
+/* Virtual time of the event being processed (-inf in init, +inf in finish). */
+kr_time kr_now(void);
+
+/* Send an event to `dest` at virtual time `t` >= kr_now(). The payload (at most
+ * KR_PAYLOAD_MAX bytes) is copied. Events at the same timestamp are processed in a
+ * deterministic order derived from the sender, never from timing. */
+void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size);
+
+/* Per-LP pseudo-random numbers, rolled back with the LP. */
+double kr_random(void);          /* uniform in [0, 1) */
+uint64_t kr_random_u64(void);    /* uniform 64-bit */
+double kr_expo(double mean);     /* exponential with the given mean */
+
+/* Memory of the calling LP's arena (checkpointed and restored by the engine). Fresh memory
+ * is zero-filled so that runs are reproducible byte for byte. */
+void *kr_malloc(size_t size);
+void *kr_calloc(size_t n, size_t size);
+void *kr_realloc(void *ptr, size_t size);
+void kr_free(void *ptr);
+
+/* Committed output: printed to stdout only when the calling event commits, in virtual-time
+ * order across all LPs. Returns the number of characters formatted. */
+int kr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Stop the run with a model error: the message gets the model, LP, virtual time and event
+ * type prefixed; the exit status is 1. In a speculative event it takes effect only if that
+ * event commits (a rolled-back wrong path cannot fail the run). */
+void kr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Model parameters from `-P name=value` (or the table default, else `fallback`). */
+int64_t kr_param_int(const char *name, int64_t fallback);
+double kr_param_double(const char *name, double fallback);
+
+/* Export a built-in or outside model. In an outside shared object (KR_OUTSIDE_MODEL
+ * defined, as the example CMake does) this defines kr_model_entry(); built into the
+ * `kairos` binary it defines kr_builtin_<id>(). */
+#ifdef KR_OUTSIDE_MODEL
+#define KR_MODEL_EXPORT(id, model) \
+    const struct kr_model *kr_model_entry(void) { return &(model); }
+#else
+#define KR_MODEL_EXPORT(id, model) \
+    const struct kr_model *kr_builtin_##id(void) { return &(model); }
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KAIROS_H */

@@ -1,0 +1,85 @@
+/* phold.c - PHOLD, the standard synthetic PDES benchmark. Each LP starts `population`
+ * events; every event schedules one more at now + lookahead + exponential(mean), to a
+ * uniformly random LP with probability `remote`, else to itself. Defaults are PHOLD-std
+ * (DESIGN.md section 10): 1 event per LP, lookahead 0.1, mean 1.0, all destinations random. */
+#include <time.h>
+#include "kairos.h"
+
+struct phold_state {
+    uint64_t events;            /* events this LP processed */
+    uint64_t remote_sent;
+    unsigned char *extra;       /* `state_bytes` of extra state, one line touched per event */
+    uint64_t extra_n;
+};
+
+static const struct kr_param phold_params[] = {
+    { "population", KR_PARAM_INT, "1", "initial events per LP" },
+    { "lookahead", KR_PARAM_DOUBLE, "0.1", "fixed part of every timestamp increment" },
+    { "mean", KR_PARAM_DOUBLE, "1.0", "mean of the exponential part of the increment" },
+    { "remote", KR_PARAM_DOUBLE, "1.0", "probability that the destination is a random LP" },
+    { "busy_us", KR_PARAM_DOUBLE, "0", "busy work per event, microseconds of wall time" },
+    { "state_bytes", KR_PARAM_INT, "0", "extra state per LP, bytes" },
+    { NULL, 0, NULL, NULL },
+};
+
+static void busy(double us)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) * 1e-3 < us);
+}
+
+static void send_next(kr_lp me, kr_time now, struct phold_state *s)
+{
+    static __thread double la = -1, mean, remote;
+    if (la < 0) {
+        la = kr_param_double("lookahead", 0.1);
+        mean = kr_param_double("mean", 1.0);
+        remote = kr_param_double("remote", 1.0);
+    }
+    kr_lp dest = me;
+    if (remote >= 1.0 || kr_random() < remote) {
+        dest = kr_random_u64() % kr_lp_count();
+        s->remote_sent += dest != me;
+    }
+    kr_schedule(dest, now + la + kr_expo(mean), 0, NULL, 0);
+}
+
+static void phold_init(kr_lp me)
+{
+    struct phold_state *s = kr_malloc(sizeof *s);
+    int64_t extra = kr_param_int("state_bytes", 0);
+    if (extra > 0) {
+        s->extra = kr_malloc((size_t)extra);
+        s->extra_n = (uint64_t)extra;
+    }
+    kr_set_state(s);
+    int64_t pop = kr_param_int("population", 1);
+    for (int64_t i = 0; i < pop; i++) send_next(me, 0.0, s);
+}
+
+static void phold_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
+                        void *state)
+{
+    (void)type;
+    (void)payload;
+    (void)size;
+    static __thread double busy_us = -1;
+    if (busy_us < 0) busy_us = kr_param_double("busy_us", 0);
+    struct phold_state *s = state;
+    s->events++;
+    if (s->extra_n) s->extra[(s->events * 64) % s->extra_n]++;
+    if (busy_us > 0) busy(busy_us);
+    send_next(me, now, s);
+}
+
+static const struct kr_model phold_model = {
+    .name = "phold",
+    .init = phold_init,
+    .event = phold_event,
+    .params = phold_params,
+};
+
+KR_MODEL_EXPORT(phold, phold_model)

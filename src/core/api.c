@@ -1,0 +1,261 @@
+/* api.c - the public model API, implemented once for every engine. Each call validates its
+ * arguments against the current context, then dispatches to the running engine through
+ * kr__ctx.ops. KR_API_ENTER/LEAVE mark the single place where a model call enters and
+ * leaves platform mode: the hook for time-sharing's check-and-switch. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "core.h"
+#include "error.h"
+
+__thread struct kr__ctx kr__ctx;
+
+#define KR_API_ENTER() ((void)0)
+#define KR_API_LEAVE() ((void)0)
+
+static const char *mode_name(int mode)
+{
+    switch (mode) {
+    case KR_MODE_INIT: return "init";
+    case KR_MODE_FINISH: return "finish";
+    case KR_MODE_NONE: return "no LP context";
+    default: return "an event";
+    }
+}
+
+/* Calls that need an LP (state, RNG, memory). */
+static int need_lp(const char *fn)
+{
+    if (kr__ctx.mode != KR_MODE_NONE && kr__ctx.lp) return 1;
+    fprintf(stderr, "kairos: error: %s called outside init, an event or finish (no current LP); "
+            "model calls are only valid while Kairos runs the model's callbacks\n", fn);
+    exit(KR_EXIT_MODEL);
+}
+
+void kr_set_state(void *state)
+{
+    KR_API_ENTER();
+    need_lp("kr_set_state");
+    if (state && kr__arena_chunk_size(&kr__ctx.lp->arena, state) == 0)
+        kr__model_error("kr_set_state(%p): the pointer is not a block from kr_malloc of this LP; "
+                        "the state root must be allocated with kr_malloc/kr_calloc", state);
+    else
+        kr__ctx.lp->root = state;
+    KR_API_LEAVE();
+}
+
+kr_lp kr_lp_count(void)
+{
+    return kr__ctx.run ? kr__ctx.run->n : 0;
+}
+
+kr_time kr_now(void)
+{
+    return kr__ctx.now;
+}
+
+static int check_schedule(kr_lp dest, kr_time t, size_t size, const void *payload)
+{
+    const struct kr__run *r = kr__ctx.run;
+    if (kr__ctx.mode == KR_MODE_FINISH) {
+        kr__model_error("kr_schedule in finish: the run is over (virtual time +inf), no event "
+                        "can be scheduled; move this send into an event handler");
+        return 0;
+    }
+    if (dest >= r->n) {
+        kr__model_error("kr_schedule: destination LP %llu is out of range (this run has %llu "
+                        "LPs, ids 0..%llu); check the destination computation or --lps",
+                        (unsigned long long)dest, (unsigned long long)r->n,
+                        (unsigned long long)(r->n - 1));
+        return 0;
+    }
+    if (isnan(t) || isinf(t)) {
+        kr__model_error("kr_schedule: timestamp %g is not a finite number (destination LP %llu)",
+                        t, (unsigned long long)dest);
+        return 0;
+    }
+    if (t < 0 || t < kr__ctx.now) {
+        kr__model_error("kr_schedule: timestamp %.17g is in the past (now is %.17g; events "
+                        "start at time >= 0 and only go forward)", t,
+                        kr__ctx.mode == KR_MODE_INIT ? 0.0 : kr__ctx.now);
+        return 0;
+    }
+    if (size > KR_PAYLOAD_MAX) {
+        kr__model_error("kr_schedule: payload of %zu bytes is over the limit of %u bytes; send "
+                        "a smaller message or keep the data in LP state", size, KR_PAYLOAD_MAX);
+        return 0;
+    }
+    if (size && !payload) {
+        kr__model_error("kr_schedule: payload is NULL but size is %zu", size);
+        return 0;
+    }
+    kr_time la = r->model->lookahead;
+    if (la > 0 && dest != kr__ctx.id && kr__ctx.mode != KR_MODE_INIT && t < kr__ctx.now + la) {
+        kr__model_error("kr_schedule: timestamp %.17g to LP %llu violates the model's declared "
+                        "lookahead %g (must be >= now + lookahead = %.17g)", t,
+                        (unsigned long long)dest, la, kr__ctx.now + la);
+        return 0;
+    }
+    return 1;
+}
+
+void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size)
+{
+    KR_API_ENTER();
+    need_lp("kr_schedule");
+    if (!check_schedule(dest, t, size, payload)) return;
+    struct kr__lp *lp = kr__ctx.lp;
+    uint64_t seq = lp->seq++;
+    if (kr__ctx.mode == KR_MODE_COAST) return; /* re-execution: the event exists already */
+    struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
+    e->k.ts = t;
+    e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
+    e->k.pad_ = 0;
+    e->k.src = kr__ctx.id;
+    e->k.seq = seq;
+    e->dest = dest;
+    e->type = type;
+    e->size = (uint32_t)size;
+    e->flags = 0;
+    e->child = e->sib = NULL;
+    e->ckpt = NULL;
+    if (size) memcpy(e->payload, payload, size);
+    kr__ctx.ops->send(&kr__ctx, e);
+    KR_API_LEAVE();
+}
+
+uint64_t kr_random_u64(void)
+{
+    need_lp("kr_random_u64");
+    uint64_t z = (kr__ctx.lp->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double kr_random(void)
+{
+    return (double)(kr_random_u64() >> 11) * 0x1.0p-53;
+}
+
+double kr_expo(double mean)
+{
+    if (!(mean > 0) || isinf(mean)) {
+        kr__model_error("kr_expo(%g): the mean must be a positive finite number", mean);
+        return 0;
+    }
+    return -mean * log1p(-kr_random());
+}
+
+static const char *arena_why(int err)
+{
+    switch (err) {
+    case KR_ARENA_EXHAUSTED: return "the LP's arena is exhausted";
+    case KR_ARENA_TOO_BIG: return "the request is larger than the biggest arena block (64 MiB)";
+    default: return "the machine is out of memory";
+    }
+}
+
+void *kr_malloc(size_t size)
+{
+    KR_API_ENTER();
+    need_lp("kr_malloc");
+    int err = 0;
+    struct kr__arena *a = &kr__ctx.lp->arena;
+    void *p = kr__arena_alloc(a, size, &err);
+    if (!p)
+        kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu held, %zu in use); raise the "
+                        "limit with --arena-max or reduce the LP's state", size, arena_why(err),
+                        a->limit, a->held, a->used);
+    KR_API_LEAVE();
+    return p;
+}
+
+void *kr_calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        kr__model_error("kr_calloc(%zu, %zu): the size overflows", n, size);
+        return NULL;
+    }
+    return kr_malloc(n * size); /* arena memory is always zero-filled */
+}
+
+void kr_free(void *ptr)
+{
+    KR_API_ENTER();
+    if (!ptr) return;
+    need_lp("kr_free");
+    if (kr__arena_free(&kr__ctx.lp->arena, ptr) != KR_ARENA_OK)
+        kr__model_error("kr_free(%p): not a live block from kr_malloc of this LP (double free, "
+                        "or memory of another LP)", ptr);
+    KR_API_LEAVE();
+}
+
+void *kr_realloc(void *ptr, size_t size)
+{
+    if (!ptr) return kr_malloc(size);
+    if (size == 0) {
+        kr_free(ptr);
+        return NULL;
+    }
+    need_lp("kr_realloc");
+    size_t old = kr__arena_chunk_size(&kr__ctx.lp->arena, ptr);
+    if (!old) {
+        kr__model_error("kr_realloc(%p, %zu): not a live block from kr_malloc of this LP", ptr,
+                        size);
+        return NULL;
+    }
+    if (size <= old && size > old / 2) return ptr;
+    void *n = kr_malloc(size);
+    if (!n) return NULL;
+    memcpy(n, ptr, size < old ? size : old);
+    kr_free(ptr);
+    return n;
+}
+
+int kr_printf(const char *fmt, ...)
+{
+    KR_API_ENTER();
+    need_lp("kr_printf");
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (len < 0 || kr__ctx.mode == KR_MODE_COAST) return len;
+    char *text = small;
+    if ((size_t)len >= sizeof small) {
+        text = malloc((size_t)len + 1);
+        if (!text) kr__fatal_oom("kr_printf text", (size_t)len + 1);
+        va_start(ap, fmt);
+        vsnprintf(text, (size_t)len + 1, fmt, ap);
+        va_end(ap);
+    }
+    kr__ctx.ops->emit(&kr__ctx, text, (size_t)len);
+    if (text != small) free(text);
+    KR_API_LEAVE();
+    return len;
+}
+
+void kr__ctx_where(char *buf, size_t cap)
+{
+    const struct kr__ctx *c = &kr__ctx;
+    const char *model = c->run && c->run->model ? c->run->model->name : "?";
+    if (c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST)
+        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u", model,
+                 (unsigned long long)c->id, c->now, c->ev ? c->ev->type : 0u);
+    else
+        snprintf(buf, cap, "model '%s', LP %llu, in %s", model, (unsigned long long)c->id,
+                 mode_name(c->mode));
+}
+
+void kr_error(const char *fmt, ...)
+{
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    kr__model_error("%s", what);
+}

@@ -1,0 +1,113 @@
+/* core.h - what the engines share: run configuration, the run itself, the per-thread
+ * context every model-facing call goes through, and the engine interface. Engines include
+ * this, never each other. */
+#ifndef KR_CORE_CORE_H
+#define KR_CORE_CORE_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include "kairos.h"
+#include "lp.h"
+#include "../msg/pool.h"
+#include "../stats/counters.h"
+
+enum kr__sync { KR_SYNC_SEQUENTIAL, KR_SYNC_OPTIMISTIC };
+
+struct kr__kv {
+    const char *key;
+    const char *val;
+};
+
+struct kr__config {
+    const char *model;          /* built-in name or path to a .so */
+    enum kr__sync sync;
+    unsigned threads;
+    uint64_t lps;
+    double end;
+    uint64_t seed;
+    unsigned ckpt_interval;
+    double gvt_period_ms;
+    const char *stats_path;
+    int progress;               /* -1 auto (terminal), 0 off, 1 on */
+    size_t arena_max;
+    struct kr__kv *params;
+    size_t nparams;
+};
+
+struct kr__run {
+    const struct kr__config *cfg;
+    const struct kr_model *model;
+    struct kr__lp *lps;
+    uint64_t n;
+    unsigned nthreads;
+    struct kr__counters *counters;    /* one per thread */
+    struct kr__pool *pools;           /* one per thread (sequential: one) */
+    /* results */
+    double wall_seconds;
+    kr_time final_gvt;
+    bool ended_by_done;
+    struct kr__key end_key;           /* everything before this key was committed */
+    uint64_t run_digest;
+    size_t peak_rss;
+    double init_seconds;
+};
+
+enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH };
+
+struct kr__ctx;
+
+/* What the engine does for the model-facing calls (api.c validates, then dispatches). */
+struct kr__engine_ops {
+    /* Deliver an event built by kr_schedule (key, dest, type, payload filled in). */
+    void (*send)(struct kr__ctx *c, struct kr__ev *e);
+    /* Committed-output text of the current event. */
+    void (*emit)(struct kr__ctx *c, const char *text, size_t len);
+    /* A model error (message formatted with context). Fatal, or deferred via c->jmp. */
+    void (*fail)(struct kr__ctx *c, char *msg);
+};
+
+struct kr__ctx {
+    struct kr__run *run;
+    struct kr__lp *lp;
+    kr_lp id;
+    struct kr__ev *ev;          /* event being processed, NULL in init/finish */
+    kr_time now;
+    uint32_t gen;
+    uint8_t mode;
+    const struct kr__engine_ops *ops;
+    struct kr__pool *pool;      /* where kr_schedule takes events from */
+    void *eng;                  /* the engine's per-thread data */
+    jmp_buf *jmp;               /* deferred errors unwind here (optimistic events) */
+};
+
+extern __thread struct kr__ctx kr__ctx;
+
+/* Engines. */
+int kr__seq_run(struct kr__run *r);
+int kr__tw_run(struct kr__run *r);
+
+int kr__run_main(const struct kr__config *cfg);
+
+/* Shared engine helpers (run.c). */
+void kr__lp_setup(struct kr__run *r, kr_lp id);
+void kr__lp_run_init(struct kr__run *r, kr_lp id);
+void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e);
+void kr__run_finish(struct kr__run *r);
+/* Call the model's event handler for e on lp (the single place an event runs: the seam
+ * where time-sharing later switches to the LP's own stack). */
+static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
+}
+
+/* Params and models. */
+void kr__params_check(const struct kr__config *cfg, const struct kr_model *m);
+const struct kr_model *kr__model_load(const char *name);
+void kr__models_list(FILE *f);
+void kr__params_print(FILE *f, const struct kr_model *m);
+
+/* Context strings for messages, e.g. "model 'phold', LP 3, virtual time 1.5, event type 2". */
+void kr__ctx_where(char *buf, size_t cap);
+
+#endif

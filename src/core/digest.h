@@ -1,0 +1,36 @@
+/* digest.h - the 64-bit mixing used by run digests (determinism checks, not cryptography). */
+#ifndef KR_CORE_DIGEST_H
+#define KR_CORE_DIGEST_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint64_t kr__mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    return h;
+}
+
+static inline uint64_t kr__mix_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    h = kr__mix(h, n);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, c, 8);
+        h = kr__mix(h, w);
+        c += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, c, n);
+        h = kr__mix(h, w);
+    }
+    return h;
+}
+
+#endif

@@ -1,0 +1,50 @@
+/* error.c - see error.h. */
+#include "error.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "core.h"
+
+_Noreturn void kr__fatal_oom(const char *what, size_t bytes)
+{
+    fprintf(stderr, "kairos: error: out of memory allocating %zu bytes for %s; reduce --lps or "
+            "the model's state, or run on a machine with more memory\n", bytes, what);
+    fflush(stdout);
+    _exit(KR_EXIT_MODEL);
+}
+
+_Noreturn void kr__usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("kairos: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(see 'kairos --help')\n", stderr);
+    va_end(ap);
+    exit(KR_EXIT_USAGE);
+}
+
+void kr__model_error(const char *fmt, ...)
+{
+    char where[256], what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    kr__ctx_where(where, sizeof where);
+    size_t need = strlen(where) + strlen(what) + 32;
+    char *msg = malloc(need);
+    if (!msg) kr__fatal_oom("error message", need);
+    snprintf(msg, need, "%s: %s", where, what);
+    if (kr__ctx.ops && kr__ctx.ops->fail) kr__ctx.ops->fail(&kr__ctx, msg);
+    kr__die(msg);
+}
+
+_Noreturn void kr__die(const char *msg)
+{
+    fflush(stdout);
+    fprintf(stderr, "kairos: error: %s\n", msg);
+    fflush(stderr);
+    _exit(KR_EXIT_MODEL);
+}

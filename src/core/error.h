@@ -1,0 +1,20 @@
+/* error.h - how Kairos reports bad input and model misuse: one clear message saying what
+ * was wrong, where (model, LP, virtual time, event type) and what to do, then a non-zero
+ * exit. Usage errors exit 2, model and run-time errors exit 1. */
+#ifndef KR_CORE_ERROR_H
+#define KR_CORE_ERROR_H
+
+#include <stddef.h>
+
+#define KR_EXIT_MODEL 1
+#define KR_EXIT_USAGE 2
+
+_Noreturn void kr__fatal_oom(const char *what, size_t bytes);
+_Noreturn void kr__usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A misuse by model code: the message gets the current LP context prefixed. In a speculative
+ * event the engine defers it (reported only if that event commits); otherwise it is fatal. */
+void kr__model_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print an already formatted model error and exit 1 (after committed output is flushed). */
+_Noreturn void kr__die(const char *msg);
+
+#endif

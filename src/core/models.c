@@ -1,0 +1,55 @@
+/* models.c - finding a model: built-in models by name, outside models as shared objects
+ * that export kr_model_entry(). */
+#include <dlfcn.h>
+#include <string.h>
+#include "core.h"
+#include "error.h"
+
+const struct kr_model *kr_builtin_phold(void);
+const struct kr_model *kr_builtin_queueing(void);
+
+static const struct {
+    const char *name;
+    const struct kr_model *(*entry)(void);
+    const char *what;
+} builtins[] = {
+    { "phold", kr_builtin_phold, "PHOLD synthetic benchmark (defaults: PHOLD-std)" },
+    { "queueing", kr_builtin_queueing, "TWOS queueing network: source A, FIFO servers B, C, D" },
+};
+
+void kr__models_list(FILE *f)
+{
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        fprintf(f, "  %-10s %s\n", builtins[i].name, builtins[i].what);
+}
+
+static const struct kr_model *check(const struct kr_model *m, const char *from)
+{
+    if (!m) kr__usage_error("%s returned no model (kr_model_entry() gave NULL)", from);
+    if (!m->name || !m->event)
+        kr__usage_error("model from %s is incomplete: struct kr_model needs a name and an event "
+                        "handler", from);
+    if (m->lookahead < 0 || m->lookahead != m->lookahead)
+        kr__usage_error("model '%s' declares a negative or NaN lookahead", m->name);
+    return m;
+}
+
+const struct kr_model *kr__model_load(const char *name)
+{
+    if (!strchr(name, '/') && !strstr(name, ".so")) {
+        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+            if (!strcmp(builtins[i].name, name)) return check(builtins[i].entry(), name);
+        fprintf(stderr, "kairos: error: unknown model '%s'. Built-in models:\n", name);
+        kr__models_list(stderr);
+        kr__usage_error("or give the path of a model shared object, e.g. ./mymodel.so");
+    }
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) kr__usage_error("cannot load model '%s': %s", name, dlerror());
+    dlerror();
+    const struct kr_model *(*entry)(void);
+    *(void **)&entry = dlsym(h, "kr_model_entry");
+    if (!entry)
+        kr__usage_error("model '%s' does not export kr_model_entry(); an outside model defines "
+                        "it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
+    return check(entry(), name);
+}

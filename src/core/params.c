@@ -1,0 +1,108 @@
+/* params.c - model parameters: `-P name=value` on the command line, the model's typed
+ * table with defaults, and kr_param_int/kr_param_double. Values are checked once before
+ * the run starts, so a typo is a usage error, not a failure deep inside an event. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "error.h"
+
+static const struct kr__config *cur_cfg;
+static const struct kr_model *cur_model;
+
+static int parse_int(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static const struct kr_param *table_find(const struct kr_model *m, const char *name)
+{
+    for (const struct kr_param *p = m->params; p && p->name; p++)
+        if (!strcmp(p->name, name)) return p;
+    return NULL;
+}
+
+static const char *given(const char *name)
+{
+    const char *v = NULL;
+    for (size_t i = 0; cur_cfg && i < cur_cfg->nparams; i++)
+        if (!strcmp(cur_cfg->params[i].key, name)) v = cur_cfg->params[i].val; /* last wins */
+    return v;
+}
+
+void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
+{
+    cur_cfg = cfg;
+    cur_model = m;
+    for (size_t i = 0; i < cfg->nparams; i++) {
+        const struct kr__kv *kv = &cfg->params[i];
+        const struct kr_param *p = table_find(m, kv->key);
+        if (m->params && !p)
+            kr__usage_error("model '%s' has no parameter '%s' (-P %s=%s); 'kairos run %s --help' "
+                            "lists its parameters", m->name, kv->key, kv->key, kv->val, cfg->model);
+        if (!p) continue;
+        int64_t iv;
+        double dv;
+        if (p->type == KR_PARAM_INT && parse_int(kv->val, &iv))
+            kr__usage_error("parameter '%s' of model '%s' must be an integer, got '%s'", kv->key,
+                            m->name, kv->val);
+        if (p->type == KR_PARAM_DOUBLE && parse_double(kv->val, &dv))
+            kr__usage_error("parameter '%s' of model '%s' must be a number, got '%s'", kv->key,
+                            m->name, kv->val);
+    }
+}
+
+int64_t kr_param_int(const char *name, int64_t fallback)
+{
+    const char *v = given(name);
+    const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
+    if (!v && p) v = p->def;
+    if (!v) return fallback;
+    int64_t out;
+    double d;
+    if (!parse_int(v, &out)) return out;
+    if (!parse_double(v, &d) && d == (double)(int64_t)d) return (int64_t)d;
+    kr__model_error("kr_param_int(\"%s\"): value '%s' is not an integer", name, v);
+    return fallback;
+}
+
+double kr_param_double(const char *name, double fallback)
+{
+    const char *v = given(name);
+    const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
+    if (!v && p) v = p->def;
+    if (!v) return fallback;
+    double out;
+    if (!parse_double(v, &out)) return out;
+    kr__model_error("kr_param_double(\"%s\"): value '%s' is not a number", name, v);
+    return fallback;
+}
+
+void kr__params_print(FILE *f, const struct kr_model *m)
+{
+    if (!m->params || !m->params[0].name) {
+        fprintf(f, "Model '%s' declares no parameters.\n", m->name);
+        return;
+    }
+    fprintf(f, "Parameters of model '%s' (set with -P name=value):\n", m->name);
+    for (const struct kr_param *p = m->params; p->name; p++)
+        fprintf(f, "  %-14s %-6s default %-10s %s\n", p->name,
+                p->type == KR_PARAM_INT ? "int" : "double", p->def ? p->def : "-",
+                p->help ? p->help : "");
+    if (m->lookahead > 0) fprintf(f, "Declared lookahead: %g\n", m->lookahead);
+}

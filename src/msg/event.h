@@ -1,0 +1,73 @@
+/* event.h - the event record shared by every engine, and its deterministic ordering key.
+ *
+ * Events are totally ordered by (ts, gen, src, seq). `gen` counts zero-delay hops: an event
+ * scheduled at the sender's own timestamp gets the sender's gen + 1, so a child always orders
+ * after its parent even at equal time (this is what keeps zero-lookahead models from rolling
+ * back forever). (src, seq) names the sender LP and its own send count, which is rolled back
+ * with its state: the order never depends on timing or on which thread delivered first.
+ */
+#ifndef KR_MSG_EVENT_H
+#define KR_MSG_EVENT_H
+
+#include <stdint.h>
+#include <string.h>
+#include "kairos.h"
+
+struct kr__key {
+    kr_time ts;
+    uint32_t gen;
+    uint32_t pad_;
+    uint64_t src;
+    uint64_t seq;
+};
+
+/* Where an event is in its life (struct kr__ev.st). */
+enum { KR_EV_FREE, KR_EV_INFLIGHT, KR_EV_PENDING, KR_EV_PROCESSED, KR_EV_CANCELLED, KR_EV_PARKED };
+
+/* Flags (struct kr__ev.flags). */
+enum {
+    KR_EVF_ANTI = 1,        /* an antimessage: `child` is the target event */
+    KR_EVF_DONE_AFTER = 2,  /* model done() held after this event */
+    KR_EVF_ERROR = 4,       /* the model failed inside this event (optimistic: reported at commit) */
+};
+
+struct kr__ckpt;
+
+struct kr__ev {
+    struct kr__key k;
+    kr_lp dest;
+    struct kr__ev *next, *prev;   /* processed list, inbox chain, free list */
+    struct kr__ev *child;         /* first event this one sent (or target, for an antimessage) */
+    struct kr__ev *sib;           /* next sibling in the sender's child list (sender-owned) */
+    struct kr__ckpt *ckpt;        /* state saved just before this event ran (optimistic) */
+    uint32_t type;
+    uint32_t size;
+    uint8_t cls;                  /* pool size class */
+    uint8_t st;
+    uint8_t flags;
+    uint8_t pad_[5];
+    unsigned char payload[];      /* `size` bytes, 8-aligned */
+};
+
+static inline int kr__key_cmp(const struct kr__key *a, const struct kr__key *b)
+{
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    if (a->gen != b->gen) return a->gen < b->gen ? -1 : 1;
+    if (a->src != b->src) return a->src < b->src ? -1 : 1;
+    if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+static inline int kr__key_lt(const struct kr__key *a, const struct kr__key *b)
+{
+    return kr__key_cmp(a, b) < 0;
+}
+
+/* The smallest key at time t: "every event before time t" is key < kr__key_at(t). */
+static inline struct kr__key kr__key_at(kr_time t)
+{
+    struct kr__key k = { t, 0, 0, 0, 0 };
+    return k;
+}
+
+#endif

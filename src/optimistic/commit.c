@@ -1,0 +1,136 @@
+/* commit.c - what happens below the commit horizon (GVT): events become final (history
+ * digest, committed output, done() bookkeeping), and fossil collection frees events and
+ * checkpoints that no rollback can reach any more. Only LPs with uncommitted events are
+ * visited, so a round costs what was processed, not the number of LPs. */
+#include <stdlib.h>
+#include "tw.h"
+#include "../core/error.h"
+
+/* Keep at most this many committed events on an LP whose history is all committed; past it
+ * the current state becomes the base checkpoint and the events are freed. */
+#define TW_COMMITTED_TAIL 4
+
+void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k)
+{
+    pthread_mutex_lock(&g->err_mu);
+    if (!g->err || kr__key_lt(k, &g->err_key)) {
+        free(g->err);
+        g->err = strdup(msg ? msg : "model error");
+        g->err_key = *k;
+    }
+    pthread_mutex_unlock(&g->err_mu);
+    atomic_store_explicit(&g->stop, 1, memory_order_release);
+}
+
+static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep)
+{
+    struct kr__ev *x = lp->head;
+    while (x != keep) {
+        struct kr__ev *n = x->next;
+        if (x->ckpt) kr__ckpt_release(&th->blobs, x->ckpt);
+        kr__pool_put(th->pool, x);
+        th->cnt->fossil_freed++;
+        x = n;
+    }
+    lp->head = keep;
+    if (keep) keep->prev = NULL;
+    else lp->tail = NULL;
+}
+
+/* Free what lies before the last checkpoint at or before the first uncommitted event. */
+static void fossil(struct tw_thread *th, struct kr__lp *lp)
+{
+    struct kr__ev *keep = NULL;
+    unsigned n = 0;
+    for (struct kr__ev *x = lp->head; x && x != lp->first_unc; x = x->next, n++)
+        if (x->ckpt) keep = x;
+    if (lp->first_unc && lp->first_unc->ckpt) keep = lp->first_unc;
+    if (!lp->first_unc && n >= TW_COMMITTED_TAIL && !lp->poison) {
+        tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
+        lp->since_ckpt = 0;
+        free_before(th, lp, NULL);
+        return;
+    }
+    if (!keep) return;
+    if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
+    lp->base = keep->ckpt;
+    keep->ckpt = NULL;
+    free_before(th, lp, keep);
+}
+
+/* Commit lp's events before h; false if a committed event had failed (run stops). */
+static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
+{
+    const struct kr_model *m = th->r->model;
+    struct kr__ev *x = lp->first_unc;
+    while (x && kr__key_lt(&x->k, h)) {
+        if (x->flags & KR_EVF_ERROR) {
+            tw_fail_at_commit(th->g, lp->err, &x->k);
+            return false;
+        }
+        kr__lp_commit_event(lp, x);
+        th->cnt->committed++;
+        if (m->done) {
+            bool d = x->flags & KR_EVF_DONE_AFTER;
+            if (d && !lp->done_seen && !lp->done_init) {
+                lp->done_seen = true;
+                lp->done_key = x->k;
+            } else if (!d && (lp->done_seen || lp->done_init)) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() "
+                         "returned false after it had returned true; done() must be monotone",
+                         m->name, (unsigned long long)x->dest, x->k.ts);
+                tw_fail_at_commit(th->g, msg, &x->k);
+                return false;
+            }
+        }
+        x = x->next;
+    }
+    lp->first_unc = x;
+    if (lp->out.n) {
+        pthread_mutex_lock(&th->sink.mu);
+        kr__outvec_move_before(&lp->out, h, &th->sink.v);
+        pthread_mutex_unlock(&th->sink.mu);
+    }
+    fossil(th, lp);
+    return true;
+}
+
+void tw_commit(struct tw_thread *th, const struct kr__key *hp)
+{
+    struct kr__key h = *hp;
+    size_t keep = 0;
+    for (size_t i = 0; i < th->ndirty; i++) {
+        kr_lp id = th->dirty[i];
+        struct kr__lp *lp = &th->r->lps[id];
+        if (!commit_lp(th, lp, &h)) return; /* the run stops with the error */
+        if (lp->first_unc) th->dirty[keep++] = id;
+        else lp->dirty = false;
+    }
+    th->ndirty = keep;
+    pthread_mutex_lock(&th->sink.mu);
+    th->sink.upto = h;
+    pthread_mutex_unlock(&th->sink.mu);
+    atomic_store_explicit(&th->cnt->pub_committed, th->cnt->committed, memory_order_relaxed);
+    atomic_store_explicit(&th->cnt->pub_processed, th->cnt->processed, memory_order_relaxed);
+}
+
+/* At the end: bring every LP back to its committed state (for finish and the digest) and
+ * give back checkpoints. Nothing is cancelled: no event will run again. */
+void tw_release_all(struct tw_thread *th)
+{
+    struct kr__key h = th->g->horizon;
+    for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
+        struct kr__lp *lp = &th->r->lps[id];
+        if (lp->tail && !kr__key_lt(&lp->tail->k, &h)) tw_rollback(th, lp, &h, false);
+        for (struct kr__ev *x = lp->head; x; x = x->next)
+            if (x->ckpt) {
+                kr__ckpt_release(&th->blobs, x->ckpt);
+                x->ckpt = NULL;
+            }
+        if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
+        lp->base = NULL;
+        free(lp->err);
+        lp->err = NULL;
+    }
+}

@@ -1,0 +1,382 @@
+/* engine.c - the optimistic engine's worker loop: drain the inbox, take part in GVT,
+ * run the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include "tw.h"
+#include "../core/error.h"
+#include "../stats/progress.h"
+
+uint64_t tw_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
+{
+    if (th->wn == th->wcap) {
+        th->wcap = th->wcap ? th->wcap * 2 : 256;
+        th->work = realloc(th->work, th->wcap * sizeof *th->work);
+        if (!th->work) kr__fatal_oom("local delivery queue", th->wcap * sizeof *th->work);
+    }
+    th->work[th->wn].e = e;
+    th->work[th->wn].anti = anti;
+    th->wn++;
+}
+
+void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
+{
+    if (lp->dirty) return;
+    lp->dirty = true;
+    if (th->ndirty == th->capdirty) {
+        th->capdirty = th->capdirty ? th->capdirty * 2 : 256;
+        th->dirty = realloc(th->dirty, th->capdirty * sizeof *th->dirty);
+        if (!th->dirty) kr__fatal_oom("commit list", th->capdirty * sizeof *th->dirty);
+    }
+    th->dirty[th->ndirty++] = id;
+}
+
+/* A positive event reaches its owner: a straggler rolls the LP back first. */
+void tw_deliver(struct tw_thread *th, struct kr__ev *e)
+{
+    struct kr__lp *lp = &th->r->lps[e->dest];
+    if (lp->tail && kr__key_lt(&e->k, &lp->tail->k)) tw_rollback(th, lp, &e->k, true);
+    e->st = KR_EV_PENDING;
+    kr__heap_push(&th->heap, e);
+}
+
+/* Run queued same-thread deliveries in order; they may queue more (rollbacks). */
+void tw_flush_local(struct tw_thread *th)
+{
+    for (size_t i = 0; i < th->wn; i++) {
+        struct tw_item it = th->work[i];
+        if (it.anti) tw_cancel(th, it.e);
+        else tw_deliver(th, it.e);
+    }
+    th->wn = 0;
+}
+
+void tw_drain(struct tw_thread *th)
+{
+    struct kr__ev *e = kr__inbox_drain(&th->g->inbox[th->id]);
+    while (e) {
+        struct kr__ev *next = e->next;
+        if (e->flags & KR_EVF_ANTI) {
+            tw_cancel(th, e->child);
+            kr__pool_put(th->pool, e);
+        } else {
+            tw_deliver(th, e);
+        }
+        e = next;
+    }
+    tw_flush_local(th);
+}
+
+static void tw_send(struct kr__ctx *c, struct kr__ev *e)
+{
+    struct tw_thread *th = c->eng;
+    struct tw_global *g = th->g;
+    unsigned owner = tw_owner(g, e->dest);
+    if (c->ev) { /* remember children for cancellation; init sends are never undone */
+        e->sib = c->ev->child;
+        c->ev->child = e;
+    }
+    if (owner == th->id) {
+        tw_work_push(th, e, 0);
+        return;
+    }
+    e->st = KR_EV_INFLIGHT;
+    th->cnt->remote_sent++;
+    if (e->k.ts < th->min_sent) th->min_sent = e->k.ts;
+    kr__inbox_push(&g->inbox[owner], e, e->k.ts);
+}
+
+static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
+{
+    kr__outvec_add(&c->lp->out, &c->ev->k, text, len);
+}
+
+static void tw_fail(struct kr__ctx *c, char *msg)
+{
+    struct tw_thread *th = c->eng;
+    if (!th || !th->armed || (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST)) return;
+    free(c->lp->err);
+    c->lp->err = msg;
+    th->armed = false;
+    longjmp(th->jmp, 1); /* the event is marked failed; reported only if it commits */
+}
+
+static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
+
+/* Run one event of lp (or re-run it silently when coasting). */
+static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
+{
+    kr__ctx.lp = lp;
+    kr__ctx.id = e->dest;
+    kr__ctx.ev = e;
+    kr__ctx.now = e->k.ts;
+    kr__ctx.gen = e->k.gen;
+    kr__ctx.mode = (uint8_t)mode;
+    th->armed = true;
+    if (_setjmp(th->jmp) == 0) kr__run_event(th->r, lp, e);
+    else e->flags |= KR_EVF_ERROR;
+    th->armed = false;
+    kr__ctx.mode = KR_MODE_NONE;
+}
+
+void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from)
+{
+    for (struct kr__ev *x = from; x; x = x->next) {
+        tw_execute(th, lp, x, KR_MODE_COAST);
+        th->cnt->coasted++;
+    }
+}
+
+static void tw_process(struct tw_thread *th, struct kr__ev *e)
+{
+    struct kr__lp *lp = &th->r->lps[e->dest];
+    if (lp->poison) { /* frozen after a failed speculative event until rolled back */
+        e->st = KR_EV_PARKED;
+        e->next = lp->parked;
+        lp->parked = e;
+        return;
+    }
+    if (lp->since_ckpt >= th->g->ckpt_interval) tw_take_ckpt(th, lp, e);
+    lp->since_ckpt++;
+    e->child = NULL;
+    e->flags = 0;
+    tw_execute(th, lp, e, KR_MODE_EVENT);
+    if (e->flags & KR_EVF_ERROR) lp->poison = e;
+    else if (th->r->model->done && th->r->model->done(e->dest, lp->root))
+        e->flags |= KR_EVF_DONE_AFTER;
+    e->st = KR_EV_PROCESSED;
+    e->next = NULL;
+    e->prev = lp->tail;
+    if (lp->tail) lp->tail->next = e;
+    else lp->head = e;
+    lp->tail = e;
+    if (!lp->first_unc) {
+        lp->first_unc = e;
+        tw_mark_dirty(th, lp, e->dest);
+    }
+    th->cnt->processed++;
+    tw_flush_local(th);
+}
+
+/* Pending top, dropping cancelled events on the way. */
+static struct kr__ev *tw_top(struct tw_thread *th)
+{
+    struct kr__ev *e;
+    while ((e = kr__heap_top(&th->heap)) && e->st == KR_EV_CANCELLED) {
+        kr__heap_pop(&th->heap);
+        kr__pool_put(th->pool, e);
+    }
+    return e;
+}
+
+static void tw_pin(unsigned id, unsigned nthreads)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu <= 0 || nthreads > (unsigned)ncpu) return; /* oversubscribed: let the OS place */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(id % (unsigned)ncpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
+{
+    if (++*spins < 64 && !oversubscribed) {
+        __builtin_ia32_pause();
+        return;
+    }
+    *spins = 0;
+    tw_gvt_maybe_start(th, th->g->period_ns / 4);
+    if (oversubscribed) sched_yield();
+    else {
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *tw_worker(void *arg)
+{
+    struct tw_thread *th = arg;
+    struct tw_global *g = th->g;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    bool over = ncpu > 0 && g->n > (unsigned)ncpu;
+    tw_pin(th->id, g->n);
+    kr__ctx.run = th->r;
+    kr__ctx.ops = &tw_ops;
+    kr__ctx.pool = th->pool;
+    kr__ctx.eng = th;
+    kr__ctx.mode = KR_MODE_NONE;
+    const kr_time end = th->r->cfg->end;
+    unsigned spins = 0;
+    uint64_t iter = 0;
+    for (;;) {
+        tw_drain(th);
+        tw_gvt_poll(th);
+        if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
+            tw_gvt_poll(th);
+            break;
+        }
+        struct kr__ev *e = tw_top(th);
+        if (e && e->k.ts < end) {
+            kr__heap_pop(&th->heap);
+            tw_process(th, e);
+            spins = 0;
+            if ((++iter & 255) == 0) tw_gvt_maybe_start(th, g->period_ns);
+        } else {
+            tw_idle(th, &spins, over);
+        }
+    }
+    tw_release_all(th);
+    atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);
+    return NULL;
+}
+
+static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
+{
+    kr_lp per = (r->n + g->n - 1) / g->n;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        memset(th, 0, sizeof *th);
+        th->id = t;
+        th->r = r;
+        th->g = g;
+        th->pool = &r->pools[t];
+        th->cnt = &r->counters[t];
+        th->lp_lo = (kr_lp)t * per < r->n ? (kr_lp)t * per : r->n;
+        th->lp_hi = th->lp_lo + per < r->n ? th->lp_lo + per : r->n;
+        th->min_sent = INFINITY;
+        kr__heap_init(&th->heap);
+        kr__blobs_init(&th->blobs);
+        pthread_mutex_init(&th->sink.mu, NULL);
+        th->sink.upto = kr__key_at(-INFINITY);
+        kr__inbox_init(&g->inbox[t]);
+    }
+}
+
+/* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
+static void tw_init_lps(struct kr__run *r, struct tw_global *g)
+{
+    for (unsigned t = 0; t < g->n; t++)
+        for (kr_lp id = g->th[t].lp_lo; id < g->th[t].lp_hi; id++) {
+            kr__lp_setup(r, id);
+            r->lps[id].thread = t;
+        }
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        kr__ctx.ops = &tw_ops;
+        kr__ctx.eng = th;
+        kr__ctx.pool = th->pool;
+        for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
+            kr__lp_run_init(r, id);
+            kr__ctx.mode = KR_MODE_INIT;
+            tw_flush_local(th);
+            kr__ctx.mode = KR_MODE_NONE;
+        }
+    }
+    /* Init sends to other threads went through their inboxes; move them in now. */
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        kr__ctx.eng = th;
+        kr__ctx.pool = th->pool;
+        tw_drain(th);
+        th->min_sent = INFINITY;
+        for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) tw_take_ckpt(th, &r->lps[id], NULL);
+    }
+}
+
+/* The calling thread prints committed output and the progress line while workers run. */
+static void tw_print_committed(struct tw_global *g, bool all)
+{
+    struct kr__key upto = kr__key_at(INFINITY);
+    struct kr__outvec v = { 0 };
+    for (unsigned t = 0; t < g->n; t++) {
+        struct kr__outsink *s = &g->th[t].sink;
+        pthread_mutex_lock(&s->mu);
+        if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
+        kr__outvec_move_before(&s->v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
+                                                         UINT64_MAX }, &v);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+    pthread_mutex_lock(&g->err_mu);
+    if (g->err && kr__key_lt(&g->err_key, &upto)) upto = g->err_key; /* nothing after an error */
+    pthread_mutex_unlock(&g->err_mu);
+    kr__outvec_print_before(&v, &upto, stdout);
+    /* what is not printable yet goes back to thread 0's sink, to be merged next time */
+    if (v.n) {
+        struct kr__outsink *s = &g->th[0].sink;
+        pthread_mutex_lock(&s->mu);
+        kr__outvec_move_before(&v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
+                                                      UINT64_MAX }, &s->v);
+        pthread_mutex_unlock(&s->mu);
+    }
+    kr__outvec_free(&v);
+    fflush(stdout);
+}
+
+static void tw_watch(struct kr__run *r, struct tw_global *g)
+{
+    struct kr__progress prog;
+    kr__progress_start(&prog, r);
+    while (atomic_load_explicit(&g->running, memory_order_acquire) > 0) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        tw_print_committed(g, false);
+        kr__progress_tick(&prog, tw_gvt(g));
+    }
+    kr__progress_stop(&prog);
+}
+
+int kr__tw_run(struct kr__run *r)
+{
+    struct tw_global *g = calloc(1, sizeof *g);
+    if (!g) kr__fatal_oom("engine", sizeof *g);
+    g->r = r;
+    g->n = r->nthreads;
+    g->th = aligned_alloc(64, g->n * sizeof *g->th);
+    g->inbox = aligned_alloc(64, g->n * sizeof *g->inbox);
+    if (!g->th || !g->inbox) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
+    g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
+    g->ckpt_interval = r->cfg->ckpt_interval;
+    g->horizon = kr__key_at(-INFINITY);
+    atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
+    pthread_mutex_init(&g->err_mu, NULL);
+    atomic_init(&g->last_round_ns, tw_clock_ns());
+    tw_setup_threads(r, g);
+    tw_init_lps(r, g);
+    atomic_store(&g->running, g->n);
+    for (unsigned t = 0; t < g->n; t++)
+        if (pthread_create(&g->th[t].tid, NULL, tw_worker, &g->th[t]))
+            kr__usage_error("cannot start worker thread %u of %u", t, g->n);
+    tw_watch(r, g);
+    for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
+    tw_print_committed(g, g->err == NULL);
+    if (g->err) kr__die(g->err);
+    r->ended_by_done = g->by_done;
+    r->end_key = g->horizon;
+    r->final_gvt = tw_gvt(g);
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        th->cnt->pool_bytes = th->pool->bytes;
+        th->cnt->ckpt_peak_bytes = th->blobs.peak;
+        kr__heap_destroy(&th->heap);
+        kr__blobs_destroy(&th->blobs);
+        kr__outvec_free(&th->sink.v);
+        free(th->work);
+        free(th->dirty);
+    }
+    free(g->th);
+    free(g->inbox);
+    free(g);
+    return 0;
+}

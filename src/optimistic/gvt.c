@@ -1,0 +1,143 @@
+/* gvt.c - asynchronous shared-memory GVT, folded into the worker loop; no thread ever
+ * waits for another.
+ *
+ * A round has two phases (three when the model has done()). Phase 1: each thread, at its
+ * next check, starts tracking the lowest timestamp it sends to other threads (min_sent).
+ * Phase 2, once all have passed phase 1: each thread drains its inbox and reports
+ * min(lowest pending event, min_sent). GVT is the minimum of the reports. A message still in
+ * an inbox at a report was either sent after its sender passed phase 1 (so it is in that
+ * sender's min_sent) or before (so the receiver's phase-2 drain found it); anything sent
+ * later descends from an event already counted. Phase 3 (done): each thread says whether
+ * all its LPs are done at GVT and since which event. The last thread through a phase
+ * closes it; the last of the round publishes the commit horizon. */
+#include <math.h>
+#include "tw.h"
+
+static void report_done(struct tw_thread *th, kr_time gvt);
+
+static bool last_through(struct tw_global *g)
+{
+    return atomic_fetch_add_explicit(&g->count, 1, memory_order_acq_rel) + 1 == g->n;
+}
+
+void tw_gvt_maybe_start(struct tw_thread *th, uint64_t min_gap_ns)
+{
+    struct tw_global *g = th->g;
+    uint64_t s = atomic_load_explicit(&g->state, memory_order_relaxed);
+    if (s & 3) return;
+    uint64_t now = tw_clock_ns();
+    if (now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < min_gap_ns) return;
+    if (atomic_compare_exchange_strong_explicit(&g->state, &s, (s & ~3ull) + 4 + 1,
+                                                memory_order_acq_rel, memory_order_relaxed))
+        atomic_store_explicit(&g->last_round_ns, now, memory_order_relaxed);
+}
+
+static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s)
+{
+    g->horizon = h;
+    atomic_fetch_add_explicit(&g->epoch, 1, memory_order_release);
+    atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+    atomic_store_explicit(&g->state, s & ~3ull, memory_order_release);
+    if (stop) atomic_store_explicit(&g->stop, 1, memory_order_release);
+}
+
+static void close_phase2(struct tw_thread *th, uint64_t s)
+{
+    struct tw_global *g = th->g;
+    kr_time gvt = INFINITY;
+    for (unsigned t = 0; t < g->n; t++)
+        if (g->th[t].report < gvt) gvt = g->th[t].report;
+    atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt), memory_order_release);
+    g->th[0].cnt->gvt_rounds++;
+    if (th->r->model->done) {
+        atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&g->state, (s & ~3ull) | 3, memory_order_release);
+        return;
+    }
+    kr_time end = th->r->cfg->end;
+    publish(g, kr__key_at(gvt < end ? gvt : end), gvt >= end, s);
+}
+
+static void close_phase3(struct tw_thread *th, uint64_t s)
+{
+    struct tw_global *g = th->g;
+    bool all = true;
+    struct kr__key maxd = kr__key_at(-INFINITY);
+    for (unsigned t = 0; t < g->n; t++) {
+        all = all && g->th[t].all_done;
+        if (kr__key_lt(&maxd, &g->th[t].max_done)) maxd = g->th[t].max_done;
+    }
+    kr_time end = th->r->cfg->end;
+    if (all && maxd.ts < end) {
+        maxd.seq++; /* commit up to and including the event after which all were done */
+        g->by_done = true;
+        publish(g, maxd, true, s);
+        return;
+    }
+    kr_time gvt = tw_gvt(g);
+    publish(g, kr__key_at(gvt < end ? gvt : end), gvt >= end, s);
+}
+
+static kr_time local_min(struct tw_thread *th)
+{
+    struct kr__ev *top = kr__heap_top(&th->heap);
+    kr_time m = top ? top->k.ts : INFINITY;
+    return th->min_sent < m ? th->min_sent : m;
+}
+
+void tw_gvt_poll(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
+    if (s != th->seen_state) {
+        th->seen_state = s;
+        switch (s & 3) {
+        case 1:
+            th->min_sent = INFINITY;
+            if (last_through(g)) {
+                atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+                atomic_store_explicit(&g->state, (s & ~3ull) | 2, memory_order_release);
+            }
+            break;
+        case 2:
+            tw_drain(th);
+            th->report = local_min(th);
+            if (last_through(g)) close_phase2(th, s);
+            break;
+        case 3:
+            report_done(th, tw_gvt(g));
+            if (last_through(g)) close_phase3(th, s);
+            break;
+        default:
+            break;
+        }
+    }
+    uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
+    if (ep != th->seen_epoch) {
+        th->seen_epoch = ep;
+        tw_commit(th, &g->horizon);
+    }
+}
+
+/* Done-phase report: are all my LPs done on their state at GVT, and since which event? */
+static void report_done(struct tw_thread *th, kr_time gvt)
+{
+    struct kr__key h = kr__key_at(gvt);
+    th->all_done = true;
+    th->max_done = kr__key_at(-INFINITY);
+    for (kr_lp id = th->lp_lo; id < th->lp_hi && th->all_done; id++) {
+        struct kr__lp *lp = &th->r->lps[id];
+        struct kr__key since = kr__key_at(-INFINITY);
+        bool done = lp->done_seen || lp->done_init;
+        if (lp->done_seen) since = lp->done_key;
+        for (struct kr__ev *x = lp->first_unc; !done && x && kr__key_lt(&x->k, &h); x = x->next) {
+            if (x->flags & KR_EVF_ERROR) break;
+            if (x->flags & KR_EVF_DONE_AFTER) {
+                done = true;
+                since = x->k;
+            }
+        }
+        th->all_done = done;
+        if (kr__key_lt(&th->max_done, &since)) th->max_done = since;
+    }
+}

@@ -1,0 +1,104 @@
+/* tw.h - internal structures of the optimistic (Time Warp) engine. A worker thread owns a
+ * contiguous block of LPs, their pending events (one heap, lowest-timestamp-first), their
+ * processed lists and checkpoints; nothing else touches them. Other threads reach it only
+ * through its inbox. */
+#ifndef KR_OPTIMISTIC_TW_H
+#define KR_OPTIMISTIC_TW_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include "../core/core.h"
+#include "../msg/inbox.h"
+#include "../queue/heap.h"
+#include "../state/blob.h"
+#include "../stats/output.h"
+
+struct tw_global;
+
+/* Deliveries between LPs of the same thread are queued and run after the current event,
+ * so a rollback never starts inside a model handler. */
+struct tw_item {
+    struct kr__ev *e;
+    int anti;
+};
+
+struct tw_thread {
+    _Alignas(64) unsigned id;
+    struct kr__run *r;
+    struct tw_global *g;
+    struct kr__heap heap;
+    struct kr__pool *pool;
+    struct kr__counters *cnt;
+    struct kr__blobs blobs;
+    kr_lp lp_lo, lp_hi;
+    struct tw_item *work;
+    size_t wn, wcap;
+    kr_lp *dirty;             /* LPs with uncommitted processed events */
+    size_t ndirty, capdirty;
+    /* GVT participation. */
+    uint64_t seen_state;
+    uint64_t seen_epoch;
+    kr_time min_sent;         /* lowest timestamp sent to other threads since phase 1 */
+    kr_time report;           /* this round's local minimum */
+    bool all_done;            /* done-phase report */
+    struct kr__key max_done;
+    struct kr__outsink sink;
+    jmp_buf jmp;
+    bool armed;               /* jmp is valid: a model error is deferred, not fatal */
+    pthread_t tid;
+};
+
+struct tw_global {
+    struct kr__run *r;
+    unsigned n;
+    struct tw_thread *th;
+    struct kr__inbox *inbox;
+    _Alignas(64) _Atomic uint64_t state;   /* round * 4 + phase (0 idle, 1, 2, 3 done-check) */
+    _Atomic unsigned count;                /* threads through the current phase */
+    _Atomic uint64_t last_round_ns;
+    _Alignas(64) _Atomic uint64_t epoch;   /* bumps when `horizon` is published */
+    struct kr__key horizon;                /* commit everything before this key */
+    _Atomic uint64_t gvt_bits;             /* last GVT (bits of a double): read by the progress line */
+    _Atomic int stop;
+    _Atomic unsigned running;
+    pthread_mutex_t err_mu;
+    char *err;                             /* lowest committed model error */
+    struct kr__key err_key;
+    bool by_done;
+    uint64_t period_ns;
+    unsigned ckpt_interval;
+};
+
+static inline kr_time tw_gvt(const struct tw_global *g)
+{
+    uint64_t b = atomic_load_explicit(&g->gvt_bits, memory_order_acquire);
+    kr_time t;
+    memcpy(&t, &b, sizeof t);
+    return t;
+}
+
+static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
+{
+    return g->r->lps[id].thread;
+}
+
+/* engine.c */
+void tw_deliver(struct tw_thread *th, struct kr__ev *e);
+void tw_flush_local(struct tw_thread *th);
+void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
+void tw_drain(struct tw_thread *th);
+void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
+uint64_t tw_clock_ns(void);
+/* rollback.c */
+void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel);
+void tw_cancel(struct tw_thread *th, struct kr__ev *c);
+void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
+/* gvt.c */
+void tw_gvt_poll(struct tw_thread *th);
+void tw_gvt_maybe_start(struct tw_thread *th, uint64_t min_gap_ns);
+/* commit.c */
+void tw_commit(struct tw_thread *th, const struct kr__key *h);
+void tw_release_all(struct tw_thread *th);
+void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k);
+
+#endif

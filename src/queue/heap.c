@@ -1,0 +1,26 @@
+/* heap.c - growth and teardown of the event heap (the hot operations are inline in heap.h). */
+#include "heap.h"
+#include <stdlib.h>
+#include "../core/error.h"
+
+void kr__heap_init(struct kr__heap *h)
+{
+    h->n = 0;
+    h->cap = 0;
+    h->a = NULL;
+}
+
+void kr__heap_grow(struct kr__heap *h)
+{
+    size_t cap = h->cap ? h->cap * 2 : 1024;
+    struct kr__heap_slot *a = realloc(h->a, cap * sizeof *a);
+    if (!a) kr__fatal_oom("event heap", cap * sizeof *a);
+    h->a = a;
+    h->cap = cap;
+}
+
+void kr__heap_destroy(struct kr__heap *h)
+{
+    free(h->a);
+    kr__heap_init(h);
+}

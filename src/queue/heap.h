@@ -1,0 +1,71 @@
+/* heap.h - the future-event set: an implicit binary min-heap of events by ordering key.
+ *
+ * Each slot caches the timestamp next to the pointer, so a sift compares doubles in one
+ * contiguous array and only dereferences an event to break a timestamp tie. Cancelled events
+ * stay in the heap and are dropped when they reach the top (lazy deletion: an antimessage
+ * for a pending event costs one store).
+ */
+#ifndef KR_QUEUE_HEAP_H
+#define KR_QUEUE_HEAP_H
+
+#include <stddef.h>
+#include "../msg/event.h"
+
+struct kr__heap_slot {
+    kr_time ts;
+    struct kr__ev *e;
+};
+
+struct kr__heap {
+    struct kr__heap_slot *a;
+    size_t n, cap;
+};
+
+void kr__heap_init(struct kr__heap *h);
+void kr__heap_destroy(struct kr__heap *h);
+void kr__heap_grow(struct kr__heap *h);
+
+static inline int kr__slot_lt(const struct kr__heap_slot *x, const struct kr__heap_slot *y)
+{
+    if (x->ts != y->ts) return x->ts < y->ts;
+    return kr__key_lt(&x->e->k, &y->e->k);
+}
+
+static inline void kr__heap_push(struct kr__heap *h, struct kr__ev *e)
+{
+    if (__builtin_expect(h->n == h->cap, 0)) kr__heap_grow(h);
+    struct kr__heap_slot s = { e->k.ts, e };
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) >> 1;
+        if (!kr__slot_lt(&s, &h->a[p])) break;
+        h->a[i] = h->a[p];
+        i = p;
+    }
+    h->a[i] = s;
+}
+
+static inline struct kr__ev *kr__heap_top(const struct kr__heap *h)
+{
+    return h->n ? h->a[0].e : NULL;
+}
+
+static inline struct kr__ev *kr__heap_pop(struct kr__heap *h)
+{
+    if (h->n == 0) return NULL;
+    struct kr__ev *top = h->a[0].e;
+    struct kr__heap_slot last = h->a[--h->n];
+    size_t n = h->n, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && kr__slot_lt(&h->a[c + 1], &h->a[c])) c++;
+        if (!kr__slot_lt(&h->a[c], &last)) break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (n) h->a[i] = last;
+    return top;
+}
+
+#endif

@@ -1,0 +1,109 @@
+/* sequential.c - the reference engine: one thread, one future-event set, every event
+ * committed the moment it runs. Every other engine must reproduce its run digest. */
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+#include "../core/core.h"
+#include "../core/error.h"
+#include "../queue/heap.h"
+#include "../stats/progress.h"
+
+struct seq {
+    struct kr__heap heap;
+};
+
+static void seq_send(struct kr__ctx *c, struct kr__ev *e)
+{
+    struct seq *s = c->eng;
+    e->st = KR_EV_PENDING;
+    kr__heap_push(&s->heap, e);
+}
+
+static void seq_emit(struct kr__ctx *c, const char *text, size_t len)
+{
+    (void)c;
+    fwrite(text, 1, len, stdout);
+}
+
+static void seq_fail(struct kr__ctx *c, char *msg)
+{
+    (void)c;
+    kr__die(msg);
+}
+
+static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, seq_fail };
+
+/* Returns true when the run ends because done() holds for every LP. */
+static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
+{
+    const struct kr_model *m = r->model;
+    struct kr__counters *cnt = &r->counters[0];
+    struct kr__pool *pool = &r->pools[0];
+    const kr_time end = r->cfg->end;
+    struct kr__progress prog;
+    kr__progress_start(&prog, r);
+    struct kr__ev *e;
+    while ((e = kr__heap_top(&s->heap)) && e->k.ts < end) {
+        kr__heap_pop(&s->heap);
+        struct kr__lp *lp = &r->lps[e->dest];
+        kr__ctx.lp = lp;
+        kr__ctx.id = e->dest;
+        kr__ctx.ev = e;
+        kr__ctx.now = e->k.ts;
+        kr__ctx.gen = e->k.gen;
+        kr__run_event(r, lp, e);
+        kr__lp_commit_event(lp, e);
+        r->end_key = e->k;
+        r->end_key.seq++;
+        kr__pool_put(pool, e);
+        cnt->processed++;
+        if (m->done) {
+            bool d = m->done(e->dest, lp->root);
+            if (d && !lp->done_seen) {
+                lp->done_seen = true;
+                if (++ndone == r->n) return true;
+            } else if (!d && lp->done_seen) {
+                kr__model_error("done() returned false after it had returned true; done() "
+                                "must be monotone (once done, an LP stays done)");
+            }
+        }
+        if (__builtin_expect((cnt->processed & 0xffff) == 0, 0)) {
+            cnt->committed = cnt->processed;
+            atomic_store_explicit(&cnt->pub_committed, cnt->processed, memory_order_relaxed);
+            atomic_store_explicit(&cnt->pub_processed, cnt->processed, memory_order_relaxed);
+            kr__progress_tick(&prog, e->k.ts);
+        }
+    }
+    kr__progress_stop(&prog);
+    return false;
+}
+
+int kr__seq_run(struct kr__run *r)
+{
+    struct seq s;
+    kr__heap_init(&s.heap);
+    kr__ctx.run = r;
+    kr__ctx.ops = &seq_ops;
+    kr__ctx.pool = &r->pools[0];
+    kr__ctx.eng = &s;
+    kr__ctx.jmp = NULL;
+    uint64_t ndone = 0;
+    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
+    for (kr_lp id = 0; id < r->n; id++) {
+        kr__lp_run_init(r, id);
+        r->lps[id].done_seen = r->lps[id].done_init;
+        ndone += r->lps[id].done_init;
+    }
+    r->end_key = kr__key_at(0);
+    kr__ctx.mode = KR_MODE_EVENT;
+    bool by_done = (r->model->done && ndone == r->n) || seq_loop(r, &s, ndone);
+    kr__ctx.mode = KR_MODE_NONE;
+    r->ended_by_done = by_done;
+    if (!by_done) r->end_key = kr__key_at(r->cfg->end);
+    struct kr__ev *top = kr__heap_top(&s.heap);
+    r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
+    r->counters[0].committed = r->counters[0].processed;
+    r->counters[0].pool_bytes = r->pools[0].bytes;
+    kr__heap_destroy(&s.heap);
+    return 0;
+}

@@ -1,0 +1,203 @@
+/* arena.c - size-class chunk allocator of an LP (see arena.h). */
+#include "arena.h"
+#include <stdlib.h>
+#include <string.h>
+#include "../core/digest.h"
+
+#define AREA_MAX_BYTES (1u << 20)   /* areas grow by doubling up to this, then stay */
+
+void kr__arena_init(struct kr__arena *a, size_t limit)
+{
+    memset(a, 0, sizeof *a);
+    a->limit = limit;
+}
+
+void kr__arena_destroy(struct kr__arena *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) free(a->areas[i]);
+    free(a->areas);
+    free(a->sorted);
+    memset(a, 0, sizeof *a);
+}
+
+static int size_class(size_t size, uint32_t *cls)
+{
+    if (size <= 16) {
+        *cls = 0;
+        return 0;
+    }
+    uint32_t bits = 64 - (uint32_t)__builtin_clzll((unsigned long long)(size - 1));
+    if (bits - KR_ARENA_MIN_SHIFT >= KR_ARENA_CLASSES) return -1;
+    *cls = bits - KR_ARENA_MIN_SHIFT;
+    return 0;
+}
+
+/* First area of a class holds ~128 bytes of chunks; each next one doubles. */
+static uint32_t area_chunks(uint32_t cls, uint32_t k)
+{
+    size_t csz = kr__arena_class_bytes(cls);
+    size_t n = csz >= 128 ? 1 : 128 / csz;
+    for (uint32_t i = 0; i < k && n * csz * 2 <= AREA_MAX_BYTES; i++) n *= 2;
+    return (uint32_t)n;
+}
+
+static int index_area(struct kr__arena *a, struct kr__area *ar)
+{
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 4;
+        struct kr__area **x = realloc(a->areas, cap * sizeof *x);
+        if (!x) return -1;
+        a->areas = x;
+        x = realloc(a->sorted, cap * sizeof *x);
+        if (!x) return -1;
+        a->sorted = x;
+        a->cap = cap;
+    }
+    ar->index = a->n;
+    a->areas[a->n] = ar;
+    uint32_t i = a->n++;
+    while (i > 0 && a->sorted[i - 1]->data > ar->data) {
+        a->sorted[i] = a->sorted[i - 1];
+        i--;
+    }
+    a->sorted[i] = ar;
+    return 0;
+}
+
+static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
+{
+    uint32_t k = 0;
+    struct kr__area **tail = &a->head[cls];
+    while (*tail) {
+        tail = &(*tail)->next;
+        k++;
+    }
+    uint32_t n = area_chunks(cls, k);
+    uint32_t nwords = (n + 63) / 64;
+    size_t hdr = (sizeof(struct kr__area) + nwords * 8 + 15) & ~(size_t)15;
+    size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls);
+    if (a->limit && a->held + bytes > a->limit) {
+        *err = KR_ARENA_EXHAUSTED;
+        return NULL;
+    }
+    struct kr__area *ar = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+    if (!ar) {
+        *err = KR_ARENA_NOMEM;
+        return NULL;
+    }
+    memset(ar, 0, hdr);
+    ar->data = (char *)ar + hdr;
+    ar->cls = cls;
+    ar->nchunks = n;
+    ar->nwords = nwords;
+    if (index_area(a, ar)) {
+        free(ar);
+        *err = KR_ARENA_NOMEM;
+        return NULL;
+    }
+    *tail = ar;
+    a->held += bytes;
+    return ar;
+}
+
+void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
+{
+    uint32_t cls;
+    if (size_class(size, &cls)) {
+        *err = KR_ARENA_TOO_BIG;
+        return NULL;
+    }
+    struct kr__area *ar = a->head[cls];
+    while (ar && ar->nused == ar->nchunks) ar = ar->next;
+    if (!ar && !(ar = new_area(a, cls, err))) return NULL;
+    for (uint32_t w = 0; w < ar->nwords; w++) {
+        uint64_t free_bits = ~ar->bits[w];
+        if (!free_bits) continue;
+        uint32_t bit = (uint32_t)__builtin_ctzll(free_bits);
+        uint32_t idx = w * 64 + bit;
+        if (idx >= ar->nchunks) break;
+        ar->bits[w] |= 1ull << bit;
+        ar->nused++;
+        size_t csz = kr__arena_class_bytes(cls);
+        a->used += csz;
+        char *p = ar->data + (size_t)idx * csz;
+        memset(p, 0, csz);
+        return p;
+    }
+    *err = KR_ARENA_NOMEM; /* unreachable: nused < nchunks guarantees a free bit */
+    return NULL;
+}
+
+static struct kr__area *find_area(const struct kr__arena *a, const void *p)
+{
+    const char *c = p;
+    uint32_t lo = 0, hi = a->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        struct kr__area *ar = a->sorted[mid];
+        if (c < ar->data) hi = mid;
+        else if (c >= ar->data + (size_t)ar->nchunks * kr__arena_class_bytes(ar->cls)) lo = mid + 1;
+        else return ar;
+    }
+    return NULL;
+}
+
+/* Chunk index of p in ar, or -1 if p is not the start of an allocated chunk. */
+static int64_t chunk_of(const struct kr__area *ar, const void *p)
+{
+    size_t off = (size_t)((const char *)p - ar->data);
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    if (off % csz) return -1;
+    size_t idx = off / csz;
+    if (!(ar->bits[idx / 64] >> (idx % 64) & 1)) return -1;
+    return (int64_t)idx;
+}
+
+int kr__arena_free(struct kr__arena *a, void *p)
+{
+    struct kr__area *ar = find_area(a, p);
+    int64_t idx = ar ? chunk_of(ar, p) : -1;
+    if (idx < 0) return KR_ARENA_BAD_PTR;
+    ar->bits[idx / 64] &= ~(1ull << (idx % 64));
+    ar->nused--;
+    a->used -= kr__arena_class_bytes(ar->cls);
+    return KR_ARENA_OK;
+}
+
+size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)
+{
+    struct kr__area *ar = find_area(a, p);
+    if (!ar || chunk_of(ar, p) < 0) return 0;
+    return kr__arena_class_bytes(ar->cls);
+}
+
+/* A word that points into the arena becomes a tagged (area, offset) pair. */
+static uint64_t canonical_word(const struct kr__arena *a, uint64_t w)
+{
+    struct kr__area *ar = find_area(a, (const void *)(uintptr_t)w);
+    if (!ar) return w;
+    return 0xA7E4000000000000ull ^ ((uint64_t)ar->index << 32) ^
+           (uint64_t)((const char *)(uintptr_t)w - ar->data);
+}
+
+uint64_t kr__arena_hash(const struct kr__arena *a, const void *root)
+{
+    uint64_t h = kr__mix(0x5EED, root ? canonical_word(a, (uint64_t)(uintptr_t)root) : 0);
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = a->areas[i];
+        if (!ar->nused) continue;
+        h = kr__mix(h, ((uint64_t)i << 32) | ar->cls);
+        size_t csz = kr__arena_class_bytes(ar->cls);
+        for (uint32_t c = 0; c < ar->nchunks; c++) {
+            if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
+            h = kr__mix(h, c);
+            const char *p = ar->data + (size_t)c * csz;
+            for (size_t off = 0; off < csz; off += 8) {
+                uint64_t w;
+                memcpy(&w, p + off, 8);
+                h = kr__mix(h, canonical_word(a, w));
+            }
+        }
+    }
+    return h;
+}

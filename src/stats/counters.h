@@ -1,0 +1,27 @@
+/* counters.h - per-thread statistics, one cache line apart so workers never share a line. */
+#ifndef KR_STATS_COUNTERS_H
+#define KR_STATS_COUNTERS_H
+
+#include <stdint.h>
+#include <stdatomic.h>
+
+struct kr__counters {
+    _Alignas(64) uint64_t processed;     /* events executed, including ones later rolled back */
+    uint64_t committed;
+    uint64_t rolled_back;                /* executions undone */
+    uint64_t rollbacks;
+    uint64_t antimessages;               /* cancellations sent */
+    uint64_t checkpoints;
+    uint64_t ckpt_bytes;
+    uint64_t restores;
+    uint64_t coasted;                    /* events re-executed silently after a restore */
+    uint64_t remote_sent;                /* events sent to another thread */
+    uint64_t gvt_rounds;
+    uint64_t fossil_freed;
+    uint64_t pool_bytes;
+    uint64_t ckpt_peak_bytes;
+    _Atomic uint64_t pub_committed;      /* committed, published for the progress line */
+    _Atomic uint64_t pub_processed;
+};
+
+#endif

@@ -1,0 +1,77 @@
+/* output.c - see output.h. */
+#include "output.h"
+#include <stdlib.h>
+#include "../core/error.h"
+
+static void reserve(struct kr__outvec *v, size_t more)
+{
+    if (v->n + more <= v->cap) return;
+    size_t cap = v->cap ? v->cap * 2 : 16;
+    while (cap < v->n + more) cap *= 2;
+    struct kr__outrec *r = realloc(v->r, cap * sizeof *r);
+    if (!r) kr__fatal_oom("output buffer", cap * sizeof *r);
+    v->r = r;
+    v->cap = cap;
+}
+
+void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len)
+{
+    reserve(v, 1);
+    struct kr__outrec *r = &v->r[v->n];
+    r->k = *k;
+    r->part = 0;
+    if (v->n && kr__key_cmp(&v->r[v->n - 1].k, k) == 0) r->part = v->r[v->n - 1].part + 1;
+    r->len = (uint32_t)len;
+    r->text = malloc(len + 1);
+    if (!r->text) kr__fatal_oom("output text", len + 1);
+    memcpy(r->text, text, len);
+    r->text[len] = 0;
+    v->n++;
+}
+
+void kr__outvec_drop_from(struct kr__outvec *v, const struct kr__key *k)
+{
+    while (v->n && !kr__key_lt(&v->r[v->n - 1].k, k)) free(v->r[--v->n].text);
+}
+
+void kr__outvec_move_before(struct kr__outvec *v, const struct kr__key *h, struct kr__outvec *to)
+{
+    size_t m = 0;
+    while (m < v->n && kr__key_lt(&v->r[m].k, h)) m++;
+    if (!m) return;
+    reserve(to, m);
+    memcpy(to->r + to->n, v->r, m * sizeof *v->r);
+    to->n += m;
+    memmove(v->r, v->r + m, (v->n - m) * sizeof *v->r);
+    v->n -= m;
+}
+
+void kr__outvec_free(struct kr__outvec *v)
+{
+    for (size_t i = 0; i < v->n; i++) free(v->r[i].text);
+    free(v->r);
+    v->r = NULL;
+    v->n = v->cap = 0;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+    const struct kr__outrec *x = a, *y = b;
+    int c = kr__key_cmp(&x->k, &y->k);
+    if (c) return c;
+    return x->part < y->part ? -1 : x->part > y->part;
+}
+
+void kr__outvec_print_before(struct kr__outvec *v, const struct kr__key *h, FILE *f)
+{
+    if (!v->n) return;
+    qsort(v->r, v->n, sizeof *v->r, rec_cmp);
+    size_t m = 0;
+    while (m < v->n && kr__key_lt(&v->r[m].k, h)) {
+        fwrite(v->r[m].text, 1, v->r[m].len, f);
+        free(v->r[m].text);
+        m++;
+    }
+    memmove(v->r, v->r + m, (v->n - m) * sizeof *v->r);
+    v->n -= m;
+}

@@ -1,0 +1,41 @@
+/* output.h - committed output (kr_printf). Text is held per LP while its event is
+ * speculative, moved to a per-thread buffer when the event commits, and printed in
+ * (virtual time, tie key, order within the event) order, so stdout is the same under every
+ * engine and thread count. */
+#ifndef KR_STATS_OUTPUT_H
+#define KR_STATS_OUTPUT_H
+
+#include <stdio.h>
+#include <pthread.h>
+#include "../msg/event.h"
+
+struct kr__outrec {
+    struct kr__key k;
+    uint32_t part;        /* order within one event */
+    uint32_t len;
+    char *text;           /* malloc'd; output is rare, so this is off the event path */
+};
+
+struct kr__outvec {
+    struct kr__outrec *r;
+    size_t n, cap;
+};
+
+/* Append text produced by the event with key k (copies the text). */
+void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len);
+/* Drop (rollback) every record whose key is >= k; records are in key order. */
+void kr__outvec_drop_from(struct kr__outvec *v, const struct kr__key *k);
+/* Move every record with key < h to the end of `to`. */
+void kr__outvec_move_before(struct kr__outvec *v, const struct kr__key *h, struct kr__outvec *to);
+void kr__outvec_free(struct kr__outvec *v);
+/* Sort records with key < h out of `v`, write them to f in order, and remove them. */
+void kr__outvec_print_before(struct kr__outvec *v, const struct kr__key *h, FILE *f);
+
+/* A worker's committed output, shared with the printer thread. */
+struct kr__outsink {
+    pthread_mutex_t mu;
+    struct kr__outvec v;
+    struct kr__key upto;   /* everything before this key has been committed by the owner */
+};
+
+#endif

@@ -1,0 +1,63 @@
+/* progress.c - see progress.h. */
+#include "progress.h"
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+double kr__wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+size_t kr__rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+void kr__progress_start(struct kr__progress *p, const struct kr__run *r)
+{
+    p->r = r;
+    int mode = r->cfg->progress;
+    p->on = mode == 1 || (mode == -1 && isatty(STDERR_FILENO));
+    p->drawn = false;
+    p->t0 = p->last = kr__wall_now();
+    p->last_committed = 0;
+}
+
+void kr__progress_tick(struct kr__progress *p, kr_time vt)
+{
+    if (!p->on) return;
+    double now = kr__wall_now();
+    if (now - p->last < 0.5) return;
+    uint64_t committed = 0, processed = 0;
+    for (unsigned t = 0; t < p->r->nthreads; t++) {
+        committed += atomic_load_explicit(&p->r->counters[t].pub_committed, memory_order_relaxed);
+        processed += atomic_load_explicit(&p->r->counters[t].pub_processed, memory_order_relaxed);
+    }
+    double rate = (double)(committed - p->last_committed) / (now - p->last);
+    double end = p->r->cfg->end;
+    double pct = isinf(end) || end <= 0 ? 0 : 100.0 * (vt > end ? end : vt) / end;
+    fprintf(stderr, "\r\033[K[kairos] %5.1f%% vt %-10.4g %7.2f M committed ev/s  eff %5.1f%%  "
+            "mem %zu MiB  %.0fs", pct, vt, rate / 1e6,
+            processed ? 100.0 * (double)committed / (double)processed : 100.0,
+            kr__rss_bytes() >> 20, now - p->t0);
+    fflush(stderr);
+    p->drawn = true;
+    p->last = now;
+    p->last_committed = committed;
+}
+
+void kr__progress_stop(struct kr__progress *p)
+{
+    if (p->drawn) fputs("\r\033[K", stderr);
+    p->drawn = false;
+}

@@ -1,0 +1,191 @@
+/* report.c - see report.h. */
+#include "report.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include "../core/error.h"
+
+void kr__totals(const struct kr__run *r, struct kr__totals *t)
+{
+    memset(t, 0, sizeof *t);
+    for (unsigned i = 0; i < r->nthreads; i++) {
+        const struct kr__counters *c = &r->counters[i];
+        t->processed += c->processed;
+        t->committed += c->committed;
+        t->rolled_back += c->rolled_back;
+        t->rollbacks += c->rollbacks;
+        t->antimessages += c->antimessages;
+        t->checkpoints += c->checkpoints;
+        t->ckpt_bytes += c->ckpt_bytes;
+        t->restores += c->restores;
+        t->coasted += c->coasted;
+        t->remote_sent += c->remote_sent;
+        t->gvt_rounds += c->gvt_rounds;
+    }
+    if (r->nthreads > 0) t->gvt_rounds = r->counters[0].gvt_rounds;
+}
+
+static const char *engine_name(const struct kr__run *r)
+{
+    return r->cfg->sync == KR_SYNC_SEQUENTIAL ? "sequential" : "optimistic";
+}
+
+void kr__report_summary(const struct kr__run *r, FILE *f)
+{
+    struct kr__totals t;
+    kr__totals(r, &t);
+    double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
+    fprintf(f, "kairos: model %s, engine %s, %u thread%s, %llu LPs, end time %g, seed %llu\n",
+            r->model->name, engine_name(r), r->nthreads, r->nthreads == 1 ? "" : "s",
+            (unsigned long long)r->n, r->cfg->end, (unsigned long long)r->cfg->seed);
+    fprintf(f, "  ended:            %s\n",
+            r->ended_by_done ? "done() holds for every LP" : "end time reached");
+    fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed, rate / 1e6);
+    fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
+            t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
+    if (r->cfg->sync == KR_SYNC_OPTIMISTIC)
+        fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
+                "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
+                (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
+                (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
+    fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
+            (double)r->peak_rss / (1024.0 * 1024.0));
+    fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+    if (isinf(v) || isnan(v)) fputs("null", f);
+    else fprintf(f, "%.17g", v);
+}
+
+static void cpu_model(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "unknown");
+    FILE *c = fopen("/proc/cpuinfo", "r");
+    if (!c) return;
+    char line[512];
+    while (fgets(line, sizeof line, c)) {
+        char *colon = strchr(line, ':');
+        if (!strncmp(line, "model name", 10) && colon) {
+            snprintf(buf, cap, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = 0;
+            break;
+        }
+    }
+    fclose(c);
+}
+
+static void json_machine(FILE *f)
+{
+    struct utsname u;
+    char cpu[256], host[256] = "unknown";
+    uname(&u);
+    cpu_model(cpu, sizeof cpu);
+    gethostname(host, sizeof host - 1);
+    fprintf(f, "  \"machine\": {\"hostname\": ");
+    json_str(f, host);
+    fprintf(f, ", \"cpus_online\": %ld, \"cpu_model\": ", sysconf(_SC_NPROCESSORS_ONLN));
+    json_str(f, cpu);
+    fprintf(f, ", \"kernel\": ");
+    json_str(f, u.release);
+    fprintf(f, ", \"memory_bytes\": %lld},\n",
+            (long long)sysconf(_SC_PHYS_PAGES) * (long long)sysconf(_SC_PAGESIZE));
+}
+
+static void json_config(FILE *f, const struct kr__run *r)
+{
+    const struct kr__config *c = r->cfg;
+    fprintf(f, "  \"config\": {\"model\": ");
+    json_str(f, c->model);
+    fprintf(f, ", \"sync\": \"%s\", \"threads\": %u, \"lps\": %llu, \"end\": ", engine_name(r),
+            c->threads, (unsigned long long)c->lps);
+    json_num(f, c->end);
+    fprintf(f, ", \"seed\": %llu, \"ckpt_interval\": %u, \"gvt_period_ms\": ",
+            (unsigned long long)c->seed, c->ckpt_interval);
+    json_num(f, c->gvt_period_ms);
+    fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
+    for (size_t i = 0; i < c->nparams; i++) {
+        if (i) fputs(", ", f);
+        json_str(f, c->params[i].key);
+        fputs(": ", f);
+        json_str(f, c->params[i].val);
+    }
+    fputs("}},\n", f);
+}
+
+static void json_threads(FILE *f, const struct kr__run *r)
+{
+    fputs("  \"threads_detail\": [", f);
+    for (unsigned i = 0; i < r->nthreads; i++) {
+        const struct kr__counters *c = &r->counters[i];
+        fprintf(f, "%s\n    {\"thread\": %u, \"processed\": %llu, \"committed\": %llu, "
+                "\"rolled_back\": %llu, \"rollbacks\": %llu, \"antimessages\": %llu, "
+                "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
+                "\"coasted\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
+                "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu}",
+                i ? "," : "", i, (unsigned long long)c->processed,
+                (unsigned long long)c->committed, (unsigned long long)c->rolled_back,
+                (unsigned long long)c->rollbacks, (unsigned long long)c->antimessages,
+                (unsigned long long)c->checkpoints, (unsigned long long)c->ckpt_bytes,
+                (unsigned long long)c->restores, (unsigned long long)c->coasted,
+                (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
+                (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes);
+    }
+    fputs("\n  ]\n", f);
+}
+
+void kr__report_json(const struct kr__run *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "kairos: error: cannot write statistics to '%s': %m\n", path);
+        exit(KR_EXIT_MODEL);
+    }
+    struct kr__totals t;
+    kr__totals(r, &t);
+    fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
+    json_str(f, r->model->name);
+    fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"lps\": %llu,\n  \"end_time\": ",
+            engine_name(r), r->nthreads, (unsigned long long)r->n);
+    json_num(f, r->cfg->end);
+    fprintf(f, ",\n  \"seed\": %llu,\n  \"ended_by\": \"%s\",\n  \"final_gvt\": ",
+            (unsigned long long)r->cfg->seed, r->ended_by_done ? "done" : "end_time");
+    json_num(f, r->final_gvt);
+    fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
+            "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
+            "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
+            "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
+            "  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
+            "  \"run_digest\": \"%016llx\",\n",
+            (unsigned long long)t.committed, (unsigned long long)t.processed,
+            t.processed ? (double)t.committed / (double)t.processed : 1.0,
+            r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0.0,
+            (unsigned long long)t.rollbacks, (unsigned long long)t.rolled_back,
+            (unsigned long long)t.antimessages, (unsigned long long)t.checkpoints,
+            (unsigned long long)t.ckpt_bytes, (unsigned long long)t.coasted,
+            (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
+            (unsigned long long)r->run_digest);
+    json_config(f, r);
+    json_machine(f);
+    json_threads(f, r);
+    fputs("}\n", f);
+    if (fclose(f)) {
+        fprintf(stderr, "kairos: error: writing statistics to '%s' failed: %m\n", path);
+        exit(KR_EXIT_MODEL);
+    }
+}

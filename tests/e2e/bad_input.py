@@ -1,0 +1,70 @@
+"""Bad input gets a clear error and a non-zero exit, never a crash or a hang: command-line
+mistakes (exit 2) and model misuse (exit 1), each message naming what and where."""
+import os
+import sys
+from common import run, fail, digest, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+misuse = os.path.join(build, "libmisuse.so")
+noentry = os.path.join(build, "libnoentry.so")
+t = Tally()
+
+
+def expect(rc_want, needles, *args):
+    rc, out, err = run(kairos, *args, check=False)
+    if rc != rc_want:
+        fail(f"{args}: exit {rc}, wanted {rc_want}\n{err}")
+    for n in needles:
+        if n not in err:
+            fail(f"{args}: message lacks '{n}':\n{err}")
+    t.ok(f"{' '.join(map(str, args))} -> exit {rc}")
+
+
+# command line
+expect(2, ["unknown model 'nosuch'", "phold"], "run", "nosuch")
+expect(2, ["unknown option '--bogus'"], "run", "phold", "--bogus")
+expect(2, ["--threads must be at least 1"], "run", "phold", "--threads", "0")
+expect(2, ["--threads needs a whole number", "'abc'"], "run", "phold", "--threads", "abc")
+expect(2, ["--lps must be at least 1"], "run", "phold", "--lps", "0")
+expect(2, ["--end needs a positive number", "'-5'"], "run", "phold", "--end", "-5")
+expect(2, ["--end needs a positive number", "'1e'"], "run", "phold", "--end", "1e")
+expect(2, ["--sync must be"], "run", "phold", "--sync", "pessimistic")
+expect(2, ["option --seed needs a value"], "run", "phold", "--seed")
+expect(2, ["no parameter 'bogus'", "kairos run phold --help"], "run", "phold", "-P", "bogus=1")
+expect(2, ["must be an integer", "'x12'"], "run", "phold", "-P", "population=x12")
+expect(2, ["-P needs name=value"], "run", "phold", "-P", "population")
+expect(2, ["--end inf needs a model with a done()"], "run", "phold", "--end", "inf")
+expect(2, ["does not export kr_model_entry"], "run", noentry)
+expect(2, ["cannot load model"], "run", "./does-not-exist.so")
+expect(2, ["unknown command"], "frobnicate")
+
+# model misuse, on every engine: same message, exit 1
+cases = {
+    1: ["model 'misuse', LP 1, virtual time 2, event type 2", "destination LP 7 is out of range"],
+    2: ["virtual time 2, event type 2", "is in the past"],
+    3: ["event type 2", "is not a finite number"],
+    4: ["event type 2", "is not a finite number"],
+    5: ["event type 2", "payload of 1025 bytes is over the limit of 1024"],
+    6: ["event type 2", "arena is exhausted", "--arena-max"],
+    7: ["event type 2", "kr_free", "not a live block"],
+    8: ["event type 2", "kr_set_state", "not a block from kr_malloc"],
+    9: ["model 'misuse', LP 1, virtual time 2, event type 2", "customer count went negative (-3)"],
+    10: ["in finish", "kr_schedule in finish"],
+    11: ["model 'misuse', LP 1, in init", "is in the past"],
+    12: ["done() returned false after it had returned true"],
+}
+for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"]):
+    for c, needles in cases.items():
+        extra = ["--arena-max", "64K"] if c == 6 else []
+        expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, *extra, "-P", f"case={c}")
+
+# an error on a wrong speculative path only must not fail the run
+ref = None
+for sync in (["--sync", "sequential"], ["--threads", "2"], ["--threads", "2"]):
+    rc, out, err = run(kairos, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", "case=0")
+    d = digest(err)
+    ref = ref or d
+    if d != ref:
+        fail(f"speculative-error run digest {d} != {ref}")
+t.ok("an error on a rolled-back speculative path is discarded")
+t.finish()

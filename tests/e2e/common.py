@@ -1,0 +1,48 @@
+"""Helpers of the end-to-end tests: run the kairos command, read its summary."""
+import re
+import subprocess
+import sys
+
+TIMEOUT = 120
+
+
+def run(kairos, *args, check=True):
+    """Run kairos; returns (returncode, stdout, stderr). Fails on a crash or hang."""
+    cmd = [kairos, *map(str, args)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        fail(f"hang: {' '.join(cmd)} did not finish in {TIMEOUT}s")
+    if p.returncode < 0 or p.returncode > 2:
+        fail(f"crash: {' '.join(cmd)} exited {p.returncode}\n{p.stderr}")
+    if check and p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def digest(stderr):
+    m = re.search(r"run digest:\s+([0-9a-f]{16})", stderr)
+    if not m:
+        fail(f"no run digest in:\n{stderr}")
+    return m.group(1)
+
+
+def committed(stderr):
+    return int(re.search(r"committed events: (\d+)", stderr).group(1))
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+
+    def ok(self, what):
+        self.passed += 1
+        print("ok:", what)
+
+    def finish(self):
+        print(f"{self.passed} passed, 0 failed")

@@ -1,0 +1,55 @@
+"""The command line's user-visible behaviour: help texts, model listing, the --stats JSON
+schema, and no progress line when stderr is not a terminal."""
+import json
+import os
+import sys
+import tempfile
+from common import run, fail, digest, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+
+rc, out, err = run(kairos, "--help")
+for n in ("kairos run MODEL", "--sync", "--threads", "--ckpt-interval", "--gvt-period", "--stats", "-P"):
+    if n not in out:
+        fail(f"--help lacks {n}")
+t.ok("kairos --help")
+rc, out, err = run(kairos, "models")
+if "phold" not in out or "queueing" not in out:
+    fail("kairos models lacks phold/queueing")
+t.ok("kairos models")
+rc, out, err = run(kairos, "run", "phold", "--help")
+for n in ("population", "lookahead", "mean", "remote", "busy_us", "state_bytes"):
+    if n not in out:
+        fail(f"phold --help lacks {n}")
+t.ok("kairos run phold --help lists parameters")
+
+required = ["engine", "threads", "lps", "end_time", "seed", "committed_events", "processed_events",
+            "rollbacks", "antimessages", "wall_seconds", "peak_rss_bytes", "run_digest", "config",
+            "machine", "threads_detail"]
+with tempfile.TemporaryDirectory() as d:
+    for eng in (["--sync", "sequential"], ["--threads", "2"]):
+        path = os.path.join(d, "s.json")
+        rc, out, err = run(kairos, "run", "phold", "--end", "100", "--stats", path, *eng, "-P", "mean=0.9")
+        s = json.load(open(path))
+        for k in required:
+            if k not in s:
+                fail(f"stats lacks {k}")
+        if s["run_digest"] != digest(err):
+            fail("stats digest differs from the summary")
+        if s["committed_events"] <= 0 or s["processed_events"] < s["committed_events"]:
+            fail("stats counts are inconsistent")
+        if len(s["threads_detail"]) != s["threads"]:
+            fail("threads_detail has one entry per thread")
+        if sum(x["committed"] for x in s["threads_detail"]) != s["committed_events"]:
+            fail("per-thread committed counts do not add up")
+        if s["config"]["params"] != {"mean": "0.9"}:
+            fail(f"config.params wrong: {s['config']['params']}")
+        if "\r" in err:
+            fail("progress line printed although stderr is not a terminal")
+    t.ok("--stats JSON has the documented keys and consistent counts; no progress off-terminal")
+    rc, out, err = run(kairos, "run", "phold", "--end", "20", "--stats", "/nonexistent/dir/s.json", check=False)
+    if rc != 1 or "cannot write statistics" not in err:
+        fail("unwritable --stats path must fail clearly")
+    t.ok("unwritable --stats path is a clear error")
+t.finish()

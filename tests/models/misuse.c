@@ -1,0 +1,97 @@
+/* misuse.c - a test model that misuses the API on purpose, one way per `case` parameter,
+ * so the tests can check that each misuse gives a clear error and exit status 1. Case 0 is
+ * a correct run whose only error lies on a speculative path (see `speculative`). */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include "kairos.h"
+
+enum {
+    OK_SPECULATIVE, DEST_RANGE, PAST, NAN_TIME, INF_TIME, PAYLOAD, ARENA, BAD_FREE, BAD_STATE,
+    USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE
+};
+
+static const struct kr_param params[] = {
+    { "case", KR_PARAM_INT, "0", "which misuse to commit (see misuse.c)" },
+    { NULL, 0, NULL, NULL },
+};
+
+struct st {
+    int ok;          /* OK_SPECULATIVE: set by the early event from LP 0 */
+    int events;
+};
+
+static void misuse_init(kr_lp me)
+{
+    struct st *s = kr_malloc(sizeof *s);
+    kr_set_state(s);
+    if (kr_param_int("case", 0) == INIT_ERROR && me == 1) kr_schedule(me, -1.0, 0, NULL, 0);
+    if (me == 0) kr_schedule(0, 0.5, 1, NULL, 0);
+    if (me == 1) kr_schedule(1, 2.0, 2, NULL, 0);
+}
+
+static void spin_ms(int ms)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
+                         void *state)
+{
+    (void)payload;
+    (void)size;
+    struct st *s = state;
+    s->events++;
+    int c = (int)kr_param_int("case", 0);
+    char big[KR_PAYLOAD_MAX + 1] = { 0 };
+    int local = 0;
+    if (type == 3) { s->ok = 1; return; }
+    if (type == 1) { /* LP 0 at 0.5: slow, then tells LP 1 it is fine (time 1.0) */
+        if (c == OK_SPECULATIVE) spin_ms(50);
+        kr_schedule(1, 1.0, 3, NULL, 0);
+    }
+    if (type != 2) return;
+    switch (c) { /* LP 1 at time 2.0 */
+    case OK_SPECULATIVE:
+        if (!s->ok) kr_error("reached only on a wrong speculative path");
+        break;
+    case DEST_RANGE: kr_schedule(kr_lp_count() + 5, now + 1, 0, NULL, 0); break;
+    case PAST: kr_schedule(me, now - 0.5, 0, NULL, 0); break;
+    case NAN_TIME: kr_schedule(me, NAN, 0, NULL, 0); break;
+    case INF_TIME: kr_schedule(me, INFINITY, 0, NULL, 0); break;
+    case PAYLOAD: kr_schedule(me, now + 1, 0, big, sizeof big); break;
+    case ARENA: for (int i = 0; i < 100; i++) kr_malloc(100000); break;
+    case BAD_FREE: kr_free(&local); break;
+    case BAD_STATE: kr_set_state(&local); break;
+    case USER_ERROR: kr_error("the customer count went negative (%d)", -3); break;
+    default: break;
+    }
+}
+
+static bool misuse_done(kr_lp me, const void *state)
+{
+    (void)me;
+    const struct st *s = state;
+    if (kr_param_int("case", 0) == NOT_MONOTONE) return me == 1 && s->events == 1; /* true, then false */
+    return false;
+}
+
+static void misuse_finish(kr_lp me, void *state)
+{
+    (void)state;
+    if (kr_param_int("case", 0) == IN_FINISH && me == 0) kr_schedule(0, 1.0, 0, NULL, 0);
+}
+
+static const struct kr_model misuse_model = {
+    .name = "misuse",
+    .init = misuse_init,
+    .event = misuse_event,
+    .done = misuse_done,
+    .finish = misuse_finish,
+    .params = params,
+};
+
+KR_MODEL_EXPORT(misuse, misuse_model)
