@@ -108,10 +108,9 @@ int kr__run_main(const struct kr__config *cfg)
     if (r.nthreads > r.n) r.nthreads = (unsigned)r.n;
     r.lps = calloc(r.n, sizeof *r.lps);
     r.counters = aligned_alloc(64, r.nthreads * sizeof *r.counters);
-    r.pools = calloc(r.nthreads, sizeof *r.pools);
-    if (!r.lps || !r.counters || !r.pools) kr__fatal_oom("LP table", r.n * sizeof *r.lps);
+    r.pools = kr__pools_new(r.nthreads);
+    if (!r.lps || !r.counters) kr__fatal_oom("LP table", r.n * sizeof *r.lps);
     memset(r.counters, 0, r.nthreads * sizeof *r.counters);
-    for (unsigned t = 0; t < r.nthreads; t++) kr__pool_init(&r.pools[t]);
 
     double t0 = now_seconds();
     int rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(&r) : kr__tw_run(&r);
@@ -127,8 +126,7 @@ int kr__run_main(const struct kr__config *cfg)
         kr__arena_destroy(&r.lps[id].arena);
         kr__outvec_free(&r.lps[id].out);
     }
-    for (unsigned t = 0; t < r.nthreads; t++) kr__pool_destroy(&r.pools[t]);
-    free(r.pools);
+    kr__pools_free(r.pools, r.nthreads);
     free(r.counters);
     free(r.lps);
     return 0;

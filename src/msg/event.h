@@ -45,7 +45,9 @@ struct kr__ev {
     uint8_t cls;                  /* pool size class */
     uint8_t st;
     uint8_t flags;
-    uint8_t pad_[5];
+    uint8_t pad_;
+    uint16_t pool;                /* id of the pool (thread) that owns the memory */
+    uint8_t pad2_[2];
     unsigned char payload[];      /* `size` bytes, 8-aligned */
 };
 

@@ -1,5 +1,6 @@
 /* pool.c - slab refill and teardown for the per-thread event pools (see pool.h). */
 #include "pool.h"
+#include <stdbool.h>
 #include <stdlib.h>
 #include "../core/error.h"
 
@@ -20,10 +21,81 @@ unsigned kr__pool_class(size_t payload)
 void kr__pool_init(struct kr__pool *p)
 {
     memset(p, 0, sizeof *p);
+    p->all = p;
+    p->npools = 1;
+    atomic_init(&p->returned, NULL);
+}
+
+struct kr__pool *kr__pools_new(unsigned n)
+{
+    struct kr__pool *pools = aligned_alloc(64, n * sizeof *pools);
+    if (!pools) kr__fatal_oom("event pools", n * sizeof *pools);
+    for (unsigned i = 0; i < n; i++) {
+        kr__pool_init(&pools[i]);
+        pools[i].id = (uint16_t)i;
+        pools[i].all = pools;
+        pools[i].npools = n;
+        pools[i].out = calloc(n, sizeof *pools[i].out);
+        if (!pools[i].out) kr__fatal_oom("event pool batches", n * sizeof *pools[i].out);
+    }
+    return pools;
+}
+
+void kr__pools_free(struct kr__pool *pools, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        free(pools[i].out);
+        kr__pool_destroy(&pools[i]);
+    }
+    free(pools);
+}
+
+static void hand_over(struct kr__pool *p, unsigned owner)
+{
+    struct kr__pool_batch *b = &p->out[owner];
+    if (!b->n) return;
+    struct kr__pool *o = &p->all[owner];
+    struct kr__ev *h = atomic_load_explicit(&o->returned, memory_order_relaxed);
+    do {
+        b->tail->next = h;
+    } while (!atomic_compare_exchange_weak_explicit(&o->returned, &h, b->head,
+                                                    memory_order_release, memory_order_relaxed));
+    b->head = b->tail = NULL;
+    b->n = 0;
+}
+
+void kr__pool_give_back(struct kr__pool *p, struct kr__ev *e)
+{
+    struct kr__pool_batch *b = &p->out[e->pool];
+    e->next = b->head;
+    b->head = e;
+    if (!b->tail) b->tail = e;
+    if (++b->n >= KR_POOL_BATCH) hand_over(p, e->pool);
+}
+
+void kr__pool_flush(struct kr__pool *p)
+{
+    for (unsigned o = 0; o < p->npools; o++) hand_over(p, o);
+}
+
+/* Take back what other threads returned; true if class `cls` has a free event now. */
+static bool reclaim(struct kr__pool *p, unsigned cls)
+{
+    if (!atomic_load_explicit(&p->returned, memory_order_relaxed)) return false;
+    struct kr__ev *e = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
+    while (e) {
+        struct kr__ev *n = e->next;
+        e->next = p->free[e->cls];
+        p->free[e->cls] = e;
+        p->live--;
+        e = n;
+    }
+    return p->free[cls] != NULL;
 }
 
 struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls)
 {
+    if (reclaim(p, cls)) return p->free[cls];
     size_t sz = class_bytes[cls];
     size_t slab = SLAB_BYTES > sz * 8 ? SLAB_BYTES : sz * 8;
     char *mem = aligned_alloc(64, slab);
@@ -39,6 +111,7 @@ struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls)
     for (size_t off = slab / sz; off-- > 0;) {
         struct kr__ev *e = (struct kr__ev *)(mem + off * sz);
         e->cls = (uint8_t)cls;
+        e->pool = p->id;
         e->st = KR_EV_FREE;
         e->next = head;
         head = e;

@@ -1,30 +1,53 @@
 /* pool.h - per-thread event pools: size-classed slabs, last-in-first-out free lists.
  *
- * No locks and no malloc per event: a thread takes and returns events to its own pool. An
- * event freed by a thread other than its allocator goes into the freeing thread's pool (it
- * is hot in that thread's cache); pools only grow by whole slabs.
- */
+ * No locks and no malloc per event: a thread takes events from its own pool and puts its
+ * own events back there. An event freed by another thread goes back to its owner, in
+ * batches: the freeing thread chains up to KR_POOL_BATCH of them and hands the chain over
+ * with one CAS onto the owner's `returned` stack; the owner takes that stack back before it
+ * would grow. (Freeing into the freeing thread's pool instead lets memory drift from one
+ * pool to another without bound under asymmetric traffic: measured +500k events per 10 M
+ * on PHOLD with 2 threads.) */
 #ifndef KR_MSG_POOL_H
 #define KR_MSG_POOL_H
 
 #include <stddef.h>
 #include "event.h"
 
+#include <stdatomic.h>
+
 #define KR_POOL_CLASSES 4
+#define KR_POOL_BATCH 64
 #define KR_POOL_SMALL_EVENT 128u   /* class 0: the common event fits two cache lines */
 /* Largest payload of a class-0 event. */
 #define KR_POOL_SMALL_PAYLOAD (KR_POOL_SMALL_EVENT - sizeof(struct kr__ev))
 _Static_assert(sizeof(struct kr__ev) == 96, "event header layout changed: check pool classes");
 
+struct kr__pool_batch {
+    struct kr__ev *head, *tail;
+    unsigned n;
+};
+
 struct kr__pool {
     struct kr__ev *free[KR_POOL_CLASSES];
+    uint16_t id;
+    struct kr__pool *all;  /* every pool of the run, indexed by id */
+    unsigned npools;
+    struct kr__pool_batch *out;   /* per owner: events of other pools freed here */
     void **slabs;          /* every slab, for teardown */
     size_t nslabs, capslabs;
     size_t bytes;          /* slab bytes held */
-    size_t live;           /* events handed out and not returned (this pool's view) */
+    size_t live;           /* own events handed out and not yet back */
+    _Alignas(64) _Atomic(struct kr__ev *) returned;   /* given back by other threads */
+    char pad_[64 - sizeof(void *)];
 };
 
+/* Pools of a run: `n` pools in one 64-byte aligned array (free with kr__pools_free). */
+struct kr__pool *kr__pools_new(unsigned n);
+void kr__pools_free(struct kr__pool *pools, unsigned n);
 void kr__pool_init(struct kr__pool *p);
+void kr__pool_give_back(struct kr__pool *p, struct kr__ev *e);
+/* Hand every pending batch back to its owner (at the end of a thread's run). */
+void kr__pool_flush(struct kr__pool *p);
 void kr__pool_destroy(struct kr__pool *p);
 struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls);
 unsigned kr__pool_class(size_t payload);
@@ -42,6 +65,10 @@ static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
 static inline void kr__pool_put(struct kr__pool *p, struct kr__ev *e)
 {
     e->st = KR_EV_FREE;
+    if (__builtin_expect(e->pool != p->id, 0)) {
+        kr__pool_give_back(p, e);
+        return;
+    }
     e->next = p->free[e->cls];
     p->free[e->cls] = e;
     p->live--;

@@ -70,6 +70,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         }
         kr__lp_commit_event(lp, x);
         th->cnt->committed++;
+        th->uncommitted--;
         if (m->done) {
             bool d = x->flags & KR_EVF_DONE_AFTER;
             if (d && !lp->done_seen && !lp->done_init) {

@@ -10,6 +10,13 @@
 #include "../core/error.h"
 #include "../stats/progress.h"
 
+/* A GVT round at least every TW_ROUND_EVENTS events of a thread keeps what it commits in
+ * cache (measured on PHOLD-std: 1 thread 4.0 M/s with 5 ms rounds, 8.9 M/s with ~2k-event
+ * rounds). A thread with TW_MAX_UNCOMMITTED uncommitted events waits for GVT instead of
+ * speculating further: bounded optimism keeps memory bounded and stops rollback storms. */
+#define TW_ROUND_EVENTS 2048
+#define TW_MAX_UNCOMMITTED (8 * TW_ROUND_EVENTS)
+
 uint64_t tw_clock_ns(void)
 {
     struct timespec ts;
@@ -165,6 +172,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         tw_mark_dirty(th, lp, e->dest);
     }
     th->cnt->processed++;
+    th->uncommitted++;
     tw_flush_local(th);
 }
 
@@ -196,7 +204,7 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
         return;
     }
     *spins = 0;
-    tw_gvt_maybe_start(th, th->g->period_ns / 4);
+    tw_gvt_maybe_start(th, th->uncommitted > 0); /* idle with uncommitted work: commit it */
     if (oversubscribed) sched_yield();
     else {
         struct timespec ts = { 0, 20000 };
@@ -227,16 +235,18 @@ static void *tw_worker(void *arg)
             break;
         }
         struct kr__ev *e = tw_top(th);
-        if (e && e->k.ts < end) {
+        if (e && e->k.ts < end && th->uncommitted < g->max_uncommitted) {
             kr__heap_pop(&th->heap);
             tw_process(th, e);
             spins = 0;
-            if ((++iter & 255) == 0) tw_gvt_maybe_start(th, g->period_ns);
+            if ((++iter & 255) == 0)
+                tw_gvt_maybe_start(th, th->cnt->processed - th->round_mark >= g->round_events);
         } else {
             tw_idle(th, &spins, over);
         }
     }
     tw_release_all(th);
+    kr__pool_flush(th->pool);
     atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);
     return NULL;
 }
@@ -348,6 +358,8 @@ int kr__tw_run(struct kr__run *r)
     if (!g->th || !g->inbox) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
     g->ckpt_interval = r->cfg->ckpt_interval;
+    g->round_events = TW_ROUND_EVENTS;
+    g->max_uncommitted = TW_MAX_UNCOMMITTED;
     g->horizon = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
     pthread_mutex_init(&g->err_mu, NULL);

@@ -20,13 +20,18 @@ static bool last_through(struct tw_global *g)
     return atomic_fetch_add_explicit(&g->count, 1, memory_order_acq_rel) + 1 == g->n;
 }
 
-void tw_gvt_maybe_start(struct tw_thread *th, uint64_t min_gap_ns)
+/* Start a round if none is running and the period has passed (or `force`: this thread has
+ * processed enough events since it last asked, so the uncommitted working set stays small
+ * enough to be in cache when it is committed). */
+void tw_gvt_maybe_start(struct tw_thread *th, bool force)
 {
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_relaxed);
     if (s & 3) return;
     uint64_t now = tw_clock_ns();
-    if (now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < min_gap_ns) return;
+    if (!force && now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
+        return;
+    th->round_mark = th->cnt->processed;
     if (atomic_compare_exchange_strong_explicit(&g->state, &s, (s & ~3ull) + 4 + 1,
                                                 memory_order_acq_rel, memory_order_relaxed))
         atomic_store_explicit(&g->last_round_ns, now, memory_order_relaxed);

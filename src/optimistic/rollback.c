@@ -92,6 +92,7 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
         unpark(th, lp);
     }
     if (e == lp->first_unc) lp->first_unc = NULL;
+    th->uncommitted--;
     struct kr__ckpt *c = e->ckpt;
     e->ckpt = NULL;
     e->flags = 0;

@@ -33,6 +33,8 @@ struct tw_thread {
     kr_lp lp_lo, lp_hi;
     struct tw_item *work;
     size_t wn, wcap;
+    uint64_t uncommitted;     /* processed events not yet committed (flow control) */
+    uint64_t round_mark;      /* `processed` when this thread last asked for a GVT round */
     kr_lp *dirty;             /* LPs with uncommitted processed events */
     size_t ndirty, capdirty;
     /* GVT participation. */
@@ -65,7 +67,9 @@ struct tw_global {
     char *err;                             /* lowest committed model error */
     struct kr__key err_key;
     bool by_done;
-    uint64_t period_ns;
+    uint64_t period_ns;                    /* start a GVT round at least this often... */
+    uint64_t round_events;                 /* ...or when a thread processed this many events */
+    uint64_t max_uncommitted;              /* a thread this far ahead waits for GVT */
     unsigned ckpt_interval;
 };
 
@@ -95,7 +99,7 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
 /* gvt.c */
 void tw_gvt_poll(struct tw_thread *th);
-void tw_gvt_maybe_start(struct tw_thread *th, uint64_t min_gap_ns);
+void tw_gvt_maybe_start(struct tw_thread *th, bool force);
 /* commit.c */
 void tw_commit(struct tw_thread *th, const struct kr__key *h);
 void tw_release_all(struct tw_thread *th);

@@ -37,5 +37,22 @@ int main(void)
     for (int i = 0; i < N; i++) live[i] = kr__pool_get(&p, (size_t)(i % 4) * 300);
     CHECK(p.bytes == bytes); /* reuse, no growth */
     kr__pool_destroy(&p);
+
+    /* events freed by another thread go back to their owner, batched */
+    struct kr__pool *two = kr__pools_new(2);
+    static struct kr__ev *mine[3 * KR_POOL_BATCH];
+    for (int i = 0; i < 3 * KR_POOL_BATCH; i++) {
+        mine[i] = kr__pool_get(&two[0], 8);
+        CHECK(mine[i]->pool == 0);
+    }
+    size_t slab_bytes = two[0].bytes;
+    for (int i = 0; i < 3 * KR_POOL_BATCH; i++) kr__pool_put(&two[1], mine[i]); /* remote frees */
+    CHECK(two[1].free[0] == NULL);               /* nothing kept by the freeing pool */
+    CHECK(atomic_load(&two[0].returned) != NULL); /* full batches already handed over */
+    kr__pool_flush(&two[1]);
+    while (two[0].free[0]) kr__pool_get(&two[0], 8); /* use up the local free list */
+    for (int i = 0; i < 3 * KR_POOL_BATCH; i++) CHECK(kr__pool_get(&two[0], 8)->pool == 0);
+    CHECK(two[0].bytes == slab_bytes);            /* served by reclaimed events, no new slab */
+    kr__pools_free(two, 2);
     return check_done("pool");
 }
