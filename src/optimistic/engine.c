@@ -239,8 +239,12 @@ static void *tw_worker(void *arg)
             kr__heap_pop(&th->heap);
             tw_process(th, e);
             spins = 0;
-            if ((++iter & 255) == 0)
+            if ((++iter & 255) == 0) {
                 tw_gvt_maybe_start(th, th->cnt->processed - th->round_mark >= g->round_events);
+                /* More threads than cores: take turns often, or a descheduled thread's
+                 * messages arrive as stragglers far in everyone's past. */
+                if (over) sched_yield();
+            }
         } else {
             tw_idle(th, &spins, over);
         }
