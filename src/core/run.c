@@ -2,11 +2,11 @@
  * committing an event into an LP's history digest, finish at +inf, and the run digest. */
 #include <math.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <time.h>
 #include "core.h"
 #include "digest.h"
 #include "error.h"
+#include "../stats/progress.h"
 #include "../stats/report.h"
 
 void kr__lp_setup(struct kr__run *r, kr_lp id)
@@ -117,9 +117,7 @@ int kr__run_main(const struct kr__config *cfg)
     r.wall_seconds = now_seconds() - t0;
     if (rc) return rc;
     kr__run_finish(&r);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    r.peak_rss = (size_t)ru.ru_maxrss * 1024;
+    r.peak_rss = kr__peak_rss_bytes();
     kr__report_summary(&r, stderr);
     if (cfg->stats_path) kr__report_json(&r, cfg->stats_path);
     for (kr_lp id = 0; id < r.n; id++) {

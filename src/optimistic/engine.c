@@ -15,7 +15,7 @@
  * rounds). A thread with TW_MAX_UNCOMMITTED uncommitted events waits for GVT instead of
  * speculating further: bounded optimism keeps memory bounded and stops rollback storms. */
 #define TW_ROUND_EVENTS 2048
-#define TW_MAX_UNCOMMITTED (8 * TW_ROUND_EVENTS)
+#define TW_MAX_UNCOMMITTED (4 * TW_ROUND_EVENTS)
 
 uint64_t tw_clock_ns(void)
 {

@@ -23,6 +23,19 @@ size_t kr__rss_bytes(void)
     return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+size_t kr__peak_rss_bytes(void)
+{
+    /* VmHWM, not getrusage: ru_maxrss survives exec, so a run started from a big parent
+     * (a Python benchmark driver) would report the parent's size. */
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %zu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
 void kr__progress_start(struct kr__progress *p, const struct kr__run *r)
 {
     p->r = r;

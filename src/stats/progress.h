@@ -20,5 +20,6 @@ void kr__progress_tick(struct kr__progress *p, kr_time vt);
 void kr__progress_stop(struct kr__progress *p);
 double kr__wall_now(void);
 size_t kr__rss_bytes(void);
+size_t kr__peak_rss_bytes(void);
 
 #endif
