@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""PHOLD-std benchmark (DESIGN.md section 10): 1 initial event per LP, increment
+0.1 + exponential(1.0), uniform destinations. Each configuration runs REPS times (default 5);
+prints the median committed events/s, efficiency (committed/processed) and peak memory, as a
+Markdown table ready for bench/RESULTS.md, with the commit and machine it ran on.
+
+    python3 bench/phold_std.py [--kairos build/kairos] [--reps 5] [--events 10e6] [--only NAME]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CONFIGS = [
+    # name, LPs, extra arguments
+    ("sequential", 1024, ["--sync", "sequential"]),
+    ("optimistic 1 thread", 1024, ["--threads", "1"]),
+    ("optimistic 2 threads", 1024, ["--threads", "2"]),
+    ("optimistic 1 thread, 4096 LPs", 4096, ["--threads", "1"]),
+    ("optimistic 1 thread, 65536 LPs", 65536, ["--threads", "1"]),
+    ("optimistic 4 threads (oversubscribed)", 1024, ["--threads", "4"]),
+]
+
+
+def end_time(lps, events):
+    # each LP has one event in flight; increments average 1.1 time units
+    return events * 1.1 / lps
+
+
+def run_once(kairos, lps, extra, events):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [kairos, "run", "phold", "--lps", str(lps), "--end", f"{end_time(lps, events):.6g}",
+               "--progress", "off", "--stats", f.name, *extra]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return json.load(open(f.name))
+
+
+def machine():
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs, Linux {platform.release()}"
+
+
+def commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kairos", default="build/kairos")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--events", type=float, default=10e6)
+    ap.add_argument("--only", help="run only configurations whose name contains this")
+    args = ap.parse_args()
+    print(f"PHOLD-std, {args.reps} runs per configuration, ~{args.events / 1e6:.0f} M committed events each")
+    print(f"commit {commit()}; machine: {machine()}\n")
+    print("| configuration | LPs | committed events | median M ev/s (min-max) | efficiency | peak memory | digest |")
+    print("|---|---|---|---|---|---|---|")
+    for name, lps, extra in CONFIGS:
+        if args.only and args.only not in name:
+            continue
+        runs = [run_once(args.kairos, lps, extra, args.events) for _ in range(args.reps)]
+        rates = [r["committed_per_second"] / 1e6 for r in runs]
+        eff = statistics.median(r["efficiency"] for r in runs)
+        mem = statistics.median(r["peak_rss_bytes"] for r in runs) / 2**20
+        digests = {r["run_digest"] for r in runs}
+        print(f"| {name} | {lps} | {runs[0]['committed_events']} | {statistics.median(rates):.2f} "
+              f"({min(rates):.2f}-{max(rates):.2f}) | {100 * eff:.1f}% | {mem:.1f} MiB "
+              f"({mem * 2**20 / lps / 1024:.2f} KiB/LP) | {'/'.join(sorted(digests))} |", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
