@@ -237,6 +237,7 @@ static void *tw_worker(void *arg)
         struct kr__ev *e = tw_top(th);
         if (e && e->k.ts < end && th->uncommitted < g->max_uncommitted) {
             kr__heap_pop(&th->heap);
+            kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
             tw_process(th, e);
             spins = 0;
             if ((++iter & 255) == 0) {
@@ -258,6 +259,7 @@ static void *tw_worker(void *arg)
 static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 {
     kr_lp per = (r->n + g->n - 1) / g->n;
+    g->per_thread = per;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         memset(th, 0, sizeof *th);
@@ -283,7 +285,6 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
     for (unsigned t = 0; t < g->n; t++)
         for (kr_lp id = g->th[t].lp_lo; id < g->th[t].lp_hi; id++) {
             kr__lp_setup(r, id);
-            r->lps[id].thread = t;
         }
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];

@@ -71,6 +71,7 @@ struct tw_global {
     uint64_t round_events;                 /* ...or when a thread processed this many events */
     uint64_t max_uncommitted;              /* a thread this far ahead waits for GVT */
     unsigned ckpt_interval;
+    kr_lp per_thread;                      /* LPs per thread (the last may have fewer) */
 };
 
 static inline kr_time tw_gvt(const struct tw_global *g)
@@ -81,9 +82,11 @@ static inline kr_time tw_gvt(const struct tw_global *g)
     return t;
 }
 
+/* Block mapping: LP id / LPs per thread (arithmetic, so a send does not touch the
+ * destination LP's memory). */
 static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
 {
-    return g->r->lps[id].thread;
+    return (unsigned)(id / g->per_thread);
 }
 
 /* engine.c */

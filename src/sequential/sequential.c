@@ -45,6 +45,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
     struct kr__ev *e;
     while ((e = kr__heap_top(&s->heap)) && e->k.ts < end) {
         kr__heap_pop(&s->heap);
+        kr__heap_prefetch_next(&s->heap, r->lps, sizeof *r->lps);
         struct kr__lp *lp = &r->lps[e->dest];
         kr__ctx.lp = lp;
         kr__ctx.id = e->dest;
