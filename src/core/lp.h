@@ -21,12 +21,14 @@ struct kr__lp {
     struct kr__ev *first_unc;     /* first processed event not yet committed (NULL: none) */
     struct kr__ev *poison;        /* event that failed speculatively; LP frozen after it */
     uint32_t since_ckpt;          /* events since the last checkpoint */
+    uint32_t nkept;               /* committed events still on the processed list */
     bool dirty;                   /* on its thread's to-commit list */
     bool done_init;               /* done() after init */
     bool done_seen;               /* done() has held on committed state */
     uint64_t digest;              /* committed history */
     uint64_t committed;
     struct kr__ckpt *base;        /* state before `head` */
+    struct kr__ev *ckpt_ev;       /* latest processed event holding a checkpoint */
     struct kr__outvec out;        /* speculative output not yet committed */
     /* Cold: memory management, errors, rarely used bookkeeping. */
     _Alignas(64) struct kr__arena arena;

@@ -30,6 +30,7 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
         if (x->ckpt) kr__ckpt_release(&th->blobs, x->ckpt);
         kr__pool_put(th->pool, x);
         th->cnt->fossil_freed++;
+        lp->nkept--;
         x = n;
     }
     lp->head = keep;
@@ -37,24 +38,26 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     else lp->tail = NULL;
 }
 
-/* Free what lies before the last checkpoint at or before the first uncommitted event. */
+/* Free what no rollback can reach: everything before the latest checkpoint that is
+ * committed. Uses the LP's latest checkpointed event and committed count rather than a
+ * walk, so only the events being freed are touched (a walk over cold committed events was
+ * 80% of commit time at 65536 LPs). */
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
-    struct kr__ev *keep = NULL;
-    unsigned n = 0;
-    for (struct kr__ev *x = lp->head; x && x != lp->first_unc; x = x->next, n++)
-        if (x->ckpt) keep = x;
-    if (lp->first_unc && lp->first_unc->ckpt) keep = lp->first_unc;
-    if (!lp->first_unc && n >= TW_COMMITTED_TAIL && !lp->poison) {
+    if (!lp->first_unc && lp->nkept >= TW_COMMITTED_TAIL && !lp->poison) {
         tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
-        lp->since_ckpt = 0;
         free_before(th, lp, NULL);
+        lp->ckpt_ev = NULL;
         return;
     }
-    if (!keep) return;
+    struct kr__ev *keep = lp->ckpt_ev;
+    if (!keep || keep == lp->head) return;
+    if (lp->first_unc && !kr__key_lt(&keep->k, &lp->first_unc->k) && keep != lp->first_unc)
+        return; /* the latest checkpoint is still speculative: wait for a later round */
     if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
     lp->base = keep->ckpt;
     keep->ckpt = NULL;
+    lp->ckpt_ev = NULL;
     free_before(th, lp, keep);
 }
 
@@ -71,6 +74,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         kr__lp_commit_event(lp, x);
         th->cnt->committed++;
         th->uncommitted--;
+        lp->nkept++;
         if (m->done) {
             bool d = x->flags & KR_EVF_DONE_AFTER;
             if (d && !lp->done_seen && !lp->done_init) {

@@ -51,8 +51,10 @@ void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 /* A positive event reaches its owner: a straggler rolls the LP back first. */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e)
 {
-    struct kr__lp *lp = &th->r->lps[e->dest];
-    if (lp->tail && kr__key_lt(&e->k, &lp->tail->k)) tw_rollback(th, lp, &e->k, true);
+    if (e->k.ts <= th->lvt[e->dest - th->lp_lo]) {
+        struct kr__lp *lp = &th->r->lps[e->dest];
+        if (lp->tail && kr__key_lt(&e->k, &lp->tail->k)) tw_rollback(th, lp, &e->k, true);
+    }
     e->st = KR_EV_PENDING;
     kr__heap_push(&th->heap, e);
 }
@@ -167,6 +169,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     if (lp->tail) lp->tail->next = e;
     else lp->head = e;
     lp->tail = e;
+    th->lvt[e->dest - th->lp_lo] = e->k.ts;
     if (!lp->first_unc) {
         lp->first_unc = e;
         tw_mark_dirty(th, lp, e->dest);
@@ -273,6 +276,9 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->min_sent = INFINITY;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
+        th->lvt = malloc((th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
+        if (!th->lvt) kr__fatal_oom("LVT table", (th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
+        for (kr_lp i = 0; i < th->lp_hi - th->lp_lo; i++) th->lvt[i] = -INFINITY;
         pthread_mutex_init(&th->sink.mu, NULL);
         th->sink.upto = kr__key_at(-INFINITY);
         kr__inbox_init(&g->inbox[t]);
@@ -391,6 +397,7 @@ int kr__tw_run(struct kr__run *r)
         kr__outvec_free(&th->sink.v);
         free(th->work);
         free(th->dirty);
+        free(th->lvt);
     }
     free(g->th);
     free(g->inbox);

@@ -18,6 +18,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     lp->since_ckpt = 0;
     if (at) {
         at->ckpt = c;
+        lp->ckpt_ev = at;
     } else {
         if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
         lp->base = c;
@@ -112,17 +113,19 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
         undone++;
     }
     if (!undone) return;
+    tw_set_lvt(th, lp);
     th->cnt->rollbacks++;
     th->cnt->rolled_back += undone;
     kr__outvec_drop_from(&lp->out, k);
+    struct kr__ev *c = lp->tail;
+    while (c && !c->ckpt) c = c->prev;
+    lp->ckpt_ev = c;
     if (first) {
         restore(th, lp, first);
         kr__ckpt_release(&th->blobs, first);
         lp->since_ckpt = th->g->ckpt_interval; /* re-save before the next event */
         return;
     }
-    struct kr__ev *c = lp->tail;
-    while (c && !c->ckpt) c = c->prev;
     restore(th, lp, c ? c->ckpt : lp->base);
     uint64_t before = th->cnt->coasted;
     tw_coast(th, lp, c ? c : lp->head);

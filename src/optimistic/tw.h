@@ -5,6 +5,7 @@
 #ifndef KR_OPTIMISTIC_TW_H
 #define KR_OPTIMISTIC_TW_H
 
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include "../core/core.h"
@@ -31,6 +32,9 @@ struct tw_thread {
     struct kr__counters *cnt;
     struct kr__blobs blobs;
     kr_lp lp_lo, lp_hi;
+    kr_time *lvt;             /* per owned LP: timestamp of its last processed event. A
+                               * compact array, so checking a delivery for a straggler does
+                               * not miss in cache on the LP itself (65536 LPs: 8 B vs 128 B) */
     struct tw_item *work;
     size_t wn, wcap;
     uint64_t uncommitted;     /* processed events not yet committed (flow control) */
@@ -87,6 +91,11 @@ static inline kr_time tw_gvt(const struct tw_global *g)
 static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
 {
     return (unsigned)(id / g->per_thread);
+}
+
+static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
+{
+    th->lvt[lp - th->r->lps - th->lp_lo] = lp->tail ? lp->tail->k.ts : -INFINITY;
 }
 
 /* engine.c */
