@@ -31,6 +31,7 @@ struct kr__config {
     const char *stats_path;
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
+    bool check;                 /* verify engine invariants while running (slower) */
     struct kr__kv *params;
     size_t nparams;
 };

@@ -41,6 +41,18 @@ void kr__model_error(const char *fmt, ...)
     kr__die(msg);
 }
 
+_Noreturn void kr__internal_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fputs("kairos: internal error (engine invariant violated, please report): ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    _exit(KR_EXIT_INTERNAL);
+}
+
 _Noreturn void kr__die(const char *msg)
 {
     fflush(stdout);

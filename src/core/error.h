@@ -14,6 +14,10 @@ _Noreturn void kr__usage_error(const char *fmt, ...) __attribute__((format(print
 /* A misuse by model code: the message gets the current LP context prefixed. In a speculative
  * event the engine defers it (reported only if that event commits); otherwise it is fatal. */
 void kr__model_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An engine invariant does not hold: a Kairos bug, never the model's fault. Exit 3. */
+_Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define KR_EXIT_INTERNAL 3
+
 /* Print an already formatted model error and exit 1 (after committed output is flushed). */
 _Noreturn void kr__die(const char *msg);
 

@@ -67,6 +67,9 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     const struct kr_model *m = th->r->model;
     struct kr__ev *x = lp->first_unc;
     while (x && kr__key_lt(&x->k, h)) {
+        if (th->g->check && x->prev && !kr__key_lt(&x->prev->k, &x->k))
+            kr__internal_error("LP %llu commits out of order at time %.17g",
+                               (unsigned long long)x->dest, x->k.ts);
         if (x->flags & KR_EVF_ERROR) {
             tw_fail_at_commit(th->g, lp->err, &x->k);
             return false;
@@ -113,6 +116,7 @@ void tw_commit(struct tw_thread *th, const struct kr__key *hp)
         else lp->dirty = false;
     }
     th->ndirty = keep;
+    th->applied = h;
     pthread_mutex_lock(&th->sink.mu);
     th->sink.upto = h;
     pthread_mutex_unlock(&th->sink.mu);

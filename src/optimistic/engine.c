@@ -155,6 +155,9 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         lp->parked = e;
         return;
     }
+    if (th->g->check && e->k.ts < tw_gvt(th->g))
+        kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
+                           th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
     if (lp->since_ckpt >= th->g->ckpt_interval) tw_take_ckpt(th, lp, e);
     lp->since_ckpt++;
     e->child = NULL;
@@ -281,6 +284,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         for (kr_lp i = 0; i < th->lp_hi - th->lp_lo; i++) th->lvt[i] = -INFINITY;
         pthread_mutex_init(&th->sink.mu, NULL);
         th->sink.upto = kr__key_at(-INFINITY);
+        th->applied = kr__key_at(-INFINITY);
         kr__inbox_init(&g->inbox[t]);
     }
 }
@@ -370,6 +374,7 @@ int kr__tw_run(struct kr__run *r)
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
     g->ckpt_interval = r->cfg->ckpt_interval;
     g->round_events = TW_ROUND_EVENTS;
+    g->check = r->cfg->check;
     g->max_uncommitted = TW_MAX_UNCOMMITTED;
     g->horizon = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));

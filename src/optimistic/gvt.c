@@ -12,6 +12,7 @@
  * closes it; the last of the round publishes the commit horizon. */
 #include <math.h>
 #include "tw.h"
+#include "../core/error.h"
 
 static void report_done(struct tw_thread *th, kr_time gvt);
 
@@ -52,6 +53,8 @@ static void close_phase2(struct tw_thread *th, uint64_t s)
     kr_time gvt = INFINITY;
     for (unsigned t = 0; t < g->n; t++)
         if (g->th[t].report < gvt) gvt = g->th[t].report;
+    if (g->check && gvt < tw_gvt(g))
+        kr__internal_error("GVT went backwards: %.17g after %.17g", gvt, tw_gvt(g));
     atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt), memory_order_release);
     g->th[0].cnt->gvt_rounds++;
     if (th->r->model->done) {

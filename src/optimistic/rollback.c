@@ -76,6 +76,10 @@ static void unpark(struct tw_thread *th, struct kr__lp *lp)
 static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool cancel)
 {
     struct kr__ev *e = lp->tail;
+    if (th->g->check && kr__key_lt(&e->k, &th->applied))
+        kr__internal_error("thread %u rolls back LP %llu's event at %.17g, below the committed "
+                           "horizon %.17g", th->id, (unsigned long long)e->dest, e->k.ts,
+                           th->applied.ts);
     lp->tail = e->prev;
     if (lp->tail) lp->tail->next = NULL;
     else lp->head = NULL;

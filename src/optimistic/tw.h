@@ -49,6 +49,7 @@ struct tw_thread {
     bool all_done;            /* done-phase report */
     struct kr__key max_done;
     struct kr__outsink sink;
+    struct kr__key applied;   /* horizon this thread last committed up to */
     jmp_buf jmp;
     bool armed;               /* jmp is valid: a model error is deferred, not fatal */
     pthread_t tid;
@@ -76,6 +77,7 @@ struct tw_global {
     uint64_t max_uncommitted;              /* a thread this far ahead waits for GVT */
     unsigned ckpt_interval;
     kr_lp per_thread;                      /* LPs per thread (the last may have fewer) */
+    bool check;                            /* --check: verify invariants as we go */
 };
 
 static inline kr_time tw_gvt(const struct tw_global *g)

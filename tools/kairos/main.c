@@ -36,11 +36,13 @@ static void usage(FILE *f)
         "  --arena-max BYTES    memory limit of one LP's arena, suffix K, M or G (default 64M)\n"
         "  --stats FILE         write run statistics as JSON (schema: docs/stats-schema.md)\n"
         "  --progress WHEN      live progress line: auto (on a terminal), on, off\n"
+        "  --check              verify engine invariants while running (slower; for testing)\n"
         "  -P name=value        set a model parameter (repeatable)\n"
         "\n"
         "Every run prints a summary with a run digest: a hash of each LP's committed history and\n"
         "final state. It is the same for every engine and thread count.\n"
-        "Exit status: 0 success, 1 model or run-time error, 2 bad command line.\n",
+        "Exit status: 0 success, 1 model or run-time error, 2 bad command line,\n"
+        "3 internal error (an engine invariant failed: please report it).\n",
         f);
 }
 
@@ -128,6 +130,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else if (!strcmp(v, "off")) c->progress = 0;
         else if (!strcmp(v, "auto")) c->progress = -1;
         else kr__usage_error("--progress must be on, off or auto, got '%s'", v);
+    } else if (!strcmp(a, "--check")) {
+        c->check = true;
     } else if (!strcmp(a, "-P")) {
         add_param(c, need_value(argc, argv, i));
     } else if (!strncmp(a, "-P", 2)) {
