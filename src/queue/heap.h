@@ -4,7 +4,9 @@
  * contiguous array and only dereferences an event to break a timestamp tie.
  * A cache-line-aligned 4-ary heap was measured against it (PHOLD-std sequential, 2026-11-22,
  * same machine, back to back): 1024 LPs 11.7-12.2 vs 12.6-13.7 M/s, 65536 LPs 1.8-2.1 vs
- * 2.7-3.5 M/s; the binary heap stays. Cancelled events
+ * 2.7-3.5 M/s; the binary heap stays. So did a calendar queue with array buckets (commit
+ * "Experiment: calendar queue"): 9.7-10.0 vs 12.6-13.4 M/s at 1024 LPs, 1.7 vs 3.4-3.6 M/s
+ * at 65536 LPs. Cancelled events
  * stay in the heap and are dropped when they reach the top (lazy deletion: an antimessage
  * for a pending event costs one store).
  */

@@ -1,7 +1,6 @@
 /* test_heap.c - the event heap pops in (ts, gen, src, seq) order, including ties, against
  * a sorted reference over random workloads with interleaved push and pop. */
 #include "check.h"
-#include "queue/calq.h"
 #include "queue/heap.h"
 
 static struct kr__ev evs[20000];
@@ -54,32 +53,5 @@ int main(void)
     }
     kr__heap_destroy(&h);
 
-    /* the calendar queue pops in exactly the heap's order, under the same workloads */
-    struct kr__calq q;
-    kr__calq_init(&q);
-    kr__heap_init(&h);
-    last = 0;
-    used = 0;
-    for (int i = 0; i < 200000; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        if ((x >> 40) % 5 < 3 && used < 20000) {
-            struct kr__ev *e = &evs[used++];
-            e->k.ts = last + (double)((x >> 20) % 1000) / ((x >> 50) % 2 ? 100.0 : 10000.0);
-            if ((x >> 30) % 11 == 0) e->k.ts = last > 5 ? last - 5 : 0; /* as a rollback does */
-            e->k.gen = (uint32_t)((x >> 12) % 2);
-            e->k.seq = (uint64_t)i;
-            kr__heap_push(&h, e);
-            kr__calq_push(&q, e);
-        } else if (h.n) {
-            struct kr__ev *a = kr__heap_pop(&h), *b = kr__calq_pop(&q);
-            CHECK(a == b);
-            last = a->k.ts;
-        }
-        if (used == 20000 && h.n == 0) used = 0;
-    }
-    while (h.n) CHECK(kr__heap_pop(&h) == kr__calq_pop(&q));
-    CHECK(kr__calq_pop(&q) == NULL);
-    kr__calq_destroy(&q);
-    kr__heap_destroy(&h);
     return check_done("heap");
 }
