@@ -95,6 +95,9 @@ void kr__lp_setup(struct kr__run *r, kr_lp id);
 void kr__lp_run_init(struct kr__run *r, kr_lp id);
 void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e);
 void kr__run_finish(struct kr__run *r);
+/* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */
+void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
+void kr__fail_fatal(struct kr__ctx *c, char *msg);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)

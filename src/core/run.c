@@ -43,13 +43,13 @@ void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
     lp->committed++;
 }
 
-static void emit_direct(struct kr__ctx *c, const char *text, size_t len)
+void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
 {
     (void)c;
     fwrite(text, 1, len, stdout);
 }
 
-static void fail_fatal(struct kr__ctx *c, char *msg)
+void kr__fail_fatal(struct kr__ctx *c, char *msg)
 {
     (void)c;
     kr__die(msg);
@@ -61,7 +61,7 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
     (void)e; /* unreachable: kr_schedule refuses sends in finish before dispatching */
 }
 
-static const struct kr__engine_ops finish_ops = { send_refused, emit_direct, fail_fatal };
+static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, kr__fail_fatal };
 
 void kr__run_finish(struct kr__run *r)
 {

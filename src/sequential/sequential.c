@@ -19,19 +19,8 @@ static void seq_send(struct kr__ctx *c, struct kr__ev *e)
     kr__heap_push(&s->heap, e);
 }
 
-static void seq_emit(struct kr__ctx *c, const char *text, size_t len)
-{
-    (void)c;
-    fwrite(text, 1, len, stdout);
-}
-
-static void seq_fail(struct kr__ctx *c, char *msg)
-{
-    (void)c;
-    kr__die(msg);
-}
-
-static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, seq_fail };
+/* Every event commits as it runs: output and errors take effect at once. */
+static const struct kr__engine_ops seq_ops = { seq_send, kr__emit_direct, kr__fail_fatal };
 
 /* Returns true when the run ends because done() holds for every LP. */
 static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
