@@ -83,6 +83,8 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
             if (d && !lp->done_seen && !lp->done_init) {
                 lp->done_seen = true;
                 lp->done_key = x->k;
+                th->ndone++;
+                if (kr__key_lt(&th->max_done_committed, &x->k)) th->max_done_committed = x->k;
             } else if (!d && (lp->done_seen || lp->done_init)) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() "

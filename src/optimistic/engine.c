@@ -315,7 +315,11 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.pool = th->pool;
         tw_drain(th);
         th->min_sent = INFINITY;
-        for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) tw_take_ckpt(th, &r->lps[id], NULL);
+        th->max_done_committed = kr__key_at(-INFINITY);
+        for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
+            tw_take_ckpt(th, &r->lps[id], NULL);
+            th->ndone += r->lps[id].done_init;
+        }
     }
 }
 

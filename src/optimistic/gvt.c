@@ -127,25 +127,25 @@ void tw_gvt_poll(struct tw_thread *th)
     }
 }
 
-/* Done-phase report: are all my LPs done on their state at GVT, and since which event? */
+/* Done-phase report: are all my LPs done on their state at GVT, and since which event?
+ * LPs without uncommitted events are answered by the committed counts; only LPs on the
+ * to-commit list are looked at, so a round costs what was processed, not the LP count. */
 static void report_done(struct tw_thread *th, kr_time gvt)
 {
     struct kr__key h = kr__key_at(gvt);
-    th->all_done = true;
-    th->max_done = kr__key_at(-INFINITY);
-    for (kr_lp id = th->lp_lo; id < th->lp_hi && th->all_done; id++) {
-        struct kr__lp *lp = &th->r->lps[id];
-        struct kr__key since = kr__key_at(-INFINITY);
-        bool done = lp->done_seen || lp->done_init;
-        if (lp->done_seen) since = lp->done_key;
-        for (struct kr__ev *x = lp->first_unc; !done && x && kr__key_lt(&x->k, &h); x = x->next) {
+    kr_lp done = th->ndone;
+    th->max_done = th->max_done_committed;
+    for (size_t i = 0; i < th->ndirty; i++) {
+        struct kr__lp *lp = &th->r->lps[th->dirty[i]];
+        if (lp->done_seen || lp->done_init) continue; /* counted already */
+        for (struct kr__ev *x = lp->first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
             if (x->flags & KR_EVF_ERROR) break;
             if (x->flags & KR_EVF_DONE_AFTER) {
-                done = true;
-                since = x->k;
+                done++;
+                if (kr__key_lt(&th->max_done, &x->k)) th->max_done = x->k;
+                break;
             }
         }
-        th->all_done = done;
-        if (kr__key_lt(&th->max_done, &since)) th->max_done = since;
     }
+    th->all_done = done == th->lp_hi - th->lp_lo;
 }

@@ -48,6 +48,8 @@ struct tw_thread {
     kr_time report;           /* this round's local minimum */
     bool all_done;            /* done-phase report */
     struct kr__key max_done;
+    kr_lp ndone;              /* my LPs whose committed state is done */
+    struct kr__key max_done_committed;  /* latest "became done" among those */
     struct kr__outsink sink;
     struct kr__key applied;   /* horizon this thread last committed up to */
     jmp_buf jmp;
