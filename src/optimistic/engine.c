@@ -210,6 +210,7 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
         return;
     }
     *spins = 0;
+    th->cnt->idle_sleeps++;
     tw_gvt_maybe_start(th, th->uncommitted > 0); /* idle with uncommitted work: commit it */
     if (oversubscribed) sched_yield();
     else {
@@ -253,6 +254,7 @@ static void *tw_worker(void *arg)
                 if (over) sched_yield();
             }
         } else {
+            th->cnt->throttled += e && e->k.ts < end;
             tw_idle(th, &spins, over);
         }
     }
