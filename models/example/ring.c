@@ -22,6 +22,9 @@ static void ring_init(kr_lp me)
 {
     struct ring_state *s = kr_calloc(1, sizeof *s);
     kr_set_state(s);
+    if (me == 0)
+        kr_printf("ring of %llu LPs, %lld laps each\n", (unsigned long long)kr_lp_count(),
+                  (long long)kr_param_int("laps", 1000));
     uint64_t hops = 0;
     for (int64_t i = 0; i < kr_param_int("tokens", 1); i++)
         kr_schedule(me, kr_expo(1.0), 0, &hops, sizeof hops);

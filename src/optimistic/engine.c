@@ -107,6 +107,10 @@ static void tw_send(struct kr__ctx *c, struct kr__ev *e)
 
 static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
 {
+    if (!c->ev) { /* init: virtual time -inf is committed, and runs in LP order on one thread */
+        kr__emit_direct(c, text, len);
+        return;
+    }
     kr__outvec_add(&c->lp->out, &c->ev->k, text, len);
 }
 
