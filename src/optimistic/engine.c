@@ -254,8 +254,13 @@ static void *tw_worker(void *arg)
             if ((++iter & 255) == 0) {
                 tw_gvt_maybe_start(th, th->cnt->processed - th->round_mark >= g->round_events);
                 /* More threads than cores: take turns often, or a descheduled thread's
-                 * messages arrive as stragglers far in everyone's past. */
-                if (over) sched_yield();
+                 * messages arrive as stragglers far in everyone's past. (Yielding when
+                 * another process shares the core was measured too, and is much worse:
+                 * it hands that process our time slice.) */
+                if (over) {
+                    th->cnt->yields++;
+                    sched_yield();
+                }
             }
         } else {
             th->cnt->throttled += e && e->k.ts < end;

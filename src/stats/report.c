@@ -138,7 +138,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
                 "\"coasted\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
-                "\"throttled\": %llu, \"idle_sleeps\": %llu}",
+                "\"throttled\": %llu, \"idle_sleeps\": %llu, \"yields\": %llu}",
                 i ? "," : "", i, (unsigned long long)c->processed,
                 (unsigned long long)c->committed, (unsigned long long)c->rolled_back,
                 (unsigned long long)c->rollbacks, (unsigned long long)c->antimessages,
@@ -146,7 +146,8 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 (unsigned long long)c->restores, (unsigned long long)c->coasted,
                 (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
-                (unsigned long long)c->throttled, (unsigned long long)c->idle_sleeps);
+                (unsigned long long)c->throttled, (unsigned long long)c->idle_sleeps,
+                (unsigned long long)c->yields);
     }
     fputs("\n  ]\n", f);
 }
