@@ -303,10 +303,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
 static void tw_init_lps(struct kr__run *r, struct tw_global *g)
 {
-    for (unsigned t = 0; t < g->n; t++)
-        for (kr_lp id = g->th[t].lp_lo; id < g->th[t].lp_hi; id++) {
-            kr__lp_setup(r, id);
-        }
+    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         kr__ctx.ops = &tw_ops;
@@ -314,9 +311,7 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.pool = th->pool;
         for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
             kr__lp_run_init(r, id);
-            kr__ctx.mode = KR_MODE_INIT;
-            tw_flush_local(th);
-            kr__ctx.mode = KR_MODE_NONE;
+            tw_flush_local(th); /* same-thread sends of init */
         }
     }
     /* Init sends to other threads went through their inboxes; move them in now. */
