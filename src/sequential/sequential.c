@@ -6,21 +6,46 @@
 #include "../core/core.h"
 #include "../core/error.h"
 #include "../queue/heap.h"
+#include "recheck.h"
 #include "../stats/progress.h"
 
 struct seq {
     struct kr__heap heap;
+    struct kr__recheck *check;   /* --check: run every event twice and compare */
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
 {
     struct seq *s = c->eng;
+    if (s->check && c->mode == KR_MODE_EVENT) {
+        kr__recheck_capture_send(s->check, e);
+        return;
+    }
     e->st = KR_EV_PENDING;
     kr__heap_push(&s->heap, e);
 }
 
+static void seq_emit(struct kr__ctx *c, const char *text, size_t len)
+{
+    struct seq *s = c->eng;
+    if (s->check && c->mode == KR_MODE_EVENT) kr__recheck_capture_text(s->check, text, len);
+    else kr__emit_direct(c, text, len);
+}
+
+/* The checked run of one event: deliver and print what its second execution produced. */
+static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e)
+{
+    struct kr__recheck *c = s->check;
+    kr__recheck_event(c, r, lp, e);
+    for (size_t i = 0; i < c->nsent; i++) {
+        c->sent[i]->st = KR_EV_PENDING;
+        kr__heap_push(&s->heap, c->sent[i]);
+    }
+    fwrite(c->out, 1, c->nout, stdout);
+}
+
 /* Every event commits as it runs: output and errors take effect at once. */
-static const struct kr__engine_ops seq_ops = { seq_send, kr__emit_direct, kr__fail_fatal };
+static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, kr__fail_fatal };
 
 /* Returns true when the run ends because done() holds for every LP. */
 static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
@@ -41,7 +66,8 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         kr__ctx.ev = e;
         kr__ctx.now = e->k.ts;
         kr__ctx.gen = e->k.gen;
-        kr__run_event(r, lp, e);
+        if (s->check) seq_run_checked(r, s, lp, e);
+        else kr__run_event(r, lp, e);
         kr__lp_commit_event(lp, e);
         r->end_key = e->k;
         r->end_key.seq++;
@@ -71,7 +97,13 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
 int kr__seq_run(struct kr__run *r)
 {
     struct seq s;
+    struct kr__recheck check;
     kr__heap_init(&s.heap);
+    s.check = NULL;
+    if (r->cfg->check) {
+        kr__recheck_init(&check);
+        s.check = &check;
+    }
     kr__ctx.run = r;
     kr__ctx.ops = &seq_ops;
     kr__ctx.pool = &r->pools[0];
@@ -95,5 +127,6 @@ int kr__seq_run(struct kr__run *r)
     r->counters[0].committed = r->counters[0].processed;
     r->counters[0].pool_bytes = r->pools[0].bytes;
     kr__heap_destroy(&s.heap);
+    if (s.check) kr__recheck_destroy(s.check);
     return 0;
 }

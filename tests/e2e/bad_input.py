@@ -58,6 +58,13 @@ for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"]):
         extra = ["--arena-max", "64K"] if c == 6 else []
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, *extra, "-P", f"case={c}")
 
+# --check catches a model that is not re-executable (state in a static variable)
+expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "not re-executable",
+           "left a different state", "global or static variables"],
+       "run", misuse, "--lps", "2", "--end", "10", "--sync", "sequential", "--check", "-P", "case=13")
+rc, out, err = run(kairos, "run", misuse, "--lps", "2", "--end", "10", "--sync", "sequential", "-P", "case=13")
+t.ok("without --check the same model runs (the check is what finds it)")
+
 # an error on a wrong speculative path only must not fail the run
 ref = None
 for sync in (["--sync", "sequential"], ["--threads", "2"], ["--threads", "2"]):

@@ -24,6 +24,9 @@ engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in (1, 2, 3,
 for name, args in configs.items():
     rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
     ref, ref_n = digest(err), committed(err)
+    rc, out, err = run(kairos, "run", *args, "--sync", "sequential", "--check")
+    if digest(err) != ref or out != ref_out:
+        fail(f"{name}: the re-execution check (--check) changed the result")
     if ref_n == 0:
         fail(f"{name}: nothing committed")
     for eng in engines[1:]:

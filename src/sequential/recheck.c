@@ -1,0 +1,88 @@
+/* recheck.c - see recheck.h. */
+#include "recheck.h"
+#include <stdlib.h>
+#include "../core/digest.h"
+#include "../core/error.h"
+#include "../state/ckpt.h"
+
+void kr__recheck_init(struct kr__recheck *c)
+{
+    memset(c, 0, sizeof *c);
+    kr__blobs_init(&c->blobs);
+}
+
+void kr__recheck_destroy(struct kr__recheck *c)
+{
+    kr__blobs_destroy(&c->blobs);
+    free(c->sent);
+    free(c->out);
+}
+
+void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e)
+{
+    if (c->nsent == c->capsent) {
+        c->capsent = c->capsent ? c->capsent * 2 : 16;
+        c->sent = realloc(c->sent, c->capsent * sizeof *c->sent);
+        if (!c->sent) kr__fatal_oom("check buffer", c->capsent * sizeof *c->sent);
+    }
+    c->sent[c->nsent++] = e;
+}
+
+void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t len)
+{
+    if (c->nout + len > c->capout) {
+        c->capout = (c->nout + len) * 2;
+        c->out = realloc(c->out, c->capout);
+        if (!c->out) kr__fatal_oom("check buffer", c->capout);
+    }
+    memcpy(c->out + c->nout, text, len);
+    c->nout += len;
+}
+
+/* Fingerprint of one run: the LP's state and words, what it sent, what it printed. */
+static uint64_t fingerprint(const struct kr__recheck *c, const struct kr__lp *lp,
+                            uint64_t *state_part)
+{
+    *state_part = kr__mix(kr__arena_hash(&lp->arena, lp->root), lp->rng);
+    uint64_t h = kr__mix(*state_part, lp->seq);
+    for (size_t i = 0; i < c->nsent; i++) {
+        const struct kr__ev *e = c->sent[i];
+        uint64_t t;
+        memcpy(&t, &e->k.ts, sizeof t);
+        h = kr__mix(kr__mix(kr__mix(h, e->dest), t), e->type);
+        h = kr__mix_bytes(h, e->payload, e->size);
+    }
+    return kr__mix_bytes(h, c->out, c->nout);
+}
+
+static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    c->nsent = 0;
+    c->nout = 0;
+    kr__run_event(r, lp, e);
+}
+
+void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__lp_save_words(lp, w);
+    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w);
+    run_once(c, r, lp, e);
+    uint64_t state1, state2;
+    uint64_t first = fingerprint(c, lp, &state1);
+    size_t nsent1 = c->nsent, nout1 = c->nout;
+    for (size_t i = 0; i < c->nsent; i++) kr__pool_put(kr__ctx.pool, c->sent[i]);
+    kr__ckpt_restore(&lp->arena, saved, w);
+    kr__lp_load_words(lp, w);
+    kr__ckpt_release(&c->blobs, saved);
+    run_once(c, r, lp, e);
+    if (fingerprint(c, lp, &state2) == first) return;
+    const char *what = state1 != state2 ? "left a different state"
+                       : nsent1 != c->nsent ? "sent a different number of events"
+                       : nout1 != c->nout ? "printed different output"
+                       : "sent different events or printed different text";
+    kr__model_error("--check: the event is not re-executable: run twice from the same state, it "
+                    "%s. Time Warp re-executes events after rollbacks, so this model would "
+                    "give wrong results there. Usual causes: global or static variables, "
+                    "rand() or the clock instead of kr_random, memory not from kr_malloc", what);
+}

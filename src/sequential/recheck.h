@@ -1,0 +1,30 @@
+/* recheck.h - the sequential engine's re-execution check (--check): every event runs twice
+ * from the same saved state, and the two runs must leave the same state, send the same
+ * events and print the same text. A model that fails it (global variables, rand(), the
+ * wall clock, reading memory it does not own) would give wrong results under Time Warp,
+ * which re-executes events after a rollback; this finds it in the sequential engine, at the
+ * first event that shows it. */
+#ifndef KR_SEQUENTIAL_RECHECK_H
+#define KR_SEQUENTIAL_RECHECK_H
+
+#include "../core/core.h"
+#include "../state/blob.h"
+
+struct kr__recheck {
+    struct kr__blobs blobs;
+    struct kr__ev **sent;      /* sends captured during one run */
+    size_t nsent, capsent;
+    char *out;                 /* output captured during one run */
+    size_t nout, capout;
+};
+
+void kr__recheck_init(struct kr__recheck *c);
+void kr__recheck_destroy(struct kr__recheck *c);
+/* Run event e of lp twice and compare. The second run's sends are returned in c->sent (the
+ * caller delivers them) and its output in c->out (the caller prints it). */
+void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
+/* The engine's send/emit while a checked event runs. */
+void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e);
+void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t len);
+
+#endif
