@@ -52,7 +52,7 @@ static uint64_t fingerprint(const struct kr__recheck *c, const struct kr__lp *lp
         h = kr__mix(kr__mix(kr__mix(h, e->dest), t), e->type);
         h = kr__mix_bytes(h, e->payload, e->size);
     }
-    return kr__mix_bytes(h, c->out, c->nout);
+    return c->nout ? kr__mix_bytes(h, c->out, c->nout) : kr__mix(h, 0);
 }
 
 static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)

@@ -41,7 +41,7 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
         c->sent[i]->st = KR_EV_PENDING;
         kr__heap_push(&s->heap, c->sent[i]);
     }
-    fwrite(c->out, 1, c->nout, stdout);
+    if (c->nout) fwrite(c->out, 1, c->nout, stdout);
 }
 
 /* Every event commits as it runs: output and errors take effect at once. */
