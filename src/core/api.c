@@ -11,6 +11,8 @@
 
 __thread struct kr__ctx kr__ctx;
 
+/* Every kr_* call brackets its work with these (no-ops for now; time-sharing will enter
+ * platform mode here and run check-and-switch on the way out). */
 #define KR_API_ENTER() ((void)0)
 #define KR_API_LEAVE() ((void)0)
 
@@ -47,12 +49,18 @@ void kr_set_state(void *state)
 
 kr_lp kr_lp_count(void)
 {
-    return kr__ctx.run ? kr__ctx.run->n : 0;
+    KR_API_ENTER();
+    kr_lp n = kr__ctx.run ? kr__ctx.run->n : 0;
+    KR_API_LEAVE();
+    return n;
 }
 
 kr_time kr_now(void)
 {
-    return kr__ctx.now;
+    KR_API_ENTER();
+    kr_time t = kr__ctx.now;
+    KR_API_LEAVE();
+    return t;
 }
 
 static int check_schedule(kr_lp dest, kr_time t, size_t size, const void *payload)
@@ -104,10 +112,16 @@ void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size
 {
     KR_API_ENTER();
     need_lp("kr_schedule");
-    if (!check_schedule(dest, t, size, payload)) return;
+    if (!check_schedule(dest, t, size, payload)) {
+        KR_API_LEAVE();
+        return;
+    }
     struct kr__lp *lp = kr__ctx.lp;
     uint64_t seq = lp->seq++;
-    if (kr__ctx.mode == KR_MODE_COAST) return; /* re-execution: the event exists already */
+    if (kr__ctx.mode == KR_MODE_COAST) { /* re-execution: the event exists already */
+        KR_API_LEAVE();
+        return;
+    }
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
     e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
@@ -127,10 +141,12 @@ void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size
 
 uint64_t kr_random_u64(void)
 {
+    KR_API_ENTER();
     need_lp("kr_random_u64");
-    uint64_t z = (kr__ctx.lp->rng += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (kr__ctx.lp->rng += 0x9e3779b97f4a7c15ull); /* SplitMix64 */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    KR_API_LEAVE();
     return z ^ (z >> 31);
 }
 
@@ -183,8 +199,8 @@ void *kr_calloc(size_t n, size_t size)
 
 void kr_free(void *ptr)
 {
-    KR_API_ENTER();
     if (!ptr) return;
+    KR_API_ENTER();
     need_lp("kr_free");
     if (kr__arena_free(&kr__ctx.lp->arena, ptr) != KR_ARENA_OK)
         kr__model_error("kr_free(%p): not a live block from kr_malloc of this LP (double free, "
@@ -223,7 +239,10 @@ int kr_printf(const char *fmt, ...)
     va_start(ap, fmt);
     int len = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (len < 0 || kr__ctx.mode == KR_MODE_COAST) return len;
+    if (len < 0 || kr__ctx.mode == KR_MODE_COAST) {
+        KR_API_LEAVE();
+        return len;
+    }
     char *text = small;
     if ((size_t)len >= sizeof small) {
         text = malloc((size_t)len + 1);

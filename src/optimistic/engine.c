@@ -99,10 +99,8 @@ static void tw_send(struct kr__ctx *c, struct kr__ev *e)
         tw_work_push(th, e, 0);
         return;
     }
-    e->st = KR_EV_INFLIGHT;
     th->cnt->remote_sent++;
-    if (e->k.ts < th->min_sent) th->min_sent = e->k.ts;
-    kr__inbox_push(&g->inbox[owner], e, e->k.ts);
+    tw_transport_send(th, owner, e);
 }
 
 static void tw_emit(struct kr__ctx *c, const char *text, size_t len)

@@ -48,9 +48,7 @@ static void cancel_child(struct tw_thread *th, struct kr__ev *c)
     a->flags = KR_EVF_ANTI;
     a->child = c;
     a->size = 0;
-    a->st = KR_EV_INFLIGHT;
-    if (c->k.ts < th->min_sent) th->min_sent = c->k.ts;
-    kr__inbox_push(&th->g->inbox[owner], a, c->k.ts);
+    tw_transport_send(th, owner, a);
 }
 
 /* The receiver side: c is owned by this thread. */

@@ -102,6 +102,15 @@ static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
     th->lvt[lp - th->r->lps - th->lp_lo] = lp->tail ? lp->tail->k.ts : -INFINITY;
 }
 
+/* The one place a message (event or antimessage) leaves this thread: the seam where a
+ * distributed transport (MPI) will route messages for LPs of other processes. */
+static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struct kr__ev *e)
+{
+    e->st = KR_EV_INFLIGHT;
+    if (e->k.ts < th->min_sent) th->min_sent = e->k.ts; /* GVT: in flight since phase 1 */
+    kr__inbox_push(&th->g->inbox[owner], e, e->k.ts);
+}
+
 /* engine.c */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e);
 void tw_flush_local(struct tw_thread *th);
