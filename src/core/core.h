@@ -51,7 +51,6 @@ struct kr__run {
     struct kr__key end_key;           /* everything before this key was committed */
     uint64_t run_digest;
     size_t peak_rss;
-    double init_seconds;
 };
 
 enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH };

@@ -34,7 +34,6 @@ struct kr__lp {
     _Alignas(64) struct kr__arena arena;
     struct kr__ev *parked;        /* events held back while poisoned */
     char *err;                    /* the deferred error message of `poison` */
-    struct kr__key done_key;      /* first committed event after which done() held */
 };
 
 _Static_assert(offsetof(struct kr__lp, arena) == 128, "keep the hot part of an LP in two cache lines");

@@ -82,7 +82,6 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
             bool d = x->flags & KR_EVF_DONE_AFTER;
             if (d && !lp->done_seen && !lp->done_init) {
                 lp->done_seen = true;
-                lp->done_key = x->k;
                 th->ndone++;
                 if (kr__key_lt(&th->max_done_committed, &x->k)) th->max_done_committed = x->k;
             } else if (!d && (lp->done_seen || lp->done_init)) {
