@@ -51,7 +51,12 @@ struct kr__run {
     struct kr__key end_key;           /* everything before this key was committed */
     uint64_t run_digest;
     size_t peak_rss;
+    double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
+    size_t nseries, capseries;
 };
+
+/* Columns of the progress time series (--stats "series"). */
+#define KR_SERIES_COLS 5   /* wall_seconds, gvt, committed, processed, rss_bytes */
 
 enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH };
 

@@ -125,6 +125,7 @@ int kr__run_main(const struct kr__config *cfg)
         kr__outvec_free(&r.lps[id].out);
     }
     kr__pools_free(r.pools, r.nthreads);
+    free(r.series);
     free(r.counters);
     free(r.lps);
     return 0;

@@ -1,6 +1,7 @@
 /* progress.c - see progress.h. */
 #include "progress.h"
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,26 +37,46 @@ size_t kr__peak_rss_bytes(void)
     return kb * 1024;
 }
 
-void kr__progress_start(struct kr__progress *p, const struct kr__run *r)
+static void sample(struct kr__progress *p, double now, kr_time vt, uint64_t committed,
+                   uint64_t processed)
+{
+    struct kr__run *r = p->r;
+    if (r->nseries == r->capseries) {
+        r->capseries = r->capseries ? r->capseries * 2 : 64;
+        double *s = realloc(r->series, r->capseries * KR_SERIES_COLS * sizeof *s);
+        if (!s) return; /* statistics only: a missing row is not worth failing the run */
+        r->series = s;
+    }
+    double *row = r->series + r->nseries++ * KR_SERIES_COLS;
+    row[0] = now - p->t0;
+    row[1] = vt;
+    row[2] = (double)committed;
+    row[3] = (double)processed;
+    row[4] = (double)kr__rss_bytes();
+    p->last_sample = now;
+}
+
+void kr__progress_start(struct kr__progress *p, struct kr__run *r)
 {
     p->r = r;
     int mode = r->cfg->progress;
     p->on = mode == 1 || (mode == -1 && isatty(STDERR_FILENO));
     p->drawn = false;
-    p->t0 = p->last = kr__wall_now();
+    p->t0 = p->last = p->last_sample = kr__wall_now();
     p->last_committed = 0;
 }
 
 void kr__progress_tick(struct kr__progress *p, kr_time vt)
 {
-    if (!p->on) return;
     double now = kr__wall_now();
-    if (now - p->last < 0.5) return;
+    if (now - p->last_sample < 0.1) return;
     uint64_t committed = 0, processed = 0;
     for (unsigned t = 0; t < p->r->nthreads; t++) {
         committed += atomic_load_explicit(&p->r->counters[t].pub_committed, memory_order_relaxed);
         processed += atomic_load_explicit(&p->r->counters[t].pub_processed, memory_order_relaxed);
     }
+    sample(p, now, vt, committed, processed);
+    if (!p->on || now - p->last < 0.5) return;
     double rate = (double)(committed - p->last_committed) / (now - p->last);
     double end = p->r->cfg->end;
     double pct = isinf(end) || end <= 0 ? 0 : 100.0 * (vt > end ? end : vt) / end;

@@ -7,15 +7,16 @@
 #include "../core/core.h"
 
 struct kr__progress {
-    const struct kr__run *r;
+    struct kr__run *r;
     bool on;
     bool drawn;
-    double t0, last;
+    double t0, last, last_sample;
     uint64_t last_committed;
 };
 
-void kr__progress_start(struct kr__progress *p, const struct kr__run *r);
-/* Redraw if half a second has passed; `vt` is the committed virtual time (GVT). */
+void kr__progress_start(struct kr__progress *p, struct kr__run *r);
+/* Record a row of the run's time series every 100 ms, and redraw the line every 500 ms;
+ * `vt` is the committed virtual time (GVT). */
 void kr__progress_tick(struct kr__progress *p, kr_time vt);
 void kr__progress_stop(struct kr__progress *p);
 double kr__wall_now(void);

@@ -128,6 +128,19 @@ static void json_config(FILE *f, const struct kr__run *r)
     fputs("}},\n", f);
 }
 
+static void json_series(FILE *f, const struct kr__run *r)
+{
+    fputs("  \"series\": {\"columns\": [\"wall_seconds\", \"gvt\", \"committed\", \"processed\", "
+          "\"rss_bytes\"], \"rows\": [", f);
+    for (size_t i = 0; i < r->nseries; i++) {
+        const double *row = r->series + i * KR_SERIES_COLS;
+        fprintf(f, "%s[%.4f, ", i ? ", " : "", row[0]);
+        json_num(f, row[1]);
+        fprintf(f, ", %.0f, %.0f, %.0f]", row[2], row[3], row[4]);
+    }
+    fputs("]},\n", f);
+}
+
 static void json_threads(FILE *f, const struct kr__run *r)
 {
     fputs("  \"threads_detail\": [", f);
@@ -185,6 +198,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)r->run_digest);
     json_config(f, r);
     json_machine(f);
+    json_series(f, r);
     json_threads(f, r);
     fputs("}\n", f);
     if (fclose(f)) {

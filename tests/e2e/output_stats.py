@@ -30,7 +30,7 @@ required = ["engine", "threads", "lps", "end_time", "seed", "committed_events", 
 with tempfile.TemporaryDirectory() as d:
     for eng in (["--sync", "sequential"], ["--threads", "2"]):
         path = os.path.join(d, "s.json")
-        rc, out, err = run(kairos, "run", "phold", "--end", "100", "--stats", path, *eng, "-P", "mean=0.9")
+        rc, out, err = run(kairos, "run", "phold", "--end", "1500", "--stats", path, *eng, "-P", "mean=0.9")
         s = json.load(open(path))
         for k in required:
             if k not in s:
@@ -45,6 +45,13 @@ with tempfile.TemporaryDirectory() as d:
             fail("per-thread committed counts do not add up")
         if s["config"]["params"] != {"mean": "0.9"}:
             fail(f"config.params wrong: {s['config']['params']}")
+        ser = s["series"]
+        if ser["columns"][:3] != ["wall_seconds", "gvt", "committed"]:
+            fail(f"series columns: {ser['columns']}")
+        if any(len(row) != len(ser["columns"]) for row in ser["rows"]):
+            fail("series rows must match the columns")
+        if [r[2] for r in ser["rows"]] != sorted(r[2] for r in ser["rows"]):
+            fail("committed counts in the series must not decrease")
         if "\r" in err:
             fail("progress line printed although stderr is not a terminal")
     t.ok("--stats JSON has the documented keys and consistent counts; no progress off-terminal")
