@@ -11,6 +11,10 @@
 
 __thread struct kr__ctx kr__ctx;
 
+/* A chain of events at one timestamp longer than this is reported as a zero-delay loop
+ * instead of running forever (the chain length is the tie key's `gen`). */
+#define KR_MAX_ZERO_DELAY_HOPS (1u << 22)
+
 /* Every kr_* call brackets its work with these (no-ops for now; time-sharing will enter
  * platform mode here and run check-and-switch on the way out). */
 #define KR_API_ENTER() ((void)0)
@@ -96,6 +100,12 @@ static int check_schedule(kr_lp dest, kr_time t, size_t size, const void *payloa
     }
     if (size && !payload) {
         kr__model_error("kr_schedule: payload is NULL but size is %zu", size);
+        return 0;
+    }
+    if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT && kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
+        kr__model_error("kr_schedule: %u events in a row at virtual time %.17g, each scheduling "
+                        "the next at the same time; virtual time cannot advance (a zero-delay "
+                        "loop in the model?)", KR_MAX_ZERO_DELAY_HOPS, t);
         return 0;
     }
     kr_time la = r->model->lookahead;

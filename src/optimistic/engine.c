@@ -285,7 +285,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->cnt = &r->counters[t];
         th->lp_lo = (kr_lp)t * per < r->n ? (kr_lp)t * per : r->n;
         th->lp_hi = th->lp_lo + per < r->n ? th->lp_lo + per : r->n;
-        th->min_sent = INFINITY;
+        th->min_sent = kr__key_at(INFINITY);
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
         th->lvt = malloc((th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
@@ -318,7 +318,7 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.eng = th;
         kr__ctx.pool = th->pool;
         tw_drain(th);
-        th->min_sent = INFINITY;
+        th->min_sent = kr__key_at(INFINITY);
         th->max_done_committed = kr__key_at(-INFINITY);
         for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
             tw_take_ckpt(th, &r->lps[id], NULL);
@@ -385,6 +385,7 @@ int kr__tw_run(struct kr__run *r)
     g->check = r->cfg->check;
     g->max_uncommitted = TW_MAX_UNCOMMITTED;
     g->horizon = kr__key_at(-INFINITY);
+    g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
     pthread_mutex_init(&g->err_mu, NULL);
     atomic_init(&g->last_round_ns, tw_clock_ns());

@@ -1,8 +1,14 @@
 /* gvt.c - asynchronous shared-memory GVT, folded into the worker loop; no thread ever
  * waits for another.
  *
+ * GVT is not a bare timestamp but a full ordering key (ts, gen, src, seq): every event a
+ * thread may still run has a key >= GVT (a child's key always exceeds its parent's), so all
+ * events with smaller keys can commit, even when thousands share GVT's timestamp. (A
+ * timestamp GVT commits nothing at that time: a synchronous model with more events at one
+ * time than a thread may hold uncommitted would livelock.)
+ *
  * A round has two phases (three when the model has done()). Phase 1: each thread, at its
- * next check, starts tracking the lowest timestamp it sends to other threads (min_sent).
+ * next check, starts tracking the lowest key it sends to other threads (min_sent).
  * Phase 2, once all have passed phase 1: each thread drains its inbox and reports
  * min(lowest pending event, min_sent). GVT is the minimum of the reports. A message still in
  * an inbox at a report was either sent after its sender passed phase 1 (so it is in that
@@ -14,7 +20,7 @@
 #include "tw.h"
 #include "../core/error.h"
 
-static void report_done(struct tw_thread *th, kr_time gvt);
+static void report_done(struct tw_thread *th, const struct kr__key *gvt);
 
 static bool last_through(struct tw_global *g)
 {
@@ -47,23 +53,32 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
     if (stop) atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
 
+/* Commit everything before GVT (capped at the end time); stop once GVT reaches the end. */
+static void publish_gvt(struct tw_thread *th, uint64_t s)
+{
+    struct tw_global *g = th->g;
+    struct kr__key end = kr__key_at(th->r->cfg->end);
+    bool done = !kr__key_lt(&g->gvt, &end);
+    publish(g, done ? end : g->gvt, done, s);
+}
+
 static void close_phase2(struct tw_thread *th, uint64_t s)
 {
     struct tw_global *g = th->g;
-    kr_time gvt = INFINITY;
+    struct kr__key gvt = kr__key_at(INFINITY);
     for (unsigned t = 0; t < g->n; t++)
-        if (g->th[t].report < gvt) gvt = g->th[t].report;
-    if (g->check && gvt < tw_gvt(g))
-        kr__internal_error("GVT went backwards: %.17g after %.17g", gvt, tw_gvt(g));
-    atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt), memory_order_release);
+        if (kr__key_lt(&g->th[t].report, &gvt)) gvt = g->th[t].report;
+    if (g->check && kr__key_lt(&gvt, &g->gvt))
+        kr__internal_error("GVT went backwards: %.17g after %.17g", gvt.ts, g->gvt.ts);
+    g->gvt = gvt;
+    atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt.ts), memory_order_release);
     g->th[0].cnt->gvt_rounds++;
     if (th->r->model->done) {
         atomic_store_explicit(&g->count, 0, memory_order_relaxed);
         atomic_store_explicit(&g->state, (s & ~3ull) | 3, memory_order_release);
         return;
     }
-    kr_time end = th->r->cfg->end;
-    publish(g, kr__key_at(gvt < end ? gvt : end), gvt >= end, s);
+    publish_gvt(th, s);
 }
 
 static void close_phase3(struct tw_thread *th, uint64_t s)
@@ -82,15 +97,15 @@ static void close_phase3(struct tw_thread *th, uint64_t s)
         publish(g, maxd, true, s);
         return;
     }
-    kr_time gvt = tw_gvt(g);
-    publish(g, kr__key_at(gvt < end ? gvt : end), gvt >= end, s);
+    publish_gvt(th, s);
 }
 
-static kr_time local_min(struct tw_thread *th)
+/* The lowest key this thread may still run or has sent into flight since phase 1. */
+static struct kr__key local_min(struct tw_thread *th)
 {
     struct kr__ev *top = kr__heap_top(&th->heap);
-    kr_time m = top ? top->k.ts : INFINITY;
-    return th->min_sent < m ? th->min_sent : m;
+    struct kr__key m = top ? top->k : kr__key_at(INFINITY);
+    return kr__key_lt(&th->min_sent, &m) ? th->min_sent : m;
 }
 
 void tw_gvt_poll(struct tw_thread *th)
@@ -101,7 +116,7 @@ void tw_gvt_poll(struct tw_thread *th)
         th->seen_state = s;
         switch (s & 3) {
         case 1:
-            th->min_sent = INFINITY;
+            th->min_sent = kr__key_at(INFINITY);
             if (last_through(g)) {
                 atomic_store_explicit(&g->count, 0, memory_order_relaxed);
                 atomic_store_explicit(&g->state, (s & ~3ull) | 2, memory_order_release);
@@ -113,7 +128,7 @@ void tw_gvt_poll(struct tw_thread *th)
             if (last_through(g)) close_phase2(th, s);
             break;
         case 3:
-            report_done(th, tw_gvt(g));
+            report_done(th, &g->gvt);
             if (last_through(g)) close_phase3(th, s);
             break;
         default:
@@ -130,9 +145,9 @@ void tw_gvt_poll(struct tw_thread *th)
 /* Done-phase report: are all my LPs done on their state at GVT, and since which event?
  * LPs without uncommitted events are answered by the committed counts; only LPs on the
  * to-commit list are looked at, so a round costs what was processed, not the LP count. */
-static void report_done(struct tw_thread *th, kr_time gvt)
+static void report_done(struct tw_thread *th, const struct kr__key *gvt)
 {
-    struct kr__key h = kr__key_at(gvt);
+    struct kr__key h = *gvt;
     kr_lp done = th->ndone;
     th->max_done = th->max_done_committed;
     for (size_t i = 0; i < th->ndirty; i++) {

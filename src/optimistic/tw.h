@@ -44,8 +44,8 @@ struct tw_thread {
     /* GVT participation. */
     uint64_t seen_state;
     uint64_t seen_epoch;
-    kr_time min_sent;         /* lowest timestamp sent to other threads since phase 1 */
-    kr_time report;           /* this round's local minimum */
+    struct kr__key min_sent;  /* lowest key sent to other threads since phase 1 */
+    struct kr__key report;    /* this round's local minimum */
     bool all_done;            /* done-phase report */
     struct kr__key max_done;
     kr_lp ndone;              /* my LPs whose committed state is done */
@@ -67,7 +67,8 @@ struct tw_global {
     _Atomic uint64_t last_round_ns;
     _Alignas(64) _Atomic uint64_t epoch;   /* bumps when `horizon` is published */
     struct kr__key horizon;                /* commit everything before this key */
-    _Atomic uint64_t gvt_bits;             /* last GVT (bits of a double): read by the progress line */
+    struct kr__key gvt;                    /* last GVT, a full ordering key (see gvt.c) */
+    _Atomic uint64_t gvt_bits;             /* its timestamp, for other readers (progress) */
     _Atomic int stop;
     _Atomic unsigned running;
     pthread_mutex_t err_mu;
@@ -107,7 +108,7 @@ static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
 static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struct kr__ev *e)
 {
     e->st = KR_EV_INFLIGHT;
-    if (e->k.ts < th->min_sent) th->min_sent = e->k.ts; /* GVT: in flight since phase 1 */
+    if (kr__key_lt(&e->k, &th->min_sent)) th->min_sent = e->k; /* GVT: in flight since phase 1 */
     kr__inbox_push(&th->g->inbox[owner], e, e->k.ts);
 }
 

@@ -52,6 +52,8 @@ cases = {
     10: ["in finish", "kr_schedule in finish"],
     11: ["model 'misuse', LP 1, in init", "is in the past"],
     12: ["done() returned false after it had returned true"],
+    14: ["model 'misuse', LP 1, virtual time 2, event type 4", "virtual time cannot advance",
+         "zero-delay loop"],
 }
 for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"]):
     for c, needles in cases.items():

@@ -8,7 +8,7 @@
 
 enum {
     OK_SPECULATIVE, DEST_RANGE, PAST, NAN_TIME, INF_TIME, PAYLOAD, ARENA, BAD_FREE, BAD_STATE,
-    USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE
+    USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE, ZERO_DELAY_LOOP
 };
 
 static const struct kr_param params[] = {
@@ -49,6 +49,7 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     char big[KR_PAYLOAD_MAX + 1] = { 0 };
     int local = 0;
     if (type == 3) { s->ok = 1; return; }
+    if (type == 4) { kr_schedule(me, now, 4, NULL, 0); return; } /* forever at one time */
     if (type == 1) { /* LP 0 at 0.5: slow, then tells LP 1 it is fine (time 1.0) */
         if (c == OK_SPECULATIVE) spin_ms(50);
         kr_schedule(1, 1.0, 3, NULL, 0);
@@ -67,6 +68,7 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     case BAD_FREE: kr_free(&local); break;
     case BAD_STATE: kr_set_state(&local); break;
     case USER_ERROR: kr_error("the customer count went negative (%d)", -3); break;
+    case ZERO_DELAY_LOOP: kr_schedule(me, now, 4, NULL, 0); break;
     case GLOBAL_STATE: { /* not rollback-safe: state outside the arena */
         static int calls;
         s->events += ++calls;
