@@ -19,6 +19,9 @@ configs = {
     "queueing": ["queueing", "--lps", "16", "--end", "500"],
     # 20000 events share every timestamp: far more than a thread may hold uncommitted
     "ticks-synchronous": [ticks, "--lps", "10000", "--end", "6"],
+    "ticks-big-payloads": [ticks, "--lps", "300", "--end", "30", "-P", "payload=1000"],
+    "phold-big-state": ["phold", "--lps", "32", "--end", "40", "-P", "state_bytes=60000", "-P", "lookahead=0.01"],
+    "phold-population": ["phold", "--lps", "256", "--end", "10", "-P", "population=40"],
     "ring-done": [ring, "--lps", "16", "--end", "inf", "-P", "laps=300"],
     "ring-end-first": [ring, "--lps", "16", "--end", "50", "-P", "laps=300"],
 }

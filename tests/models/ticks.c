@@ -7,6 +7,11 @@
 
 struct tick_state { uint64_t ticks, msgs, sum; };
 
+static const struct kr_param ticks_params[] = {
+    { "payload", KR_PARAM_INT, "8", "bytes of payload in each message (8..1024)" },
+    { NULL, 0, NULL, NULL },
+};
+
 static void ticks_init(kr_lp me)
 {
     struct tick_state *s = kr_calloc(1, sizeof *s);
@@ -19,21 +24,21 @@ static void ticks_event(kr_lp me, kr_time now, unsigned type, const void *payloa
 {
     struct tick_state *s = state;
     if (type == 1) {
-        uint64_t v;
-        memcpy(&v, payload, sizeof v);
+        const unsigned char *p = payload;
         s->msgs++;
-        s->sum = s->sum * 31 + v;
+        for (size_t i = 0; i < size; i++) s->sum = s->sum * 31 + p[i];
         return;
     }
-    (void)size;
     s->ticks++;
-    uint64_t v = me * 1000003u + s->ticks;
-    kr_schedule((me + 1 + kr_random_u64() % 7) % kr_lp_count(), now, 1, &v, sizeof v);
+    unsigned char buf[KR_PAYLOAD_MAX];
+    size_t n = (size_t)kr_param_int("payload", 8);
+    for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(me * 7 + s->ticks + i);
+    kr_schedule((me + 1 + kr_random_u64() % 7) % kr_lp_count(), now, 1, buf, n);
     kr_schedule(me, now + 1.0, 0, NULL, 0);
 }
 
 static const struct kr_model ticks_model = {
-    .name = "ticks", .init = ticks_init, .event = ticks_event,
+    .name = "ticks", .init = ticks_init, .event = ticks_event, .params = ticks_params,
 };
 
 KR_MODEL_EXPORT(ticks, ticks_model)
