@@ -88,6 +88,7 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     memset(ar, 0, hdr);
     ar->data = (char *)ar + hdr;
     ar->cls = cls;
+    ar->rank = k;
     ar->nchunks = n;
     ar->nwords = nwords;
     if (index_area(a, ar)) {
@@ -171,33 +172,37 @@ size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)
     return kr__arena_class_bytes(ar->cls);
 }
 
-/* A word that points into the arena becomes a tagged (area, offset) pair. */
+/* A word that points into the arena becomes a tagged (class, rank, offset) triple. */
 static uint64_t canonical_word(const struct kr__arena *a, uint64_t w)
 {
     struct kr__area *ar = find_area(a, (const void *)(uintptr_t)w);
     if (!ar) return w;
-    return 0xA7E4000000000000ull ^ ((uint64_t)ar->index << 32) ^
+    return 0xA7E4000000000000ull ^ ((uint64_t)ar->cls << 40) ^ ((uint64_t)ar->rank << 32) ^
            (uint64_t)((const char *)(uintptr_t)w - ar->data);
+}
+
+static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, uint64_t h)
+{
+    h = kr__mix(h, ((uint64_t)ar->cls << 32) | ar->rank);
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    for (uint32_t c = 0; c < ar->nchunks; c++) {
+        if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
+        h = kr__mix(h, c);
+        const char *p = ar->data + (size_t)c * csz;
+        for (size_t off = 0; off < csz; off += 8) {
+            uint64_t w;
+            memcpy(&w, p + off, 8);
+            h = kr__mix(h, canonical_word(a, w));
+        }
+    }
+    return h;
 }
 
 uint64_t kr__arena_hash(const struct kr__arena *a, const void *root)
 {
     uint64_t h = kr__mix(0x5EED, root ? canonical_word(a, (uint64_t)(uintptr_t)root) : 0);
-    for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
-        if (!ar->nused) continue;
-        h = kr__mix(h, ((uint64_t)i << 32) | ar->cls);
-        size_t csz = kr__arena_class_bytes(ar->cls);
-        for (uint32_t c = 0; c < ar->nchunks; c++) {
-            if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
-            h = kr__mix(h, c);
-            const char *p = ar->data + (size_t)c * csz;
-            for (size_t off = 0; off < csz; off += 8) {
-                uint64_t w;
-                memcpy(&w, p + off, 8);
-                h = kr__mix(h, canonical_word(a, w));
-            }
-        }
-    }
+    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
+        for (const struct kr__area *ar = a->head[cls]; ar; ar = ar->next)
+            if (ar->nused) h = hash_area(a, ar, h);
     return h;
 }

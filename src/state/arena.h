@@ -20,7 +20,8 @@ struct kr__area {
     uint32_t nused;
     uint32_t nwords;              /* bitmap words */
     uint32_t index;               /* creation order within the arena */
-    uint32_t pad_;
+    uint32_t rank;                /* position in its class's list: with cls, names the area
+                                   * independently of creation order (state hashing) */
     uint64_t bits[];
 };
 
@@ -44,8 +45,9 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err);
 int kr__arena_free(struct kr__arena *a, void *p);
 /* Usable size of an allocated chunk, 0 if `p` is not one. */
 size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p);
-/* Hash of the live contents, with pointers into this arena replaced by (area, offset), so
- * the same logical state hashes the same in every engine and run. */
+/* Hash of the live contents, with pointers into this arena replaced by (class, rank,
+ * offset), so the same logical state hashes the same in every engine and run, however its
+ * areas came to be (a rolled-back run may have created one early and left it empty). */
 uint64_t kr__arena_hash(const struct kr__arena *a, const void *root);
 
 static inline size_t kr__arena_class_bytes(uint32_t cls)

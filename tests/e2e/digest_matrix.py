@@ -9,6 +9,7 @@ from common import run, fail, digest, committed, Tally
 kairos, build = sys.argv[1], sys.argv[2]
 ring = os.path.join(build, "libring.so")
 ticks = os.path.join(build, "libticks.so")
+chaos = os.path.join(build, "libchaos.so")
 t = Tally()
 
 configs = {
@@ -22,6 +23,8 @@ configs = {
     "ticks-big-payloads": [ticks, "--lps", "300", "--end", "30", "-P", "payload=1000"],
     "phold-big-state": ["phold", "--lps", "32", "--end", "40", "-P", "state_bytes=60000", "-P", "lookahead=0.01"],
     "phold-population": ["phold", "--lps", "256", "--end", "10", "-P", "population=40"],
+    # random heap churn, prints, zero-delay and delayed sends of random sizes: rollback-heavy
+    "chaos": [chaos, "--lps", "64", "--end", "30"],
     "ring-done": [ring, "--lps", "16", "--end", "inf", "-P", "laps=300"],
     "ring-end-first": [ring, "--lps", "16", "--end", "50", "-P", "laps=300"],
 }
