@@ -28,4 +28,22 @@ for seed in range(1, 13):
             fail(f"seed {seed}, {lps} LPs, {threads} threads, K={k}, period {period}: "
                  f"digest {digest(err)} != {ref} or output differs")
 t.ok(f"{runs} randomized optimistic runs match the sequential engine")
+
+# the same, ending by done() (the run stops after the first event after which every LP has
+# processed N events), while rollbacks are frequent
+runs = 0
+for seed in range(1, 7):
+    lps = rnd.choice([8, 32, 96])
+    base = ["run", chaos, "--lps", lps, "--end", "inf", "--seed", seed, "-P", f"done_after={rnd.choice([5, 40, 120])}"]
+    _, ref_out, err = run(kairos, *base, "--sync", "sequential")
+    ref = digest(err)
+    if "done() holds for every LP" not in err:
+        fail(f"seed {seed}: the sequential run did not end by done()")
+    for threads in (2, 4):
+        _, out, err = run(kairos, *base, "--threads", threads, "--ckpt-interval", rnd.choice([1, 16]),
+                          "--gvt-period", rnd.choice(["0.02", "5"]), "--check")
+        runs += 1
+        if digest(err) != ref or out != ref_out:
+            fail(f"done() run, seed {seed}, {threads} threads: digest {digest(err)} != {ref}")
+t.ok(f"{runs} randomized runs ending by done() match the sequential engine")
 t.finish()

@@ -81,6 +81,19 @@ static void chaos_event(kr_lp me, kr_time now, unsigned type, const void *payloa
     if (kr_random() < 0.4) send_random(me, now, NOTE, kr_random() < 0.5 ? 0.0 : kr_expo(0.3));
 }
 
+/* With -P done_after=N, an LP is done once it processed N events (run with --end inf). */
+static bool chaos_done(kr_lp me, const void *state)
+{
+    (void)me;
+    int64_t n = kr_param_int("done_after", 0);
+    return n > 0 && ((const struct chaos *)state)->events >= (uint64_t)n;
+}
+
+static const struct kr_param chaos_params[] = {
+    { "done_after", KR_PARAM_INT, "0", "events after which an LP is done (0: never)" },
+    { NULL, 0, NULL, NULL },
+};
+
 static void chaos_finish(kr_lp me, void *state)
 {
     struct chaos *s = state;
@@ -91,7 +104,8 @@ static void chaos_finish(kr_lp me, void *state)
 }
 
 static const struct kr_model chaos_model = {
-    .name = "chaos", .init = chaos_init, .event = chaos_event, .finish = chaos_finish,
+    .name = "chaos", .init = chaos_init, .event = chaos_event, .done = chaos_done,
+    .finish = chaos_finish, .params = chaos_params,
 };
 
 KR_MODEL_EXPORT(chaos, chaos_model)
