@@ -191,9 +191,9 @@ void *kr_malloc(size_t size)
     struct kr__arena *a = &kr__ctx.lp->arena;
     void *p = kr__arena_alloc(a, size, &err);
     if (!p)
-        kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu held, %zu in use); raise the "
-                        "limit with --arena-max or reduce the LP's state", size, arena_why(err),
-                        a->limit, a->held, a->used);
+        kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "
+                        "with --arena-max or reduce the LP's state", size, arena_why(err),
+                        a->limit, a->used);
     KR_API_LEAVE();
     return p;
 }

@@ -61,18 +61,21 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
     free_before(th, lp, keep);
 }
 
-/* Commit lp's events before h; false if a committed event had failed (run stops). */
+/* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
+ * the lowest failing key over all LPs is the error reported). */
 static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
 {
     const struct kr_model *m = th->r->model;
     struct kr__ev *x = lp->first_unc;
-    while (x && kr__key_lt(&x->k, h)) {
+    bool ok = true;
+    while (ok && x && kr__key_lt(&x->k, h)) {
         if (th->g->check && x->prev && !kr__key_lt(&x->prev->k, &x->k))
             kr__internal_error("LP %llu commits out of order at time %.17g",
                                (unsigned long long)x->dest, x->k.ts);
         if (x->flags & KR_EVF_ERROR) {
             tw_fail_at_commit(th->g, lp->err, &x->k);
-            return false;
+            ok = false;
+            break;
         }
         kr__lp_commit_event(lp, x);
         th->cnt->committed++;
@@ -90,39 +93,57 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
                          "returned false after it had returned true; done() must be monotone",
                          m->name, (unsigned long long)x->dest, x->k.ts);
                 tw_fail_at_commit(th->g, msg, &x->k);
-                return false;
+                ok = false;
+                break;
             }
         }
         x = x->next;
     }
     lp->first_unc = x;
-    if (lp->out.n) {
+    if (lp->out.n) { /* output of what committed: before h, or before the failed event */
+        const struct kr__key *upto = ok || kr__key_lt(h, &x->k) ? h : &x->k;
         pthread_mutex_lock(&th->sink.mu);
-        kr__outvec_move_before(&lp->out, h, &th->sink.v);
+        kr__outvec_move_before(&lp->out, upto, &th->sink.v);
         pthread_mutex_unlock(&th->sink.mu);
     }
-    fossil(th, lp);
-    return true;
+    if (ok) fossil(th, lp);
+    return ok;
 }
 
 void tw_commit(struct tw_thread *th, const struct kr__key *hp)
 {
     struct kr__key h = *hp;
     size_t keep = 0;
-    for (size_t i = 0; i < th->ndirty; i++) {
+    bool failed = false;
+    for (size_t i = 0; i < th->ndirty; i++) { /* every LP: another may fail at a lower key */
         kr_lp id = th->dirty[i];
         struct kr__lp *lp = &th->r->lps[id];
-        if (!commit_lp(th, lp, &h)) return; /* the run stops with the error */
+        failed |= !commit_lp(th, lp, &h);
         if (lp->first_unc) th->dirty[keep++] = id;
         else lp->dirty = false;
     }
     th->ndirty = keep;
+    if (failed) return; /* the run stops with the error */
     th->applied = h;
     pthread_mutex_lock(&th->sink.mu);
     th->sink.upto = h;
     pthread_mutex_unlock(&th->sink.mu);
     atomic_store_explicit(&th->cnt->pub_committed, th->cnt->committed, memory_order_relaxed);
     atomic_store_explicit(&th->cnt->pub_processed, th->cnt->processed, memory_order_relaxed);
+}
+
+/* The run stops at a committed model error. Everything before it is final too (it lies
+ * below the horizon being applied), so commit it - its output is printed before the error
+ * message, as the sequential engine does. This may find an earlier error on this thread;
+ * the lowest key wins. */
+void tw_commit_before_error(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    pthread_mutex_lock(&g->err_mu);
+    bool failed = g->err != NULL;
+    struct kr__key k = g->err_key;
+    pthread_mutex_unlock(&g->err_mu);
+    if (failed) tw_commit(th, &k);
 }
 
 /* At the end: bring every LP back to its committed state (for finish and the digest) and

@@ -269,6 +269,7 @@ static void *tw_worker(void *arg)
             tw_idle(th, &spins, over);
         }
     }
+    tw_commit_before_error(th);
     tw_release_all(th);
     kr__pool_flush(th->pool);
     atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);

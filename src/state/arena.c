@@ -76,10 +76,6 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     uint32_t nwords = (n + 63) / 64;
     size_t hdr = (sizeof(struct kr__area) + nwords * 8 + 15) & ~(size_t)15;
     size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls);
-    if (a->limit && a->held + bytes > a->limit) {
-        *err = KR_ARENA_EXHAUSTED;
-        return NULL;
-    }
     struct kr__area *ar = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
     if (!ar) {
         *err = KR_ARENA_NOMEM;
@@ -106,6 +102,13 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
     uint32_t cls;
     if (size_class(size, &cls)) {
         *err = KR_ARENA_TOO_BIG;
+        return NULL;
+    }
+    /* The limit is on bytes in use, part of the LP's state and restored with it, so every
+     * engine fails at the same event. (Bytes held include areas that a rolled-back
+     * speculative run created: judged on those, runs failed at different events.) */
+    if (a->limit && a->used + kr__arena_class_bytes(cls) > a->limit) {
+        *err = KR_ARENA_EXHAUSTED;
         return NULL;
     }
     struct kr__area *ar = a->head[cls];

@@ -32,7 +32,7 @@ struct kr__arena {
     uint32_t n, cap;
     size_t used;                  /* chunk bytes in use */
     size_t held;                  /* bytes of all areas */
-    size_t limit;                 /* 0 = unlimited */
+    size_t limit;                 /* on `used`; 0 = unlimited */
 };
 
 /* Failure codes of kr__arena_alloc / kr__arena_free. */

@@ -46,4 +46,18 @@ for seed in range(1, 7):
         if digest(err) != ref or out != ref_out:
             fail(f"done() run, seed {seed}, {threads} threads: digest {digest(err)} != {ref}")
 t.ok(f"{runs} randomized runs ending by done() match the sequential engine")
+
+# a model error under heavy rollback (an arena limit the random heap churn soon exceeds):
+# every engine stops at the same event, with the same message and the same output before it
+for seed in range(1, 5):
+    base = ["run", chaos, "--lps", 32, "--end", 200, "--seed", seed, "--arena-max", "24K"]
+    rc, ref_out, ref_err = run(kairos, *base, "--sync", "sequential", check=False)
+    if rc != 1 or "arena is exhausted" not in ref_err:
+        fail(f"seed {seed}: expected the sequential run to exhaust an arena:\n{ref_err}")
+    for threads in (2, 3, 4):
+        rc, out, err = run(kairos, *base, "--threads", threads, "--ckpt-interval", 3, check=False)
+        if rc != 1 or err != ref_err or out != ref_out:
+            fail(f"seed {seed}, {threads} threads: the error or the output before it differs:\n"
+                 f"{err}\nsequential:\n{ref_err}")
+t.ok("an arena-exhausted error is the same event, message and prior output on every engine")
 t.finish()
