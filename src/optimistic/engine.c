@@ -174,7 +174,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     if (lp->tail) lp->tail->next = e;
     else lp->head = e;
     lp->tail = e;
-    th->lvt[e->dest - th->lp_lo] = e->k.ts;
+    tw_set_lvt(th, lp);
     if (!lp->first_unc) {
         lp->first_unc = e;
         tw_mark_dirty(th, lp, e->dest);

@@ -72,7 +72,6 @@ static void close_phase2(struct tw_thread *th, uint64_t s)
         kr__internal_error("GVT went backwards: %.17g after %.17g", gvt.ts, g->gvt.ts);
     g->gvt = gvt;
     atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt.ts), memory_order_release);
-    g->th[0].cnt->gvt_rounds++;
     if (th->r->model->done) {
         atomic_store_explicit(&g->count, 0, memory_order_relaxed);
         atomic_store_explicit(&g->state, (s & ~3ull) | 3, memory_order_release);
@@ -125,6 +124,7 @@ void tw_gvt_poll(struct tw_thread *th)
         case 2:
             tw_drain(th);
             th->report = local_min(th);
+            th->cnt->gvt_rounds++; /* every thread reports in every round */
             if (last_through(g)) close_phase2(th, s);
             break;
         case 3:

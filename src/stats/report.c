@@ -22,9 +22,8 @@ void kr__totals(const struct kr__run *r, struct kr__totals *t)
         t->restores += c->restores;
         t->coasted += c->coasted;
         t->remote_sent += c->remote_sent;
-        t->gvt_rounds += c->gvt_rounds;
     }
-    if (r->nthreads > 0) t->gvt_rounds = r->counters[0].gvt_rounds;
+    t->gvt_rounds = r->nthreads ? r->counters[0].gvt_rounds : 0; /* each thread saw them all */
 }
 
 static const char *engine_name(const struct kr__run *r)
