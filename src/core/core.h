@@ -26,7 +26,9 @@ struct kr__config {
     uint64_t lps;
     double end;
     uint64_t seed;
-    unsigned ckpt_interval;
+    unsigned ckpt_interval;     /* 0: auto (tuned at run time) */
+    unsigned ckpt_full_every;   /* every F-th checkpoint is full (tracked modes) */
+    int state_mode;             /* enum kr__state_mode: how the optimistic engine saves state */
     double gvt_period_ms;
     const char *stats_path;
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
@@ -44,6 +46,7 @@ struct kr__run {
     unsigned nthreads;
     struct kr__counters *counters;    /* one per thread */
     struct kr__pool *pools;           /* one per thread (sequential: one) */
+    int state_mode;                   /* in effect (sequential: always full) */
     /* results */
     double wall_seconds;
     kr_time final_gvt;
@@ -114,6 +117,11 @@ void kr__params_check(const struct kr__config *cfg, const struct kr_model *m);
 const struct kr_model *kr__model_load(const char *name);
 void kr__models_list(FILE *f);
 void kr__params_print(FILE *f, const struct kr_model *m);
+
+/* Signals (fault.c): dirty-tracking faults and model crashes. */
+void kr__fault_install(void);
+void kr__fault_thread_init(void);
+void kr__fault_thread_fini(void);
 
 /* Context strings for messages, e.g. "model 'phold', LP 3, virtual time 1.5, event type 2". */
 void kr__ctx_where(char *buf, size_t cap);

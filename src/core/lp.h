@@ -25,6 +25,7 @@ struct kr__lp {
     bool dirty;                   /* on its thread's to-commit list */
     bool done_init;               /* done() after init */
     bool done_seen;               /* done() has held on committed state */
+    bool ckpt_full_next;          /* the next checkpoint must be full (dirty set unknown) */
     uint64_t digest;              /* committed history */
     uint64_t committed;
     struct kr__ckpt *base;        /* state before `head` */

@@ -1,11 +1,13 @@
 /* run.c - the life of a run shared by all engines: LP set-up and init at virtual time -inf,
  * committing an event into an LP's history digest, finish at +inf, and the run digest. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <time.h>
 #include "core.h"
 #include "digest.h"
 #include "error.h"
+#include "../state/buddy.h"
 #include "../stats/progress.h"
 #include "../stats/report.h"
 
@@ -13,7 +15,9 @@ void kr__lp_setup(struct kr__run *r, kr_lp id)
 {
     struct kr__lp *lp = &r->lps[id];
     memset(lp, 0, sizeof *lp);
-    kr__arena_init(&lp->arena, r->cfg->arena_max);
+    struct kr__seg *seg = kr__region_seg(id);
+    kr__arena_init(&lp->arena, r->cfg->arena_max, r->state_mode, seg);
+    if (r->state_mode == KR_STATE_BUDDY && !seg->bud) kr__buddy_init(seg);
     lp->rng = kr__mix(kr__mix(0x6b61697273ull, r->cfg->seed), id);
     lp->digest = kr__mix(0xD16E57ull, id);
 }
@@ -96,6 +100,25 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Tracked state saving (optimistic engine only: the sequential engine never restores)
+ * needs every LP's slice reserved up front: room for twice --arena-max plus slack, since
+ * areas are carved in whole pages and never returned. */
+static void setup_state(struct kr__run *r)
+{
+    const struct kr__config *cfg = r->cfg;
+    r->state_mode = cfg->sync == KR_SYNC_OPTIMISTIC ? cfg->state_mode : KR_STATE_FULL;
+    if (r->state_mode == KR_STATE_FULL) return;
+    size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
+    size_t slice = 2 * limit + ((size_t)32 << 20);
+    if (kr__region_init(r->n, slice, r->state_mode))
+        kr__usage_error("--state %s: cannot reserve address space for %llu LPs of up to %zu "
+                        "bytes each (%s); lower --arena-max or --lps, or use --state full",
+                        cfg->state_mode == KR_STATE_CHUNK ? "chunk" :
+                        cfg->state_mode == KR_STATE_PAGE ? "page" : "buddy",
+                        (unsigned long long)r->n, slice, strerror(errno));
+    if (r->state_mode == KR_STATE_BUDDY) kr__buddy_calibrate();
+}
+
 int kr__run_main(const struct kr__config *cfg)
 {
     struct kr__run r;
@@ -111,6 +134,8 @@ int kr__run_main(const struct kr__config *cfg)
     r.pools = kr__pools_new(r.nthreads);
     if (!r.lps || !r.counters) kr__fatal_oom("LP table", r.n * sizeof *r.lps);
     memset(r.counters, 0, r.nthreads * sizeof *r.counters);
+    kr__fault_install();
+    setup_state(&r);
 
     double t0 = now_seconds();
     int rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(&r) : kr__tw_run(&r);
@@ -124,6 +149,7 @@ int kr__run_main(const struct kr__config *cfg)
         kr__arena_destroy(&r.lps[id].arena);
         kr__outvec_free(&r.lps[id].out);
     }
+    kr__region_destroy();
     kr__pools_free(r.pools, r.nthreads);
     free(r.series);
     free(r.counters);

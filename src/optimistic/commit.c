@@ -25,9 +25,9 @@ void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__ke
 static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep)
 {
     struct kr__ev *x = lp->head;
-    while (x != keep) {
+    while (x != keep) { /* (their checkpoints stay in the chain until trimmed) */
         struct kr__ev *n = x->next;
-        if (x->ckpt) kr__ckpt_release(&th->blobs, x->ckpt);
+        x->ckpt = NULL;
         kr__pool_put(th->pool, x);
         th->cnt->fossil_freed++;
         lp->nkept--;
@@ -48,17 +48,18 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
         tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
         free_before(th, lp, NULL);
         lp->ckpt_ev = NULL;
+        tw_trim_chain(th, lp->base);
         return;
     }
     struct kr__ev *keep = lp->ckpt_ev;
     if (!keep || keep == lp->head) return;
     if (lp->first_unc && !kr__key_lt(&keep->k, &lp->first_unc->k) && keep != lp->first_unc)
         return; /* the latest checkpoint is still speculative: wait for a later round */
-    if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
     lp->base = keep->ckpt;
     keep->ckpt = NULL;
     lp->ckpt_ev = NULL;
     free_before(th, lp, keep);
+    tw_trim_chain(th, lp->base);
 }
 
 /* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
@@ -154,13 +155,15 @@ void tw_release_all(struct tw_thread *th)
     for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
         struct kr__lp *lp = &th->r->lps[id];
         if (lp->tail && !kr__key_lt(&lp->tail->k, &h)) tw_rollback(th, lp, &h, false);
-        for (struct kr__ev *x = lp->head; x; x = x->next)
-            if (x->ckpt) {
-                kr__ckpt_release(&th->blobs, x->ckpt);
-                x->ckpt = NULL;
-            }
-        if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
+        struct kr__ckpt *c = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
+        while (c) { /* the whole chain, newest first */
+            struct kr__ckpt *n = c->prev;
+            kr__ckpt_release(&th->blobs, c);
+            c = n;
+        }
+        for (struct kr__ev *x = lp->head; x; x = x->next) x->ckpt = NULL;
         lp->base = NULL;
+        lp->ckpt_ev = NULL;
         free(lp->err);
         lp->err = NULL;
     }

@@ -160,11 +160,18 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     if (th->g->check && e->k.ts < tw_gvt(th->g))
         kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
-    if (lp->since_ckpt >= th->g->ckpt_interval) tw_take_ckpt(th, lp, e);
+    if (lp->since_ckpt >= th->ckpt_interval) tw_take_ckpt(th, lp, e);
     lp->since_ckpt++;
     e->child = NULL;
     e->flags = 0;
-    tw_execute(th, lp, e, KR_MODE_EVENT);
+    if ((th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0) { /* event cost, sampled */
+        uint64_t t0 = tw_clock_ns();
+        tw_execute(th, lp, e, KR_MODE_EVENT);
+        th->cnt->event_ns_sampled += tw_clock_ns() - t0;
+        th->cnt->events_timed++;
+    } else {
+        tw_execute(th, lp, e, KR_MODE_EVENT);
+    }
     if (e->flags & KR_EVF_ERROR) lp->poison = e;
     else if (th->r->model->done && th->r->model->done(e->dest, lp->root))
         e->flags |= KR_EVF_DONE_AFTER;
@@ -232,6 +239,7 @@ static void *tw_worker(void *arg)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     bool over = ncpu > 0 && g->n > (unsigned)ncpu;
     tw_pin(th->id, g->n);
+    kr__fault_thread_init();
     kr__ctx.run = th->r;
     kr__ctx.ops = &tw_ops;
     kr__ctx.pool = th->pool;
@@ -255,6 +263,7 @@ static void *tw_worker(void *arg)
             spins = 0;
             if ((++iter & 255) == 0) {
                 tw_gvt_maybe_start(th, th->cnt->processed - th->round_mark >= g->round_events);
+                if (g->ckpt_auto) tw_tune_ckpt(th);
                 /* More threads than cores: take turns often, or a descheduled thread's
                  * messages arrive as stragglers far in everyone's past. (Yielding when
                  * another process shares the core was measured too, and is much worse:
@@ -272,6 +281,7 @@ static void *tw_worker(void *arg)
     tw_commit_before_error(th);
     tw_release_all(th);
     kr__pool_flush(th->pool);
+    kr__fault_thread_fini();
     atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);
     return NULL;
 }
@@ -291,6 +301,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->lp_lo = (kr_lp)t * per < r->n ? (kr_lp)t * per : r->n;
         th->lp_hi = th->lp_lo + per < r->n ? th->lp_lo + per : r->n;
         th->min_sent = kr__key_at(INFINITY);
+        th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->ckpt_interval;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
         th->lvt = malloc((th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
@@ -385,7 +396,8 @@ int kr__tw_run(struct kr__run *r)
     g->inbox = aligned_alloc(64, g->n * sizeof *g->inbox);
     if (!g->th || !g->inbox) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
-    g->ckpt_interval = r->cfg->ckpt_interval;
+    g->ckpt_auto = r->cfg->ckpt_interval == 0;
+    g->ckpt_full_every = r->cfg->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
     g->round_events = TW_ROUND_EVENTS;
     g->check = r->cfg->check;
     g->max_uncommitted = TW_MAX_UNCOMMITTED;

@@ -1,34 +1,69 @@
 /* rollback.c - undoing speculative work: periodic checkpoints, rollback to a key with
  * restore + silent re-execution (coasting forward), and cancellation of sent events with
  * antimessages (aggressive cancellation). */
+#include <math.h>
 #include <stdlib.h>
 #include "tw.h"
 #include "../core/error.h"
 
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);
 
-/* Save lp's state as it is now: before event `at`, or as the base (at == NULL). */
+/* The LP's newest checkpoint: the tip of its chain. */
+static struct kr__ckpt *chain_tip(const struct kr__lp *lp)
+{
+    return lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
+}
+
+/* Save lp's state as it is now: before event `at`, or as the new base (at == NULL; the
+ * caller trims the chain). Full every ckpt_full_every checkpoints, else incremental. */
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
 {
     uint64_t w[KR_CKPT_WORDS];
     kr__lp_save_words(lp, w);
-    struct kr__ckpt *c = kr__ckpt_take(&th->blobs, &lp->arena, w);
+    struct kr__ckpt *tip = chain_tip(lp);
+    bool full = !tip || lp->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
+    uint64_t t0 = tw_clock_ns();
+    struct kr__ckpt *c = kr__ckpt_take(&th->blobs, &lp->arena, w, tip, full);
+    uint64_t ns = tw_clock_ns() - t0;
+    lp->ckpt_full_next = false;
     th->cnt->checkpoints++;
+    th->cnt->ckpt_ns += ns;
+    if (c->full) {
+        th->cnt->ckpt_full++;
+        th->cnt->ckpt_full_bytes += c->bytes;
+    } else {
+        th->cnt->ckpt_incr_bytes += c->bytes;
+    }
     th->cnt->ckpt_bytes += c->bytes;
     lp->since_ckpt = 0;
     if (at) {
         at->ckpt = c;
         lp->ckpt_ev = at;
     } else {
-        if (lp->base) kr__ckpt_release(&th->blobs, lp->base);
         lp->base = c;
+    }
+}
+
+/* Give back the checkpoints older than the newest full one at or before c: no restore can
+ * reach past it. */
+void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c)
+{
+    while (!c->full) c = c->prev;
+    struct kr__ckpt *x = c->prev;
+    c->prev = NULL;
+    while (x) {
+        struct kr__ckpt *n = x->prev;
+        kr__ckpt_release(&th->blobs, x);
+        x = n;
     }
 }
 
 static void restore(struct tw_thread *th, struct kr__lp *lp, const struct kr__ckpt *c)
 {
     uint64_t w[KR_CKPT_WORDS];
+    uint64_t t0 = tw_clock_ns();
     kr__ckpt_restore(&lp->arena, c, w);
+    th->cnt->restore_ns += tw_clock_ns() - t0;
     kr__lp_load_words(lp, w);
     th->cnt->restores++;
 }
@@ -122,14 +157,38 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
     struct kr__ev *c = lp->tail;
     while (c && !c->ckpt) c = c->prev;
     lp->ckpt_ev = c;
-    if (first) {
+    if (first) { /* the state just before k: no coasting; first leaves the chain */
         restore(th, lp, first);
+        if (!kr__ckpt_redirty(&lp->arena, first)) lp->ckpt_full_next = true;
         kr__ckpt_release(&th->blobs, first);
-        lp->since_ckpt = th->g->ckpt_interval; /* re-save before the next event */
+        lp->since_ckpt = th->ckpt_interval; /* re-save before the next event */
         return;
     }
     restore(th, lp, c ? c->ckpt : lp->base);
     uint64_t before = th->cnt->coasted;
     tw_coast(th, lp, c ? c : lp->head);
     lp->since_ckpt = (uint32_t)(th->cnt->coasted - before);
+}
+
+/* --ckpt-interval auto. Per event, checkpointing every K events costs C_s / K, and each
+ * rollback coasts forward over about K / 2 events of cost C_e; with r rollbacks per event
+ * the sum C_s / K + r K C_e / 2 is least at K = sqrt(2 C_s / (r C_e)) (the classic
+ * checkpoint-interval trade-off of Lin et al. and Preiss et al.). All three are measured on
+ * this thread since the previous step; K moves at most 2x per step to damp noise. */
+void tw_tune_ckpt(struct tw_thread *th)
+{
+    struct kr__counters *c = th->cnt;
+    struct tw_tune *t = &th->tune;
+    uint64_t events = c->processed - t->processed;
+    if (events < 65536 || c->checkpoints == t->checkpoints || c->events_timed == t->timed) return;
+    double cs = (double)(c->ckpt_ns - t->ckpt_ns) / (double)(c->checkpoints - t->checkpoints);
+    double ce = (double)(c->event_ns_sampled - t->event_ns) / (double)(c->events_timed - t->timed);
+    double r = (double)(c->rollbacks - t->rollbacks) / (double)events;
+    double k = r > 0 && ce > 0 ? sqrt(2 * cs / (r * ce)) : 2.0 * th->ckpt_interval;
+    double lo = th->ckpt_interval / 2.0, hi = th->ckpt_interval * 2.0;
+    k = k < lo ? lo : k > hi ? hi : k;
+    k = k < 1 ? 1 : k > TW_CKPT_AUTO_MAX ? TW_CKPT_AUTO_MAX : k;
+    th->ckpt_interval = (unsigned)(k + 0.5);
+    *t = (struct tw_tune){ c->processed, c->checkpoints, c->ckpt_ns, c->rollbacks, c->coasted,
+                           c->event_ns_sampled, c->events_timed };
 }

@@ -16,6 +16,16 @@
 
 struct tw_global;
 
+/* Time one event in this many (the cost of an event, for statistics and tuning). */
+#define TW_EVENT_SAMPLE 16
+#define TW_CKPT_AUTO_START 16
+#define TW_CKPT_AUTO_MAX 1024
+
+/* Counters at the last checkpoint-interval tuning step. */
+struct tw_tune {
+    uint64_t processed, checkpoints, ckpt_ns, rollbacks, coasted, event_ns, timed;
+};
+
 /* Deliveries between LPs of the same thread are queued and run after the current event,
  * so a rollback never starts inside a model handler. */
 struct tw_item {
@@ -32,6 +42,8 @@ struct tw_thread {
     struct kr__counters *cnt;
     struct kr__blobs blobs;
     kr_lp lp_lo, lp_hi;
+    unsigned ckpt_interval;   /* K: checkpoint an LP every K of its events (tuned if auto) */
+    struct tw_tune tune;      /* what the last tuning step saw */
     kr_time *lvt;             /* per owned LP: timestamp of its last processed event. A
                                * compact array, so checking a delivery for a straggler does
                                * not miss in cache on the LP itself (65536 LPs: 8 B vs 128 B) */
@@ -78,7 +90,8 @@ struct tw_global {
     uint64_t period_ns;                    /* start a GVT round at least this often... */
     uint64_t round_events;                 /* ...or when a thread processed this many events */
     uint64_t max_uncommitted;              /* a thread this far ahead waits for GVT */
-    unsigned ckpt_interval;
+    bool ckpt_auto;                        /* --ckpt-interval auto: threads tune their K */
+    unsigned ckpt_full_every;              /* a full checkpoint every this many */
     kr_lp per_thread;                      /* LPs per thread (the last may have fewer) */
     bool check;                            /* --check: verify invariants as we go */
 };
@@ -123,6 +136,8 @@ uint64_t tw_clock_ns(void);
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel);
 void tw_cancel(struct tw_thread *th, struct kr__ev *c);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
+void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
+void tw_tune_ckpt(struct tw_thread *th);
 /* gvt.c */
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_maybe_start(struct tw_thread *th, bool force);

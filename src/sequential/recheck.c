@@ -66,7 +66,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
 {
     uint64_t w[KR_CKPT_WORDS];
     kr__lp_save_words(lp, w);
-    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w);
+    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
     run_once(c, r, lp, e);
     uint64_t state1, state2;
     uint64_t first = fingerprint(c, lp, &state1);

@@ -6,10 +6,12 @@
 
 #define AREA_MAX_BYTES (1u << 20)   /* areas grow by doubling up to this, then stay */
 
-void kr__arena_init(struct kr__arena *a, size_t limit)
+void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg *seg)
 {
     memset(a, 0, sizeof *a);
     a->limit = limit;
+    a->mode = (uint8_t)mode;
+    a->seg = mode == KR_STATE_FULL ? NULL : seg;
 }
 
 void kr__arena_destroy(struct kr__arena *a)
@@ -64,15 +66,30 @@ static int index_area(struct kr__arena *a, struct kr__area *ar)
     return 0;
 }
 
-static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
+/* Tracked modes: an area's data is whole pages of the LP's slice, its header apart. */
+static struct kr__area *new_seg_area(struct kr__arena *a, uint32_t cls, uint32_t n, int *err)
 {
-    uint32_t k = 0;
-    struct kr__area **tail = &a->head[cls];
-    while (*tail) {
-        tail = &(*tail)->next;
-        k++;
+    size_t csz = kr__arena_class_bytes(cls);
+    if (csz < KR_PAGE) n = (uint32_t)((((size_t)n * csz + KR_PAGE - 1) & ~(KR_PAGE - 1)) / csz);
+    uint32_t nwords = (n + 63) / 64;
+    struct kr__area *ar = calloc(1, sizeof(struct kr__area) + 3 * (size_t)nwords * 8);
+    if (!ar) {
+        *err = KR_ARENA_NOMEM;
+        return NULL;
     }
-    uint32_t n = area_chunks(cls, k);
+    ar->nchunks = n;
+    ar->nwords = nwords;
+    ar->data = kr__seg_carve(a->seg, (size_t)n * csz, a->n);
+    if (!ar->data) {
+        free(ar);
+        *err = KR_ARENA_EXHAUSTED;
+        return NULL;
+    }
+    return ar;
+}
+
+static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
+{
     uint32_t nwords = (n + 63) / 64;
     size_t hdr = (sizeof(struct kr__area) + nwords * 8 + 15) & ~(size_t)15;
     size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls);
@@ -83,11 +100,29 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     }
     memset(ar, 0, hdr);
     ar->data = (char *)ar + hdr;
-    ar->cls = cls;
-    ar->rank = k;
     ar->nchunks = n;
     ar->nwords = nwords;
-    if (index_area(a, ar)) {
+    return ar;
+}
+
+static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
+{
+    uint32_t k = 0, first = 0;
+    struct kr__area **tail = &a->head[cls];
+    while (*tail) {
+        first += (*tail)->nchunks;
+        tail = &(*tail)->next;
+        k++;
+    }
+    uint32_t n = area_chunks(cls, k);
+    struct kr__area *ar = a->seg ? new_seg_area(a, cls, n, err) : new_heap_area(cls, n, err);
+    if (!ar) return NULL;
+    size_t bytes = (size_t)ar->nchunks * kr__arena_class_bytes(cls);
+    ar->cls = cls;
+    ar->rank = k;
+    ar->first = first;
+    ar->flags = KR_AF_META_DIRTY;
+    if (index_area(a, ar)) { /* (a carved range stays with the slice, unused) */
         free(ar);
         *err = KR_ARENA_NOMEM;
         return NULL;
@@ -126,6 +161,8 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
         a->used += csz;
         char *p = ar->data + (size_t)idx * csz;
         memset(p, 0, csz);
+        if (a->mode == KR_STATE_CHUNK) KR_AREA_DIRTY(ar)[w] |= 1ull << bit;
+        ar->flags |= KR_AF_META_DIRTY;
         return p;
     }
     *err = KR_ARENA_NOMEM; /* unreachable: nused < nchunks guarantees a free bit */
@@ -164,6 +201,7 @@ int kr__arena_free(struct kr__arena *a, void *p)
     if (idx < 0) return KR_ARENA_BAD_PTR;
     ar->bits[idx / 64] &= ~(1ull << (idx % 64));
     ar->nused--;
+    ar->flags |= KR_AF_META_DIRTY;
     a->used -= kr__arena_class_bytes(ar->cls);
     return KR_ARENA_OK;
 }
@@ -175,22 +213,23 @@ size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)
     return kr__arena_class_bytes(ar->cls);
 }
 
-/* A word that points into the arena becomes a tagged (class, rank, offset) triple. */
+/* A word that points into the arena becomes a tagged (class, ordinal, offset) triple. */
 static uint64_t canonical_word(const struct kr__arena *a, uint64_t w)
 {
     struct kr__area *ar = find_area(a, (const void *)(uintptr_t)w);
     if (!ar) return w;
-    return 0xA7E4000000000000ull ^ ((uint64_t)ar->cls << 40) ^ ((uint64_t)ar->rank << 32) ^
-           (uint64_t)((const char *)(uintptr_t)w - ar->data);
+    size_t off = (size_t)((const char *)(uintptr_t)w - ar->data);
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    uint64_t ord = ar->first + off / csz;
+    return kr__mix(0xA7E4000000000000ull ^ ((uint64_t)ar->cls << 48) ^ ord, off % csz);
 }
 
 static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, uint64_t h)
 {
-    h = kr__mix(h, ((uint64_t)ar->cls << 32) | ar->rank);
     size_t csz = kr__arena_class_bytes(ar->cls);
     for (uint32_t c = 0; c < ar->nchunks; c++) {
         if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
-        h = kr__mix(h, c);
+        h = kr__mix(h, ((uint64_t)ar->cls << 48) ^ (ar->first + c));
         const char *p = ar->data + (size_t)c * csz;
         for (size_t off = 0; off < csz; off += 8) {
             uint64_t w;
@@ -208,4 +247,25 @@ uint64_t kr__arena_hash(const struct kr__arena *a, const void *root)
         for (const struct kr__area *ar = a->head[cls]; ar; ar = ar->next)
             if (ar->nused) h = hash_area(a, ar, h);
     return h;
+}
+
+void kr__arena_mark(struct kr__arena *a, const void *p, size_t n)
+{
+    const struct kr__seg *s = a->seg;
+    if (!n || !s) return;
+    const char *c = p, *end = c + n;
+    if (end < c) end = s->base + s->top; /* wrapped: clamp */
+    if (c < s->base) c = s->base;
+    if (end > s->base + s->top) end = s->base + s->top;
+    while (c < end) {
+        uint32_t pg = (uint32_t)((size_t)(c - s->base) >> KR_PAGE_SHIFT);
+        struct kr__area *ar = a->areas[s->pg_area[pg]];
+        size_t csz = kr__arena_class_bytes(ar->cls);
+        const char *aend = ar->data + (size_t)ar->nchunks * csz;
+        const char *stop = end < aend ? end : aend;
+        size_t i = (size_t)(c - ar->data) / csz, last = (size_t)(stop - 1 - ar->data) / csz;
+        uint64_t *d = KR_AREA_DIRTY(ar);
+        for (; i <= last; i++) d[i / 64] |= 1ull << (i % 64);
+        c = stop;
+    }
 }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "seg.h"
 
 #define KR_ARENA_MIN_SHIFT 4      /* smallest chunk: 16 bytes */
 #define KR_ARENA_CLASSES 23       /* largest chunk: 64 MiB */
@@ -20,10 +21,20 @@ struct kr__area {
     uint32_t nused;
     uint32_t nwords;              /* bitmap words */
     uint32_t index;               /* creation order within the arena */
-    uint32_t rank;                /* position in its class's list: with cls, names the area
-                                   * independently of creation order (state hashing) */
-    uint64_t bits[];
+    uint32_t rank;                /* position in its class's list */
+    uint32_t first;               /* ordinal of its first chunk among all chunks of its
+                                   * class: (class, ordinal) names a chunk independently of
+                                   * how areas are sized (state hashing, every mode alike) */
+    uint32_t flags;               /* KR_AF_*: metadata bookkeeping of checkpoints */
+    uint64_t bits[];              /* use bitmap; tracked modes add a dirty bitmap (chunk
+                                   * mode) and a scratch bitmap (restore), see KR_AREA_* */
 };
+
+enum { KR_AF_META_DIRTY = 1, KR_AF_META_MARK = 2 };
+
+#define KR_AREA_USE(ar) ((ar)->bits)
+#define KR_AREA_DIRTY(ar) ((ar)->bits + (ar)->nwords)
+#define KR_AREA_MARK(ar) ((ar)->bits + 2 * (size_t)(ar)->nwords)
 
 struct kr__arena {
     struct kr__area *head[KR_ARENA_CLASSES];
@@ -33,22 +44,31 @@ struct kr__arena {
     size_t used;                  /* chunk bytes in use */
     size_t held;                  /* bytes of all areas */
     size_t limit;                 /* on `used`; 0 = unlimited */
+    uint8_t mode;                 /* enum kr__state_mode */
+    struct kr__seg *seg;          /* tracked modes: the LP's slice, where areas are carved */
 };
 
 /* Failure codes of kr__arena_alloc / kr__arena_free. */
 enum { KR_ARENA_OK = 0, KR_ARENA_EXHAUSTED, KR_ARENA_TOO_BIG, KR_ARENA_BAD_PTR, KR_ARENA_NOMEM };
 
-void kr__arena_init(struct kr__arena *a, size_t limit);
+/* Full mode: areas are packed malloc blocks (a tiny state costs tens of bytes). Tracked
+ * modes: areas are carved from `seg`, page-aligned, in whole pages. */
+void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg *seg);
 void kr__arena_destroy(struct kr__arena *a);
 /* Zero-filled chunk of at least `size` bytes, or NULL with *err set. */
 void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err);
 int kr__arena_free(struct kr__arena *a, void *p);
 /* Usable size of an allocated chunk, 0 if `p` is not one. */
 size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p);
-/* Hash of the live contents, with pointers into this arena replaced by (class, rank,
- * offset), so the same logical state hashes the same in every engine and run, however its
- * areas came to be (a rolled-back run may have created one early and left it empty). */
+/* Hash of the live contents, with pointers into this arena replaced by (class, ordinal,
+ * offset), so the same logical state hashes the same in every engine, state-saving mode and
+ * run, however its areas came to be (a rolled-back run may have created one early and left
+ * it empty; tracked modes size areas in whole pages). Allocation is first-fit by ordinal in
+ * every layout, so ordinals agree. */
 uint64_t kr__arena_hash(const struct kr__arena *a, const void *root);
+/* Chunk mode: mark the chunks overlapping [p, p+n) dirty (p may be anywhere; bytes outside
+ * this arena's areas are ignored). */
+void kr__arena_mark(struct kr__arena *a, const void *p, size_t n);
 
 static inline size_t kr__arena_class_bytes(uint32_t cls)
 {

@@ -1,73 +1,339 @@
-/* ckpt.c - full checkpoints: per area, its use count, then (if any chunk is live) its
- * bitmap and the live chunks only. Areas created after a checkpoint are emptied on restore
- * (kept for reuse, so allocation after a rollback lands where it did the first time). */
+/* ckpt.c - full and incremental checkpoints and chain restore (see ckpt.h).
+ *
+ * Full:        per area (creation order): u32 nused, [use bitmap, live chunks].
+ * Incremental: u32 n, n x {u32 area, u32 nused, [use bitmap]}   areas whose metadata changed
+ *              chunk mode: u32 n, n x {u32 area, bitmap, chunks}  dirty live chunks
+ *              page modes: u32 n, u32 page[n], n pages            dirty pages
+ * Areas are never destroyed (a rolled-back area is kept, emptied), so an area index means
+ * the same area in every checkpoint of the chain. */
 #include "ckpt.h"
 #include <string.h>
+#include "buddy.h"
 
-static size_t area_bytes(const struct kr__area *ar)
+static bool paged(const struct kr__arena *a)
 {
-    if (!ar->nused) return 4;
-    return 4 + (size_t)ar->nwords * 8 + (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
+    return a->mode == KR_STATE_PAGE || a->mode == KR_STATE_BUDDY;
 }
 
-struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, const struct kr__arena *a,
-                               const uint64_t words[KR_CKPT_WORDS])
+static size_t bitmap_bytes(const struct kr__area *ar) { return (size_t)ar->nwords * 8; }
+
+/* Output cursor. */
+static void put(unsigned char **o, const void *p, size_t n)
 {
-    size_t bytes = sizeof(struct kr__ckpt);
-    for (uint32_t i = 0; i < a->n; i++) bytes += area_bytes(a->areas[i]);
-    struct kr__ckpt *c = kr__blob_get(b, bytes);
-    c->bytes = (uint32_t)bytes;
-    c->nareas = a->n;
-    memcpy(c->words, words, sizeof c->words);
-    unsigned char *o = c->data;
+    memcpy(*o, p, n);
+    *o += n;
+}
+
+static void put32(unsigned char **o, uint32_t v) { put(o, &v, 4); }
+
+static uint32_t get32(const unsigned char **in)
+{
+    uint32_t v;
+    memcpy(&v, *in, 4);
+    *in += 4;
+    return v;
+}
+
+/* Bytes of the chunks selected by `sel` in ar. */
+static size_t sel_bytes(const struct kr__area *ar, const uint64_t *sel, const uint64_t *and)
+{
+    size_t n = 0;
+    for (uint32_t w = 0; w < ar->nwords; w++)
+        n += (size_t)__builtin_popcountll(sel[w] & (and ? and[w] : ~0ull));
+    return n * kr__arena_class_bytes(ar->cls);
+}
+
+/* Copy the chunks selected by sel (& and) of ar to the cursor. */
+static void put_chunks(unsigned char **o, const struct kr__area *ar, const uint64_t *sel,
+                       const uint64_t *and)
+{
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    for (uint32_t w = 0; w < ar->nwords; w++)
+        for (uint64_t m = sel[w] & (and ? and[w] : ~0ull); m; m &= m - 1) {
+            uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
+            put(o, ar->data + (size_t)idx * csz, csz);
+        }
+}
+
+static bool any_bits(const uint64_t *a, const uint64_t *b, uint32_t nwords)
+{
+    for (uint32_t w = 0; w < nwords; w++)
+        if (a[w] & b[w]) return true;
+    return false;
+}
+
+static size_t full_size(const struct kr__arena *a)
+{
+    size_t bytes = 0;
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = a->areas[i];
-        memcpy(o, &ar->nused, 4);
-        o += 4;
+        bytes += 4;
+        if (ar->nused) bytes += bitmap_bytes(ar) + (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
+    }
+    return bytes;
+}
+
+static void write_full(const struct kr__arena *a, unsigned char *o)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = a->areas[i];
+        put32(&o, ar->nused);
         if (!ar->nused) continue;
-        memcpy(o, ar->bits, (size_t)ar->nwords * 8);
-        o += (size_t)ar->nwords * 8;
+        put(&o, ar->bits, bitmap_bytes(ar));
+        put_chunks(&o, ar, ar->bits, NULL);
+    }
+}
+
+static size_t incr_size(const struct kr__arena *a)
+{
+    size_t bytes = 8;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = a->areas[i];
+        if (ar->flags & KR_AF_META_DIRTY) bytes += 8 + (ar->nused ? bitmap_bytes(ar) : 0);
+        if (a->mode == KR_STATE_CHUNK && ar->nused && any_bits(KR_AREA_DIRTY(ar), ar->bits, ar->nwords))
+            bytes += 4 + bitmap_bytes(ar) + sel_bytes(ar, KR_AREA_DIRTY(ar), ar->bits);
+    }
+    if (paged(a)) bytes += (size_t)a->seg->ndirty * (4 + KR_PAGE);
+    return bytes;
+}
+
+static void write_incr(const struct kr__arena *a, unsigned char *o)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->n; i++) n += (a->areas[i]->flags & KR_AF_META_DIRTY) != 0;
+    put32(&o, n);
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = a->areas[i];
+        if (!(ar->flags & KR_AF_META_DIRTY)) continue;
+        put32(&o, i);
+        put32(&o, ar->nused);
+        if (ar->nused) put(&o, ar->bits, bitmap_bytes(ar));
+    }
+    if (a->mode == KR_STATE_CHUNK) {
+        unsigned char *count = o;
+        o += 4;
+        n = 0;
+        for (uint32_t i = 0; i < a->n; i++) {
+            const struct kr__area *ar = a->areas[i];
+            const uint64_t *d = KR_AREA_DIRTY(ar);
+            if (!ar->nused || !any_bits(d, ar->bits, ar->nwords)) continue;
+            put32(&o, i);
+            for (uint32_t w = 0; w < ar->nwords; w++) {
+                uint64_t sel = d[w] & ar->bits[w];
+                put(&o, &sel, 8);
+            }
+            put_chunks(&o, ar, d, ar->bits);
+            n++;
+        }
+        memcpy(count, &n, 4);
+        return;
+    }
+    const struct kr__seg *s = a->seg;
+    put32(&o, s->ndirty);
+    for (uint32_t p = 0; p < s->npages; p++)
+        if (s->pg[p] & KR_PG_DIRTY) put32(&o, p);
+    for (uint32_t p = 0; p < s->npages; p++)
+        if (s->pg[p] & KR_PG_DIRTY) put(&o, s->base + ((size_t)p << KR_PAGE_SHIFT), KR_PAGE);
+}
+
+/* Dirty tracking restarts: the checkpoint just taken (or restored) is the reference. */
+static void clear_tracking(struct kr__arena *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        struct kr__area *ar = a->areas[i];
+        ar->flags &= ~(uint32_t)KR_AF_META_DIRTY;
+        if (a->mode == KR_STATE_CHUNK) memset(KR_AREA_DIRTY(ar), 0, bitmap_bytes(ar));
+    }
+    if (paged(a)) kr__seg_protect_dirty(a->seg);
+}
+
+struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, struct kr__arena *a,
+                               const uint64_t words[KR_CKPT_WORDS], struct kr__ckpt *prev,
+                               bool full)
+{
+    full = full || !prev || a->mode == KR_STATE_FULL;
+    if (a->seg && a->seg->bud) kr__buddy_checkpoint(a->seg); /* before the dirty set clears */
+    size_t bytes = sizeof(struct kr__ckpt) + (full ? full_size(a) : incr_size(a));
+    struct kr__ckpt *c = kr__blob_get(b, bytes);
+    c->prev = prev;
+    c->bytes = bytes;
+    c->nareas = a->n;
+    c->depth = full ? 0 : (uint16_t)(prev->depth + 1);
+    c->full = full;
+    c->mode = a->mode;
+    memcpy(c->words, words, sizeof c->words);
+    if (full) write_full(a, c->data);
+    else write_incr(a, c->data);
+    if (a->mode != KR_STATE_FULL) clear_tracking(a);
+    return c;
+}
+
+/* ---- restore ---- */
+
+static void set_meta(struct kr__area *ar, uint32_t nused, const unsigned char *bits)
+{
+    ar->flags |= KR_AF_META_MARK;
+    ar->nused = nused;
+    if (nused) memcpy(ar->bits, bits, bitmap_bytes(ar));
+    else memset(ar->bits, 0, bitmap_bytes(ar));
+}
+
+static bool test_bit(const uint64_t *b, size_t i) { return b[i / 64] >> (i % 64) & 1; }
+static void set_bit(uint64_t *b, size_t i) { b[i / 64] |= 1ull << (i % 64); }
+
+/* Copy chunk idx of ar from src, except the parts already restored from newer checkpoints
+ * (marked chunk in chunk mode, marked pages in page modes). */
+static void copy_chunk(struct kr__arena *a, struct kr__area *ar, uint32_t idx, const unsigned char *src)
+{
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    char *dst = ar->data + (size_t)idx * csz;
+    if (a->mode == KR_STATE_FULL) {
+        memcpy(dst, src, csz);
+        return;
+    }
+    if (a->mode == KR_STATE_CHUNK) {
+        if (test_bit(KR_AREA_MARK(ar), idx)) return;
+        set_bit(KR_AREA_MARK(ar), idx);
+        memcpy(dst, src, csz);
+        return;
+    }
+    struct kr__seg *s = a->seg;
+    for (size_t off = 0; off < csz;) {
+        uint32_t p = (uint32_t)((size_t)(dst + off - s->base) >> KR_PAGE_SHIFT);
+        size_t in_page = KR_PAGE - ((size_t)(dst + off - s->base) & (KR_PAGE - 1));
+        size_t n = csz - off < in_page ? csz - off : in_page;
+        if (!(s->pg[p] & KR_PG_MARK)) memcpy(dst + off, src + off, n);
+        off += n;
+    }
+}
+
+static void apply_full(struct kr__arena *a, const struct kr__ckpt *c)
+{
+    const unsigned char *in = c->data;
+    for (uint32_t i = 0; i < c->nareas; i++) {
+        struct kr__area *ar = a->areas[i];
+        uint32_t nused = get32(&in);
+        if (!(ar->flags & KR_AF_META_MARK)) set_meta(ar, nused, in);
+        if (!nused) continue;
+        const unsigned char *bits = in;
+        in += bitmap_bytes(ar);
         size_t csz = kr__arena_class_bytes(ar->cls);
         for (uint32_t w = 0; w < ar->nwords; w++) {
-            for (uint64_t m = ar->bits[w]; m; m &= m - 1) {
+            uint64_t m;
+            memcpy(&m, bits + (size_t)w * 8, 8);
+            for (; m; m &= m - 1) {
                 uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
-                memcpy(o, ar->data + (size_t)idx * csz, csz);
-                o += csz;
+                if (test_bit(ar->bits, idx)) copy_chunk(a, ar, idx, in);
+                in += csz;
             }
         }
     }
-    return c;
+}
+
+static void apply_incr(struct kr__arena *a, const struct kr__ckpt *c)
+{
+    const unsigned char *in = c->data;
+    for (uint32_t n = get32(&in); n; n--) {
+        struct kr__area *ar = a->areas[get32(&in)];
+        uint32_t nused = get32(&in);
+        if (!(ar->flags & KR_AF_META_MARK)) set_meta(ar, nused, in);
+        if (nused) in += bitmap_bytes(ar);
+    }
+    if (c->mode == KR_STATE_CHUNK) {
+        for (uint32_t n = get32(&in); n; n--) {
+            struct kr__area *ar = a->areas[get32(&in)];
+            const unsigned char *bits = in;
+            in += bitmap_bytes(ar);
+            size_t csz = kr__arena_class_bytes(ar->cls);
+            for (uint32_t w = 0; w < ar->nwords; w++) {
+                uint64_t m;
+                memcpy(&m, bits + (size_t)w * 8, 8);
+                for (; m; m &= m - 1) {
+                    copy_chunk(a, ar, w * 64 + (uint32_t)__builtin_ctzll(m), in);
+                    in += csz;
+                }
+            }
+        }
+        return;
+    }
+    struct kr__seg *s = a->seg;
+    uint32_t n = get32(&in);
+    const unsigned char *data = in + (size_t)n * 4;
+    for (uint32_t i = 0; i < n; i++, data += KR_PAGE) {
+        uint32_t p = get32(&in);
+        if (s->pg[p] & KR_PG_MARK) continue;
+        s->pg[p] |= KR_PG_MARK;
+        memcpy(s->base + ((size_t)p << KR_PAGE_SHIFT), data, KR_PAGE);
+    }
+}
+
+static void clear_marks(struct kr__arena *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        struct kr__area *ar = a->areas[i];
+        ar->flags &= ~(uint32_t)KR_AF_META_MARK;
+        if (a->mode == KR_STATE_CHUNK) memset(KR_AREA_MARK(ar), 0, bitmap_bytes(ar));
+    }
+    if (paged(a))
+        for (uint32_t p = 0; p < a->seg->npages; p++) a->seg->pg[p] &= (uint8_t)~KR_PG_MARK;
 }
 
 void kr__ckpt_restore(struct kr__arena *a, const struct kr__ckpt *c,
                       uint64_t words[KR_CKPT_WORDS])
 {
-    const unsigned char *in = c->data;
-    size_t used = 0;
     memcpy(words, c->words, sizeof c->words);
+    clear_marks(a);
+    if (paged(a)) kr__seg_open_all(a->seg);
+    for (const struct kr__ckpt *x = c; x; x = x->prev) {
+        if (x->full) {
+            apply_full(a, x);
+            break;
+        }
+        apply_incr(a, x);
+    }
+    size_t used = 0;
     for (uint32_t i = 0; i < a->n; i++) {
         struct kr__area *ar = a->areas[i];
-        uint32_t nused = 0;
-        if (i < c->nareas) {
-            memcpy(&nused, in, 4);
-            in += 4;
+        if (!(ar->flags & KR_AF_META_MARK)) { /* created after c: empty at c */
+            ar->nused = 0;
+            memset(ar->bits, 0, bitmap_bytes(ar));
         }
-        ar->nused = nused;
-        if (!nused) {
-            memset(ar->bits, 0, (size_t)ar->nwords * 8);
-            continue;
-        }
-        memcpy(ar->bits, in, (size_t)ar->nwords * 8);
-        in += (size_t)ar->nwords * 8;
-        size_t csz = kr__arena_class_bytes(ar->cls);
-        used += (size_t)nused * csz;
-        for (uint32_t w = 0; w < ar->nwords; w++) {
-            for (uint64_t m = ar->bits[w]; m; m &= m - 1) {
-                uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
-                memcpy(ar->data + (size_t)idx * csz, in, csz);
-                in += csz;
-            }
-        }
+        used += (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
     }
     a->used = used;
+    if (a->mode == KR_STATE_FULL) return;
+    if (paged(a)) kr__seg_close_all(a->seg);
+    clear_tracking(a);
+}
+
+bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c)
+{
+    if (c->full) return false;
+    const unsigned char *in = c->data;
+    for (uint32_t n = get32(&in); n; n--) {
+        struct kr__area *ar = a->areas[get32(&in)];
+        ar->flags |= KR_AF_META_DIRTY;
+        if (get32(&in)) in += bitmap_bytes(ar);
+    }
+    if (c->mode == KR_STATE_CHUNK) {
+        for (uint32_t n = get32(&in); n; n--) {
+            struct kr__area *ar = a->areas[get32(&in)];
+            uint64_t *d = KR_AREA_DIRTY(ar);
+            size_t cnt = 0;
+            for (uint32_t w = 0; w < ar->nwords; w++) {
+                uint64_t m;
+                memcpy(&m, in + (size_t)w * 8, 8);
+                d[w] |= m;
+                cnt += (size_t)__builtin_popcountll(m);
+            }
+            in += bitmap_bytes(ar) + cnt * kr__arena_class_bytes(ar->cls);
+        }
+        return true;
+    }
+    struct kr__seg *s = a->seg;
+    for (uint32_t n = get32(&in); n; n--) {
+        uint32_t p = get32(&in);
+        if (!(s->pg[p] & KR_PG_DIRTY)) kr__seg_open_page(s, p);
+    }
+    return true;
 }

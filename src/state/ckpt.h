@@ -1,10 +1,15 @@
-/* ckpt.h - checkpoint and restore of an LP: its arena's live chunks plus a few words of
- * engine bookkeeping (RNG, send count, state root). This is the interface incremental and
- * page-tracked state saving plug into: take, restore, release.
+/* ckpt.h - checkpoints of an LP: its arena plus a few words of engine bookkeeping (RNG, send
+ * count, state root). A checkpoint is full (every live chunk) or incremental (only what
+ * changed since the previous checkpoint of the chain: area metadata that changed, plus dirty
+ * chunks in chunk mode or dirty pages in page/buddy mode). Incremental checkpoints chain
+ * back through `prev` to a full one; restore walks that chain newest-first, taking each
+ * chunk or page from the newest checkpoint that holds it (the DyMeLoR / Di-DyMeLoR log
+ * chain). The engine owns the chain; this module only reads it.
  */
 #ifndef KR_STATE_CKPT_H
 #define KR_STATE_CKPT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "arena.h"
 #include "blob.h"
@@ -12,16 +17,31 @@
 #define KR_CKPT_WORDS 4
 
 struct kr__ckpt {
-    uint32_t bytes;        /* whole buffer, header included */
-    uint32_t nareas;       /* areas that existed when taken */
+    struct kr__ckpt *prev;   /* the LP's previous checkpoint: the chain, newest to oldest;
+                              * restore follows it only down to a full one */
+    uint64_t bytes;          /* whole buffer, header included */
+    uint32_t nareas;         /* areas that existed when taken */
+    uint16_t depth;          /* incremental checkpoints since the last full one (0: full) */
+    uint8_t full;
+    uint8_t mode;            /* enum kr__state_mode it was taken in */
     uint64_t words[KR_CKPT_WORDS];
     unsigned char data[];
 };
 
-struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, const struct kr__arena *a,
-                               const uint64_t words[KR_CKPT_WORDS]);
+/* Take a checkpoint of `a` now, chained after `prev` (the newest checkpoint, or NULL):
+ * full, or incremental to `prev` (full mode and a NULL prev always give a full one). Either
+ * way the arena's dirty tracking restarts from here. */
+struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, struct kr__arena *a,
+                               const uint64_t words[KR_CKPT_WORDS], struct kr__ckpt *prev,
+                               bool full);
+/* Bring `a` back to the state of `c` (walking its chain). Dirty tracking restarts clean. */
 void kr__ckpt_restore(struct kr__arena *a, const struct kr__ckpt *c,
                       uint64_t words[KR_CKPT_WORDS]);
+/* After restoring to `c` when `c` itself is being dropped (its event was undone) and
+ * c->prev stays the chain's newest: mark dirty what c changed relative to c->prev, so the
+ * next checkpoint, incremental to c->prev, is complete. False if c is full: the next
+ * checkpoint must then be full. */
+bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c);
 static inline void kr__ckpt_release(struct kr__blobs *b, struct kr__ckpt *c)
 {
     kr__blob_put(b, c, c->bytes);

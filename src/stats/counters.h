@@ -13,8 +13,15 @@ struct kr__counters {
     uint64_t antimessages;               /* cancellations sent */
     uint64_t checkpoints;
     uint64_t ckpt_bytes;
+    uint64_t ckpt_full;                  /* of checkpoints: full ones (the rest incremental) */
+    uint64_t ckpt_full_bytes;
+    uint64_t ckpt_incr_bytes;
+    uint64_t ckpt_ns;                    /* time taking checkpoints */
     uint64_t restores;
-    uint64_t coasted;                    /* events re-executed silently after a restore */
+    uint64_t restore_ns;                 /* time restoring (chain walks) */
+    uint64_t coasted;
+    uint64_t event_ns_sampled;           /* time in the events that were timed... */
+    uint64_t events_timed;               /* ...one in TW_EVENT_SAMPLE */                    /* events re-executed silently after a restore */
     uint64_t remote_sent;                /* events sent to another thread */
     uint64_t gvt_rounds;
     uint64_t fossil_freed;

@@ -6,7 +6,7 @@
 int main(void)
 {
     struct kr__arena a;
-    kr__arena_init(&a, 0);
+    kr__arena_init(&a, 0, KR_STATE_FULL, NULL);
     int err = 0;
     enum { N = 3000 };
     static unsigned char *p[N];
@@ -34,7 +34,7 @@ int main(void)
     CHECK(((unsigned char *)again)[0] == 0);                  /* reused chunks are zeroed */
     kr__arena_destroy(&a);
 
-    kr__arena_init(&a, 4096);
+    kr__arena_init(&a, 4096, KR_STATE_FULL, NULL);
     void *q = kr__arena_alloc(&a, 1000, &err);
     CHECK(q != NULL);
     CHECK(kr__arena_alloc(&a, 8000, &err) == NULL && err == KR_ARENA_EXHAUSTED);
@@ -42,8 +42,8 @@ int main(void)
 
     /* same logical state in two arenas (different addresses) hashes the same */
     struct kr__arena b1, b2;
-    kr__arena_init(&b1, 0);
-    kr__arena_init(&b2, 0);
+    kr__arena_init(&b1, 0, KR_STATE_FULL, NULL);
+    kr__arena_init(&b2, 0, KR_STATE_FULL, NULL);
     void **r1 = kr__arena_alloc(&b1, 64, &err), **r2 = kr__arena_alloc(&b2, 64, &err);
     r1[0] = kr__arena_alloc(&b1, 32, &err);
     r2[0] = kr__arena_alloc(&b2, 32, &err);
@@ -56,8 +56,8 @@ int main(void)
 
     /* ...and so does the same state reached with areas created in another order (a rolled-
      * back speculative run may create an area early and leave it empty) */
-    kr__arena_init(&b1, 0);
-    kr__arena_init(&b2, 0);
+    kr__arena_init(&b1, 0, KR_STATE_FULL, NULL);
+    kr__arena_init(&b2, 0, KR_STATE_FULL, NULL);
     void *p1 = kr__arena_alloc(&b1, 32, &err);
     void *q1 = kr__arena_alloc(&b1, 64, &err);
     void *p2 = kr__arena_alloc(&b2, 32, &err);

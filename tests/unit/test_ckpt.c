@@ -26,7 +26,7 @@ int main(void)
 {
     struct kr__arena a;
     struct kr__blobs b;
-    kr__arena_init(&a, 0);
+    kr__arena_init(&a, 0, KR_STATE_FULL, NULL);
     kr__blobs_init(&b);
     unsigned char *ptr[SLOTS] = { 0 };
     size_t size[SLOTS] = { 0 };
@@ -63,7 +63,7 @@ int main(void)
         if (step % 10 == 9) {
             struct snap *sn = &snaps[ns++];
             uint64_t w[KR_CKPT_WORDS] = { (uint64_t)step, 2, 3, 4 };
-            sn->c = kr__ckpt_take(&b, &a, w);
+            sn->c = kr__ckpt_take(&b, &a, w, NULL, true);
             memcpy(sn->ptr, ptr, sizeof ptr);
             memcpy(sn->size, size, sizeof size);
             for (int i = 0; i < SLOTS; i++) if (ptr[i]) memcpy(sn->bytes[i], ptr[i], size[i]);

@@ -31,7 +31,17 @@ static void usage(FILE *f)
         "  --end T              end of virtual time: events at T or later do not run\n"
         "                       (default 1000; 'inf' runs until the model's done() holds)\n"
         "  --seed S             seed of every LP's random stream (default 1)\n"
-        "  --ckpt-interval K    checkpoint an LP every K events it processes (default 16)\n"
+        "  --state MODE         how the optimistic engine saves LP state (default full):\n"
+        "                         full   copy every live block at each checkpoint\n"
+        "                         chunk  incremental: blocks marked written (kr_touch,\n"
+        "                                kairos/transparent.h or the instrumented build)\n"
+        "                         page   incremental: pages caught by write protection\n"
+        "                         buddy  like page, pages grouped into buddy partitions\n"
+        "                                planned from measured write patterns and costs\n"
+        "  --ckpt-interval K    checkpoint an LP every K events it processes (default 16),\n"
+        "                       or 'auto': tuned at run time from checkpoint and coasting costs\n"
+        "  --ckpt-full-every F  with chunk/page/buddy, every F-th checkpoint is full and the\n"
+        "                       others incremental (default 10)\n"
         "  --gvt-period MS      milliseconds between GVT rounds (default 5)\n"
         "  --arena-max BYTES    limit on one LP's state in use (kr_malloc, rounded up to\n"
         "                       powers of two), suffix K, M or G (default 64M)\n"
@@ -120,7 +130,19 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
     } else if (!strcmp(a, "--seed")) {
         c->seed = parse_u64(a, need_value(argc, argv, i), 0);
     } else if (!strcmp(a, "--ckpt-interval")) {
-        c->ckpt_interval = (unsigned)parse_u64(a, need_value(argc, argv, i), 1);
+        const char *v = need_value(argc, argv, i);
+        c->ckpt_interval = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1);
+        if (c->ckpt_interval > 1000000) kr__usage_error("--ckpt-interval must be at most 1000000");
+    } else if (!strcmp(a, "--ckpt-full-every")) {
+        c->ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1);
+        if (c->ckpt_full_every > 65535) kr__usage_error("--ckpt-full-every must be at most 65535");
+    } else if (!strcmp(a, "--state")) {
+        const char *v = need_value(argc, argv, i);
+        if (!strcmp(v, "full")) c->state_mode = KR_STATE_FULL;
+        else if (!strcmp(v, "chunk")) c->state_mode = KR_STATE_CHUNK;
+        else if (!strcmp(v, "page")) c->state_mode = KR_STATE_PAGE;
+        else if (!strcmp(v, "buddy")) c->state_mode = KR_STATE_BUDDY;
+        else kr__usage_error("--state must be full, chunk, page or buddy, got '%s'", v);
     } else if (!strcmp(a, "--gvt-period")) {
         c->gvt_period_ms = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--arena-max")) {
@@ -156,6 +178,8 @@ static int cmd_run(int argc, char **argv)
     c.end = 1000;
     c.seed = 1;
     c.ckpt_interval = 16;
+    c.ckpt_full_every = 10;
+    c.state_mode = KR_STATE_FULL;
     c.gvt_period_ms = 5;
     c.arena_max = (size_t)64 << 20;
     c.progress = -1;

@@ -1,0 +1,186 @@
+/* seg.c - the reserved region of LP slices and page protection (see seg.h). */
+#include "seg.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "buddy.h"
+
+static struct {
+    char *base;
+    size_t slice;
+    unsigned shift;
+    uint64_t n;
+    int mode;
+    struct kr__seg *segs;
+} region;
+
+int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
+{
+    unsigned shift = KR_PAGE_SHIFT + 4;
+    while (((size_t)1 << shift) < slice_bytes) shift++;
+    if (shift >= 47 || n > (((uint64_t)1 << 47) >> shift)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t total = (size_t)n << shift;
+    void *p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    region.segs = calloc(n, sizeof *region.segs);
+    if (!region.segs) {
+        munmap(p, total);
+        errno = ENOMEM;
+        return -1;
+    }
+    region.base = p;
+    region.slice = (size_t)1 << shift;
+    region.shift = shift;
+    region.n = n;
+    region.mode = mode;
+    for (uint64_t i = 0; i < n; i++) {
+        region.segs[i].base = region.base + (i << shift);
+        region.segs[i].tracking = mode == KR_STATE_PAGE || mode == KR_STATE_BUDDY;
+    }
+    return 0;
+}
+
+void kr__region_destroy(void)
+{
+    if (!region.base) return;
+    for (uint64_t i = 0; i < region.n; i++) {
+        struct kr__seg *s = &region.segs[i];
+        free(s->pg);
+        free(s->pg_area);
+        free(s->order);
+        kr__buddy_free(s->bud);
+    }
+    munmap(region.base, (size_t)region.n << region.shift);
+    free(region.segs);
+    memset(&region, 0, sizeof region);
+}
+
+struct kr__seg *kr__region_seg(uint64_t lp)
+{
+    return region.base && lp < region.n ? &region.segs[lp] : NULL;
+}
+
+size_t kr__region_slice(void) { return region.slice; }
+int kr__region_mode(void) { return region.mode; }
+
+/* The LP whose slice holds p, or NULL (used by the fault handler: no locks, no calls). */
+struct kr__seg *kr__region_find(const void *p, uint64_t *lp)
+{
+    const char *c = p;
+    if (!region.base || c < region.base) return NULL;
+    uint64_t i = (uint64_t)(c - region.base) >> region.shift;
+    if (i >= region.n) return NULL;
+    *lp = i;
+    return &region.segs[i];
+}
+
+/* An mprotect that fails (the kernel's limit on mappings, usually) cannot be worked around:
+ * a write would fault forever. Stop with a message saying what to change. Safe in a signal
+ * handler (write and _exit only). */
+_Noreturn static void protect_failed(int err)
+{
+    static const char a[] = "kairos: error: mprotect failed (";
+    static const char b[] = ") while tracking state pages; with --state page|buddy every LP's "
+                            "state pages become separate kernel mappings, limited by "
+                            "vm.max_map_count: use fewer LPs, --state buddy or chunk, or raise "
+                            "the limit (sysctl vm.max_map_count)\n";
+    const char *why = err == ENOMEM ? "too many mappings" : "unexpected error";
+    ssize_t ignored = write(2, a, sizeof a - 1);
+    ignored = write(2, why, strlen(why));
+    ignored = write(2, b, sizeof b - 1);
+    (void)ignored;
+    _exit(1);
+}
+
+static void protect(struct kr__seg *s, uint32_t first, uint32_t count, int prot)
+{
+    s->mprotects++;
+    if (mprotect(s->base + ((size_t)first << KR_PAGE_SHIFT), (size_t)count << KR_PAGE_SHIFT, prot))
+        protect_failed(errno);
+}
+
+static int grow(struct kr__seg *s, uint32_t need)
+{
+    if (need <= s->cap) return 0;
+    uint32_t cap = s->cap ? s->cap : 16;
+    while (cap < need) cap *= 2;
+    uint8_t *pg = realloc(s->pg, cap);
+    if (!pg) return -1;
+    s->pg = pg;
+    uint32_t *pa = realloc(s->pg_area, (size_t)cap * sizeof *pa);
+    if (!pa) return -1;
+    s->pg_area = pa;
+    uint8_t *o = realloc(s->order, cap);
+    if (!o) return -1;
+    s->order = o;
+    s->cap = cap;
+    return 0;
+}
+
+char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index)
+{
+    uint32_t np = (uint32_t)(bytes >> KR_PAGE_SHIFT);
+    if (s->top + bytes > region.slice || grow(s, s->npages + np)) return NULL;
+    char *p = s->base + s->top;
+    if (mprotect(p, bytes, PROT_READ | PROT_WRITE)) return NULL;
+    s->mprotects++;
+    for (uint32_t i = 0; i < np; i++) {
+        uint32_t q = s->npages + i;
+        s->pg_area[q] = area_index;
+        s->order[q] = 0;
+        s->pg[q] = s->tracking ? KR_PG_DIRTY : 0; /* new pages are open: count them dirty */
+    }
+    if (s->tracking) s->ndirty += np;
+    s->npages += np;
+    s->top += bytes;
+    if (s->bud) kr__buddy_grow(s);
+    return p;
+}
+
+void kr__seg_protect_dirty(struct kr__seg *s)
+{
+    if (!s->ndirty) return;
+    for (uint32_t p = 0; p < s->npages;) {
+        if (!(s->pg[p] & KR_PG_DIRTY)) {
+            p++;
+            continue;
+        }
+        uint32_t q = p;
+        while (q < s->npages && (s->pg[q] & KR_PG_DIRTY)) s->pg[q++] &= (uint8_t)~KR_PG_DIRTY;
+        protect(s, p, q - p, PROT_READ);
+        p = q;
+    }
+    s->ndirty = 0;
+}
+
+void kr__seg_open_all(struct kr__seg *s)
+{
+    if (s->npages) protect(s, 0, s->npages, PROT_READ | PROT_WRITE);
+}
+
+void kr__seg_close_all(struct kr__seg *s)
+{
+    if (!s->npages) return;
+    protect(s, 0, s->npages, PROT_READ);
+    for (uint32_t p = 0; p < s->npages; p++) s->pg[p] &= (uint8_t)~KR_PG_DIRTY;
+    s->ndirty = 0;
+}
+
+void kr__seg_open_page(struct kr__seg *s, uint32_t p)
+{
+    uint32_t len = (uint32_t)1 << s->order[p];
+    uint32_t first = p & ~(len - 1);
+    if (first + len > s->npages) len = s->npages - first;
+    protect(s, first, len, PROT_READ | PROT_WRITE);
+    for (uint32_t q = first; q < first + len; q++) {
+        if (s->pg[q] & KR_PG_DIRTY) continue;
+        s->pg[q] |= KR_PG_DIRTY;
+        s->ndirty++;
+    }
+}

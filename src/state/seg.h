@@ -1,0 +1,78 @@
+/* seg.h - page-granular state segments for the tracked state-saving modes (chunk, page,
+ * buddy). One virtual range is reserved for all LPs at start; LP i owns the slice
+ * [base + i*slice, base + (i+1)*slice), where its arena carves page-aligned areas. An address
+ * maps to its LP and page by arithmetic, which the write-fault handler and the write-marking
+ * calls need (no search, async-signal-safe).
+ *
+ * Page tracking (page and buddy modes): after each checkpoint every page of the slice is
+ * write-protected. The first write into a page raises SIGSEGV; the handler marks the page's
+ * partition dirty and opens it (one mprotect). Invariant: a page is open (writable) exactly
+ * when it is dirty. In page mode every partition is one page; in buddy mode partitions are
+ * aligned power-of-two runs of pages chosen by buddy.c.
+ */
+#ifndef KR_STATE_SEG_H
+#define KR_STATE_SEG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kr__state_mode { KR_STATE_FULL, KR_STATE_CHUNK, KR_STATE_PAGE, KR_STATE_BUDDY };
+
+#define KR_PAGE_SHIFT 12
+#define KR_PAGE ((size_t)1 << KR_PAGE_SHIFT)
+
+/* Per-page flags. */
+enum { KR_PG_DIRTY = 1, KR_PG_MARK = 2 };
+
+struct kr__buddy;
+
+struct kr__seg {
+    char *base;              /* this LP's slice */
+    size_t top;              /* bytes carved for areas so far (whole pages) */
+    uint32_t npages, cap;    /* pages carved; capacity of the arrays below */
+    uint8_t *pg;             /* KR_PG_* per page */
+    uint32_t *pg_area;       /* index (creation order) of the area holding each page */
+    uint8_t *order;          /* buddy: log2 size of the partition starting at each page
+                              * (meaningful at partition starts; page mode: all 0) */
+    uint32_t ndirty;         /* dirty pages */
+    bool tracking;           /* pages are protected between checkpoints (page/buddy) */
+    bool failed;             /* an mprotect failed: the run stops with an error */
+    uint64_t faults;         /* tracking faults taken */
+    uint64_t mprotects;      /* mprotect calls */
+    struct kr__buddy *bud;   /* buddy mode: write statistics and plan */
+};
+
+/* Reserve slices for n LPs of at most `slice_bytes` each (rounded up to a power of two).
+ * Returns 0, or -1 with errno when the address space cannot be reserved. */
+int kr__region_init(uint64_t n, size_t slice_bytes, int mode);
+void kr__region_destroy(void);
+struct kr__seg *kr__region_seg(uint64_t lp);
+size_t kr__region_slice(void);
+int kr__region_mode(void);
+
+/* Carve `bytes` (a page multiple) at the top of the slice for area `area_index`: made
+ * readable and writable, and dirty. NULL if the slice is full or memory ran out. */
+char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index);
+
+/* Address -> page index in s, or -1 if p is not in s's carved pages. */
+static inline int64_t kr__seg_page(const struct kr__seg *s, const void *p)
+{
+    size_t off = (size_t)((const char *)p - s->base);
+    if ((const char *)p < s->base || off >= s->top) return -1;
+    return (int64_t)(off >> KR_PAGE_SHIFT);
+}
+
+/* After a checkpoint: every dirty page becomes clean and write-protected. */
+void kr__seg_protect_dirty(struct kr__seg *s);
+/* Open every page for writing (before a restore writes the state back). */
+void kr__seg_open_all(struct kr__seg *s);
+/* After a restore: all pages clean and protected. */
+void kr__seg_close_all(struct kr__seg *s);
+/* Mark page p dirty (with its whole partition) and open it. */
+void kr__seg_open_page(struct kr__seg *s, uint32_t p);
+
+/* The slice holding p and its LP, or NULL (async-signal-safe: the fault handler's lookup). */
+struct kr__seg *kr__region_find(const void *p, uint64_t *lp);
+
+#endif
