@@ -61,7 +61,14 @@ struct kr_model {
     kr_time lookahead;
     /* Optional parameter table, terminated by {NULL}. */
     const struct kr_param *params;
+    /* KR_MODEL_* flags. */
+    unsigned flags;
 };
+
+/* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/
+ * kr_memmove, kairos/transparent.h or the instrumented build), so it may run with
+ * --state chunk. Other models run with --state full, page or buddy, which need no help. */
+#define KR_MODEL_MARKS_WRITES 1u
 
 /* An outside model compiled as a shared object defines this; `kairos run ./model.so`. */
 const struct kr_model *kr_model_entry(void);
@@ -92,6 +99,17 @@ void kr_free(void *ptr);
 
 /* Committed output: printed to stdout only when the calling event commits, in virtual-time
  * order across all LPs. Returns the number of characters formatted. */
+/* Write marking, for --state chunk (elsewhere these cost a test and do nothing extra):
+ * kr_touch declares that [p, p + n) of the LP's state is written by this event (before or
+ * after the write, within the event); the others write and mark in one call. */
+void kr_touch(void *p, size_t n);
+#define KR_WRITE(lvalue, value) (kr_touch(&(lvalue), sizeof(lvalue)), (lvalue) = (value))
+void *kr_memcpy(void *dst, const void *src, size_t n);
+void *kr_memmove(void *dst, const void *src, size_t n);
+void *kr_memset(void *dst, int c, size_t n);
+/* A copy of s in the LP's state (kr_malloc memory). */
+char *kr_strdup(const char *s);
+
 int kr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Stop the run with a model error: the message gets the model, LP, virtual time and event

@@ -69,14 +69,20 @@ static void phold_event(kr_lp me, kr_time now, unsigned type, const void *payloa
     static __thread double busy_us = -1;
     if (busy_us < 0) busy_us = kr_param_double("busy_us", 0);
     struct phold_state *s = state;
+    kr_touch(s, sizeof *s); /* --state chunk: this event writes the LP's record... */
     s->events++;
-    if (s->extra_n) s->extra[(s->events * 64) % s->extra_n]++;
+    if (s->extra_n) { /* ...and one byte of the extra state */
+        uint8_t *b = &s->extra[(s->events * 64) % s->extra_n];
+        kr_touch(b, 1);
+        (*b)++;
+    }
     if (busy_us > 0) busy(busy_us);
     send_next(me, now, s);
 }
 
 static const struct kr_model phold_model = {
     .name = "phold",
+    .flags = KR_MODEL_MARKS_WRITES,
     .init = phold_init,
     .event = phold_event,
     .params = phold_params,

@@ -62,7 +62,7 @@ static void arrive(kr_lp me, kr_time now, struct station *s, double born)
     struct customer *c = kr_malloc(sizeof *c);
     c->born = born;
     c->queued = now;
-    if (s->tail) s->tail->next = c;
+    if (s->tail) KR_WRITE(s->tail->next, c);
     else s->head = c;
     s->tail = c;
     account(s, now);
@@ -100,6 +100,7 @@ static void queueing_event(kr_lp me, kr_time now, unsigned type, const void *pay
                            size_t size, void *state)
 {
     struct station *s = state;
+    kr_touch(s, sizeof *s); /* --state chunk: every event updates the station record */
     double born = now;
     if (size == sizeof born) memcpy(&born, payload, sizeof born);
     switch (type) {
@@ -142,6 +143,7 @@ static const struct kr_model queueing_model = {
     .event = queueing_event,
     .finish = queueing_finish,
     .params = queueing_params,
+    .flags = KR_MODEL_MARKS_WRITES,
 };
 
 KR_MODEL_EXPORT(queueing, queueing_model)

@@ -68,8 +68,9 @@ static void model_crash(int sig, const siginfo_t *si)
     if (sig == SIGILL)
         kr__model_error("the model crashed with SIGILL (illegal instruction at %p)", si->si_addr);
     kr__model_error("the model crashed with %s: invalid memory access at address %p (a bad or "
-                    "dangling pointer, a write past a block, or a stack overflow); run with "
-                    "--sync sequential --check to locate it", sig_name(sig), si->si_addr);
+                    "dangling pointer, a write past a block, or a stack overflow); to find the "
+                    "line, run it sequentially under a debugger: gdb --args kairos run ... "
+                    "--sync sequential", sig_name(sig), si->si_addr);
 }
 
 static void engine_crash(int sig, const siginfo_t *si)

@@ -106,7 +106,14 @@ static double now_seconds(void)
 static void setup_state(struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
+    if (cfg->state_mode == KR_STATE_CHUNK && !(r->model->flags & KR_MODEL_MARKS_WRITES))
+        kr__usage_error("--state chunk: model '%s' does not declare that it marks its writes "
+                        "(KR_MODEL_MARKS_WRITES), so incremental checkpoints would miss "
+                        "changes; use --state page or buddy, which need no help from the "
+                        "model, or --state full", r->model->name);
     r->state_mode = cfg->sync == KR_SYNC_OPTIMISTIC ? cfg->state_mode : KR_STATE_FULL;
+    if (cfg->state_mode == KR_STATE_CHUNK && cfg->check) /* sequential --check verifies marks */
+        r->state_mode = KR_STATE_CHUNK;
     if (r->state_mode == KR_STATE_FULL) return;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);

@@ -62,12 +62,26 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
     kr__run_event(r, lp, e);
 }
 
+/* --state chunk: every changed chunk must have been marked, or incremental checkpoints
+ * would miss it and a rollback would restore a wrong state. */
+static void check_marks(const struct kr__lp *lp, const struct kr__ckpt *before)
+{
+    size_t off, size;
+    void *p = kr__ckpt_unmarked_write(&lp->arena, before, &off, &size);
+    if (p)
+        kr__model_error("--check: the event wrote byte %zu of the %zu-byte block at %p without "
+                        "marking it (--state chunk saves only marked blocks): mark the write "
+                        "with kr_touch or KR_WRITE, write through kr_memcpy/kr_memset, or use "
+                        "the instrumented build (docs/guide.md)", off, size, p);
+}
+
 void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
     uint64_t w[KR_CKPT_WORDS];
     kr__lp_save_words(lp, w);
     struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
     run_once(c, r, lp, e);
+    if (lp->arena.mode == KR_STATE_CHUNK) check_marks(lp, saved);
     uint64_t state1, state2;
     uint64_t first = fingerprint(c, lp, &state1);
     size_t nsent1 = c->nsent, nout1 = c->nout;

@@ -337,3 +337,32 @@ bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c)
     }
     return true;
 }
+
+void *kr__ckpt_unmarked_write(const struct kr__arena *a, const struct kr__ckpt *c,
+                              size_t *off, size_t *size)
+{
+    const unsigned char *in = c->data;
+    for (uint32_t i = 0; i < c->nareas; i++) {
+        const struct kr__area *ar = a->areas[i];
+        if (!get32(&in)) continue;
+        const unsigned char *bits = in;
+        in += bitmap_bytes(ar);
+        size_t csz = kr__arena_class_bytes(ar->cls);
+        for (uint32_t w = 0; w < ar->nwords; w++) {
+            uint64_t m;
+            memcpy(&m, bits + (size_t)w * 8, 8);
+            for (; m; m &= m - 1, in += csz) {
+                uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
+                const char *now = ar->data + (size_t)idx * csz;
+                if (!test_bit(ar->bits, idx) || test_bit(KR_AREA_DIRTY(ar), idx)) continue;
+                for (size_t k = 0; k < csz; k++)
+                    if ((unsigned char)now[k] != in[k]) {
+                        *off = k;
+                        *size = csz;
+                        return (void *)now;
+                    }
+            }
+        }
+    }
+    return NULL;
+}

@@ -60,6 +60,35 @@ for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"]):
         extra = ["--arena-max", "64K"] if c == 6 else []
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, *extra, "-P", f"case={c}")
 
+# model crashes (signals in model code), on every engine and with page protection: a clear
+# model error, never a hang or a core dump
+crashes = {
+    15: ["model 'misuse', LP 1, virtual time 2, event type 2", "crashed with SIGSEGV",
+         "invalid memory access at address 0x8", "gdb"],
+    16: ["model 'misuse', LP 1, virtual time 2, event type 2", "SIGFPE", "division by zero"],
+    17: ["model 'misuse', LP 1, virtual time 2, event type 2", "crashed with SIGSEGV",
+         "stack overflow"],
+}
+for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
+             ["--threads", "2", "--state", "page"]):
+    for c, needles in crashes.items():
+        expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
+for mode in ("page", "buddy"):
+    expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "in the state of LP 0",
+               "private"], "run", misuse, "--lps", "2", "--end", "10", "--state", mode,
+           "-P", "case=18")
+
+# --state chunk: refused for models that do not mark writes; --check finds missed marks
+expect(2, ["--state must be full, chunk, page or buddy", "'bogus'"], "run", "phold", "--state", "bogus")
+expect(2, ["--ckpt-full-every must be at least 1"], "run", "phold", "--ckpt-full-every", "0")
+expect(2, ["--ckpt-interval needs a whole number"], "run", "phold", "--ckpt-interval", "often")
+expect(2, ["--state chunk", "model 'misuse' does not declare", "KR_MODEL_MARKS_WRITES",
+           "--state page or buddy"], "run", misuse, "--state", "chunk")
+unmarked = os.path.join(build, "libchaos_unmarked.so")
+expect(1, ["model 'chaos', LP", "--check: the event wrote byte", "without marking it",
+           "kr_touch"], "run", unmarked, "--lps", "8", "--end", "20", "--sync", "sequential",
+       "--state", "chunk", "--check")
+
 # --check catches a model that is not re-executable (state in a static variable)
 expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "not re-executable",
            "left a different state", "global or static variables"],
@@ -69,11 +98,14 @@ t.ok("without --check the same model runs (the check is what finds it)")
 
 # an error on a wrong speculative path only must not fail the run
 ref = None
-for sync in (["--sync", "sequential"], ["--threads", "2"], ["--threads", "2"]):
-    rc, out, err = run(kairos, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", "case=0")
-    d = digest(err)
-    ref = ref or d
-    if d != ref:
-        fail(f"speculative-error run digest {d} != {ref}")
-t.ok("an error on a rolled-back speculative path is discarded")
+for case in ("0", "19"):
+    ref = None
+    for sync in (["--sync", "sequential"], ["--threads", "2"], ["--threads", "2"],
+                 ["--threads", "2", "--state", "page"]):
+        rc, out, err = run(kairos, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={case}")
+        d = digest(err)
+        ref = ref or d
+        if d != ref:
+            fail(f"speculative-error run digest {d} != {ref}")
+t.ok("an error or a crash on a rolled-back speculative path is discarded")
 t.finish()

@@ -50,6 +50,33 @@ for name, args in configs.items():
                 fail(f"{name} {eng} {k}: committed output differs from sequential")
     t.ok(f"{name}: digest {ref} ({ref_n} events) on every engine and thread count")
 
+# State-saving modes: incremental chains (full every 3), page and buddy protection, chunk
+# marking (models that mark writes; chaos through the compiler instrumentation), with
+# rollback-heavy configurations, at 1, 2 and 4 threads.
+chaos_instr = os.path.join(build, "libchaos_instr.so")
+state_configs = {
+    "phold-rollback-heavy": (configs["phold-rollback-heavy"], ["full", "chunk", "page", "buddy"]),
+    "phold-big-state": (configs["phold-big-state"], ["chunk", "page", "buddy"]),
+    "queueing": (configs["queueing"], ["chunk", "page", "buddy"]),
+    "chaos": (configs["chaos"], ["page", "buddy"]),
+    "ring-done": (configs["ring-done"], ["page"]),
+}
+if os.path.exists(chaos_instr):
+    state_configs["chaos-instrumented"] = ([chaos_instr, "--lps", "64", "--end", "30"],
+                                           ["chunk", "page"])
+for name, (args, modes) in state_configs.items():
+    rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
+    ref, ref_n = digest(err), committed(err)
+    for mode in modes:
+        for eng, k in ((["--threads", "1"], "16"), (["--threads", "2"], "1"),
+                       (["--threads", "2"], "auto"), (["--threads", "4"], "3")):
+            rc, out, err = run(kairos, "run", *args, *eng, "--state", mode, "--ckpt-interval", k,
+                               "--ckpt-full-every", "3")
+            if digest(err) != ref or committed(err) != ref_n or out != ref_out:
+                fail(f"{name} --state {mode} {eng} K={k}: digest {digest(err)} / "
+                     f"{committed(err)} events, sequential {ref} / {ref_n}")
+    t.ok(f"{name}: same digest with --state {', '.join(modes)} at 1, 2 and 4 threads")
+
 # seeds matter, and a rerun is identical
 _, _, e1 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
 _, _, e2 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")

@@ -1,7 +1,9 @@
 /* chaos.c - a test model that does, at random, everything a model may do: allocate,
  * reallocate, write and free variable-size heap blocks kept in a linked list, print, and send
  * delayed and zero-delay events of random payload sizes to random LPs. All randomness comes
- * from kr_random, so every engine must commit the same history, state and output. */
+ * from kr_random, so every engine must commit the same history, state and output.
+ * Built twice: plain, and (libchaos_instr.so) with kairos/transparent.h and the store
+ * instrumentation of docs/guide.md, which lets it run with --state chunk unchanged. */
 #include <string.h>
 #include "kairos.h"
 
@@ -106,6 +108,9 @@ static void chaos_finish(kr_lp me, void *state)
 static const struct kr_model chaos_model = {
     .name = "chaos", .init = chaos_init, .event = chaos_event, .done = chaos_done,
     .finish = chaos_finish, .params = chaos_params,
+#ifdef CHAOS_INSTRUMENTED /* built with the store instrumentation: every write is marked */
+    .flags = KR_MODEL_MARKS_WRITES,
+#endif
 };
 
 KR_MODEL_EXPORT(chaos, chaos_model)

@@ -8,8 +8,20 @@
 
 enum {
     OK_SPECULATIVE, DEST_RANGE, PAST, NAN_TIME, INF_TIME, PAYLOAD, ARENA, BAD_FREE, BAD_STATE,
-    USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE, ZERO_DELAY_LOOP
+    USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE, ZERO_DELAY_LOOP,
+    NULL_WRITE, DIV_ZERO, STACK_OVERFLOW, FOREIGN_STATE, OK_SPECULATIVE_CRASH
 };
+
+static struct st *lp0_state; /* FOREIGN_STATE: LP 1 writes LP 0's state (forbidden) */
+
+/* Deep enough to overflow any thread stack; the array keeps it from becoming a loop. */
+static int recurse(volatile int depth)
+{
+    volatile char pad[256];
+    if (depth > 1 << 30) return 0; /* never: 256 MiB of frames overflow first */
+    pad[depth % 256] = (char)depth;
+    return recurse(depth + 1) + pad[(depth + 1) % 256];
+}
 
 static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which misuse to commit (see misuse.c)" },
@@ -25,6 +37,7 @@ static void misuse_init(kr_lp me)
 {
     struct st *s = kr_malloc(sizeof *s);
     kr_set_state(s);
+    if (me == 0) lp0_state = s;
     if (kr_param_int("case", 0) == INIT_ERROR && me == 1) kr_schedule(me, -1.0, 0, NULL, 0);
     if (me == 0) kr_schedule(0, 0.5, 1, NULL, 0);
     if (me == 1) kr_schedule(1, 2.0, 2, NULL, 0);
@@ -44,14 +57,15 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     (void)payload;
     (void)size;
     struct st *s = state;
-    s->events++;
     int c = (int)kr_param_int("case", 0);
+    if (c == FOREIGN_STATE && me == 0) return; /* LP 0's state stays as checkpointed after init */
+    s->events++;
     char big[KR_PAYLOAD_MAX + 1] = { 0 };
     int local = 0;
     if (type == 3) { s->ok = 1; return; }
     if (type == 4) { kr_schedule(me, now, 4, NULL, 0); return; } /* forever at one time */
     if (type == 1) { /* LP 0 at 0.5: slow, then tells LP 1 it is fine (time 1.0) */
-        if (c == OK_SPECULATIVE) spin_ms(50);
+        if (c == OK_SPECULATIVE || c == OK_SPECULATIVE_CRASH) spin_ms(50);
         kr_schedule(1, 1.0, 3, NULL, 0);
     }
     if (type != 2) return;
@@ -69,6 +83,13 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     case BAD_STATE: kr_set_state(&local); break;
     case USER_ERROR: kr_error("the customer count went negative (%d)", -3); break;
     case ZERO_DELAY_LOOP: kr_schedule(me, now, 4, NULL, 0); break;
+    case NULL_WRITE: *(volatile int *)(uintptr_t)(s->events * 8 - 8) = 1; break;
+    case DIV_ZERO: { volatile int zero = 0; s->events = 10 / zero; break; }
+    case STACK_OVERFLOW: s->events = recurse(0); break;
+    case FOREIGN_STATE: lp0_state->events = 99; break;
+    case OK_SPECULATIVE_CRASH: /* crashes only on a wrong speculative path */
+        if (!s->ok) *(volatile int *)(uintptr_t)(s->events * 8 - 8) = 1;
+        break;
     case GLOBAL_STATE: { /* not rollback-safe: state outside the arena */
         static int calls;
         s->events += ++calls;
