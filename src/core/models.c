@@ -7,6 +7,8 @@
 
 const struct kr_model *kr_builtin_phold(void);
 const struct kr_model *kr_builtin_queueing(void);
+const struct kr_model *kr_builtin_membench(void);
+const struct kr_model *kr_builtin_pcs(void);
 
 static const struct {
     const char *name;
@@ -15,6 +17,10 @@ static const struct {
 } builtins[] = {
     { "phold", kr_builtin_phold, "PHOLD synthetic benchmark (defaults: PHOLD-std)" },
     { "queueing", kr_builtin_queueing, "TWOS queueing network: source A, FIFO servers B, C, D" },
+    { "membench", kr_builtin_membench, "ROOT-Sim memory benchmark: lists of buffers migrating "
+      "between LPs, read/write span" },
+    { "pcs", kr_builtin_pcs, "personal communication system: hexagonal cells, channels, calls, "
+      "handoffs, fading" },
 };
 
 void kr__models_list(FILE *f)

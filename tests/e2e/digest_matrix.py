@@ -27,6 +27,9 @@ configs = {
     "chaos": [chaos, "--lps", "64", "--end", "30"],
     "ring-done": [ring, "--lps", "16", "--end", "inf", "-P", "laps=300"],
     "ring-end-first": [ring, "--lps", "16", "--end", "50", "-P", "laps=300"],
+    "membench": ["membench", "--lps", "32", "--end", "60", "-P", "state=20000", "-P", "span=0.5",
+                 "-P", "write_ratio=0.7"],
+    "pcs": ["pcs", "--lps", "16", "--end", "2", "-P", "channels=200"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in (1, 2, 3, 4)]
 
@@ -60,6 +63,8 @@ state_configs = {
     "queueing": (configs["queueing"], ["chunk", "page", "buddy"]),
     "chaos": (configs["chaos"], ["page", "buddy"]),
     "ring-done": (configs["ring-done"], ["page"]),
+    "membench": (configs["membench"], ["full", "chunk", "page", "buddy"]),
+    "pcs": (configs["pcs"], ["chunk", "page", "buddy"]),
 }
 if os.path.exists(chaos_instr):
     state_configs["chaos-instrumented"] = ([chaos_instr, "--lps", "64", "--end", "30"],
