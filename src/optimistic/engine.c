@@ -423,6 +423,7 @@ int kr__tw_run(struct kr__run *r)
         struct tw_thread *th = &g->th[t];
         th->cnt->pool_bytes = th->pool->bytes;
         th->cnt->ckpt_peak_bytes = th->blobs.peak;
+        th->cnt->ckpt_interval_final = th->ckpt_interval;
         kr__heap_destroy(&th->heap);
         kr__blobs_destroy(&th->blobs);
         kr__outvec_free(&th->sink.v);

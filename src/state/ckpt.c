@@ -3,7 +3,8 @@
  * Full:        per area (creation order): u32 nused, [use bitmap, live chunks].
  * Incremental: u32 n, n x {u32 area, u32 nused, [use bitmap]}   areas whose metadata changed
  *              chunk mode: u32 n, n x {u32 area, bitmap, chunks}  dirty live chunks
- *              page modes: u32 n, u32 page[n], n pages            dirty pages
+ *              page modes: u32 n, n x {u32 page, live-unit bitmap, live units}
+ *                                                                dirty pages, live data only
  * Areas are never destroyed (a rolled-back area is kept, emptied), so an area index means
  * the same area in every checkpoint of the chain. */
 #include "ckpt.h"
@@ -16,6 +17,39 @@ static bool paged(const struct kr__arena *a)
 }
 
 static size_t bitmap_bytes(const struct kr__area *ar) { return (size_t)ar->nwords * 8; }
+
+/* Page modes save of a dirty page only its live chunks. A page lies within one area, so
+ * it splits into n units of u = min(chunk size, page) bytes, unit k live when its chunk is. */
+struct page_units {
+    char *addr;
+    size_t u;
+    uint32_t n, words;
+    uint64_t live[KR_PAGE / 16 / 64];
+};
+
+static void page_units(const struct kr__arena *a, uint32_t p, struct page_units *v)
+{
+    const struct kr__seg *s = a->seg;
+    const struct kr__area *ar = a->areas[s->pg_area[p]];
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    v->addr = s->base + ((size_t)p << KR_PAGE_SHIFT);
+    v->u = csz < KR_PAGE ? csz : KR_PAGE;
+    v->n = (uint32_t)(KR_PAGE / v->u);
+    v->words = (v->n + 63) / 64;
+    memset(v->live, 0, sizeof v->live);
+    size_t first = (size_t)(v->addr - ar->data) / csz;
+    for (uint32_t k = 0; k < v->n; k++) {
+        size_t idx = first + (csz < KR_PAGE ? k : 0);
+        if (ar->bits[idx / 64] >> (idx % 64) & 1) v->live[k / 64] |= 1ull << (k % 64);
+    }
+}
+
+static size_t live_units(const struct page_units *v)
+{
+    size_t n = 0;
+    for (uint32_t w = 0; w < v->words; w++) n += (size_t)__builtin_popcountll(v->live[w]);
+    return n;
+}
 
 /* Output cursor. */
 static void put(unsigned char **o, const void *p, size_t n)
@@ -93,7 +127,13 @@ static size_t incr_size(const struct kr__arena *a)
         if (a->mode == KR_STATE_CHUNK && ar->nused && any_bits(KR_AREA_DIRTY(ar), ar->bits, ar->nwords))
             bytes += 4 + bitmap_bytes(ar) + sel_bytes(ar, KR_AREA_DIRTY(ar), ar->bits);
     }
-    if (paged(a)) bytes += (size_t)a->seg->ndirty * (4 + KR_PAGE);
+    if (paged(a))
+        for (uint32_t p = 0; p < a->seg->npages; p++) {
+            if (!(a->seg->pg[p] & KR_PG_DIRTY)) continue;
+            struct page_units v;
+            page_units(a, p, &v);
+            bytes += 4 + (size_t)v.words * 8 + live_units(&v) * v.u;
+        }
     return bytes;
 }
 
@@ -130,10 +170,15 @@ static void write_incr(const struct kr__arena *a, unsigned char *o)
     }
     const struct kr__seg *s = a->seg;
     put32(&o, s->ndirty);
-    for (uint32_t p = 0; p < s->npages; p++)
-        if (s->pg[p] & KR_PG_DIRTY) put32(&o, p);
-    for (uint32_t p = 0; p < s->npages; p++)
-        if (s->pg[p] & KR_PG_DIRTY) put(&o, s->base + ((size_t)p << KR_PAGE_SHIFT), KR_PAGE);
+    for (uint32_t p = 0; p < s->npages; p++) {
+        if (!(s->pg[p] & KR_PG_DIRTY)) continue;
+        struct page_units v;
+        page_units(a, p, &v);
+        put32(&o, p);
+        put(&o, v.live, (size_t)v.words * 8);
+        for (uint32_t k = 0; k < v.n; k++)
+            if (v.live[k / 64] >> (k % 64) & 1) put(&o, v.addr + k * v.u, v.u);
+    }
 }
 
 /* Dirty tracking restarts: the checkpoint just taken (or restored) is the reference. */
@@ -256,14 +301,23 @@ static void apply_incr(struct kr__arena *a, const struct kr__ckpt *c)
         }
         return;
     }
+    /* A chunk live at the restore target inside page p was live when the newest checkpoint
+     * holding p was taken (allocating it later would have dirtied p again), so the live
+     * chunks saved with p are all of p that matters. */
     struct kr__seg *s = a->seg;
-    uint32_t n = get32(&in);
-    const unsigned char *data = in + (size_t)n * 4;
-    for (uint32_t i = 0; i < n; i++, data += KR_PAGE) {
+    for (uint32_t n = get32(&in); n; n--) {
         uint32_t p = get32(&in);
-        if (s->pg[p] & KR_PG_MARK) continue;
+        struct page_units v;
+        page_units(a, p, &v); /* for the unit size; the saved mask replaces `live` */
+        memcpy(v.live, in, (size_t)v.words * 8);
+        in += (size_t)v.words * 8;
+        bool fresh = !(s->pg[p] & KR_PG_MARK);
         s->pg[p] |= KR_PG_MARK;
-        memcpy(s->base + ((size_t)p << KR_PAGE_SHIFT), data, KR_PAGE);
+        for (uint32_t k = 0; k < v.n; k++) {
+            if (!(v.live[k / 64] >> (k % 64) & 1)) continue;
+            if (fresh) memcpy(v.addr + k * v.u, in, v.u);
+            in += v.u;
+        }
     }
 }
 
@@ -333,6 +387,10 @@ bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c)
     struct kr__seg *s = a->seg;
     for (uint32_t n = get32(&in); n; n--) {
         uint32_t p = get32(&in);
+        struct page_units v;
+        page_units(a, p, &v);
+        memcpy(v.live, in, (size_t)v.words * 8);
+        in += (size_t)v.words * 8 + live_units(&v) * v.u;
         if (!(s->pg[p] & KR_PG_DIRTY)) kr__seg_open_page(s, p);
     }
     return true;

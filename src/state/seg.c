@@ -143,19 +143,20 @@ char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index)
     return p;
 }
 
+/* One mprotect from the first to the last dirty page: the clean pages between are
+ * read-only already, and each call costs a lock of the address space and a TLB shootdown
+ * on every core running this process, much more than the pages it covers. */
 void kr__seg_protect_dirty(struct kr__seg *s)
 {
     if (!s->ndirty) return;
-    for (uint32_t p = 0; p < s->npages;) {
-        if (!(s->pg[p] & KR_PG_DIRTY)) {
-            p++;
-            continue;
-        }
-        uint32_t q = p;
-        while (q < s->npages && (s->pg[q] & KR_PG_DIRTY)) s->pg[q++] &= (uint8_t)~KR_PG_DIRTY;
-        protect(s, p, q - p, PROT_READ);
-        p = q;
+    uint32_t first = UINT32_MAX, last = 0;
+    for (uint32_t p = 0; p < s->npages; p++) {
+        if (!(s->pg[p] & KR_PG_DIRTY)) continue;
+        s->pg[p] &= (uint8_t)~KR_PG_DIRTY;
+        if (first == UINT32_MAX) first = p;
+        last = p;
     }
+    protect(s, first, last - first + 1, PROT_READ);
     s->ndirty = 0;
 }
 

@@ -28,6 +28,7 @@ struct kr__counters {
     uint64_t throttled;                  /* loop turns held back by the optimism bound */
     uint64_t idle_sleeps;                /* times the thread slept or yielded for lack of work */
     uint64_t yields;                     /* turns given up because threads outnumber cores */
+    uint64_t ckpt_interval_final;        /* K in effect at the end (tuned if auto) */
     uint64_t pool_bytes;
     uint64_t ckpt_peak_bytes;
     _Atomic uint64_t pub_committed;      /* committed, published for the progress line */

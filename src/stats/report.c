@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "../core/error.h"
+#include "statesave.h"
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t)
 {
@@ -49,6 +50,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
                 (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
                 (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
+    kr__state_summary(r, f);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -114,8 +116,9 @@ static void json_config(FILE *f, const struct kr__run *r)
     fprintf(f, ", \"sync\": \"%s\", \"threads\": %u, \"lps\": %llu, \"end\": ", engine_name(r),
             c->threads, (unsigned long long)c->lps);
     json_num(f, c->end);
-    fprintf(f, ", \"seed\": %llu, \"ckpt_interval\": %u, \"gvt_period_ms\": ",
-            (unsigned long long)c->seed, c->ckpt_interval);
+    fprintf(f, ", \"seed\": %llu, \"ckpt_interval\": %u, \"state\": \"%s\", "
+            "\"ckpt_full_every\": %u, \"gvt_period_ms\": ", (unsigned long long)c->seed,
+            c->ckpt_interval, kr__state_mode_name(c->state_mode), c->ckpt_full_every);
     json_num(f, c->gvt_period_ms);
     fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
     for (size_t i = 0; i < c->nparams; i++) {
@@ -196,6 +199,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
             (unsigned long long)r->run_digest);
     json_config(f, r);
+    kr__state_json(r, f);
     json_machine(f);
     json_series(f, r);
     json_threads(f, r);

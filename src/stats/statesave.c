@@ -1,0 +1,100 @@
+/* statesave.c - see statesave.h. */
+#include "statesave.h"
+#include <string.h>
+#include "../state/buddy.h"
+#include "../state/seg.h"
+
+const char *kr__state_mode_name(int mode)
+{
+    static const char *const names[] = { "full", "chunk", "page", "buddy" };
+    return mode >= 0 && mode <= KR_STATE_BUDDY ? names[mode] : "?";
+}
+
+void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    for (unsigned i = 0; i < r->nthreads; i++) {
+        const struct kr__counters *c = &r->counters[i];
+        t->checkpoints += c->checkpoints;
+        t->full += c->ckpt_full;
+        t->full_bytes += c->ckpt_full_bytes;
+        t->incr_bytes += c->ckpt_incr_bytes;
+        t->ckpt_ns += c->ckpt_ns;
+        t->restores += c->restores;
+        t->restore_ns += c->restore_ns;
+        t->events_timed += c->events_timed;
+        t->event_ns += c->event_ns_sampled;
+        t->interval_mean += (double)c->ckpt_interval_final / r->nthreads;
+    }
+    double used = 0;
+    for (kr_lp id = 0; id < r->n; id++) {
+        used += (double)r->lps[id].arena.used;
+        const struct kr__seg *s = kr__region_seg(id);
+        if (!s) continue;
+        t->faults += s->faults;
+        t->mprotects += s->mprotects;
+        if (s->bud) {
+            t->partitions += s->bud->partitions;
+            t->plans += s->bud->plans;
+        }
+    }
+    t->state_bytes_mean = r->n ? used / (double)r->n : 0;
+}
+
+static double per(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0; }
+
+void kr__state_summary(const struct kr__run *r, FILE *f)
+{
+    if (r->cfg->sync != KR_SYNC_OPTIMISTIC) return;
+    struct kr__state_totals t;
+    kr__state_totals(r, &t);
+    uint64_t incr = t.checkpoints - t.full;
+    fprintf(f, "  state saving:     %s, K %s%.0f, %llu full (mean %.1f KiB), %llu incremental "
+            "(mean %.1f KiB), checkpoint %.2f us, restore %.2f us, event %.2f us\n",
+            kr__state_mode_name(r->state_mode), r->cfg->ckpt_interval ? "" : "auto ~",
+            t.interval_mean, (unsigned long long)t.full, per(t.full_bytes, t.full) / 1024,
+            (unsigned long long)incr, per(t.incr_bytes, incr) / 1024,
+            per(t.ckpt_ns, t.checkpoints) / 1e3, per(t.restore_ns, t.restores) / 1e3,
+            per(t.event_ns, t.events_timed) / 1e3);
+    if (r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY)
+        fprintf(f, "  page tracking:    %llu write faults, %llu mprotect calls%s\n",
+                (unsigned long long)t.faults, (unsigned long long)t.mprotects,
+                r->state_mode == KR_STATE_BUDDY ? ", buddy partitions re-planned" : "");
+}
+
+static void json_costs(FILE *f)
+{
+    const struct kr__buddy_costs *c = kr__buddy_costs();
+    fprintf(f, ", \"buddy_costs\": {\"fault_ns\": %.1f, \"mprotect_ns\": [", c->fault_ns);
+    for (int k = 0; k < KR_BUDDY_CAL_ORDERS; k++) fprintf(f, "%s%.1f", k ? ", " : "", c->mprotect_ns[k]);
+    fputs("], \"copy_ns\": [", f);
+    for (int k = 0; k < KR_BUDDY_CAL_ORDERS; k++) fprintf(f, "%s%.1f", k ? ", " : "", c->copy_ns[k]);
+    fputs("]}", f);
+}
+
+void kr__state_json(const struct kr__run *r, FILE *f)
+{
+    struct kr__state_totals t;
+    kr__state_totals(r, &t);
+    uint64_t incr = t.checkpoints - t.full;
+    fprintf(f, "  \"state_saving\": {\"mode\": \"%s\", \"ckpt_interval_auto\": %s, "
+            "\"ckpt_interval_mean\": %.2f, \"full_every\": %u, \"checkpoints_full\": %llu, "
+            "\"checkpoints_incremental\": %llu, \"full_bytes\": %llu, \"incremental_bytes\": %llu, "
+            "\"mean_full_bytes\": %.1f, \"mean_incremental_bytes\": %.1f, \"checkpoint_ns\": %llu, "
+            "\"mean_checkpoint_ns\": %.1f, \"restores\": %llu, \"restore_ns\": %llu, "
+            "\"mean_restore_ns\": %.1f, \"events_timed\": %llu, \"mean_event_ns\": %.1f, "
+            "\"write_faults\": %llu, \"mprotect_calls\": %llu, \"partitions\": %llu, "
+            "\"plans\": %llu, \"mean_state_bytes\": %.1f",
+            kr__state_mode_name(r->state_mode), r->cfg->ckpt_interval ? "false" : "true",
+            t.interval_mean, r->state_mode == KR_STATE_FULL ? 1u : r->cfg->ckpt_full_every,
+            (unsigned long long)t.full, (unsigned long long)incr,
+            (unsigned long long)t.full_bytes, (unsigned long long)t.incr_bytes,
+            per(t.full_bytes, t.full), per(t.incr_bytes, incr), (unsigned long long)t.ckpt_ns,
+            per(t.ckpt_ns, t.checkpoints), (unsigned long long)t.restores,
+            (unsigned long long)t.restore_ns, per(t.restore_ns, t.restores),
+            (unsigned long long)t.events_timed, per(t.event_ns, t.events_timed),
+            (unsigned long long)t.faults, (unsigned long long)t.mprotects,
+            (unsigned long long)t.partitions, (unsigned long long)t.plans, t.state_bytes_mean);
+    if (r->state_mode == KR_STATE_BUDDY) json_costs(f);
+    fputs("},\n", f);
+}
