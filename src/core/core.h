@@ -118,6 +118,9 @@ const struct kr_model *kr__model_load(const char *name);
 void kr__models_list(FILE *f);
 void kr__params_print(FILE *f, const struct kr_model *m);
 
+/* Write marking (marks.c) is on: the run saves state in chunk mode. */
+extern bool kr__chunk_marking;
+
 /* Signals (fault.c): dirty-tracking faults and model crashes. */
 void kr__fault_install(void);
 void kr__fault_thread_init(void);

@@ -10,9 +10,14 @@
 #include <string.h>
 #include "core.h"
 
+/* Set once before a run in chunk mode: other modes return before touching the LP (whose
+ * arena fields are on a cold cache line: reading them cost PHOLD-std one miss per event). */
+bool kr__chunk_marking;
+
 /* The running LP's arena if it tracks chunks, else NULL. */
 static inline struct kr__arena *chunk_arena(void)
 {
+    if (!kr__chunk_marking) return NULL;
     struct kr__lp *lp = kr__ctx.lp;
     return lp && lp->arena.mode == KR_STATE_CHUNK ? &lp->arena : NULL;
 }

@@ -114,6 +114,7 @@ static void setup_state(struct kr__run *r)
     r->state_mode = cfg->sync == KR_SYNC_OPTIMISTIC ? cfg->state_mode : KR_STATE_FULL;
     if (cfg->state_mode == KR_STATE_CHUNK && cfg->check) /* sequential --check verifies marks */
         r->state_mode = KR_STATE_CHUNK;
+    kr__chunk_marking = r->state_mode == KR_STATE_CHUNK;
     if (r->state_mode == KR_STATE_FULL) return;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);

@@ -25,8 +25,10 @@ void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__ke
 static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep)
 {
     struct kr__ev *x = lp->head;
-    while (x != keep) { /* (their checkpoints stay in the chain until trimmed) */
+    const bool chained = th->g->chained;
+    while (x != keep) { /* (chained checkpoints stay in the chain until trimmed) */
         struct kr__ev *n = x->next;
+        if (x->ckpt && !chained) kr__ckpt_release(&th->blobs, x->ckpt);
         x->ckpt = NULL;
         kr__pool_put(th->pool, x);
         th->cnt->fossil_freed++;
@@ -45,21 +47,23 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
     if (!lp->first_unc && lp->nkept >= TW_COMMITTED_TAIL && !lp->poison) {
+        if (!th->g->chained && lp->base) kr__ckpt_release(&th->blobs, lp->base);
         tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
         free_before(th, lp, NULL);
         lp->ckpt_ev = NULL;
-        tw_trim_chain(th, lp->base);
+        if (th->g->chained) tw_trim_chain(th, lp->base);
         return;
     }
     struct kr__ev *keep = lp->ckpt_ev;
     if (!keep || keep == lp->head) return;
     if (lp->first_unc && !kr__key_lt(&keep->k, &lp->first_unc->k) && keep != lp->first_unc)
         return; /* the latest checkpoint is still speculative: wait for a later round */
+    if (!th->g->chained && lp->base) kr__ckpt_release(&th->blobs, lp->base);
     lp->base = keep->ckpt;
     keep->ckpt = NULL;
     lp->ckpt_ev = NULL;
     free_before(th, lp, keep);
-    tw_trim_chain(th, lp->base);
+    if (th->g->chained) tw_trim_chain(th, lp->base);
 }
 
 /* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
@@ -156,12 +160,16 @@ void tw_release_all(struct tw_thread *th)
         struct kr__lp *lp = &th->r->lps[id];
         if (lp->tail && !kr__key_lt(&lp->tail->k, &h)) tw_rollback(th, lp, &h, false);
         struct kr__ckpt *c = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
-        while (c) { /* the whole chain, newest first */
+        while (th->g->chained && c) { /* the whole chain, newest first */
             struct kr__ckpt *n = c->prev;
             kr__ckpt_release(&th->blobs, c);
             c = n;
         }
-        for (struct kr__ev *x = lp->head; x; x = x->next) x->ckpt = NULL;
+        for (struct kr__ev *x = lp->head; x; x = x->next) {
+            if (x->ckpt && !th->g->chained) kr__ckpt_release(&th->blobs, x->ckpt);
+            x->ckpt = NULL;
+        }
+        if (lp->base && !th->g->chained) kr__ckpt_release(&th->blobs, lp->base);
         lp->base = NULL;
         lp->ckpt_ev = NULL;
         free(lp->err);

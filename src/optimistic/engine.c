@@ -397,7 +397,8 @@ int kr__tw_run(struct kr__run *r)
     if (!g->th || !g->inbox) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
     g->ckpt_auto = r->cfg->ckpt_interval == 0;
-    g->ckpt_full_every = r->cfg->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
+    g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
+    g->chained = r->state_mode != KR_STATE_FULL;
     g->round_events = TW_ROUND_EVENTS;
     g->check = r->cfg->check;
     g->max_uncommitted = TW_MAX_UNCOMMITTED;

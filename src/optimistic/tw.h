@@ -17,13 +17,15 @@
 struct tw_global;
 
 /* Time one event in this many (the cost of an event, for statistics and tuning). */
-#define TW_EVENT_SAMPLE 16
+#define TW_EVENT_SAMPLE 64
+/* ...and one checkpoint in this many (clock reads cost PHOLD-std a few percent). */
+#define TW_CKPT_SAMPLE 8
 #define TW_CKPT_AUTO_START 16
 #define TW_CKPT_AUTO_MAX 1024
 
 /* Counters at the last checkpoint-interval tuning step. */
 struct tw_tune {
-    uint64_t processed, checkpoints, ckpt_ns, rollbacks, coasted, event_ns, timed;
+    uint64_t processed, checkpoints /* timed */, ckpt_ns, rollbacks, coasted, event_ns, timed;
 };
 
 /* Deliveries between LPs of the same thread are queued and run after the current event,
@@ -92,6 +94,8 @@ struct tw_global {
     uint64_t max_uncommitted;              /* a thread this far ahead waits for GVT */
     bool ckpt_auto;                        /* --ckpt-interval auto: threads tune their K */
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
+    bool chained;                          /* checkpoints form chains (not --state full): they
+                                            * are freed by trimming chains, else one by one */
     kr_lp per_thread;                      /* LPs per thread (the last may have fewer) */
     bool check;                            /* --check: verify invariants as we go */
 };

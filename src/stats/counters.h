@@ -16,7 +16,8 @@ struct kr__counters {
     uint64_t ckpt_full;                  /* of checkpoints: full ones (the rest incremental) */
     uint64_t ckpt_full_bytes;
     uint64_t ckpt_incr_bytes;
-    uint64_t ckpt_ns;                    /* time taking checkpoints */
+    uint64_t ckpt_ns;                    /* time taking the checkpoints that were timed... */
+    uint64_t ckpt_timed;                 /* ...one in TW_CKPT_SAMPLE */
     uint64_t restores;
     uint64_t restore_ns;                 /* time restoring (chain walks) */
     uint64_t coasted;

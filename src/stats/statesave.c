@@ -20,6 +20,7 @@ void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
         t->full_bytes += c->ckpt_full_bytes;
         t->incr_bytes += c->ckpt_incr_bytes;
         t->ckpt_ns += c->ckpt_ns;
+        t->ckpt_timed += c->ckpt_timed;
         t->restores += c->restores;
         t->restore_ns += c->restore_ns;
         t->events_timed += c->events_timed;
@@ -54,7 +55,7 @@ void kr__state_summary(const struct kr__run *r, FILE *f)
             kr__state_mode_name(r->state_mode), r->cfg->ckpt_interval ? "" : "auto ~",
             t.interval_mean, (unsigned long long)t.full, per(t.full_bytes, t.full) / 1024,
             (unsigned long long)incr, per(t.incr_bytes, incr) / 1024,
-            per(t.ckpt_ns, t.checkpoints) / 1e3, per(t.restore_ns, t.restores) / 1e3,
+            per(t.ckpt_ns, t.ckpt_timed) / 1e3, per(t.restore_ns, t.restores) / 1e3,
             per(t.event_ns, t.events_timed) / 1e3);
     if (r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY)
         fprintf(f, "  page tracking:    %llu write faults, %llu mprotect calls%s\n",
@@ -81,7 +82,7 @@ void kr__state_json(const struct kr__run *r, FILE *f)
             "\"ckpt_interval_mean\": %.2f, \"full_every\": %u, \"checkpoints_full\": %llu, "
             "\"checkpoints_incremental\": %llu, \"full_bytes\": %llu, \"incremental_bytes\": %llu, "
             "\"mean_full_bytes\": %.1f, \"mean_incremental_bytes\": %.1f, \"checkpoint_ns\": %llu, "
-            "\"mean_checkpoint_ns\": %.1f, \"restores\": %llu, \"restore_ns\": %llu, "
+            "\"mean_checkpoint_ns\": %.1f, \"checkpoints_timed\": %llu, \"restores\": %llu, \"restore_ns\": %llu, "
             "\"mean_restore_ns\": %.1f, \"events_timed\": %llu, \"mean_event_ns\": %.1f, "
             "\"write_faults\": %llu, \"mprotect_calls\": %llu, \"partitions\": %llu, "
             "\"plans\": %llu, \"mean_state_bytes\": %.1f",
@@ -89,8 +90,8 @@ void kr__state_json(const struct kr__run *r, FILE *f)
             t.interval_mean, r->state_mode == KR_STATE_FULL ? 1u : r->cfg->ckpt_full_every,
             (unsigned long long)t.full, (unsigned long long)incr,
             (unsigned long long)t.full_bytes, (unsigned long long)t.incr_bytes,
-            per(t.full_bytes, t.full), per(t.incr_bytes, incr), (unsigned long long)t.ckpt_ns,
-            per(t.ckpt_ns, t.checkpoints), (unsigned long long)t.restores,
+            per(t.full_bytes, t.full), per(t.incr_bytes, incr), (unsigned long long)(per(t.ckpt_ns, t.ckpt_timed) * (double)t.checkpoints),
+            per(t.ckpt_ns, t.ckpt_timed), (unsigned long long)t.ckpt_timed, (unsigned long long)t.restores,
             (unsigned long long)t.restore_ns, per(t.restore_ns, t.restores),
             (unsigned long long)t.events_timed, per(t.event_ns, t.events_timed),
             (unsigned long long)t.faults, (unsigned long long)t.mprotects,

@@ -7,7 +7,7 @@
 #include "../core/core.h"
 
 struct kr__state_totals {
-    uint64_t checkpoints, full, full_bytes, incr_bytes, ckpt_ns;
+    uint64_t checkpoints, full, full_bytes, incr_bytes, ckpt_ns, ckpt_timed;
     uint64_t restores, restore_ns, events_timed, event_ns;
     uint64_t faults, mprotects, partitions, plans;
     double interval_mean;        /* K: fixed, or the threads' tuned values averaged */
