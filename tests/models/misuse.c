@@ -12,6 +12,20 @@ enum {
     NULL_WRITE, DIV_ZERO, STACK_OVERFLOW, FOREIGN_STATE, OK_SPECULATIVE_CRASH
 };
 
+/* A real integer division (sanitizer builds must not trap it first: the test is that the
+ * engine reports the SIGFPE). */
+__attribute__((noinline, no_sanitize("undefined"))) static int divide(int a, volatile int b)
+{
+    return a / b;
+}
+
+static volatile uintptr_t bad_address = 8; /* volatile: the compiler cannot see it is bad */
+
+__attribute__((noinline, no_sanitize("undefined"))) static void poke(uintptr_t addr)
+{
+    *(volatile int *)addr = 1;
+}
+
 static struct st *lp0_state; /* FOREIGN_STATE: LP 1 writes LP 0's state (forbidden) */
 
 /* Deep enough to overflow any thread stack; the array keeps it from becoming a loop. */
@@ -83,12 +97,12 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     case BAD_STATE: kr_set_state(&local); break;
     case USER_ERROR: kr_error("the customer count went negative (%d)", -3); break;
     case ZERO_DELAY_LOOP: kr_schedule(me, now, 4, NULL, 0); break;
-    case NULL_WRITE: *(volatile int *)(uintptr_t)(s->events * 8 - 8) = 1; break;
-    case DIV_ZERO: { volatile int zero = 0; s->events = 10 / zero; break; }
+    case NULL_WRITE: poke(bad_address); break;
+    case DIV_ZERO: s->events = divide(10, 0); break;
     case STACK_OVERFLOW: s->events = recurse(0); break;
     case FOREIGN_STATE: lp0_state->events = 99; break;
     case OK_SPECULATIVE_CRASH: /* crashes only on a wrong speculative path */
-        if (!s->ok) *(volatile int *)(uintptr_t)(s->events * 8 - 8) = 1;
+        if (!s->ok) poke(bad_address);
         break;
     case GLOBAL_STATE: { /* not rollback-safe: state outside the arena */
         static int calls;
