@@ -77,10 +77,10 @@ KR_STORE(4)
 KR_STORE(8)
 KR_STORE(16)
 
-void __asan_storeN_noabort(void *p, size_t n);
-void __asan_storeN_noabort(void *p, size_t n) { store(p, n); }
-void __asan_storeN(void *p, size_t n);
-void __asan_storeN(void *p, size_t n) { store(p, n); }
+void __asan_storeN_noabort(void *p, long n);
+void __asan_storeN_noabort(void *p, long n) { store(p, (size_t)n); }
+void __asan_storeN(void *p, long n);
+void __asan_storeN(void *p, long n) { store(p, (size_t)n); }
 void __asan_handle_no_return(void);
 void __asan_handle_no_return(void) {}
 #endif
