@@ -252,6 +252,25 @@ static void copy_chunk(struct kr__arena *a, struct kr__area *ar, uint32_t idx, c
     }
 }
 
+/* A saved bitmap and the chunks it selects: copy them back (only those live now, when
+ * only_live: a full checkpoint holds chunks freed since). Returns the cursor after them. */
+static const unsigned char *apply_chunks(struct kr__arena *a, struct kr__area *ar,
+                                         const unsigned char *in, bool only_live)
+{
+    const unsigned char *bits = in;
+    in += bitmap_bytes(ar);
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    for (uint32_t w = 0; w < ar->nwords; w++) {
+        uint64_t m;
+        memcpy(&m, bits + (size_t)w * 8, 8);
+        for (; m; m &= m - 1, in += csz) {
+            uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
+            if (!only_live || test_bit(ar->bits, idx)) copy_chunk(a, ar, idx, in);
+        }
+    }
+    return in;
+}
+
 static void apply_full(struct kr__arena *a, const struct kr__ckpt *c)
 {
     const unsigned char *in = c->data;
@@ -259,19 +278,7 @@ static void apply_full(struct kr__arena *a, const struct kr__ckpt *c)
         struct kr__area *ar = a->areas[i];
         uint32_t nused = get32(&in);
         if (!(ar->flags & KR_AF_META_MARK)) set_meta(ar, nused, in);
-        if (!nused) continue;
-        const unsigned char *bits = in;
-        in += bitmap_bytes(ar);
-        size_t csz = kr__arena_class_bytes(ar->cls);
-        for (uint32_t w = 0; w < ar->nwords; w++) {
-            uint64_t m;
-            memcpy(&m, bits + (size_t)w * 8, 8);
-            for (; m; m &= m - 1) {
-                uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
-                if (test_bit(ar->bits, idx)) copy_chunk(a, ar, idx, in);
-                in += csz;
-            }
-        }
+        if (nused) in = apply_chunks(a, ar, in, true);
     }
 }
 
@@ -287,17 +294,7 @@ static void apply_incr(struct kr__arena *a, const struct kr__ckpt *c)
     if (c->mode == KR_STATE_CHUNK) {
         for (uint32_t n = get32(&in); n; n--) {
             struct kr__area *ar = a->areas[get32(&in)];
-            const unsigned char *bits = in;
-            in += bitmap_bytes(ar);
-            size_t csz = kr__arena_class_bytes(ar->cls);
-            for (uint32_t w = 0; w < ar->nwords; w++) {
-                uint64_t m;
-                memcpy(&m, bits + (size_t)w * 8, 8);
-                for (; m; m &= m - 1) {
-                    copy_chunk(a, ar, w * 64 + (uint32_t)__builtin_ctzll(m), in);
-                    in += csz;
-                }
-            }
+            in = apply_chunks(a, ar, in, false);
         }
         return;
     }

@@ -62,7 +62,7 @@ state_configs = {
     "phold-big-state": (configs["phold-big-state"], ["chunk", "page", "buddy"]),
     "queueing": (configs["queueing"], ["chunk", "page", "buddy"]),
     "chaos": (configs["chaos"], ["page", "buddy"]),
-    "ring-done": (configs["ring-done"], ["page"]),
+    "ring-done": (configs["ring-done"], ["page", "buddy"]),
     "membench": (configs["membench"], ["full", "chunk", "page", "buddy"]),
     "pcs": (configs["pcs"], ["chunk", "page", "buddy"]),
 }
