@@ -136,12 +136,14 @@ void kr__buddy_grow(struct kr__seg *s)
 }
 
 /* Expected cost per interval of using node i (2^k pages) as one partition: if written
- * (probability p), one fault, an mprotect to open and one to close, and copying it all. */
+ * (probability p), one fault, one mprotect to open it and copying it all. (Closing is one
+ * mprotect per checkpoint over all dirty pages, whatever the partitions: not a per-node
+ * cost.) */
 static double node_cost(const struct kr__buddy *b, uint32_t i, unsigned k)
 {
     if (!b->written[i]) return 0;
     double p = (double)b->written[i] / b->intervals;
-    return p * (costs.fault_ns + 2 * scaled(costs.mprotect_ns, k) + scaled(costs.copy_ns, k));
+    return p * (costs.fault_ns + scaled(costs.mprotect_ns, k) + scaled(costs.copy_ns, k));
 }
 
 /* Pages under node i take partition order k, or its children are resolved further. */
