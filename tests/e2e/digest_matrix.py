@@ -66,6 +66,10 @@ state_configs = {
     "membench": (configs["membench"], ["full", "chunk", "page", "buddy"]),
     "pcs": (configs["pcs"], ["chunk", "page", "buddy"]),
 }
+# plain C heap calls, made transparent by -include kairos/transparent.h or by --wrap
+for variant in ("t", "wrap"):
+    state_configs[f"plainheap-{variant}"] = ([os.path.join(build, f"libplainheap_{variant}.so"),
+                                            "--lps", "32", "--end", "40"], ["full", "page", "buddy"])
 if os.path.exists(chaos_instr):
     state_configs["chaos-instrumented"] = ([chaos_instr, "--lps", "64", "--end", "30"],
                                            ["chunk", "page"])
@@ -81,6 +85,12 @@ for name, (args, modes) in state_configs.items():
                 fail(f"{name} --state {mode} {eng} K={k}: digest {digest(err)} / "
                      f"{committed(err)} events, sequential {ref} / {ref_n}")
     t.ok(f"{name}: same digest with --state {', '.join(modes)} at 1, 2 and 4 threads")
+
+_, out_t, err_t = run(kairos, "run", os.path.join(build, "libplainheap_t.so"), "--lps", "32", "--end", "40")
+_, out_w, err_w = run(kairos, "run", os.path.join(build, "libplainheap_wrap.so"), "--lps", "32", "--end", "40")
+if digest(err_t) != digest(err_w) or out_t != out_w:
+    fail("plainheap: transparent.h and --wrap builds of the same model differ")
+t.ok("plainheap: the transparent.h and --wrap builds commit the same history")
 
 # seeds matter, and a rerun is identical
 _, _, e1 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
