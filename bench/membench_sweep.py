@@ -24,7 +24,7 @@ from phold_std import commit, machine  # noqa: E402
 SIZES = [(10240, "10 KB", 2500), (102400, "100 KB", 250), (1048576, "1 MB", 25)]  # S, label, --end
 SPANS = [0.2, 0.4, 0.6, 0.8]
 FULL_EVERY = [5, 20]
-MODES = ["full", "chunk", "page", "buddy"]
+MODES = ["full", "chunk", "page", "buddy", "scan"]
 
 
 def run_once(kairos, S, end, span, mode, F, threads):
@@ -104,7 +104,7 @@ def main():
         styles = {"full": ("#000000", "")}
         for i, m in enumerate(MODES[1:]):
             for j, F in enumerate(FULL_EVERY):
-                styles[f"{m} F={F}"] = (["#1f77b4", "#d62728", "#2ca02c"][i], ["", "5,3"][j])
+                styles[f"{m} F={F}"] = (["#1f77b4", "#d62728", "#2ca02c", "#9467bd"][i], ["", "5,3"][j])
         write_svg(os.path.join(args.out, f"membench_{metric}.svg"), panels, "span (% of S)", ylabel,
                   log_y=True, styles=styles)
     print(f"\nwrote {args.out}/membench.csv and membench_*.svg")

@@ -17,7 +17,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from phold_std import commit, machine  # noqa: E402
 
-MODES = ["full", "chunk", "page", "buddy"]
+MODES = ["full", "chunk", "page", "buddy", "scan"]
 
 
 def run_once(kairos, mode, args, extra):

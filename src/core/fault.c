@@ -36,7 +36,7 @@ static bool tracking_fault(const siginfo_t *si)
     if (si->si_code != SEGV_ACCERR || !in_model()) return false;
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
-    if (!s || !s->tracking || s != kr__ctx.lp->arena.seg) return false;
+    if (!s || !s->tracking || s->scan || s != kr__ctx.lp->arena.seg) return false;
     int64_t p = kr__seg_page(s, si->si_addr);
     if (p < 0 || (s->pg[p] & KR_PG_DIRTY)) return false;
     s->faults++;

@@ -8,6 +8,7 @@
 #include "digest.h"
 #include "error.h"
 #include "../state/buddy.h"
+#include "../stats/statesave.h"
 #include "../stats/progress.h"
 #include "../stats/report.h"
 
@@ -118,12 +119,16 @@ static void setup_state(struct kr__run *r)
     if (r->state_mode == KR_STATE_FULL) return;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);
-    if (kr__region_init(r->n, slice, r->state_mode))
+    if (kr__region_init(r->n, slice, r->state_mode)) {
+        if (r->state_mode == KR_STATE_SCAN)
+            kr__usage_error("--state scan: the kernel's write tracking is not available (%s): it "
+                            "needs Linux 6.7 or later with userfaultfd allowed; use --state page",
+                            strerror(errno));
         kr__usage_error("--state %s: cannot reserve address space for %llu LPs of up to %zu "
                         "bytes each (%s); lower --arena-max or --lps, or use --state full",
-                        cfg->state_mode == KR_STATE_CHUNK ? "chunk" :
-                        cfg->state_mode == KR_STATE_PAGE ? "page" : "buddy",
-                        (unsigned long long)r->n, slice, strerror(errno));
+                        kr__state_mode_name(cfg->state_mode), (unsigned long long)r->n, slice,
+                        strerror(errno));
+    }
     if (r->state_mode == KR_STATE_BUDDY) kr__buddy_calibrate();
 }
 

@@ -13,7 +13,7 @@
 
 static bool paged(const struct kr__arena *a)
 {
-    return a->mode == KR_STATE_PAGE || a->mode == KR_STATE_BUDDY;
+    return a->mode == KR_STATE_PAGE || a->mode == KR_STATE_BUDDY || a->mode == KR_STATE_SCAN;
 }
 
 static size_t bitmap_bytes(const struct kr__area *ar) { return (size_t)ar->nwords * 8; }
@@ -197,6 +197,7 @@ struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, struct kr__arena *a,
                                bool full)
 {
     full = full || !prev || a->mode == KR_STATE_FULL;
+    if (a->seg && a->seg->scan) kr__seg_collect(a->seg); /* the kernel's written bits */
     if (a->seg && a->seg->bud) kr__buddy_checkpoint(a->seg); /* before the dirty set clears */
     size_t bytes = sizeof(struct kr__ckpt) + (full ? full_size(a) : incr_size(a));
     struct kr__ckpt *c = kr__blob_get(b, bytes);

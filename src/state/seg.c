@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "buddy.h"
+#include "scan.h"
 
 static struct {
     char *base;
@@ -39,9 +40,19 @@ int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
     region.shift = shift;
     region.n = n;
     region.mode = mode;
+    if (mode == KR_STATE_SCAN && kr__scan_init(p, total)) {
+        int e = errno;
+        munmap(p, total);
+        free(region.segs);
+        memset(&region, 0, sizeof region);
+        errno = e;
+        return -1;
+    }
     for (uint64_t i = 0; i < n; i++) {
         region.segs[i].base = region.base + (i << shift);
-        region.segs[i].tracking = mode == KR_STATE_PAGE || mode == KR_STATE_BUDDY;
+        region.segs[i].tracking = mode == KR_STATE_PAGE || mode == KR_STATE_BUDDY ||
+                                  mode == KR_STATE_SCAN;
+        region.segs[i].scan = mode == KR_STATE_SCAN;
     }
     return 0;
 }
@@ -56,6 +67,7 @@ void kr__region_destroy(void)
         free(s->order);
         kr__buddy_free(s->bud);
     }
+    if (region.mode == KR_STATE_SCAN) kr__scan_fini();
     munmap(region.base, (size_t)region.n << region.shift);
     free(region.segs);
     memset(&region, 0, sizeof region);
@@ -146,8 +158,30 @@ char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index)
 /* One mprotect from the first to the last dirty page: the clean pages between are
  * read-only already, and each call costs a lock of the address space and a TLB shootdown
  * on every core running this process, much more than the pages it covers. */
+static void mark_run(void *arg, uint32_t first, uint32_t count)
+{
+    struct kr__seg *s = arg;
+    for (uint32_t p = first; p < first + count && p < s->npages; p++) {
+        if (s->pg[p] & KR_PG_DIRTY) continue;
+        s->pg[p] |= KR_PG_DIRTY;
+        s->ndirty++;
+    }
+}
+
+void kr__seg_collect(struct kr__seg *s)
+{
+    if (!s->scan || !s->npages) return;
+    s->mprotects++; /* counted as one protection call: the scan re-protects */
+    if (kr__scan_written(s->base, s->top, mark_run, s) < 0) protect_failed(errno);
+}
+
 void kr__seg_protect_dirty(struct kr__seg *s)
 {
+    if (s->scan) { /* the collection re-protected them already */
+        for (uint32_t p = 0; p < s->npages; p++) s->pg[p] &= (uint8_t)~KR_PG_DIRTY;
+        s->ndirty = 0;
+        return;
+    }
     if (!s->ndirty) return;
     uint32_t first = UINT32_MAX, last = 0;
     for (uint32_t p = 0; p < s->npages; p++) {
@@ -162,19 +196,24 @@ void kr__seg_protect_dirty(struct kr__seg *s)
 
 void kr__seg_open_all(struct kr__seg *s)
 {
-    if (s->npages) protect(s, 0, s->npages, PROT_READ | PROT_WRITE);
+    if (s->npages && !s->scan) protect(s, 0, s->npages, PROT_READ | PROT_WRITE);
 }
 
 void kr__seg_close_all(struct kr__seg *s)
 {
     if (!s->npages) return;
-    protect(s, 0, s->npages, PROT_READ);
+    if (s->scan) kr__seg_collect(s); /* forget the restore's own writes */
+    else protect(s, 0, s->npages, PROT_READ);
     for (uint32_t p = 0; p < s->npages; p++) s->pg[p] &= (uint8_t)~KR_PG_DIRTY;
     s->ndirty = 0;
 }
 
 void kr__seg_open_page(struct kr__seg *s, uint32_t p)
 {
+    if (s->scan) {
+        mark_run(s, p, 1);
+        return;
+    }
     uint32_t len = (uint32_t)1 << s->order[p];
     uint32_t first = p & ~(len - 1);
     if (first + len > s->npages) len = s->npages - first;

@@ -8,7 +8,9 @@
  * write-protected. The first write into a page raises SIGSEGV; the handler marks the page's
  * partition dirty and opens it (one mprotect). Invariant: a page is open (writable) exactly
  * when it is dirty. In page mode every partition is one page; in buddy mode partitions are
- * aligned power-of-two runs of pages chosen by buddy.c.
+ * aligned power-of-two runs of pages chosen by buddy.c. In scan mode the kernel keeps the
+ * written bits (scan.c): kr__seg_collect turns them into dirty flags at each checkpoint and
+ * nothing is protected by hand.
  */
 #ifndef KR_STATE_SEG_H
 #define KR_STATE_SEG_H
@@ -17,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum kr__state_mode { KR_STATE_FULL, KR_STATE_CHUNK, KR_STATE_PAGE, KR_STATE_BUDDY };
+enum kr__state_mode { KR_STATE_FULL, KR_STATE_CHUNK, KR_STATE_PAGE, KR_STATE_BUDDY, KR_STATE_SCAN };
 
 #define KR_PAGE_SHIFT 12
 #define KR_PAGE ((size_t)1 << KR_PAGE_SHIFT)
@@ -36,7 +38,9 @@ struct kr__seg {
     uint8_t *order;          /* buddy: log2 size of the partition starting at each page
                               * (meaningful at partition starts; page mode: all 0) */
     uint32_t ndirty;         /* dirty pages */
-    bool tracking;           /* pages are protected between checkpoints (page/buddy) */
+    bool tracking;           /* pages are tracked: protected between checkpoints (page,
+                              * buddy) or written bits kept by the kernel (scan) */
+    bool scan;               /* scan mode: the kernel tracks, no faults reach us */
     bool failed;             /* an mprotect failed: the run stops with an error */
     uint64_t faults;         /* tracking faults taken */
     uint64_t mprotects;      /* mprotect calls */
@@ -62,6 +66,10 @@ static inline int64_t kr__seg_page(const struct kr__seg *s, const void *p)
     if ((const char *)p < s->base || off >= s->top) return -1;
     return (int64_t)(off >> KR_PAGE_SHIFT);
 }
+
+/* Scan mode: add the pages written since the last collection to the dirty flags (and let
+ * the kernel track afresh). Before a checkpoint reads the dirty set. */
+void kr__seg_collect(struct kr__seg *s);
 
 /* After a checkpoint: every dirty page becomes clean and write-protected. */
 void kr__seg_protect_dirty(struct kr__seg *s);

@@ -6,8 +6,8 @@
 
 const char *kr__state_mode_name(int mode)
 {
-    static const char *const names[] = { "full", "chunk", "page", "buddy" };
-    return mode >= 0 && mode <= KR_STATE_BUDDY ? names[mode] : "?";
+    static const char *const names[] = { "full", "chunk", "page", "buddy", "scan" };
+    return mode >= 0 && mode <= KR_STATE_SCAN ? names[mode] : "?";
 }
 
 void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
@@ -57,7 +57,9 @@ void kr__state_summary(const struct kr__run *r, FILE *f)
             (unsigned long long)incr, per(t.incr_bytes, incr) / 1024,
             per(t.ckpt_ns, t.ckpt_timed) / 1e3, per(t.restore_ns, t.restores) / 1e3,
             per(t.event_ns, t.events_timed) / 1e3);
-    if (r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY)
+    if (r->state_mode == KR_STATE_SCAN)
+        fprintf(f, "  page tracking:    by the kernel, %llu scans\n", (unsigned long long)t.mprotects);
+    else if (r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY)
         fprintf(f, "  page tracking:    %llu write faults, %llu mprotect calls%s\n",
                 (unsigned long long)t.faults, (unsigned long long)t.mprotects,
                 r->state_mode == KR_STATE_BUDDY ? ", buddy partitions re-planned" : "");

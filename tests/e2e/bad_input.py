@@ -70,7 +70,7 @@ crashes = {
          "stack overflow"],
 }
 for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
-             ["--threads", "2", "--state", "page"]):
+             ["--threads", "2", "--state", "page"], ["--threads", "2", "--state", "scan"]):
     for c, needles in crashes.items():
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
 for mode in ("page", "buddy"):
@@ -79,7 +79,7 @@ for mode in ("page", "buddy"):
            "-P", "case=18")
 
 # --state chunk: refused for models that do not mark writes; --check finds missed marks
-expect(2, ["--state must be full, chunk, page or buddy", "'bogus'"], "run", "phold", "--state", "bogus")
+expect(2, ["--state must be full, chunk, page, buddy or scan", "'bogus'"], "run", "phold", "--state", "bogus")
 expect(2, ["--ckpt-full-every must be at least 1"], "run", "phold", "--ckpt-full-every", "0")
 expect(2, ["--ckpt-interval needs a whole number"], "run", "phold", "--ckpt-interval", "often")
 expect(2, ["--state chunk", "model 'misuse' does not declare", "KR_MODEL_MARKS_WRITES",

@@ -58,18 +58,18 @@ for name, args in configs.items():
 # rollback-heavy configurations, at 1, 2 and 4 threads.
 chaos_instr = os.path.join(build, "libchaos_instr.so")
 state_configs = {
-    "phold-rollback-heavy": (configs["phold-rollback-heavy"], ["full", "chunk", "page", "buddy"]),
+    "phold-rollback-heavy": (configs["phold-rollback-heavy"], ["full", "chunk", "page", "buddy", "scan"]),
     "phold-big-state": (configs["phold-big-state"], ["chunk", "page", "buddy"]),
     "queueing": (configs["queueing"], ["chunk", "page", "buddy"]),
-    "chaos": (configs["chaos"], ["page", "buddy"]),
+    "chaos": (configs["chaos"], ["page", "buddy", "scan"]),
     "ring-done": (configs["ring-done"], ["page", "buddy"]),
-    "membench": (configs["membench"], ["full", "chunk", "page", "buddy"]),
-    "pcs": (configs["pcs"], ["chunk", "page", "buddy"]),
+    "membench": (configs["membench"], ["full", "chunk", "page", "buddy", "scan"]),
+    "pcs": (configs["pcs"], ["chunk", "page", "buddy", "scan"]),
 }
 # plain C heap calls, made transparent by -include kairos/transparent.h or by --wrap
 for variant in ("t", "wrap"):
     state_configs[f"plainheap-{variant}"] = ([os.path.join(build, f"libplainheap_{variant}.so"),
-                                            "--lps", "32", "--end", "40"], ["full", "page", "buddy"])
+                                            "--lps", "32", "--end", "40"], ["full", "page", "buddy", "scan"])
 if os.path.exists(chaos_instr):
     state_configs["chaos-instrumented"] = ([chaos_instr, "--lps", "64", "--end", "30"],
                                            ["chunk", "page"])

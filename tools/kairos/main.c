@@ -38,6 +38,8 @@ static void usage(FILE *f)
         "                         page   incremental: pages caught by write protection\n"
         "                         buddy  like page, pages grouped into buddy partitions\n"
         "                                planned from measured write patterns and costs\n"
+        "                         scan   like page, written pages tracked by the kernel\n"
+        "                                (userfaultfd write-protect + PAGEMAP_SCAN, Linux 6.7+)\n"
         "  --ckpt-interval K    checkpoint an LP every K events it processes (default 16),\n"
         "                       or 'auto': tuned at run time from checkpoint and coasting costs\n"
         "  --ckpt-full-every F  with chunk/page/buddy, every F-th checkpoint is full and the\n"
@@ -142,7 +144,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else if (!strcmp(v, "chunk")) c->state_mode = KR_STATE_CHUNK;
         else if (!strcmp(v, "page")) c->state_mode = KR_STATE_PAGE;
         else if (!strcmp(v, "buddy")) c->state_mode = KR_STATE_BUDDY;
-        else kr__usage_error("--state must be full, chunk, page or buddy, got '%s'", v);
+        else if (!strcmp(v, "scan")) c->state_mode = KR_STATE_SCAN;
+        else kr__usage_error("--state must be full, chunk, page, buddy or scan, got '%s'", v);
     } else if (!strcmp(a, "--gvt-period")) {
         c->gvt_period_ms = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--arena-max")) {
