@@ -2,7 +2,7 @@
 mistakes (exit 2) and model misuse (exit 1), each message naming what and where."""
 import os
 import sys
-from common import run, fail, digest, Tally
+from common import run, fail, digest, Tally, scan_available
 
 kairos, build = sys.argv[1], sys.argv[2]
 misuse = os.path.join(build, "libmisuse.so")
@@ -69,8 +69,11 @@ crashes = {
     17: ["model 'misuse', LP 1, virtual time 2, event type 2", "crashed with SIGSEGV",
          "stack overflow"],
 }
-for sync in (["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
-             ["--threads", "2", "--state", "page"], ["--threads", "2", "--state", "scan"]):
+setups = [["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
+          ["--threads", "2", "--state", "page"]]
+if scan_available(kairos):
+    setups.append(["--threads", "2", "--state", "scan"])
+for sync in setups:
     for c, needles in crashes.items():
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
 for mode in ("page", "buddy"):

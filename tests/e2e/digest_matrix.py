@@ -4,7 +4,7 @@ threads than this machine's cores included), with several checkpoint intervals, 
 rollback-heavy configuration (tiny lookahead, few LPs, many threads)."""
 import os
 import sys
-from common import run, fail, digest, committed, Tally
+from common import run, fail, digest, committed, Tally, scan_available
 
 kairos, build = sys.argv[1], sys.argv[2]
 ring = os.path.join(build, "libring.so")
@@ -73,7 +73,9 @@ for variant in ("t", "wrap"):
 if os.path.exists(chaos_instr):
     state_configs["chaos-instrumented"] = ([chaos_instr, "--lps", "64", "--end", "30"],
                                            ["chunk", "page"])
+has_scan = scan_available(kairos)
 for name, (args, modes) in state_configs.items():
+    modes = [m for m in modes if m != "scan" or has_scan]
     rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
     ref, ref_n = digest(err), committed(err)
     for mode in modes:

@@ -7,7 +7,9 @@
  * arena must equal, byte for byte, the reference copy recorded when that checkpoint was
  * taken. In page and buddy modes writes are tracked by the real fault handler, in scan
  * mode by the kernel. */
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "check.h"
 #include "core/core.h"
@@ -154,7 +156,11 @@ static void trim(struct kr__blobs *b, int k)
 
 static void run(int mode, unsigned F)
 {
-    CHECK(mode == KR_STATE_FULL || kr__region_init(1, (size_t)64 << 20, mode) == 0);
+    if (mode != KR_STATE_FULL && kr__region_init(1, (size_t)64 << 20, mode)) {
+        CHECK(mode == KR_STATE_SCAN); /* only the kernel feature may be missing */
+        printf("scan mode not available here (%s): skipped\n", strerror(errno));
+        return;
+    }
     struct kr__seg *seg = kr__region_seg(0);
     memset(&lp, 0, sizeof lp);
     kr__arena_init(a, 0, mode, seg);
