@@ -16,6 +16,13 @@
  * speculating further: bounded optimism keeps memory bounded and stops rollback storms. */
 #define TW_ROUND_EVENTS 2048
 #define TW_MAX_UNCOMMITTED (4 * TW_ROUND_EVENTS)
+/* May thread th run e now? Within its optimism bound, or e is at GVT: the thread holding
+ * the lowest pending event must always proceed, or a thread whose uncommitted events all
+ * lie above GVT would wait for a GVT only it can advance. */
+static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
+{
+    return th->uncommitted < TW_MAX_UNCOMMITTED || e->k.ts <= tw_gvt(th->g);
+}
 
 uint64_t tw_clock_ns(void)
 {
@@ -215,21 +222,23 @@ static void tw_pin(unsigned id, unsigned nthreads)
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
  * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
  * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
- * nanosleep costs at least ~60 us here. Oversubscribed threads yield at once instead. */
+ * nanosleep costs at least ~60 us here. Oversubscribed threads sleep at once: a yield
+ * hardly gives the core away (the scheduler often picks the yielder again), which starves
+ * the descheduled thread that holds GVT back. Measured: chaos, 8 LPs on 4 threads, two runs
+ * sharing 2 cores: 3-5% of runs took 10-100 s when idle threads yielded (even 4 yields
+ * before sleeping), none of 200 over 0.15 s with sleeps; PHOLD-std on 4 threads loses
+ * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
 static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
 {
-    if (++*spins < 4096 && !oversubscribed) {
+    if (!oversubscribed && ++*spins < 4096) {
         __builtin_ia32_pause();
         return;
     }
     *spins = 0;
     th->cnt->idle_sleeps++;
     tw_gvt_maybe_start(th, th->uncommitted > 0); /* idle with uncommitted work: commit it */
-    if (oversubscribed) sched_yield();
-    else {
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
-    }
+    struct timespec ts = { 0, 20000 };
+    nanosleep(&ts, NULL);
 }
 
 static void *tw_worker(void *arg)
@@ -256,7 +265,7 @@ static void *tw_worker(void *arg)
             break;
         }
         struct kr__ev *e = tw_top(th);
-        if (e && e->k.ts < end && th->uncommitted < g->max_uncommitted) {
+        if (e && e->k.ts < end && tw_may_run(th, e)) {
             kr__heap_pop(&th->heap);
             kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
             tw_process(th, e);
@@ -401,7 +410,6 @@ int kr__tw_run(struct kr__run *r)
     g->chained = r->state_mode != KR_STATE_FULL;
     g->round_events = TW_ROUND_EVENTS;
     g->check = r->cfg->check;
-    g->max_uncommitted = TW_MAX_UNCOMMITTED;
     g->horizon = kr__key_at(-INFINITY);
     g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));

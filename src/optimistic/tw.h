@@ -91,7 +91,6 @@ struct tw_global {
     bool by_done;
     uint64_t period_ns;                    /* start a GVT round at least this often... */
     uint64_t round_events;                 /* ...or when a thread processed this many events */
-    uint64_t max_uncommitted;              /* a thread this far ahead waits for GVT */
     bool ckpt_auto;                        /* --ckpt-interval auto: threads tune their K */
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
     bool chained;                          /* checkpoints form chains (not --state full): they
