@@ -172,7 +172,7 @@ static void set_power(struct power *x, double interf)
     x->sir = x->power * x->gain * x->fading / (NOISE + interf);
 }
 
-static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining, bool handoff,
+static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining,
                   const struct pcs_params *p)
 {
     int64_t ch = free_channel(c);
@@ -201,7 +201,6 @@ static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining, bool 
     struct ends e = { (uint32_t)ch, k->id };
     bool completes = k->end <= k->leave;
     kr_schedule(me, completes ? k->end : k->leave, completes ? COMPLETION : LEAVE, &e, sizeof e);
-    (void)handoff;
     return true;
 }
 
@@ -263,7 +262,7 @@ static void pcs_init(kr_lp me)
     c->stats = kr_calloc(p->periods, sizeof *c->stats);
     /* start in steady state: the target share of channels busy (durations are memoryless) */
     uint32_t start = (uint32_t)(p->utilization * p->channels + 0.5);
-    for (uint32_t i = 0; i < start; i++) setup(me, c, 0.0, kr_expo(p->call_mean), false, p);
+    for (uint32_t i = 0; i < start; i++) setup(me, c, 0.0, kr_expo(p->call_mean), p);
     kr_schedule(me, kr_expo(p->arrival_mean), ARRIVAL, NULL, 0);
     kr_schedule(me, p->fading_period * kr_random(), FADING, NULL, 0);
 }
@@ -281,7 +280,7 @@ static void pcs_event(kr_lp me, kr_time now, unsigned type, const void *payload,
     switch (type) {
     case ARRIVAL:
         st->arrivals++, c->total.arrivals++;
-        if (!setup(me, c, now, kr_expo(p->call_mean), false, p)) st->blocked++, c->total.blocked++;
+        if (!setup(me, c, now, kr_expo(p->call_mean), p)) st->blocked++, c->total.blocked++;
         kr_schedule(me, now + kr_expo(p->arrival_mean), ARRIVAL, NULL, 0);
         break;
     case COMPLETION:
@@ -300,7 +299,7 @@ static void pcs_event(kr_lp me, kr_time now, unsigned type, const void *payload,
         if (size != sizeof remaining) kr_error("HANDOFF event with a %zu-byte payload", size);
         memcpy(&remaining, payload, sizeof remaining);
         st->handoffs_in++, c->total.handoffs_in++;
-        if (!setup(me, c, now, remaining, true, p)) st->dropped++, c->total.dropped++;
+        if (!setup(me, c, now, remaining, p)) st->dropped++, c->total.dropped++;
         break;
     case FADING:
         st->fadings++, c->total.fadings++;
