@@ -33,7 +33,7 @@ static const char *mode_name(int mode)
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
 {
-    if (kr__ctx.mode != KR_MODE_NONE && kr__ctx.lp) return 1;
+    if (kr__in_lp()) return 1;
     fprintf(stderr, "kairos: error: %s called outside init, an event or finish (no current LP); "
             "model calls are only valid while Kairos runs the model's callbacks\n", fn);
     exit(KR_EXIT_MODEL);

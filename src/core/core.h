@@ -91,6 +91,12 @@ struct kr__ctx {
 
 extern __thread struct kr__ctx kr__ctx;
 
+/* Model code is running for an LP (init, an event, coasting or finish). */
+static inline bool kr__in_lp(void)
+{
+    return kr__ctx.lp && kr__ctx.mode != KR_MODE_NONE;
+}
+
 /* Engines. */
 int kr__seq_run(struct kr__run *r);
 int kr__tw_run(struct kr__run *r);

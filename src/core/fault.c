@@ -23,17 +23,10 @@
 
 static __thread void *alt_stack;
 
-static bool in_model(void)
-{
-    uint8_t m = kr__ctx.mode;
-    return kr__ctx.lp && (m == KR_MODE_INIT || m == KR_MODE_EVENT || m == KR_MODE_COAST ||
-                          m == KR_MODE_FINISH);
-}
-
 /* A tracking fault: a write to a protected page of the running LP's own state. */
 static bool tracking_fault(const siginfo_t *si)
 {
-    if (si->si_code != SEGV_ACCERR || !in_model()) return false;
+    if (si->si_code != SEGV_ACCERR || !kr__in_lp()) return false;
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
     if (!s || !s->tracking || s->scan || s != kr__ctx.lp->arena.seg) return false;
@@ -91,7 +84,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         errno = saved;
         return;
     }
-    if (in_model()) model_crash(sig, si); /* does not return */
+    if (kr__in_lp()) model_crash(sig, si); /* does not return */
     engine_crash(sig, si);
     errno = saved;
 }

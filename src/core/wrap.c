@@ -8,33 +8,27 @@
 #include <string.h>
 #include "core.h"
 
-static bool in_lp(void)
-{
-    uint8_t m = kr__ctx.mode;
-    return kr__ctx.lp && m != KR_MODE_NONE;
-}
-
 void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n) { return in_lp() ? kr_malloc(n) : malloc(n); }
+void *__wrap_malloc(size_t n) { return kr__in_lp() ? kr_malloc(n) : malloc(n); }
 
 void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_calloc(size_t n, size_t size) { return in_lp() ? kr_calloc(n, size) : calloc(n, size); }
+void *__wrap_calloc(size_t n, size_t size) { return kr__in_lp() ? kr_calloc(n, size) : calloc(n, size); }
 
 void *__wrap_realloc(void *p, size_t n);
 void *__wrap_realloc(void *p, size_t n)
 {
-    return in_lp() ? kr_realloc(p, n) : realloc(p, n);
+    return kr__in_lp() ? kr_realloc(p, n) : realloc(p, n);
 }
 
 void __wrap_free(void *p);
 void __wrap_free(void *p)
 {
-    if (in_lp()) kr_free(p); /* a block not from this LP's arena is reported as misuse */
+    if (kr__in_lp()) kr_free(p); /* a block not from this LP's arena is reported as misuse */
     else free(p);
 }
 
 char *__wrap_strdup(const char *s);
-char *__wrap_strdup(const char *s) { return in_lp() ? kr_strdup(s) : strdup(s); }
+char *__wrap_strdup(const char *s) { return kr__in_lp() ? kr_strdup(s) : strdup(s); }
 
 void *__wrap_memcpy(void *d, const void *s, size_t n);
 void *__wrap_memcpy(void *d, const void *s, size_t n) { return kr_memcpy(d, s, n); }

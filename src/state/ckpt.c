@@ -253,23 +253,48 @@ static void copy_chunk(struct kr__arena *a, struct kr__area *ar, uint32_t idx, c
     }
 }
 
-/* A saved bitmap and the chunks it selects: copy them back (only those live now, when
- * only_live: a full checkpoint holds chunks freed since). Returns the cursor after them. */
+/* Walk over a saved chunk record of an area: its bitmap, then the chunks it selects. After
+ * the last chunk, `data` is the cursor past the record. */
+struct saved_chunks {
+    const unsigned char *bits, *data;
+    size_t csz;
+    uint32_t w, nwords;
+    uint64_t m;
+    bool started;
+};
+
+static void saved_begin(struct saved_chunks *it, const struct kr__area *ar, const unsigned char *in)
+{
+    *it = (struct saved_chunks){ .bits = in, .data = in + bitmap_bytes(ar),
+                                 .csz = kr__arena_class_bytes(ar->cls), .nwords = ar->nwords };
+    if (it->nwords) memcpy(&it->m, it->bits, 8);
+}
+
+/* The next saved chunk: its index and its saved bytes (it->data). */
+static bool saved_next(struct saved_chunks *it, uint32_t *idx)
+{
+    if (it->started) it->data += it->csz;
+    it->started = true;
+    while (!it->m) {
+        if (++it->w >= it->nwords) return false;
+        memcpy(&it->m, it->bits + (size_t)it->w * 8, 8);
+    }
+    *idx = it->w * 64 + (uint32_t)__builtin_ctzll(it->m);
+    it->m &= it->m - 1;
+    return true;
+}
+
+/* Copy a saved chunk record back (only the chunks live now, when only_live: a full
+ * checkpoint holds chunks freed since). Returns the cursor after it. */
 static const unsigned char *apply_chunks(struct kr__arena *a, struct kr__area *ar,
                                          const unsigned char *in, bool only_live)
 {
-    const unsigned char *bits = in;
-    in += bitmap_bytes(ar);
-    size_t csz = kr__arena_class_bytes(ar->cls);
-    for (uint32_t w = 0; w < ar->nwords; w++) {
-        uint64_t m;
-        memcpy(&m, bits + (size_t)w * 8, 8);
-        for (; m; m &= m - 1, in += csz) {
-            uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
-            if (!only_live || test_bit(ar->bits, idx)) copy_chunk(a, ar, idx, in);
-        }
-    }
-    return in;
+    struct saved_chunks it;
+    uint32_t idx;
+    saved_begin(&it, ar, in);
+    while (saved_next(&it, &idx))
+        if (!only_live || test_bit(ar->bits, idx)) copy_chunk(a, ar, idx, it.data);
+    return it.data;
 }
 
 static void apply_full(struct kr__arena *a, const struct kr__ckpt *c)
@@ -401,24 +426,20 @@ void *kr__ckpt_unmarked_write(const struct kr__arena *a, const struct kr__ckpt *
     for (uint32_t i = 0; i < c->nareas; i++) {
         const struct kr__area *ar = a->areas[i];
         if (!get32(&in)) continue;
-        const unsigned char *bits = in;
-        in += bitmap_bytes(ar);
-        size_t csz = kr__arena_class_bytes(ar->cls);
-        for (uint32_t w = 0; w < ar->nwords; w++) {
-            uint64_t m;
-            memcpy(&m, bits + (size_t)w * 8, 8);
-            for (; m; m &= m - 1, in += csz) {
-                uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
-                const char *now = ar->data + (size_t)idx * csz;
-                if (!test_bit(ar->bits, idx) || test_bit(KR_AREA_DIRTY(ar), idx)) continue;
-                for (size_t k = 0; k < csz; k++)
-                    if ((unsigned char)now[k] != in[k]) {
-                        *off = k;
-                        *size = csz;
-                        return (void *)now;
-                    }
-            }
+        struct saved_chunks it;
+        uint32_t idx;
+        saved_begin(&it, ar, in);
+        while (saved_next(&it, &idx)) {
+            const char *now = ar->data + (size_t)idx * it.csz;
+            if (!test_bit(ar->bits, idx) || test_bit(KR_AREA_DIRTY(ar), idx)) continue;
+            for (size_t k = 0; k < it.csz; k++)
+                if ((unsigned char)now[k] != it.data[k]) {
+                    *off = k;
+                    *size = it.csz;
+                    return (void *)now;
+                }
         }
+        in = it.data;
     }
     return NULL;
 }

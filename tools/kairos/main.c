@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "../../src/core/core.h"
 #include "../../src/core/error.h"
+#include "../../src/stats/statesave.h"
 
 #define KAIROS_VERSION "0.1.0"
 
@@ -140,12 +141,11 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         if (c->ckpt_full_every > 65535) kr__usage_error("--ckpt-full-every must be at most 65535");
     } else if (!strcmp(a, "--state")) {
         const char *v = need_value(argc, argv, i);
-        if (!strcmp(v, "full")) c->state_mode = KR_STATE_FULL;
-        else if (!strcmp(v, "chunk")) c->state_mode = KR_STATE_CHUNK;
-        else if (!strcmp(v, "page")) c->state_mode = KR_STATE_PAGE;
-        else if (!strcmp(v, "buddy")) c->state_mode = KR_STATE_BUDDY;
-        else if (!strcmp(v, "scan")) c->state_mode = KR_STATE_SCAN;
-        else kr__usage_error("--state must be full, chunk, page, buddy or scan, got '%s'", v);
+        c->state_mode = -1;
+        for (int m = KR_STATE_FULL; m <= KR_STATE_SCAN; m++)
+            if (!strcmp(v, kr__state_mode_name(m))) c->state_mode = m;
+        if (c->state_mode < 0)
+            kr__usage_error("--state must be full, chunk, page, buddy or scan, got '%s'", v);
     } else if (!strcmp(a, "--gvt-period")) {
         c->gvt_period_ms = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--arena-max")) {
