@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include "core.h"
 #include "error.h"
+#include "../ult/ult.h"
 
 __thread struct kr__ctx kr__ctx;
 
@@ -15,10 +16,12 @@ __thread struct kr__ctx kr__ctx;
  * instead of running forever (the chain length is the tie key's `gen`). */
 #define KR_MAX_ZERO_DELAY_HOPS (1u << 22)
 
-/* Every kr_* call brackets its work with these (no-ops for now; time-sharing will enter
- * platform mode here and run check-and-switch on the way out). */
-#define KR_API_ENTER() ((void)0)
-#define KR_API_LEAVE() ((void)0)
+/* Every kr_* call brackets its work with these: platform mode inside (a tick returns at
+ * once), and check-and-switch on the way out when the call came from model code running
+ * on an event stack (time-sharing, src/ult/ult.h). Elsewhere: a thread-local load and
+ * store. */
+#define KR_API_ENTER() sig_atomic_t kr__was_app_ = kr__ult_enter()
+#define KR_API_LEAVE() kr__ult_leave(kr__was_app_)
 
 static const char *mode_name(int mode)
 {

@@ -14,6 +14,11 @@
 
 enum kr__sync { KR_SYNC_SEQUENTIAL, KR_SYNC_OPTIMISTIC };
 
+/* --preempt: plain Time Warp, or events on their own stacks preempted at model-call returns
+ * (return), also by extra ticks always (tick) or while the adaptive rule says so. */
+enum kr__preempt { KR_PREEMPT_OFF, KR_PREEMPT_RETURN, KR_PREEMPT_TICK, KR_PREEMPT_ADAPTIVE };
+const char *kr__preempt_name(int p);
+
 struct kr__kv {
     const char *key;
     const char *val;
@@ -34,6 +39,11 @@ struct kr__config {
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     bool check;                 /* verify engine invariants while running (slower) */
+    int preempt;                /* enum kr__preempt: time-sharing of the optimistic engine */
+    double tick_us;             /* extra-tick period ΔET */
+    double alpha;               /* adaptive rule: ticks while Δe/(APMS+1) >= (1+alpha) ΔET */
+    size_t stack_kb;            /* event stack size (time-sharing) */
+    double event_timeout;       /* seconds an event may run on the committed path; 0: none */
     struct kr__kv *params;
     size_t nparams;
 };
@@ -102,6 +112,9 @@ int kr__seq_run(struct kr__run *r);
 int kr__tw_run(struct kr__run *r);
 
 int kr__run_main(const struct kr__config *cfg);
+/* kairos calibrate (src/ult/calibrate.c), and the tick period it saved (else 50 us). */
+int kr__calibrate_main(int argc, char **argv);
+double kr__calibrated_tick_us(void);
 
 /* Shared engine helpers (run.c). */
 void kr__lp_setup(struct kr__run *r, kr_lp id);

@@ -18,6 +18,10 @@ void kr__model_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define KR_EXIT_INTERNAL 3
 
+/* An event on the committed path that does not return (--event-timeout; %g: seconds). */
+#define KR_TIMEOUT_FMT "the event has run for more than %g s (--event-timeout) without " \
+    "returning: an endless loop? If it is only slow, raise --event-timeout (0: no limit)"
+
 /* Print an already formatted model error and exit 1 (after committed output is flushed). */
 _Noreturn void kr__die(const char *msg);
 

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "../state/buddy.h"
 #include "../state/seg.h"
+#include "../ult/ult.h"
 
 #define ALT_STACK_BYTES (64 * 1024)
 
@@ -49,6 +50,12 @@ static const char *sig_name(int sig)
 
 static void model_crash(int sig, const siginfo_t *si)
 {
+    if (sig == SIGSEGV && kr__ult_guard_hit(si->si_addr)) {
+        const struct kr__ult *u = kr__ult_self.cur;
+        kr__model_error("the event handler overflowed its stack (%zu KiB, an event stack of "
+                        "time-sharing): deep recursion or large local arrays; raise --stack-kb "
+                        "or move large arrays to kr_malloc", (size_t)(u->hi - u->lo) / 1024);
+    }
     uint64_t lp;
     struct kr__seg *s = sig == SIGSEGV ? kr__region_find(si->si_addr, &lp) : NULL;
     if (s && s != kr__ctx.lp->arena.seg)
@@ -113,7 +120,10 @@ void kr__fault_thread_init(void)
     if (sigaltstack(&st, NULL)) {
         free(alt_stack);
         alt_stack = NULL;
+        return;
     }
+    kr__ult_self.alt_lo = alt_stack; /* ticks landing in the fault handler are ignored */
+    kr__ult_self.alt_hi = (char *)alt_stack + ALT_STACK_BYTES;
 }
 
 void kr__fault_thread_fini(void)
@@ -123,4 +133,5 @@ void kr__fault_thread_fini(void)
     sigaltstack(&st, NULL);
     free(alt_stack);
     alt_stack = NULL;
+    kr__ult_self.alt_lo = kr__ult_self.alt_hi = NULL;
 }

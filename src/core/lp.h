@@ -11,6 +11,8 @@
 #include "../state/ckpt.h"
 #include "../stats/output.h"
 
+struct kr__ult;
+
 struct kr__lp {
     /* Hot: touched by every event of this LP. The first two cache lines only, so that with a
      * large number of LPs an event costs as few cache misses as possible. */
@@ -35,6 +37,7 @@ struct kr__lp {
     _Alignas(64) struct kr__arena arena;
     struct kr__ev *parked;        /* events held back while poisoned */
     char *err;                    /* the deferred error message of `poison` */
+    struct kr__ult *ult;          /* time-sharing: the stack of its preempted event */
 };
 
 _Static_assert(offsetof(struct kr__lp, arena) == 128, "keep the hot part of an LP in two cache lines");

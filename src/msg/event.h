@@ -23,7 +23,8 @@ struct kr__key {
 };
 
 /* Where an event is in its life (struct kr__ev.st). */
-enum { KR_EV_FREE, KR_EV_INFLIGHT, KR_EV_PENDING, KR_EV_PROCESSED, KR_EV_CANCELLED, KR_EV_PARKED };
+enum { KR_EV_FREE, KR_EV_INFLIGHT, KR_EV_PENDING, KR_EV_PROCESSED, KR_EV_CANCELLED, KR_EV_PARKED,
+       KR_EV_SUSPENDED /* preempted mid-event (time-sharing); in the heap to be resumed */ };
 
 /* Flags (struct kr__ev.flags). */
 enum {

@@ -46,6 +46,7 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
  * 80% of commit time at 65536 LPs). */
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
+    if (th->nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
     if (!lp->first_unc && lp->nkept >= TW_COMMITTED_TAIL && !lp->poison) {
         if (!th->g->chained && lp->base) kr__ckpt_release(&th->blobs, lp->base);
         tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
@@ -158,7 +159,8 @@ void tw_release_all(struct tw_thread *th)
     struct kr__key h = th->g->horizon;
     for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
         struct kr__lp *lp = &th->r->lps[id];
-        if (lp->tail && !kr__key_lt(&lp->tail->k, &h)) tw_rollback(th, lp, &h, false);
+        if ((lp->tail && !kr__key_lt(&lp->tail->k, &h)) || lp->ult)
+            tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */
         struct kr__ckpt *c = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
         while (th->g->chained && c) { /* the whole chain, newest first */
             struct kr__ckpt *n = c->prev;

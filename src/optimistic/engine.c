@@ -60,7 +60,9 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
 {
     if (e->k.ts <= th->lvt[e->dest - th->lp_lo]) {
         struct kr__lp *lp = &th->r->lps[e->dest];
-        if (lp->tail && kr__key_lt(&e->k, &lp->tail->k)) tw_rollback(th, lp, &e->k, true);
+        if ((lp->tail && kr__key_lt(&e->k, &lp->tail->k)) ||
+            (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
+            tw_rollback(th, lp, &e->k, true);
     }
     e->st = KR_EV_PENDING;
     kr__heap_push(&th->heap, e);
@@ -126,7 +128,7 @@ static void tw_fail(struct kr__ctx *c, char *msg)
     free(c->lp->err);
     c->lp->err = msg;
     th->armed = false;
-    longjmp(th->jmp, 1); /* the event is marked failed; reported only if it commits */
+    longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
 static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
@@ -140,6 +142,7 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
     kr__ctx.now = e->k.ts;
     kr__ctx.gen = e->k.gen;
     kr__ctx.mode = (uint8_t)mode;
+    th->jmp_cur = &th->jmp;
     th->armed = true;
     if (_setjmp(th->jmp) == 0) kr__run_event(th->r, lp, e);
     else e->flags |= KR_EVF_ERROR;
@@ -171,6 +174,10 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     lp->since_ckpt++;
     e->child = NULL;
     e->flags = 0;
+    if (th->preempt) { /* on its own stack: may be preempted (preempt.c) */
+        tw_ts_start(th, lp, e);
+        return;
+    }
     if ((th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0) { /* event cost, sampled */
         uint64_t t0 = tw_clock_ns();
         tw_execute(th, lp, e, KR_MODE_EVENT);
@@ -179,6 +186,12 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     } else {
         tw_execute(th, lp, e, KR_MODE_EVENT);
     }
+    tw_finish_event(th, lp, e);
+}
+
+/* e has run to its end: it joins lp's processed list. */
+void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
     if (e->flags & KR_EVF_ERROR) lp->poison = e;
     else if (th->r->model->done && th->r->model->done(e->dest, lp->root))
         e->flags |= KR_EVF_DONE_AFTER;
@@ -249,6 +262,7 @@ static void *tw_worker(void *arg)
     bool over = ncpu > 0 && g->n > (unsigned)ncpu;
     tw_pin(th->id, g->n);
     kr__fault_thread_init();
+    tw_ts_thread_start(th);
     kr__ctx.run = th->r;
     kr__ctx.ops = &tw_ops;
     kr__ctx.pool = th->pool;
@@ -268,7 +282,8 @@ static void *tw_worker(void *arg)
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             kr__heap_pop(&th->heap);
             kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
-            tw_process(th, e);
+            if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
+            else tw_process(th, e);
             spins = 0;
             if ((++iter & 255) == 0) {
                 tw_gvt_maybe_start(th, th->cnt->processed - th->round_mark >= g->round_events);
@@ -289,6 +304,7 @@ static void *tw_worker(void *arg)
     }
     tw_commit_before_error(th);
     tw_release_all(th);
+    tw_ts_thread_end(th);
     kr__pool_flush(th->pool);
     kr__fault_thread_fini();
     atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);
@@ -415,6 +431,7 @@ int kr__tw_run(struct kr__run *r)
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
     pthread_mutex_init(&g->err_mu, NULL);
     atomic_init(&g->last_round_ns, tw_clock_ns());
+    if (r->cfg->preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_setup_threads(r, g);
     tw_init_lps(r, g);
     atomic_store(&g->running, g->n);

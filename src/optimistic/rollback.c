@@ -91,10 +91,19 @@ static void cancel_child(struct tw_thread *th, struct kr__ev *c)
     tw_transport_send(th, owner, a);
 }
 
+void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
+{
+    for (struct kr__ev *c = e->child, *n; c; c = n) {
+        n = c->sib;
+        cancel_child(th, c);
+    }
+}
+
 /* The receiver side: c is owned by this thread. */
 void tw_cancel(struct tw_thread *th, struct kr__ev *c)
 {
-    if (c->st == KR_EV_PROCESSED) tw_rollback(th, &th->r->lps[c->dest], &c->k, true);
+    if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED)
+        tw_rollback(th, &th->r->lps[c->dest], &c->k, true); /* (suspended: abandoned) */
     c->st = KR_EV_CANCELLED; /* pending or parked: dropped when it surfaces */
 }
 
@@ -121,12 +130,7 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     lp->tail = e->prev;
     if (lp->tail) lp->tail->next = NULL;
     else lp->head = NULL;
-    if (cancel) {
-        for (struct kr__ev *c = e->child, *n; c; c = n) {
-            n = c->sib;
-            cancel_child(th, c);
-        }
-    }
+    if (cancel) tw_cancel_children(th, e);
     e->child = NULL;
     if (e == lp->poison) {
         lp->poison = NULL;
@@ -144,20 +148,25 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     return c;
 }
 
-/* Undo every processed event of lp with key >= k, then rebuild the state just before k. */
+/* Undo every processed event of lp with key >= k, then rebuild the state just before k.
+ * A preempted event of lp (always later than k: see tw_deliver) is abandoned first. */
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel)
 {
     struct kr__ckpt *first = NULL; /* checkpoint of the earliest undone event, if any */
     uint64_t undone = 0;
+    bool abandoned = th->nsusp && lp->ult;
+    if (abandoned) first = tw_ts_abandon(th, lp, cancel);
     while (lp->tail && !kr__key_lt(&lp->tail->k, k)) {
         if (first) kr__ckpt_release(&th->blobs, first);
         first = undo_tail(th, lp, cancel);
         undone++;
     }
-    if (!undone) return;
+    if (!undone && !abandoned) return;
     tw_set_lvt(th, lp);
-    th->cnt->rollbacks++;
-    th->cnt->rolled_back += undone;
+    if (undone) {
+        th->cnt->rollbacks++;
+        th->cnt->rolled_back += undone;
+    }
     kr__outvec_drop_from(&lp->out, k);
     struct kr__ev *c = lp->tail;
     while (c && !c->ckpt) c = c->prev;

@@ -13,6 +13,7 @@
 #include "../queue/heap.h"
 #include "../state/blob.h"
 #include "../stats/output.h"
+#include "../ult/ult.h"
 
 struct tw_global;
 
@@ -66,8 +67,18 @@ struct tw_thread {
     struct kr__key max_done_committed;  /* latest "became done" among those */
     struct kr__outsink sink;
     struct kr__key applied;   /* horizon this thread last committed up to */
-    jmp_buf jmp;
-    bool armed;               /* jmp is valid: a model error is deferred, not fatal */
+    jmp_buf jmp;              /* events run on the worker's stack (and coasting) */
+    jmp_buf *jmp_cur;         /* where a model error unwinds to: jmp, or an event stack's */
+    bool armed;               /* jmp_cur is valid: a model error is deferred, not fatal */
+    /* Time-sharing (preempt.c). */
+    uint8_t preempt;          /* enum kr__preempt */
+    bool ticks_fine;          /* fine-grain ticks armed (else only the liveness slice) */
+    unsigned nsusp;           /* LPs with a preempted event */
+    struct kr__ult_pool ults;
+    uint64_t tick_ns, timeout_ns;
+    uint64_t armed_t0;        /* when the fine ticks were last armed */
+    double de_ns, apms;       /* exponential means: event time, model calls per event */
+    double rule_ns;           /* adaptive: arm while de / (apms + 1) >= this */
     pthread_t tid;
 };
 
@@ -135,7 +146,15 @@ void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_drain(struct tw_thread *th);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 uint64_t tw_clock_ns(void);
+void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* preempt.c */
+void tw_ts_thread_start(struct tw_thread *th);
+void tw_ts_thread_end(struct tw_thread *th);
+void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+void tw_ts_resume(struct tw_thread *th, struct kr__ev *e);
+struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool cancel);
 /* rollback.c */
+void tw_cancel_children(struct tw_thread *th, struct kr__ev *e);
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel);
 void tw_cancel(struct tw_thread *th, struct kr__ev *c);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);

@@ -32,6 +32,17 @@ struct kr__counters {
     uint64_t ckpt_interval_final;        /* K in effect at the end (tuned if auto) */
     uint64_t pool_bytes;
     uint64_t ckpt_peak_bytes;
+    /* time-sharing (--preempt) */
+    uint64_t ult_events;                 /* events run on their own stacks */
+    uint64_t preempt_return, preempt_tick, preempt_slice; /* suspensions, by trigger */
+    uint64_t resumed;                    /* preempted events that later ran to their end */
+    uint64_t abandoned;                  /* preempted events rolled back before finishing */
+    uint64_t switches;                   /* context switches, both directions */
+    uint64_t ticks, ticks_platform, ticks_outside; /* delivered; in platform mode; outside
+                                                    * model code (both left alone) */
+    uint64_t tick_armed_ns;              /* time with fine-grain ticks armed */
+    uint64_t stacks_peak;                /* event stacks in use at once, at most */
+    double de_ns, apms;                  /* final means: event time, model calls per event */
     _Atomic uint64_t pub_committed;      /* committed, published for the progress line */
     _Atomic uint64_t pub_processed;
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "../core/error.h"
 #include "statesave.h"
+#include "timeshare.h"
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t)
 {
@@ -51,6 +52,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
                 (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
     kr__state_summary(r, f);
+    kr__timeshare_summary(r, f);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -200,6 +202,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)r->run_digest);
     json_config(f, r);
     kr__state_json(r, f);
+    kr__timeshare_json(r, f);
     json_machine(f);
     json_series(f, r);
     json_threads(f, r);

@@ -70,12 +70,31 @@ crashes = {
          "stack overflow"],
 }
 setups = [["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
-          ["--threads", "2", "--state", "page"]]
+          ["--threads", "2", "--state", "page"], ["--threads", "2", "--preempt", "off"],
+          ["--threads", "2", "--preempt", "tick"]]
 if scan_available(kairos):
     setups.append(["--threads", "2", "--state", "scan"])
+# with time-sharing (the default) events run on their own stacks, with guard pages
+on_stack = ["model 'misuse', LP 1, virtual time 2, event type 2", "overflowed its stack",
+            "256 KiB", "--stack-kb"]
 for sync in setups:
     for c, needles in crashes.items():
+        if c == 17 and "optimistic" not in sync and "sequential" not in sync and "off" not in sync:
+            needles = on_stack
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
+expect(1, on_stack[:2] + ["64 KiB"], "run", misuse, "--lps", "2", "--end", "10", "--threads", "1",
+       "--stack-kb", "64", "-P", "case=17")
+
+# time-sharing options
+expect(2, ["--preempt must be off, return, tick or adaptive", "'often'"], "run", "phold",
+       "--preempt", "often")
+expect(2, ["--tick-us must be between 5 and 1000000"], "run", "phold", "--tick-us", "1")
+expect(2, ["--tick-us needs a positive number"], "run", "phold", "--tick-us", "fast")
+expect(2, ["--alpha needs a number of at least -1"], "run", "phold", "--alpha", "-2")
+expect(2, ["--stack-kb must be at least 16"], "run", "phold", "--stack-kb", "4")
+expect(2, ["--event-timeout needs seconds"], "run", "phold", "--event-timeout", "-1")
+expect(2, ["calibrate: unknown option '--bogus'"], "calibrate", "--bogus", "1")
+expect(2, ["--ticks needs a comma-separated list"], "calibrate", "--ticks", "50,x")
 for mode in ("page", "buddy"):
     expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "in the state of LP 0",
                "private"], "run", misuse, "--lps", "2", "--end", "10", "--state", mode,

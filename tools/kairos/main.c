@@ -20,6 +20,8 @@ static void usage(FILE *f)
         "  kairos run MODEL [options] [-P name=value ...]   run a model\n"
         "  kairos run MODEL --help                         list the model's parameters\n"
         "  kairos models                                   list the built-in models\n"
+        "  kairos calibrate [options]                      measure the cost of extra ticks\n"
+        "                                                  and pick --tick-us for this machine\n"
         "  kairos --help | --version\n"
         "\n"
         "MODEL is a built-in model name (see 'kairos models') or the path of a model shared\n"
@@ -46,6 +48,19 @@ static void usage(FILE *f)
         "  --ckpt-full-every F  with chunk/page/buddy, every F-th checkpoint is full and the\n"
         "                       others incremental (default 10)\n"
         "  --gvt-period MS      milliseconds between GVT rounds (default 5)\n"
+        "  --preempt MODE       time-sharing (event preemption) of the optimistic engine:\n"
+        "                         off       plain Time Warp: an event runs to its end\n"
+        "                         return    events on their own stacks, preempted when a\n"
+        "                                   model call returns and earlier work has arrived\n"
+        "                         tick      also preempted by extra ticks every --tick-us\n"
+        "                         adaptive  ticks only while events are long next to the\n"
+        "                                   gaps between model calls (default)\n"
+        "  --tick-us US         extra-tick period (default: from 'kairos calibrate', else 50)\n"
+        "  --alpha A            adaptive rule: ticks while mean event time / (model calls per\n"
+        "                       event + 1) >= (1 + A) x tick (default -0.5; -1: always)\n"
+        "  --stack-kb N         stack of an event under time-sharing (default 256)\n"
+        "  --event-timeout S    an event on the committed path still running after S seconds\n"
+        "                       is reported as a model error (default 60; 0: never)\n"
         "  --arena-max BYTES    limit on one LP's state in use (kr_malloc, rounded up to\n"
         "                       powers of two), suffix K, M or G (default 64M)\n"
         "  --stats FILE         write run statistics as JSON (schema: docs/stats-schema.md)\n"
@@ -80,6 +95,26 @@ static double parse_time(const char *opt, const char *v)
     double x = v ? strtod(v, &end) : NAN;
     if (!v || errno || end == v || *end || isnan(x) || x <= 0)
         kr__usage_error("%s needs a positive number (or 'inf'), got '%s'", opt, v ? v : "");
+    return x;
+}
+
+/* One of the names name(lo..hi); `choices` lists them for the message. */
+static int parse_choice(const char *opt, const char *v, const char *(*name)(int), int lo, int hi,
+                        const char *choices)
+{
+    for (int m = lo; m <= hi; m++)
+        if (!strcmp(v, name(m))) return m;
+    kr__usage_error("%s must be %s, got '%s'", opt, choices, v);
+}
+
+/* A finite number >= min; `what` says what was expected. */
+static double parse_real(const char *v, double min, const char *what)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < min)
+        kr__usage_error("%s, got '%s'", what, v);
     return x;
 }
 
@@ -140,12 +175,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         c->ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1);
         if (c->ckpt_full_every > 65535) kr__usage_error("--ckpt-full-every must be at most 65535");
     } else if (!strcmp(a, "--state")) {
-        const char *v = need_value(argc, argv, i);
-        c->state_mode = -1;
-        for (int m = KR_STATE_FULL; m <= KR_STATE_SCAN; m++)
-            if (!strcmp(v, kr__state_mode_name(m))) c->state_mode = m;
-        if (c->state_mode < 0)
-            kr__usage_error("--state must be full, chunk, page, buddy or scan, got '%s'", v);
+        c->state_mode = parse_choice(a, need_value(argc, argv, i), kr__state_mode_name,
+                                     KR_STATE_FULL, KR_STATE_SCAN, "full, chunk, page, buddy or scan");
     } else if (!strcmp(a, "--gvt-period")) {
         c->gvt_period_ms = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--arena-max")) {
@@ -160,6 +191,22 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else kr__usage_error("--progress must be on, off or auto, got '%s'", v);
     } else if (!strcmp(a, "--check")) {
         c->check = true;
+    } else if (!strcmp(a, "--preempt")) {
+        c->preempt = parse_choice(a, need_value(argc, argv, i), kr__preempt_name,
+                                  KR_PREEMPT_OFF, KR_PREEMPT_ADAPTIVE, "off, return, tick or adaptive");
+    } else if (!strcmp(a, "--tick-us")) {
+        c->tick_us = parse_time(a, need_value(argc, argv, i));
+        if (c->tick_us < 5 || c->tick_us > 1e6)
+            kr__usage_error("--tick-us must be between 5 and 1000000 microseconds, got %g", c->tick_us);
+    } else if (!strcmp(a, "--alpha")) {
+        c->alpha = parse_real(need_value(argc, argv, i), -1,
+                              "--alpha needs a number of at least -1 (-1: ticks always on)");
+    } else if (!strcmp(a, "--stack-kb")) {
+        c->stack_kb = parse_u64(a, need_value(argc, argv, i), 16);
+        if (c->stack_kb > (1u << 20)) kr__usage_error("--stack-kb must be at most 1048576 (1 GiB)");
+    } else if (!strcmp(a, "--event-timeout")) {
+        c->event_timeout = parse_real(need_value(argc, argv, i), 0,
+                                      "--event-timeout needs seconds (0: no limit)");
     } else if (!strcmp(a, "-P")) {
         add_param(c, need_value(argc, argv, i));
     } else if (!strncmp(a, "-P", 2)) {
@@ -186,6 +233,11 @@ static int cmd_run(int argc, char **argv)
     c.gvt_period_ms = 5;
     c.arena_max = (size_t)64 << 20;
     c.progress = -1;
+    c.preempt = KR_PREEMPT_ADAPTIVE;
+    c.tick_us = kr__calibrated_tick_us();
+    c.alpha = -0.5;
+    c.stack_kb = 256;
+    c.event_timeout = 60;
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             const struct kr_model *m = kr__model_load(c.model);
@@ -222,5 +274,6 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
+    if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
     kr__usage_error("unknown command '%s'", argv[1]);
 }

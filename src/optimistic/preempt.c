@@ -1,0 +1,241 @@
+/* preempt.c - fine-grain time-sharing in the optimistic engine (paper 000, DESIGN 7).
+ *
+ * With --preempt other than off, an event runs on an event stack (src/ult). When it is
+ * preempted - check-and-switch found a lower timestamp in the thread's inbox at a model
+ * call's return or at an extra tick, or it held the CPU for a whole liveness slice - it goes
+ * back into the thread's pending heap under its own key, marked SUSPENDED, and its LP keeps
+ * the stack. The platform then drains the inbox (rolling back whatever the new messages
+ * require), runs lower-timestamp events of other LPs, and resumes the event when it is again
+ * the lowest: nothing done so far is lost. If the LP must roll back to before the event (a
+ * straggler, or the event itself cancelled), the partial event is abandoned: its sends so far
+ * are cancelled, its output dropped, its state restored from the checkpoints, the stack reset
+ * (tw_ts_abandon, called by tw_rollback). An LP with a suspended event runs nothing else, and
+ * fossil collection leaves it alone: its state is mid-event.
+ *
+ * Extra ticks are per worker (src/ult/tick.c). In adaptive mode each thread keeps
+ * exponential means of the event time Δe and of the model calls per event (APMS) and arms
+ * the fine ticks while Δe / (APMS + 1) >= (1 + α) ΔET: the gap between two chances to
+ * preempt (calls, plus the event's end) is long next to a tick. Otherwise - and in return
+ * mode - a slow liveness tick stays on, so an event looping for ever on a speculative path
+ * is still preempted and rolled back when the straggler that cancels it arrives. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tw.h"
+#include "../core/error.h"
+
+/* The liveness slice: an event holding the CPU this long gives the platform a turn (drain,
+ * GVT, the timeout check) and is resumed at once if it is still the lowest. */
+#define TW_SLICE_NS (10 * 1000 * 1000ull)
+/* Preempted events one thread may hold: each keeps a stack. */
+#define TW_MAX_SUSPENDED 1024
+/* Exponential means weigh the newest sample 1/8; the adaptive rule is checked every 16
+ * events (arming is a system call). */
+#define TW_MEAN_W 0.125
+#define TW_RULE_EVERY 16
+
+const char *kr__preempt_name(int p)
+{
+    switch (p) {
+    case KR_PREEMPT_OFF: return "off";
+    case KR_PREEMPT_RETURN: return "return";
+    case KR_PREEMPT_TICK: return "tick";
+    default: return "adaptive";
+    }
+}
+
+/* Every event stack runs this: one event per turn, then back to the platform. */
+static void ts_entry(void *arg)
+{
+    struct tw_thread *th = arg;
+    for (;;) {
+        struct kr__ult *u = kr__ult_self.cur;
+        struct kr__ev *e = u->ev;
+        struct kr__lp *lp = &th->r->lps[e->dest];
+        jmp_buf jb;
+        u->jmp = &jb;
+        th->jmp_cur = &jb;
+        th->armed = true;
+        if (_setjmp(jb) == 0) {
+            kr__ult_self.app = 1;
+            atomic_signal_fence(memory_order_seq_cst);
+            kr__run_event(th->r, lp, e);
+            atomic_signal_fence(memory_order_seq_cst);
+        } else {
+            e->flags |= KR_EVF_ERROR; /* deferred: reported only if it commits */
+        }
+        kr__ult_self.app = 0;
+        th->armed = false;
+        u->jmp = NULL;
+        kr__ult_yield(KR_ULT_DONE, 0);
+    }
+}
+
+static void arm(struct tw_thread *th, bool fine)
+{
+    uint64_t now = tw_clock_ns();
+    if (th->ticks_fine) th->cnt->tick_armed_ns += now - th->armed_t0;
+    th->ticks_fine = fine;
+    th->armed_t0 = now;
+    kr__tick_arm(fine ? th->tick_ns : TW_SLICE_NS);
+}
+
+void tw_ts_thread_start(struct tw_thread *th)
+{
+    const struct kr__config *cfg = th->r->cfg;
+    th->preempt = (uint8_t)cfg->preempt;
+    if (th->preempt == KR_PREEMPT_OFF) return;
+    kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024, TW_MAX_SUSPENDED, ts_entry, th);
+    struct kr__ult_self *s = &kr__ult_self;
+    s->bh_min = &th->g->inbox[th->id].bh_min;
+    s->slice_ns = TW_SLICE_NS;
+    th->tick_ns = (uint64_t)(cfg->tick_us * 1000.0);
+    th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
+    th->rule_ns = (1.0 + cfg->alpha) * (double)th->tick_ns;
+    if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
+    arm(th, th->preempt == KR_PREEMPT_TICK ||
+                (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->alpha <= -1));
+}
+
+void tw_ts_thread_end(struct tw_thread *th)
+{
+    if (th->preempt == KR_PREEMPT_OFF) return;
+    if (th->ticks_fine) th->cnt->tick_armed_ns += tw_clock_ns() - th->armed_t0;
+    kr__tick_arm(0);
+    kr__tick_thread_fini();
+    const struct kr__ult_self *s = &kr__ult_self;
+    struct kr__counters *c = th->cnt;
+    c->preempt_return = s->by_return;
+    c->preempt_tick = s->by_tick;
+    c->preempt_slice = s->by_slice;
+    c->switches = s->switches;
+    c->ticks = s->ticks;
+    c->ticks_platform = s->ticks_platform;
+    c->ticks_outside = s->ticks_outside;
+    c->stacks_peak = th->ults.peak;
+    c->de_ns = th->de_ns;
+    c->apms = th->apms;
+    kr__ult_pool_destroy(&th->ults);
+}
+
+/* The adaptive rule (paper 000, eq. 2, with the event's end counted as a chance too). */
+static void adapt(struct tw_thread *th)
+{
+    bool want = th->de_ns / (th->apms + 1.0) >= th->rule_ns;
+    if (want != th->ticks_fine) arm(th, want);
+}
+
+/* Run (or resume) e on its stack until it ends or is preempted. */
+static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                        struct kr__ult *u)
+{
+    struct kr__ult_self *s = &kr__ult_self;
+    kr__ctx.lp = lp;
+    kr__ctx.id = e->dest;
+    kr__ctx.ev = e;
+    kr__ctx.now = e->k.ts;
+    kr__ctx.gen = e->k.gen;
+    kr__ctx.mode = KR_MODE_EVENT;
+    if (u->jmp) { /* resuming: errors unwind into its own frame */
+        th->jmp_cur = u->jmp;
+        th->armed = true;
+    }
+    s->now = e->k.ts;
+    s->can_suspend = th->ults.live < th->ults.max;
+    uint64_t calls0 = s->returns;
+    uint64_t t0 = tw_clock_ns();
+    s->seg_start_ns = t0;
+    kr__ult_run(u);
+    u->run_ns += tw_clock_ns() - t0;
+    u->calls += s->returns - calls0;
+    th->armed = false;
+    kr__ctx.mode = KR_MODE_NONE;
+    if (u->status == KR_ULT_SUSPENDED) {
+        if (!u->preempted) th->nsusp++;
+        u->preempted = true;
+        lp->ult = u;
+        e->st = KR_EV_SUSPENDED;
+        kr__heap_push(&th->heap, e);
+        th->lvt[e->dest - th->lp_lo] = e->k.ts; /* deliveries below it take the slow path */
+        tw_flush_local(th);                     /* what it sent so far to this thread's LPs */
+        return;
+    }
+    struct kr__counters *c = th->cnt;
+    if (u->preempted) {
+        th->nsusp--;
+        c->resumed++;
+        lp->ult = NULL;
+    }
+    c->ult_events++;
+    c->event_ns_sampled += u->run_ns;
+    c->events_timed++;
+    th->de_ns += TW_MEAN_W * ((double)u->run_ns - th->de_ns);
+    th->apms += TW_MEAN_W * ((double)u->calls - th->apms);
+    if (th->preempt == KR_PREEMPT_ADAPTIVE && (c->ult_events % TW_RULE_EVERY) == 0) adapt(th);
+    kr__ult_put(&th->ults, u);
+    tw_finish_event(th, lp, e);
+}
+
+void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    struct kr__ult *u = kr__ult_get(&th->ults);
+    u->ev = e;
+    u->preempted = false;
+    u->jmp = NULL;
+    u->run_ns = 0;
+    u->calls = 0;
+    run_segment(th, lp, e, u);
+}
+
+/* An event on the committed path that will not end: a model error at its key. */
+static bool timed_out(struct tw_thread *th, struct kr__ev *e, const struct kr__ult *u)
+{
+    if (!th->timeout_ns || u->run_ns < th->timeout_ns) return false;
+    if (kr__key_lt(&th->applied, &e->k)) { /* not yet known to be the lowest anywhere */
+        tw_gvt_maybe_start(th, true);
+        return false;
+    }
+    char where[256], msg[512];
+    kr__ctx.lp = &th->r->lps[e->dest];
+    kr__ctx.id = e->dest;
+    kr__ctx.ev = e;
+    kr__ctx.now = e->k.ts;
+    kr__ctx.mode = KR_MODE_EVENT;
+    kr__ctx_where(where, sizeof where);
+    kr__ctx.mode = KR_MODE_NONE;
+    snprintf(msg, sizeof msg, "%s: " KR_TIMEOUT_FMT, where, th->r->cfg->event_timeout);
+    tw_fail_at_commit(th->g, msg, &e->k);
+    return true;
+}
+
+void tw_ts_resume(struct tw_thread *th, struct kr__ev *e)
+{
+    struct kr__lp *lp = &th->r->lps[e->dest];
+    struct kr__ult *u = lp->ult;
+    if (timed_out(th, e, u)) {
+        kr__heap_push(&th->heap, e); /* stays suspended; the run stops */
+        return;
+    }
+    run_segment(th, lp, e, u);
+}
+
+/* lp must roll back to before its preempted event: drop the partial event. Returns the
+ * checkpoint taken just before it, if any (the caller restores from it). */
+struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool cancel)
+{
+    struct kr__ult *u = lp->ult;
+    struct kr__ev *e = u->ev;
+    if (cancel) tw_cancel_children(th, e);
+    e->child = NULL;
+    kr__outvec_drop_from(&lp->out, &e->k);
+    lp->ult = NULL;
+    th->nsusp--;
+    th->cnt->abandoned++;
+    kr__ult_put(&th->ults, u);
+    struct kr__ckpt *c = e->ckpt;
+    e->ckpt = NULL;
+    e->flags = 0;
+    e->st = KR_EV_PENDING; /* it is in the heap: it will start afresh */
+    return c;
+}

@@ -1,0 +1,272 @@
+/* calibrate.c - `kairos calibrate`: what do extra ticks cost on this machine (paper 000,
+ * section 3.1)? Threads run a fixed busy loop, first with no ticks, then with the tick
+ * timer at each period ΔET; the handler is the engine's own, in platform mode (it counts
+ * and returns), so the measurement is the cost of delivery alone. Runs are interleaved and
+ * repeated; the table shows the median slowdown per thread count and period. The smallest
+ * period whose slowdown stays under the limit (default 3%) on every thread count is
+ * recommended and saved, and later runs take it as the default --tick-us. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "ult.h"
+#include "../core/core.h"
+#include "../core/error.h"
+
+#define DEFAULT_TICK_US 50.0
+#define MAX_LIST 32
+
+struct cal_arg {
+    unsigned id, nthreads;
+    uint64_t iters;
+    uint64_t tick_ns;      /* 0: no ticks */
+    pthread_barrier_t *bar;
+    uint64_t result;
+    uint64_t ticks;
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A loop the compiler cannot shorten: a chain of dependent multiply-adds. */
+static uint64_t busy(uint64_t iters, uint64_t x)
+{
+    for (uint64_t i = 0; i < iters; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
+static void *cal_thread(void *p)
+{
+    struct cal_arg *a = p;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 0 && a->nthreads <= (unsigned)ncpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(a->id % (unsigned)ncpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    bool timer = a->tick_ns && kr__tick_thread_init() == 0;
+    pthread_barrier_wait(a->bar);
+    if (timer) kr__tick_arm(a->tick_ns);
+    a->result = busy(a->iters, a->id + 1);
+    if (timer) {
+        kr__tick_arm(0);
+        kr__tick_thread_fini();
+    }
+    a->ticks = kr__ult_self.ticks;
+    kr__ult_self.ticks = 0;
+    kr__ult_self.ticks_platform = 0;
+    return NULL;
+}
+
+/* Wall seconds for nthreads threads to run iters each. */
+static double run_once(unsigned nthreads, uint64_t iters, uint64_t tick_ns, uint64_t *ticks)
+{
+    pthread_t tid[MAX_LIST * 8];
+    struct cal_arg arg[MAX_LIST * 8];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, nthreads + 1);
+    for (unsigned t = 0; t < nthreads; t++) {
+        arg[t] = (struct cal_arg){ t, nthreads, iters, tick_ns, &bar, 0, 0 };
+        if (pthread_create(&tid[t], NULL, cal_thread, &arg[t]))
+            kr__usage_error("calibrate: cannot start thread %u", t);
+    }
+    pthread_barrier_wait(&bar);
+    uint64_t t0 = mono_ns();
+    uint64_t sink = 0;
+    *ticks = 0;
+    for (unsigned t = 0; t < nthreads; t++) {
+        pthread_join(tid[t], NULL);
+        sink += arg[t].result;
+        *ticks += arg[t].ticks;
+    }
+    double sec = (double)(mono_ns() - t0) * 1e-9;
+    pthread_barrier_destroy(&bar);
+    if (sink == 42) fputc(' ', stderr); /* keep the results alive */
+    return sec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static unsigned parse_list(const char *opt, const char *v, double *out, double lo, double hi)
+{
+    unsigned n = 0;
+    char *copy = strdup(v ? v : "");
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        errno = 0;
+        double x = strtod(tok, &end);
+        if (errno || end == tok || *end || !(x >= lo && x <= hi) || n == MAX_LIST)
+            kr__usage_error("%s needs a comma-separated list of numbers from %g to %g (at most "
+                            "%d), got '%s'", opt, lo, hi, MAX_LIST, v);
+        out[n++] = x;
+    }
+    free(copy);
+    if (!n) kr__usage_error("%s needs at least one value", opt);
+    return n;
+}
+
+/* Where the recommended period is kept. */
+static const char *cal_path(char *buf, size_t cap)
+{
+    const char *env = getenv("KAIROS_CALIBRATION");
+    if (env && *env) return env;
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, cap, "%s/kairos/calibration", xdg);
+    else if (home && *home) snprintf(buf, cap, "%s/.config/kairos/calibration", home);
+    else return NULL;
+    return buf;
+}
+
+double kr__calibrated_tick_us(void)
+{
+    char buf[4096];
+    const char *path = cal_path(buf, sizeof buf);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return DEFAULT_TICK_US;
+    double us = DEFAULT_TICK_US, x;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "tick_us %lf", &x) == 1 && x >= 5 && x <= 1e6) us = x;
+    fclose(f);
+    return us;
+}
+
+static void save(double us, const char *summary)
+{
+    char buf[4096];
+    const char *path = cal_path(buf, sizeof buf);
+    if (!path) {
+        fprintf(stderr, "kairos: calibrate: no HOME or KAIROS_CALIBRATION: not saved\n");
+        return;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++) /* mkdir -p of the parent */
+        if (*p == '/') {
+            *p = 0;
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "kairos: calibrate: cannot write %s (%s): not saved\n", path,
+                strerror(errno));
+        return;
+    }
+    fprintf(f, "# written by 'kairos calibrate': default --tick-us of later runs\n%s", summary);
+    fprintf(f, "tick_us %g\n", us);
+    fclose(f);
+    printf("saved to %s (used as the default --tick-us)\n", path);
+}
+
+static void cal_usage(void)
+{
+    puts("Usage: kairos calibrate [options]\n"
+         "Measures the slowdown extra ticks cause to busy threads and picks --tick-us.\n"
+         "  --threads LIST   thread counts to measure (default 1,...,cores)\n"
+         "  --ticks LIST     tick periods in microseconds (default 500,200,100,50,20,10)\n"
+         "  --seconds S      length of one baseline run (default 0.5)\n"
+         "  --reps R         repetitions of each measurement, median kept (default 5)\n"
+         "  --limit PCT      slowdown allowed for the recommendation (default 3)\n"
+         "  --no-save        print only; do not save the recommendation");
+}
+
+int kr__calibrate_main(int argc, char **argv)
+{
+    double threads[MAX_LIST], ticks[MAX_LIST] = { 500, 200, 100, 50, 20, 10 };
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned nt = 0, nk = 6;
+    for (long t = 1; t <= (ncpu > 0 ? ncpu : 1) && nt < 8; t++) threads[nt++] = (double)t;
+    double seconds = 0.5, limit = 3;
+    unsigned reps = 5;
+    bool do_save = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            cal_usage();
+            return 0;
+        }
+        if (!strcmp(a, "--no-save")) {
+            do_save = false;
+            continue;
+        }
+        if (!v) kr__usage_error("calibrate: option %s needs a value (or unknown option)", a);
+        i++;
+        if (!strcmp(a, "--threads")) nt = parse_list(a, v, threads, 1, 64);
+        else if (!strcmp(a, "--ticks")) nk = parse_list(a, v, ticks, 5, 1e6);
+        else if (!strcmp(a, "--seconds")) parse_list(a, v, &seconds, 0.01, 600);
+        else if (!strcmp(a, "--limit")) parse_list(a, v, &limit, 0.01, 100);
+        else if (!strcmp(a, "--reps")) {
+            double r;
+            parse_list(a, v, &r, 1, 101);
+            reps = (unsigned)r;
+        } else kr__usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows as they are measured */
+    kr__tick_install(NULL);
+    /* Size the loop so one baseline run on one thread takes about `seconds`. */
+    uint64_t iters = 1u << 20, dummy;
+    double t1 = run_once(1, iters, 0, &dummy);
+    while (t1 < 0.02) {
+        iters *= 4;
+        t1 = run_once(1, iters, 0, &dummy);
+    }
+    iters = (uint64_t)((double)iters * seconds / t1);
+    printf("extra-tick cost: busy loop of %.2f s per thread, median of %u interleaved runs\n",
+           seconds, reps);
+    printf("%-8s %-10s %-12s %-12s %s\n", "threads", "tick_us", "baseline_s", "ticked_s",
+           "slowdown");
+    double best = 0;
+    double worst[MAX_LIST] = { 0 };
+    char summary[4096] = "";
+    size_t sl = 0;
+    for (unsigned ti = 0; ti < nt; ti++) {
+        unsigned n = (unsigned)threads[ti];
+        for (unsigned k = 0; k < nk; k++) {
+            double base[101], tick[101];
+            uint64_t got = 0, tk;
+            for (unsigned r = 0; r < reps; r++) { /* interleaved: drift hits both alike */
+                base[r] = run_once(n, iters, 0, &tk);
+                tick[r] = run_once(n, iters, (uint64_t)(ticks[k] * 1000), &tk);
+                got += tk;
+            }
+            qsort(base, reps, sizeof *base, cmp_double);
+            qsort(tick, reps, sizeof *tick, cmp_double);
+            double b = base[reps / 2], t = tick[reps / 2], slow = (t / b - 1) * 100;
+            if (slow > worst[k]) worst[k] = slow;
+            printf("%-8u %-10g %-12.4f %-12.4f %+.2f%%   (%.0f ticks/s/thread)\n", n, ticks[k], b, t,
+                   slow, (double)got / reps / n / t);
+            if (sl < sizeof summary - 128)
+                sl += (size_t)snprintf(summary + sl, sizeof summary - sl,
+                                       "# threads %u tick_us %g slowdown %.2f%%\n", n, ticks[k],
+                                       slow);
+        }
+    }
+    for (unsigned k = 0; k < nk; k++)
+        if (worst[k] <= limit && (best == 0 || ticks[k] < best)) best = ticks[k];
+    if (best == 0) {
+        printf("no period kept the slowdown under %g%%; keeping the default %g us\n", limit,
+               DEFAULT_TICK_US);
+        return 0;
+    }
+    printf("recommended --tick-us %g (the shortest period under %g%% slowdown on every thread "
+           "count)\n", best, limit);
+    if (do_save) save(best, summary);
+    return 0;
+}
