@@ -1,7 +1,13 @@
 /* phold.c - PHOLD, the standard synthetic PDES benchmark. Each LP starts `population`
  * events; every event schedules one more at now + lookahead + exponential(mean), to a
  * uniformly random LP with probability `remote`, else to itself. Defaults are PHOLD-std
- * (DESIGN.md section 10): 1 event per LP, lookahead 0.1, mean 1.0, all destinations random. */
+ * (DESIGN.md section 10): 1 event per LP, lookahead 0.1, mean 1.0, all destinations random.
+ *
+ * PHOLD-phases (paper 000, section 3.2): `mesh` M puts the LPs on an M x M torus and sends
+ * every job to one of the 4 neighbours; `phase_length` L splits virtual time into three
+ * phases [0, L), [L, 2L), [2L, ...) whose events do phase_a_us, phase_b_us, phase_c_us of
+ * busy arithmetic (30, 150, 300 us by default):
+ *   kairos run phold --lps 2025 -P mesh=45 -P population=5 -P phase_length=2 --end 6 */
 #include <time.h>
 #include "kairos.h"
 
@@ -19,6 +25,13 @@ static const struct kr_param phold_params[] = {
     { "remote", KR_PARAM_DOUBLE, "1.0", "probability that the destination is a random LP" },
     { "busy_us", KR_PARAM_DOUBLE, "0", "busy work per event, microseconds of wall time" },
     { "state_bytes", KR_PARAM_INT, "0", "extra state per LP, bytes" },
+    { "mesh", KR_PARAM_INT, "0", "M > 0: LPs on an M x M torus (needs --lps M*M), jobs go to "
+      "a random one of the 4 neighbours" },
+    { "phase_length", KR_PARAM_DOUBLE, "0", "L > 0: three phases of virtual length L with the "
+      "busy work below (PHOLD-phases)" },
+    { "phase_a_us", KR_PARAM_DOUBLE, "30", "busy arithmetic per event in phase A, microseconds" },
+    { "phase_b_us", KR_PARAM_DOUBLE, "150", "... in phase B" },
+    { "phase_c_us", KR_PARAM_DOUBLE, "300", "... in phase C" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -31,16 +44,55 @@ static void busy(double us)
     } while ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) * 1e-3 < us);
 }
 
+/* Busy arithmetic for `us` microseconds: iterations per microsecond measured once per
+ * process. Unlike busy(), no system call: all of it is model code, preemptible by ticks. */
+static void spin_us(double us)
+{
+    static _Atomic double per_us; /* (not model state: the same for every LP) */
+    double k = per_us;
+    if (k == 0) {
+        struct timespec a, b;
+        uint64_t x = 1, n = 1u << 22;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        __asm__ volatile("" : : "r"(x)); /* keep the loop */
+        double took = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) * 1e-3;
+        k = per_us = (double)n / (took > 0 ? took : 1);
+    }
+    uint64_t x = 1, n = (uint64_t)(us * k);
+    for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    __asm__ volatile("" : : "r"(x));
+}
+
+/* A random one of the 4 neighbours of `me` on the M x M torus. */
+static kr_lp neighbour(kr_lp me, uint64_t m)
+{
+    uint64_t r = me / m, c = me % m;
+    switch (kr_random_u64() % 4) {
+    case 0: r = (r + 1) % m; break;
+    case 1: r = (r + m - 1) % m; break;
+    case 2: c = (c + 1) % m; break;
+    default: c = (c + m - 1) % m;
+    }
+    return (kr_lp)(r * m + c);
+}
+
 static void send_next(kr_lp me, kr_time now, struct phold_state *s)
 {
     static __thread double la = -1, mean, remote;
+    static __thread int64_t mesh;
     if (la < 0) {
         la = kr_param_double("lookahead", 0.1);
         mean = kr_param_double("mean", 1.0);
         remote = kr_param_double("remote", 1.0);
+        mesh = kr_param_int("mesh", 0);
     }
     kr_lp dest = me;
-    if (remote >= 1.0 || kr_random() < remote) {
+    if (mesh > 0) {
+        dest = neighbour(me, (uint64_t)mesh);
+        s->remote_sent++;
+    } else if (remote >= 1.0 || kr_random() < remote) {
         dest = kr_random_u64() % kr_lp_count();
         s->remote_sent += dest != me;
     }
@@ -49,6 +101,10 @@ static void send_next(kr_lp me, kr_time now, struct phold_state *s)
 
 static void phold_init(kr_lp me)
 {
+    int64_t mesh = kr_param_int("mesh", 0);
+    if (mesh < 0 || (mesh > 0 && (uint64_t)mesh * (uint64_t)mesh != kr_lp_count()))
+        kr_error("-P mesh=%lld needs --lps %lld (an M x M torus), this run has %llu LPs",
+                 (long long)mesh, (long long)(mesh * mesh), (unsigned long long)kr_lp_count());
     struct phold_state *s = kr_malloc(sizeof *s);
     int64_t extra = kr_param_int("state_bytes", 0);
     if (extra > 0) {
@@ -66,8 +122,14 @@ static void phold_event(kr_lp me, kr_time now, unsigned type, const void *payloa
     (void)type;
     (void)payload;
     (void)size;
-    static __thread double busy_us = -1;
-    if (busy_us < 0) busy_us = kr_param_double("busy_us", 0);
+    static __thread double busy_us = -1, phase_len, phase_us[3];
+    if (busy_us < 0) {
+        busy_us = kr_param_double("busy_us", 0);
+        phase_len = kr_param_double("phase_length", 0);
+        phase_us[0] = kr_param_double("phase_a_us", 30);
+        phase_us[1] = kr_param_double("phase_b_us", 150);
+        phase_us[2] = kr_param_double("phase_c_us", 300);
+    }
     struct phold_state *s = state;
     kr_touch(s, sizeof *s); /* --state chunk: this event writes the LP's record... */
     s->events++;
@@ -77,6 +139,7 @@ static void phold_event(kr_lp me, kr_time now, unsigned type, const void *payloa
         (*b)++;
     }
     if (busy_us > 0) busy(busy_us);
+    if (phase_len > 0) spin_us(phase_us[now < phase_len ? 0 : now < 2 * phase_len ? 1 : 2]);
     send_next(me, now, s);
 }
 

@@ -28,7 +28,7 @@ __thread struct kr__ult_self kr__ult_self __attribute__((tls_model("initial-exec
 #if defined(__x86_64__)
 void kr__ult_swap(void **save, void *load);
 void kr__ult_boot(void);
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
         ".globl kr__ult_swap\n"
         ".type kr__ult_swap,@function\n"
         "kr__ult_swap:\n"
@@ -60,7 +60,8 @@ __asm__(".text\n"
         "    movq %r12, %rdi\n"  /* the ULT */
         "    callq *%r13\n"      /* ult_start: never returns */
         "    ud2\n"
-        ".size kr__ult_boot, .-kr__ult_boot\n");
+        ".size kr__ult_boot, .-kr__ult_boot\n"
+        ".popsection\n");
 #else
 #error "time-sharing context switch: only x86-64 is implemented (src/ult/ult.c)"
 #endif

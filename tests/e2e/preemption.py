@@ -1,0 +1,84 @@
+"""Time-sharing (--preempt): every preemption mode gives the sequential engine's run digest
+and output for every model, with ticks frequent enough to preempt events at arbitrary
+instructions (phold with busy work, pcs floating point); an endless loop on a wrong
+speculative path is broken by preemption and rolled back; an endless loop on the committed
+path is reported after --event-timeout."""
+import os
+import re
+import sys
+from common import run, fail, digest, committed, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+ring = os.path.join(build, "libring.so")
+chaos = os.path.join(build, "libchaos.so")
+spin = os.path.join(build, "libspinloop.so")
+plain = os.path.join(build, "libplainheap_wrap.so")
+t = Tally()
+
+models = {
+    "phold-busy": ["phold", "--lps", "64", "--end", "20", "-P", "busy_us=40", "-P", "lookahead=0.01"],
+    "phold-std": ["phold", "--end", "100"],
+    "queueing": ["queueing", "--lps", "16", "--end", "300"],
+    "chaos": [chaos, "--lps", "32", "--end", "20"],
+    "ring": [ring, "--lps", "16", "--end", "inf", "-P", "laps=100"],
+    "membench": ["membench", "--lps", "16", "--end", "30", "-P", "state=20000"],
+    "pcs": ["pcs", "--lps", "16", "--end", "2", "-P", "channels=200"],
+    "plainheap-wrap": [plain, "--lps", "16", "--end", "30"],
+}
+modes = [["--preempt", "off"], ["--preempt", "return"], ["--preempt", "tick", "--tick-us", "100"],
+         ["--preempt", "adaptive"], ["--preempt", "adaptive", "--alpha", "-1", "--tick-us", "200"]]
+
+
+def ts_line(err):
+    m = re.search(r"time sharing:.*?(\d+) preemptions \((\d+) at model calls, (\d+) by ticks, "
+                  r"(\d+) slices\), (\d+) resumed, (\d+) rolled back", err)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+ticked = 0
+for name, args in models.items():
+    rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
+    ref, n = digest(err), committed(err)
+    for mode in modes:
+        for th in ("1", "2", "4"):
+            if th == "4" and mode[1] not in ("tick", "return"):
+                continue
+            extra = ["--state", "page"] if name == "membench" and th == "2" else []
+            rc, out, err = run(kairos, "run", *args, "--threads", th, *mode, *extra)
+            if digest(err) != ref or committed(err) != n or out != ref_out:
+                fail(f"{name} {mode} threads {th}: digest {digest(err)} vs {ref}, "
+                     f"{committed(err)} vs {n} events, output equal: {out == ref_out}")
+            s = ts_line(err)
+            if mode[1] != "off" and s is None:
+                fail(f"{name} {mode}: no time-sharing summary line:\n{err}")
+            if s:
+                ticked += s[2]
+    t.ok(f"{name}: every --preempt mode at 1/2/4 threads matches sequential ({ref})")
+if ticked == 0:
+    fail("no event was ever preempted by a tick: the asynchronous path went untested")
+t.ok(f"{ticked} preemptions by ticks across the matrix")
+
+# An endless loop on a wrong speculative path: broken by preemption (plain Time Warp would
+# spin for ever), the event abandoned and run again after the straggler.
+rc, ref_out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--sync", "sequential")
+ref = digest(err)
+for mode in (["--preempt", "return"], ["--preempt", "tick"], ["--preempt", "adaptive"]):
+    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", "2", *mode)
+    s = ts_line(err)
+    if digest(err) != ref or out != ref_out or "passed the gate at time 10" not in out:
+        fail(f"speculative loop {mode}: digest {digest(err)} vs {ref}; output {out!r}")
+    if not s or s[5] < 1:
+        fail(f"speculative loop {mode}: the looping event was not preempted and rolled back:\n{err}")
+    t.ok(f"speculative endless loop broken by preemption ({mode[1]}: {s[0]} preemptions, "
+         f"{s[5]} rolled back)")
+
+# An endless loop on the committed path: a model error after --event-timeout.
+for th in ("1", "2"):
+    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", th,
+                       "--event-timeout", "0.5", "-P", "case=1", check=False)
+    want = ["model 'spinloop', LP 0, virtual time 1, event type 3", "more than 0.5 s",
+            "--event-timeout", "endless loop"]
+    if rc != 1 or any(w not in err for w in want):
+        fail(f"committed loop, threads {th}: exit {rc}, expected a timeout error:\n{err}")
+    t.ok(f"committed endless loop reported after --event-timeout (threads {th})")
+t.finish()
