@@ -174,15 +174,17 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     lp->since_ckpt++;
     e->child = NULL;
     e->flags = 0;
-    if (th->preempt) { /* on its own stack: may be preempted (preempt.c) */
+    if (th->on_stacks) { /* on its own stack: may be preempted (preempt.c) */
         tw_ts_start(th, lp, e);
         return;
     }
     if ((th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0) { /* event cost, sampled */
         uint64_t t0 = tw_clock_ns();
         tw_execute(th, lp, e, KR_MODE_EVENT);
-        th->cnt->event_ns_sampled += tw_clock_ns() - t0;
+        uint64_t dt = tw_clock_ns() - t0;
+        th->cnt->event_ns_sampled += dt;
         th->cnt->events_timed++;
+        if (th->preempt) tw_ts_sampled(th, dt); /* adaptive: long enough for stacks again? */
     } else {
         tw_execute(th, lp, e, KR_MODE_EVENT);
     }

@@ -73,6 +73,7 @@ struct tw_thread {
     /* Time-sharing (preempt.c). */
     uint8_t preempt;          /* enum kr__preempt */
     bool ticks_fine;          /* fine-grain ticks armed (else only the liveness slice) */
+    bool on_stacks;           /* events run on event stacks now (adaptive: while long) */
     unsigned nsusp;           /* LPs with a preempted event */
     struct kr__ult_pool ults;
     uint64_t tick_ns, timeout_ns;
@@ -151,6 +152,7 @@ void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_ts_thread_start(struct tw_thread *th);
 void tw_ts_thread_end(struct tw_thread *th);
 void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+void tw_ts_sampled(struct tw_thread *th, uint64_t event_ns);
 void tw_ts_resume(struct tw_thread *th, struct kr__ev *e);
 struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool cancel);
 /* rollback.c */
