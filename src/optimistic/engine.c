@@ -144,8 +144,10 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
     kr__ctx.mode = (uint8_t)mode;
     th->jmp_cur = &th->jmp;
     th->armed = true;
+    kr__watch_begin(&th->watch, e);
     if (_setjmp(th->jmp) == 0) kr__run_event(th->r, lp, e);
     else e->flags |= KR_EVF_ERROR;
+    kr__watch_end(&th->watch);
     th->armed = false;
     kr__ctx.mode = KR_MODE_NONE;
 }
@@ -409,6 +411,14 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
         nanosleep(&ts, NULL);
         tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
+        uint64_t now = tw_clock_ns();
+        for (unsigned t = 0; t < g->n; t++)
+            kr__watch_poll(&g->th[t].watch, r, now, r->cfg->preempt == KR_PREEMPT_OFF ?
+                           " (with --preempt off an event cannot be preempted: if it loops only "
+                           "on a wrong speculative path, --preempt return or tick breaks the loop)" :
+                           " (it ran on the worker's stack, where events shorter than 5 us on "
+                           "average run under --preempt adaptive: --preempt return or tick "
+                           "preempts every event)");
     }
     kr__progress_stop(&prog);
 }

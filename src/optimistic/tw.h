@@ -14,6 +14,7 @@
 #include "../state/blob.h"
 #include "../stats/output.h"
 #include "../ult/ult.h"
+#include "../core/watchdog.h"
 
 struct tw_global;
 
@@ -81,6 +82,7 @@ struct tw_thread {
     double de_ns, apms;       /* exponential means: event time, model calls per event */
     double rule_ns;           /* adaptive: arm while de / (apms + 1) >= this */
     pthread_t tid;
+    struct kr__watch watch;   /* --event-timeout for events on the worker's own stack */
 };
 
 struct tw_global {

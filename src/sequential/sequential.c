@@ -2,9 +2,11 @@
  * committed the moment it runs. Every other engine must reproduce its run digest. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include "../core/core.h"
 #include "../core/error.h"
+#include "../core/watchdog.h"
 #include "../queue/heap.h"
 #include "recheck.h"
 #include "../stats/progress.h"
@@ -12,6 +14,7 @@
 struct seq {
     struct kr__heap heap;
     struct kr__recheck *check;   /* --check: run every event twice and compare */
+    struct kr__watch watch;      /* --event-timeout */
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
@@ -66,8 +69,10 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         kr__ctx.ev = e;
         kr__ctx.now = e->k.ts;
         kr__ctx.gen = e->k.gen;
+        kr__watch_begin(&s->watch, e);
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);
+        kr__watch_end(&s->watch);
         kr__lp_commit_event(lp, e);
         r->end_key = e->k;
         r->end_key.seq++;
@@ -118,7 +123,10 @@ int kr__seq_run(struct kr__run *r)
     }
     r->end_key = kr__key_at(0);
     kr__ctx.mode = KR_MODE_EVENT;
+    memset(&s.watch, 0, sizeof s.watch);
+    kr__watch_thread_start(&s.watch, r);
     bool by_done = (r->model->done && ndone == r->n) || seq_loop(r, &s, ndone);
+    kr__watch_thread_stop();
     kr__ctx.mode = KR_MODE_NONE;
     r->ended_by_done = by_done;
     if (!by_done) r->end_key = kr__key_at(r->cfg->end);

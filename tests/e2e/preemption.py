@@ -73,12 +73,20 @@ for mode in (["--preempt", "return"], ["--preempt", "tick"], ["--preempt", "adap
          f"{s[5]} rolled back)")
 
 # An endless loop on the committed path: a model error after --event-timeout.
-for th in ("1", "2"):
-    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", th,
+for th in (["--threads", "1"], ["--threads", "2"], ["--sync", "sequential"],
+           ["--threads", "2", "--preempt", "off"]):
+    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", *th,
                        "--event-timeout", "0.5", "-P", "case=1", check=False)
     want = ["model 'spinloop', LP 0, virtual time 1, event type 3", "more than 0.5 s",
             "--event-timeout", "endless loop"]
     if rc != 1 or any(w not in err for w in want):
         fail(f"committed loop, threads {th}: exit {rc}, expected a timeout error:\n{err}")
-    t.ok(f"committed endless loop reported after --event-timeout (threads {th})")
+    t.ok(f"committed endless loop reported after --event-timeout ({' '.join(th)})")
+
+# Plain Time Warp cannot break the speculative loop: reported instead of hanging, with advice.
+rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", "2",
+                   "--preempt", "off", "--event-timeout", "0.5", check=False)
+if rc != 1 or "LP 1, virtual time 10, event type 1" not in err or "--preempt return or tick" not in err:
+    fail(f"speculative loop under --preempt off: exit {rc}, expected a timeout error:\n{err}")
+t.ok("speculative endless loop under --preempt off: reported after --event-timeout, not a hang")
 t.finish()

@@ -1,0 +1,75 @@
+/* watchdog.c - see watchdog.h. */
+#include "watchdog.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+#include "core.h"
+#include "error.h"
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint)
+{
+    double limit = r->cfg->event_timeout;
+    uint64_t s = atomic_load_explicit(&w->seq, memory_order_acquire);
+    if (limit <= 0 || !(s & 1)) {
+        w->seen = s;
+        return;
+    }
+    if (s != w->seen) { /* a new event since the last poll */
+        w->seen = s;
+        w->since_ns = now_ns;
+        return;
+    }
+    if ((double)(now_ns - w->since_ns) < limit * 1e9) return;
+    const struct kr__ev *e = atomic_load_explicit(&w->ev, memory_order_relaxed);
+    /* The thread is still inside that event (seq unchanged), so e is valid to read. */
+    char msg[768];
+    snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g, event type %u: "
+             KR_TIMEOUT_FMT "%s", r->model->name, (unsigned long long)e->dest, e->k.ts, e->type,
+             limit, hint);
+    if (atomic_load_explicit(&w->seq, memory_order_acquire) != s) return; /* it just returned */
+    kr__die(msg);
+}
+
+static struct {
+    pthread_t tid;
+    bool on;
+    _Atomic int stop;
+    struct kr__watch *w;
+    const struct kr__run *r;
+} seqw;
+
+static void *watch_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&seqw.stop, memory_order_acquire)) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        kr__watch_poll(seqw.w, seqw.r, mono_ns(), "");
+    }
+    return NULL;
+}
+
+void kr__watch_thread_start(struct kr__watch *w, const struct kr__run *r)
+{
+    if (r->cfg->event_timeout <= 0) return;
+    seqw.w = w;
+    seqw.r = r;
+    atomic_store(&seqw.stop, 0);
+    seqw.on = pthread_create(&seqw.tid, NULL, watch_main, NULL) == 0;
+}
+
+void kr__watch_thread_stop(void)
+{
+    if (!seqw.on) return;
+    atomic_store_explicit(&seqw.stop, 1, memory_order_release);
+    pthread_join(seqw.tid, NULL);
+    seqw.on = false;
+}

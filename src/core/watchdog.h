@@ -1,0 +1,44 @@
+/* watchdog.h - --event-timeout where an event cannot be preempted (the sequential engine,
+ * and events run on a worker's own stack): the running thread marks each event's start and
+ * end in its slot (two stores and a pointer, no lock); a watcher (the optimistic engine's
+ * main thread, or a small thread beside the sequential engine) polls the slots and ends the
+ * run with a model error naming the event when one has not returned within the timeout.
+ * Events on event stacks are timed by the engine itself (src/optimistic/preempt.c). */
+#ifndef KR_CORE_WATCHDOG_H
+#define KR_CORE_WATCHDOG_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "../msg/event.h"
+
+struct kr__run;
+
+struct kr__watch {
+    _Alignas(64) _Atomic uint64_t seq;     /* odd while an event runs */
+    _Atomic(const struct kr__ev *) ev;
+    /* watcher side */
+    uint64_t seen;                         /* seq at the last poll */
+    uint64_t since_ns;                     /* when seq was first seen at that odd value */
+};
+
+static inline void kr__watch_begin(struct kr__watch *w, const struct kr__ev *e)
+{
+    atomic_store_explicit(&w->ev, e, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&w->seq, memory_order_relaxed);
+    atomic_store_explicit(&w->seq, s + 1, memory_order_release);
+}
+
+static inline void kr__watch_end(struct kr__watch *w)
+{
+    uint64_t s = atomic_load_explicit(&w->seq, memory_order_relaxed);
+    atomic_store_explicit(&w->seq, s + 1, memory_order_release);
+}
+
+/* Check one slot at time now_ns; exits the process with the error if it timed out.
+ * `hint` is appended to the message (may be ""). */
+void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint);
+/* The sequential engine's watcher thread (no-op when --event-timeout is 0). */
+void kr__watch_thread_start(struct kr__watch *w, const struct kr__run *r);
+void kr__watch_thread_stop(void);
+
+#endif
