@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ult.h"
+#include "../core/clock.h"
 #include "../core/core.h"
 #include "../core/error.h"
 
@@ -30,13 +31,6 @@ struct cal_arg {
     uint64_t result;
     uint64_t ticks;
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A loop the compiler cannot shorten: a chain of dependent multiply-adds. */
 static uint64_t busy(uint64_t iters, uint64_t x)
@@ -82,7 +76,7 @@ static double run_once(unsigned nthreads, uint64_t iters, uint64_t tick_ns, uint
             kr__usage_error("calibrate: cannot start thread %u", t);
     }
     pthread_barrier_wait(&bar);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = kr__clock_ns();
     uint64_t sink = 0;
     *ticks = 0;
     for (unsigned t = 0; t < nthreads; t++) {
@@ -90,7 +84,7 @@ static double run_once(unsigned nthreads, uint64_t iters, uint64_t tick_ns, uint
         sink += arg[t].result;
         *ticks += arg[t].ticks;
     }
-    double sec = (double)(mono_ns() - t0) * 1e-9;
+    double sec = (double)(kr__clock_ns() - t0) * 1e-9;
     pthread_barrier_destroy(&bar);
     if (sink == 42) fputc(' ', stderr); /* keep the results alive */
     return sec;
@@ -118,6 +112,15 @@ static unsigned parse_list(const char *opt, const char *v, double *out, double l
     free(copy);
     if (!n) kr__usage_error("%s needs at least one value", opt);
     return n;
+}
+
+/* One number from lo to hi (not a list). */
+static double parse_one(const char *opt, const char *v, double lo, double hi)
+{
+    double x[MAX_LIST];
+    if (parse_list(opt, v, x, lo, hi) != 1)
+        kr__usage_error("%s takes one number, got '%s'", opt, v);
+    return x[0];
 }
 
 /* Where the recommended period is kept. */
@@ -210,13 +213,10 @@ int kr__calibrate_main(int argc, char **argv)
         i++;
         if (!strcmp(a, "--threads")) nt = parse_list(a, v, threads, 1, 64);
         else if (!strcmp(a, "--ticks")) nk = parse_list(a, v, ticks, 5, 1e6);
-        else if (!strcmp(a, "--seconds")) parse_list(a, v, &seconds, 0.01, 600);
-        else if (!strcmp(a, "--limit")) parse_list(a, v, &limit, 0.01, 100);
-        else if (!strcmp(a, "--reps")) {
-            double r;
-            parse_list(a, v, &r, 1, 101);
-            reps = (unsigned)r;
-        } else kr__usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
+        else if (!strcmp(a, "--seconds")) seconds = parse_one(a, v, 0.01, 600);
+        else if (!strcmp(a, "--limit")) limit = parse_one(a, v, 0.01, 100);
+        else if (!strcmp(a, "--reps")) reps = (unsigned)parse_one(a, v, 1, 101);
+        else kr__usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
     }
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows as they are measured */
     kr__tick_install(NULL);

@@ -95,6 +95,7 @@ expect(2, ["--stack-kb must be at least 16"], "run", "phold", "--stack-kb", "4")
 expect(2, ["--event-timeout needs seconds"], "run", "phold", "--event-timeout", "-1")
 expect(2, ["calibrate: unknown option '--bogus'"], "calibrate", "--bogus", "1")
 expect(2, ["--ticks needs a comma-separated list"], "calibrate", "--ticks", "50,x")
+expect(2, ["--seconds takes one number", "'0.5,0.6'"], "calibrate", "--seconds", "0.5,0.6")
 for mode in ("page", "buddy"):
     expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "in the state of LP 0",
                "private"], "run", misuse, "--lps", "2", "--end", "10", "--state", mode,

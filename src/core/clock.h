@@ -1,0 +1,16 @@
+/* clock.h - the monotonic clock in nanoseconds, for timing events, checkpoints, ticks and
+ * timeouts (a vDSO call: safe in signal handlers). */
+#ifndef KR_CORE_CLOCK_H
+#define KR_CORE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t kr__clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif
