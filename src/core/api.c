@@ -274,12 +274,17 @@ void kr__ctx_where(char *buf, size_t cap)
 {
     const struct kr__ctx *c = &kr__ctx;
     const char *model = c->run && c->run->model ? c->run->model->name : "?";
-    if (c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST)
-        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u", model,
-                 (unsigned long long)c->id, c->now, c->ev ? c->ev->type : 0u);
+    if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev)
+        kr__event_where(buf, cap, c->run, c->ev);
     else
         snprintf(buf, cap, "model '%s', LP %llu, in %s", model, (unsigned long long)c->id,
                  mode_name(c->mode));
+}
+
+void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e)
+{
+    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u",
+             r && r->model ? r->model->name : "?", (unsigned long long)e->dest, e->k.ts, e->type);
 }
 
 void kr_error(const char *fmt, ...)

@@ -107,6 +107,17 @@ static inline bool kr__in_lp(void)
     return kr__ctx.lp && kr__ctx.mode != KR_MODE_NONE;
 }
 
+/* Point the context at event e of lp (mode: KR_MODE_EVENT or KR_MODE_COAST). */
+static inline void kr__ctx_event(struct kr__lp *lp, struct kr__ev *e, int mode)
+{
+    kr__ctx.lp = lp;
+    kr__ctx.id = e->dest;
+    kr__ctx.ev = e;
+    kr__ctx.now = e->k.ts;
+    kr__ctx.gen = e->k.gen;
+    kr__ctx.mode = (uint8_t)mode;
+}
+
 /* Engines. */
 int kr__seq_run(struct kr__run *r);
 int kr__tw_run(struct kr__run *r);
@@ -145,7 +156,9 @@ void kr__fault_install(void);
 void kr__fault_thread_init(void);
 void kr__fault_thread_fini(void);
 
-/* Context strings for messages, e.g. "model 'phold', LP 3, virtual time 1.5, event type 2". */
+/* Context strings for messages, e.g. "model 'phold', LP 3, virtual time 1.5, event type 2":
+ * of the current context, or of event e (from any thread). */
 void kr__ctx_where(char *buf, size_t cap);
+void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e);
 
 #endif

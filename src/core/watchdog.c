@@ -4,14 +4,16 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
+#include "clock.h"
 #include "core.h"
 #include "error.h"
 
-static uint64_t mono_ns(void)
+void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
+                         const char *hint)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    char where[256];
+    kr__event_where(where, sizeof where, r, e);
+    snprintf(buf, cap, "%s: " KR_TIMEOUT_FMT "%s", where, r->cfg->event_timeout, hint);
 }
 
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint)
@@ -31,9 +33,7 @@ void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_n
     const struct kr__ev *e = atomic_load_explicit(&w->ev, memory_order_relaxed);
     /* The thread is still inside that event (seq unchanged), so e is valid to read. */
     char msg[768];
-    snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g, event type %u: "
-             KR_TIMEOUT_FMT "%s", r->model->name, (unsigned long long)e->dest, e->k.ts, e->type,
-             limit, hint);
+    kr__timeout_message(msg, sizeof msg, r, e, hint);
     if (atomic_load_explicit(&w->seq, memory_order_acquire) != s) return; /* it just returned */
     kr__die(msg);
 }
@@ -52,7 +52,7 @@ static void *watch_main(void *arg)
     while (!atomic_load_explicit(&seqw.stop, memory_order_acquire)) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        kr__watch_poll(seqw.w, seqw.r, mono_ns(), "");
+        kr__watch_poll(seqw.w, seqw.r, kr__clock_ns(), "");
     }
     return NULL;
 }

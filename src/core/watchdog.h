@@ -34,6 +34,10 @@ static inline void kr__watch_end(struct kr__watch *w)
     atomic_store_explicit(&w->seq, s + 1, memory_order_release);
 }
 
+/* The --event-timeout model error for event e, `hint` appended (the sequential engine, the
+ * watchdog and the engine's own check on preempted events all say the same). */
+void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
+                         const char *hint);
 /* Check one slot at time now_ns; exits the process with the error if it timed out.
  * `hint` is appended to the message (may be ""). */
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint);

@@ -24,13 +24,6 @@ static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
     return th->uncommitted < TW_MAX_UNCOMMITTED || e->k.ts <= tw_gvt(th->g);
 }
 
-uint64_t tw_clock_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
 {
     if (th->wn == th->wcap) {
@@ -136,12 +129,7 @@ static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
 /* Run one event of lp (or re-run it silently when coasting). */
 static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
 {
-    kr__ctx.lp = lp;
-    kr__ctx.id = e->dest;
-    kr__ctx.ev = e;
-    kr__ctx.now = e->k.ts;
-    kr__ctx.gen = e->k.gen;
-    kr__ctx.mode = (uint8_t)mode;
+    kr__ctx_event(lp, e, mode);
     th->jmp_cur = &th->jmp;
     th->armed = true;
     kr__watch_begin(&th->watch, e);
@@ -181,9 +169,9 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         return;
     }
     if ((th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0) { /* event cost, sampled */
-        uint64_t t0 = tw_clock_ns();
+        uint64_t t0 = kr__clock_ns();
         tw_execute(th, lp, e, KR_MODE_EVENT);
-        uint64_t dt = tw_clock_ns() - t0;
+        uint64_t dt = kr__clock_ns() - t0;
         th->cnt->event_ns_sampled += dt;
         th->cnt->events_timed++;
         if (th->preempt) tw_ts_sampled(th, dt); /* adaptive: long enough for stacks again? */
@@ -411,7 +399,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
         nanosleep(&ts, NULL);
         tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
-        uint64_t now = tw_clock_ns();
+        uint64_t now = kr__clock_ns();
         for (unsigned t = 0; t < g->n; t++)
             kr__watch_poll(&g->th[t].watch, r, now, r->cfg->preempt == KR_PREEMPT_OFF ?
                            " (with --preempt off an event cannot be preempted: if it loops only "
@@ -442,7 +430,7 @@ int kr__tw_run(struct kr__run *r)
     g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
     pthread_mutex_init(&g->err_mu, NULL);
-    atomic_init(&g->last_round_ns, tw_clock_ns());
+    atomic_init(&g->last_round_ns, kr__clock_ns());
     if (r->cfg->preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_setup_threads(r, g);
     tw_init_lps(r, g);

@@ -35,7 +35,7 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_relaxed);
     if (s & 3) return;
-    uint64_t now = tw_clock_ns();
+    uint64_t now = kr__clock_ns();
     if (!force && now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
         return;
     th->round_mark = th->cnt->processed;

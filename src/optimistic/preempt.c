@@ -78,7 +78,7 @@ static void ts_entry(void *arg)
 
 static void arm(struct tw_thread *th, bool fine)
 {
-    uint64_t now = tw_clock_ns();
+    uint64_t now = kr__clock_ns();
     if (th->ticks_fine) th->cnt->tick_armed_ns += now - th->armed_t0;
     th->ticks_fine = fine;
     th->armed_t0 = now;
@@ -97,7 +97,7 @@ void tw_ts_thread_start(struct tw_thread *th)
     th->tick_ns = (uint64_t)(cfg->tick_us * 1000.0);
     th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
     th->rule_ns = (1.0 + cfg->alpha) * (double)th->tick_ns;
-    th->on_stacks = true; /* adaptive starts there, until it has measured the events */
+    th->on_stacks = true; /* (adaptive leaves them when its events prove short) */
     if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
     arm(th, th->preempt == KR_PREEMPT_TICK ||
                 (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->alpha <= -1));
@@ -106,7 +106,7 @@ void tw_ts_thread_start(struct tw_thread *th)
 void tw_ts_thread_end(struct tw_thread *th)
 {
     if (th->preempt == KR_PREEMPT_OFF) return;
-    if (th->ticks_fine) th->cnt->tick_armed_ns += tw_clock_ns() - th->armed_t0;
+    if (th->ticks_fine) th->cnt->tick_armed_ns += kr__clock_ns() - th->armed_t0;
     kr__tick_arm(0);
     kr__tick_thread_fini();
     const struct kr__ult_self *s = &kr__ult_self;
@@ -145,12 +145,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
                         struct kr__ult *u)
 {
     struct kr__ult_self *s = &kr__ult_self;
-    kr__ctx.lp = lp;
-    kr__ctx.id = e->dest;
-    kr__ctx.ev = e;
-    kr__ctx.now = e->k.ts;
-    kr__ctx.gen = e->k.gen;
-    kr__ctx.mode = KR_MODE_EVENT;
+    kr__ctx_event(lp, e, KR_MODE_EVENT);
     if (u->jmp) { /* resuming: errors unwind into its own frame */
         th->jmp_cur = u->jmp;
         th->armed = true;
@@ -158,10 +153,10 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     s->now = e->k.ts;
     s->can_suspend = th->ults.live < th->ults.max;
     uint64_t calls0 = s->returns;
-    uint64_t t0 = tw_clock_ns();
+    uint64_t t0 = kr__clock_ns();
     s->seg_start_ns = t0;
     kr__ult_run(u);
-    u->run_ns += tw_clock_ns() - t0;
+    u->run_ns += kr__clock_ns() - t0;
     u->calls += s->returns - calls0;
     th->armed = false;
     kr__ctx.mode = KR_MODE_NONE;
@@ -210,15 +205,8 @@ static bool timed_out(struct tw_thread *th, struct kr__ev *e, const struct kr__u
         tw_gvt_maybe_start(th, true);
         return false;
     }
-    char where[256], msg[512];
-    kr__ctx.lp = &th->r->lps[e->dest];
-    kr__ctx.id = e->dest;
-    kr__ctx.ev = e;
-    kr__ctx.now = e->k.ts;
-    kr__ctx.mode = KR_MODE_EVENT;
-    kr__ctx_where(where, sizeof where);
-    kr__ctx.mode = KR_MODE_NONE;
-    snprintf(msg, sizeof msg, "%s: " KR_TIMEOUT_FMT, where, th->r->cfg->event_timeout);
+    char msg[768];
+    kr__timeout_message(msg, sizeof msg, th->r, e, "");
     tw_fail_at_commit(th->g, msg, &e->k);
     return true;
 }
@@ -241,8 +229,7 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
     struct kr__ult *u = lp->ult;
     struct kr__ev *e = u->ev;
     if (cancel) tw_cancel_children(th, e);
-    e->child = NULL;
-    kr__outvec_drop_from(&lp->out, &e->k);
+    e->child = NULL; /* (its output goes with tw_rollback's: key >= k) */
     lp->ult = NULL;
     th->nsusp--;
     th->cnt->abandoned++;

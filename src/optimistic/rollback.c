@@ -25,10 +25,10 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     struct kr__ckpt *tip = th->g->chained ? chain_tip(lp) : NULL;
     bool full = !tip || lp->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
     bool timed = (th->cnt->checkpoints & (TW_CKPT_SAMPLE - 1)) == 0;
-    uint64_t t0 = timed ? tw_clock_ns() : 0;
+    uint64_t t0 = timed ? kr__clock_ns() : 0;
     struct kr__ckpt *c = kr__ckpt_take(&th->blobs, &lp->arena, w, tip, full);
     if (timed) {
-        th->cnt->ckpt_ns += tw_clock_ns() - t0;
+        th->cnt->ckpt_ns += kr__clock_ns() - t0;
         th->cnt->ckpt_timed++;
     }
     lp->ckpt_full_next = false;
@@ -66,9 +66,9 @@ void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c)
 static void restore(struct tw_thread *th, struct kr__lp *lp, const struct kr__ckpt *c)
 {
     uint64_t w[KR_CKPT_WORDS];
-    uint64_t t0 = tw_clock_ns();
+    uint64_t t0 = kr__clock_ns();
     kr__ckpt_restore(&lp->arena, c, w);
-    th->cnt->restore_ns += tw_clock_ns() - t0;
+    th->cnt->restore_ns += kr__clock_ns() - t0;
     kr__lp_load_words(lp, w);
     th->cnt->restores++;
 }

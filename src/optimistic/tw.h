@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include "../core/clock.h"
 #include "../core/core.h"
 #include "../msg/inbox.h"
 #include "../queue/heap.h"
@@ -148,7 +149,6 @@ void tw_flush_local(struct tw_thread *th);
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_drain(struct tw_thread *th);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
-uint64_t tw_clock_ns(void);
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* preempt.c */
 void tw_ts_thread_start(struct tw_thread *th);

@@ -64,11 +64,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lps, sizeof *r->lps);
         struct kr__lp *lp = &r->lps[e->dest];
-        kr__ctx.lp = lp;
-        kr__ctx.id = e->dest;
-        kr__ctx.ev = e;
-        kr__ctx.now = e->k.ts;
-        kr__ctx.gen = e->k.gen;
+        kr__ctx_event(lp, e, KR_MODE_EVENT);
         kr__watch_begin(&s->watch, e);
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);

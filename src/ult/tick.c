@@ -24,6 +24,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include "ult.h"
+#include "../core/clock.h"
 
 #define MAX_RANGES 16
 
@@ -42,13 +43,6 @@ static bool pc_ok(const struct kr__ult_self *s, uintptr_t pc)
     for (unsigned i = 0; i < s->npc_ranges; i++)
         if (pc >= s->pc_ranges[2 * i] && pc < s->pc_ranges[2 * i + 1]) return true;
     return false;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void on_tick(int sig, siginfo_t *si, void *ucv)
@@ -72,7 +66,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     int why = 0;
     uint64_t b = atomic_load_explicit(s->bh_min, memory_order_relaxed);
     if (s->now > kr__ult_bits_time(b)) why = KR_BY_TICK;
-    else if (s->slice_ns && now_ns() - s->seg_start_ns > s->slice_ns) why = KR_BY_SLICE;
+    else if (s->slice_ns && kr__clock_ns() - s->seg_start_ns > s->slice_ns) why = KR_BY_SLICE;
     if (why && s->can_suspend) {
         s->app = 0;
         atomic_signal_fence(memory_order_seq_cst);
