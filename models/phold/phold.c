@@ -10,6 +10,7 @@
  *   kairos run phold --lps 2025 -P mesh=45 -P population=5 -P phase_length=2 --end 6 */
 #include <time.h>
 #include "kairos.h"
+#include "../common/spin.h"
 
 struct phold_state {
     uint64_t events;            /* events this LP processed */
@@ -42,31 +43,6 @@ static void busy(double us)
     do {
         clock_gettime(CLOCK_MONOTONIC, &b);
     } while ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) * 1e-3 < us);
-}
-
-/* Busy arithmetic for `us` microseconds: iterations per microsecond measured once per
- * process. Unlike busy(), no system call: all of it is model code, preemptible by ticks. */
-static void spin_us(double us)
-{
-    static _Atomic double per_us; /* (not model state: the same for every LP) */
-    double k = per_us;
-    if (k == 0) { /* the fastest of 16 short trials: a trial the OS interrupted is slow */
-        double best = 1e30;
-        for (int trial = 0; trial < 16; trial++) {
-            struct timespec a, b;
-            uint64_t x = 1, n = 1u << 18;
-            clock_gettime(CLOCK_MONOTONIC, &a);
-            for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
-            clock_gettime(CLOCK_MONOTONIC, &b);
-            __asm__ volatile("" : : "r"(x)); /* keep the loop */
-            double took = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) * 1e-3;
-            if (took > 0 && took < best) best = took;
-        }
-        k = per_us = (double)(1u << 18) / best;
-    }
-    uint64_t x = 1, n = (uint64_t)(us * k);
-    for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
-    __asm__ volatile("" : : "r"(x));
 }
 
 /* A random one of the 4 neighbours of `me` on the M x M torus. */
@@ -143,7 +119,7 @@ static void phold_event(kr_lp me, kr_time now, unsigned type, const void *payloa
         (*b)++;
     }
     if (busy_us > 0) busy(busy_us);
-    if (phase_len > 0) spin_us(phase_us[now < phase_len ? 0 : now < 2 * phase_len ? 1 : 2]);
+    if (phase_len > 0) models_spin_us(phase_us[now < phase_len ? 0 : now < 2 * phase_len ? 1 : 2]);
     send_next(me, now, s);
 }
 

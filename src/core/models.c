@@ -9,6 +9,7 @@ const struct kr_model *kr_builtin_phold(void);
 const struct kr_model *kr_builtin_queueing(void);
 const struct kr_model *kr_builtin_membench(void);
 const struct kr_model *kr_builtin_pcs(void);
+const struct kr_model *kr_builtin_datastore(void);
 
 static const struct {
     const char *name;
@@ -21,6 +22,8 @@ static const struct {
       "between LPs, read/write span" },
     { "pcs", kr_builtin_pcs, "personal communication system: hexagonal cells, channels, calls, "
       "handoffs, fading" },
+    { "datastore", kr_builtin_datastore, "distributed key/value store: nodes, batches of "
+      "transactions in round-robin, remote partitions by message" },
 };
 
 void kr__models_list(FILE *f)

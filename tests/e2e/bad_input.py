@@ -93,6 +93,9 @@ expect(2, ["--tick-us needs a positive number"], "run", "phold", "--tick-us", "f
 expect(2, ["--alpha needs a number of at least -1"], "run", "phold", "--alpha", "-2")
 expect(2, ["--stack-kb must be at least 16"], "run", "phold", "--stack-kb", "4")
 expect(2, ["--event-timeout needs seconds"], "run", "phold", "--event-timeout", "-1")
+expect(1, ["model 'datastore', LP 0, in init", "batch must be 1..1024, got 0"], "run", "datastore",
+       "--lps", "4", "--end", "1", "-P", "batch=0")
+expect(1, ["remote accesses need at least 2 nodes"], "run", "datastore", "--lps", "1", "--end", "1")
 expect(2, ["calibrate: unknown option '--bogus'"], "calibrate", "--bogus", "1")
 expect(2, ["--ticks needs a comma-separated list"], "calibrate", "--ticks", "50,x")
 expect(2, ["--seconds takes one number", "'0.5,0.6'"], "calibrate", "--seconds", "0.5,0.6")

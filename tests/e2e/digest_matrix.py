@@ -30,6 +30,8 @@ configs = {
     "membench": ["membench", "--lps", "32", "--end", "60", "-P", "state=20000", "-P", "span=0.5",
                  "-P", "write_ratio=0.7"],
     "pcs": ["pcs", "--lps", "16", "--end", "2", "-P", "channels=200"],
+    # heap metadata per access, batches of remote requests and answers, aborts
+    "datastore": ["datastore", "--lps", "16", "--end", "10", "-P", "op_us=1"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in (1, 2, 3, 4)]
 
@@ -65,6 +67,7 @@ state_configs = {
     "ring-done": (configs["ring-done"], ["page", "buddy"]),
     "membench": (configs["membench"], ["full", "chunk", "page", "buddy", "scan"]),
     "pcs": (configs["pcs"], ["chunk", "page", "buddy", "scan"]),
+    "datastore": (configs["datastore"], ["chunk", "page", "buddy", "scan"]),
 }
 # plain C heap calls, made transparent by -include kairos/transparent.h or by --wrap
 for variant in ("t", "wrap"):
@@ -93,6 +96,13 @@ _, out_w, err_w = run(kairos, "run", os.path.join(build, "libplainheap_wrap.so")
 if digest(err_t) != digest(err_w) or out_t != out_w:
     fail("plainheap: transparent.h and --wrap builds of the same model differ")
 t.ok("plainheap: the transparent.h and --wrap builds commit the same history")
+
+# datastore: allocating a batch's metadata up front (clustered=1) simulates the same history
+_, out_rr, _ = run(kairos, "run", *configs["datastore"], "--threads", "2")
+_, out_cl, _ = run(kairos, "run", *configs["datastore"], "--threads", "2", "-P", "clustered=1")
+if out_rr != out_cl or "committed" not in out_rr:
+    fail("datastore: clustered=1 changed the simulated store")
+t.ok("datastore: round-robin and clustered metadata allocation give the same store")
 
 # seeds matter, and a rerun is identical
 _, _, e1 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
