@@ -2,11 +2,13 @@
 """PHOLD-phases (paper 000, section 3.2): 2025 LPs on a 45 x 45 torus, 5 jobs per LP routed
 to random neighbours, three phases of equal virtual length whose events do about 30, 150 and
 300 us of busy arithmetic. Compares plain Time Warp (--preempt off) with time-sharing modes,
-per phase: wall time (from the run's progress series: when GVT passed each phase boundary),
-efficiency (committed / processed within the phase). Runs are interleaved, REPS each; medians.
+per phase: wall time, efficiency (1 - undone / processed), rollbacks and preemptions, cut from
+the run's --stats series where GVT passed each phase boundary. Runs are interleaved, REPS
+each; medians. Extra kairos options (e.g. a rollback-prone setting) follow "--".
 
     python3 bench/phold_phases.py [--kairos build/kairos] [--reps 5] [--threads 2,4]
                                   [--phase-length 1.5] [--modes off,adaptive,tick]
+                                  [-- -P lookahead=0.01 ...]
 """
 import argparse
 import json
@@ -27,18 +29,31 @@ def run_once(kairos, threads, mode, L, extra):
 
 
 def phases(stats, L):
-    """Per phase: (wall seconds, efficiency), from the series rows [wall, gvt, committed,
-    processed, rss]; the last phase ends with the run."""
-    rows = stats["series"]["rows"] if isinstance(stats["series"], dict) else stats["series"]
-    bounds = [(0.0, 0, 0)]
+    """Per phase: (wall seconds, efficiency, rollbacks, preemptions at calls, by ticks), cut
+    from the series where GVT passed each phase boundary; the last phase ends with the run."""
+    ser = stats["series"]
+    col = {c: i for i, c in enumerate(ser["columns"])}
+    ts = stats.get("time_sharing") or {}
+    final = {"wall_seconds": stats["wall_seconds"], "committed": stats["committed_events"],
+             "processed": stats["processed_events"], "rollbacks": stats["rollbacks"],
+             "rolled_back": stats["rolled_back_events"],
+             "preempted_at_calls": ts.get("preempted_at_calls", 0),
+             "preempted_by_ticks": ts.get("preempted_by_ticks", 0) + ts.get("preempted_by_slice", 0)}
+    keys = list(final)
+    bounds = [{k: 0.0 for k in keys}]
     for b in (L, 2 * L):
-        r = next((r for r in rows if r[1] >= b), rows[-1])
-        bounds.append((r[0], r[2], r[3]))
-    bounds.append((stats["wall_seconds"], stats["committed_events"], stats["processed_events"]))
+        r = next((r for r in ser["rows"] if r[col["gvt"]] is not None and r[col["gvt"]] >= b),
+                 ser["rows"][-1])
+        bounds.append({k: r[col[k]] for k in keys})
+    bounds.append(final)
     out = []
     for a, z in zip(bounds, bounds[1:]):
-        dp = z[2] - a[2]
-        out.append((z[0] - a[0], (z[1] - a[1]) / dp if dp else 1.0))
+        d = {k: z[k] - a[k] for k in keys}
+        # efficiency from processed and undone in the same window (both published together;
+        # committed counts lag behind processing by a GVT round)
+        p = d["processed"]
+        out.append((d["wall_seconds"], (p - d["rolled_back"]) / p if p else 1.0,
+                    d["rollbacks"], d["preempted_at_calls"], d["preempted_by_ticks"]))
     return out
 
 
@@ -50,16 +65,17 @@ def main():
     ap.add_argument("--phase-length", type=float, default=1.5)
     ap.add_argument("--modes", default="off,adaptive,tick")
     ap.add_argument("--tick-us", default=None)
+    ap.add_argument("extra", nargs="*", help="more kairos run options, after --")
     a = ap.parse_args()
-    extra = ["--tick-us", a.tick_us] if a.tick_us else []
+    extra = (["--tick-us", a.tick_us] if a.tick_us else []) + a.extra
     modes = a.modes.split(",")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     print(f"PHOLD-phases, phase length {a.phase_length}, {a.reps} interleaved reps, commit "
-          f"{commit}, {platform.node()} ({os.cpu_count()} CPUs)\n")
-    print("| threads | mode | A wall s | B wall s | C wall s | total s | A eff | B eff | C eff "
-          "| rollbacks | preemptions (calls/ticks) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          f"{commit}, {platform.node()} ({os.cpu_count()} CPUs), extra options {extra}\n")
+    print("| threads | mode | phase | wall s | efficiency | rollbacks | preempted at calls "
+          "| preempted by ticks |")
+    print("|---|---|---|---|---|---|---|---|")
     for th in a.threads.split(","):
         res = {m: [] for m in modes}
         for _ in range(a.reps):
@@ -67,17 +83,14 @@ def main():
                 res[m].append(run_once(a.kairos, th, m, a.phase_length, extra))
         for m in modes:
             ph = [phases(s, a.phase_length) for s in res[m]]
-            med = lambda f: statistics.median(f(p) for p in ph)
-            walls = [med(lambda p, i=i: p[i][0]) for i in range(3)]
-            effs = [med(lambda p, i=i: p[i][1]) for i in range(3)]
+            for i, name in enumerate(("A", "B", "C")):
+                med = [statistics.median(p[i][j] for p in ph) for j in range(5)]
+                print(f"| {th} | {m} | {name} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:.0f} "
+                      f"| {med[3]:.0f} | {med[4]:.0f} |")
             tot = statistics.median(s["wall_seconds"] for s in res[m])
-            rb = statistics.median(s["rollbacks"] for s in res[m])
-            ts = [s.get("time_sharing") for s in res[m]]
-            pre = "-" if not ts[0] else "%d/%d" % (
-                statistics.median(t["preempted_at_calls"] for t in ts),
-                statistics.median(t["preempted_by_ticks"] for t in ts))
-            print(f"| {th} | {m} | " + " | ".join(f"{w:.3f}" for w in walls) + f" | {tot:.3f} | "
-                  + " | ".join(f"{e:.3f}" for e in effs) + f" | {rb:.0f} | {pre} |")
+            eff = statistics.median(s["committed_events"] / s["processed_events"] for s in res[m])
+            print(f"| {th} | {m} | all | {tot:.3f} | {eff:.3f} | "
+                  f"{statistics.median(s['rollbacks'] for s in res[m]):.0f} | | |")
 
 
 if __name__ == "__main__":

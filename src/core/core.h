@@ -41,6 +41,7 @@ struct kr__config {
     bool check;                 /* verify engine invariants while running (slower) */
     int preempt;                /* enum kr__preempt: time-sharing of the optimistic engine */
     double tick_us;             /* extra-tick period ΔET */
+    const char *tick_from;      /* where tick_us came from: option, calibration or default */
     double alpha;               /* adaptive rule: ticks while Δe/(APMS+1) >= (1+alpha) ΔET */
     size_t stack_kb;            /* event stack size (time-sharing) */
     double event_timeout;       /* seconds an event may run on the committed path; 0: none */
@@ -69,7 +70,8 @@ struct kr__run {
 };
 
 /* Columns of the progress time series (--stats "series"). */
-#define KR_SERIES_COLS 5   /* wall_seconds, gvt, committed, processed, rss_bytes */
+#define KR_SERIES_COLS 9   /* wall_seconds, gvt, committed, processed, rss_bytes, rollbacks,
+                            * rolled_back, preempted_at_calls, preempted_by_ticks */
 
 enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH };
 
@@ -123,9 +125,9 @@ int kr__seq_run(struct kr__run *r);
 int kr__tw_run(struct kr__run *r);
 
 int kr__run_main(const struct kr__config *cfg);
-/* kairos calibrate (src/ult/calibrate.c), and the tick period it saved (else 50 us). */
+/* kairos calibrate (src/ult/calibrate.c), and the tick period it saved (else 1000 us). */
 int kr__calibrate_main(int argc, char **argv);
-double kr__calibrated_tick_us(void);
+double kr__calibrated_tick_us(const char **from); /* from: "calibration" or "default" */
 
 /* Shared engine helpers (run.c). */
 void kr__lp_setup(struct kr__run *r, kr_lp id);

@@ -134,8 +134,7 @@ void tw_commit(struct tw_thread *th, const struct kr__key *hp)
     pthread_mutex_lock(&th->sink.mu);
     th->sink.upto = h;
     pthread_mutex_unlock(&th->sink.mu);
-    atomic_store_explicit(&th->cnt->pub_committed, th->cnt->committed, memory_order_relaxed);
-    atomic_store_explicit(&th->cnt->pub_processed, th->cnt->processed, memory_order_relaxed);
+    kr__counters_publish(th->cnt);
 }
 
 /* The run stops at a committed model error. Everything before it is final too (it lies

@@ -164,17 +164,21 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     lp->since_ckpt++;
     e->child = NULL;
     e->flags = 0;
-    if (th->on_stacks) { /* on its own stack: may be preempted (preempt.c) */
+    if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
         tw_ts_start(th, lp, e);
         return;
     }
-    if ((th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0) { /* event cost, sampled */
+    bool stat = (th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0;
+    bool type = tw_ts_sample_type(th, e->type);
+    if (stat || type) { /* event cost, sampled */
         uint64_t t0 = kr__clock_ns();
         tw_execute(th, lp, e, KR_MODE_EVENT);
         uint64_t dt = kr__clock_ns() - t0;
-        th->cnt->event_ns_sampled += dt;
-        th->cnt->events_timed++;
-        if (th->preempt) tw_ts_sampled(th, dt); /* adaptive: long enough for stacks again? */
+        if (stat) {
+            th->cnt->event_ns_sampled += dt;
+            th->cnt->events_timed++;
+        }
+        if (type) tw_ts_sampled(th, e->type, dt); /* long enough for stacks now? */
     } else {
         tw_execute(th, lp, e, KR_MODE_EVENT);
     }

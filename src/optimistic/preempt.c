@@ -34,10 +34,9 @@
  * events (arming is a system call). */
 #define TW_MEAN_W 0.125
 #define TW_RULE_EVERY 16
-/* Adaptive mode runs events on stacks only while they take this long on average: a switch
- * pair and the segment timing cost ~90 ns an event here (PHOLD-std 1 thread: 8.0 M/s on the
- * worker's stack, 4.6 on event stacks), 2% of a 5 us event. */
-#define TW_STACKS_MIN_NS 5000.0
+/* (TW_STACKS_MIN_NS, tw.h: adaptive mode runs an event type on stacks only while its events
+ * take 5 us on average: a switch pair and the segment timing cost ~90 ns an event here
+ * (PHOLD-std 1 thread: 8.0 M/s on the worker's stack, 4.6 on event stacks), 2% of that.) */
 
 const char *kr__preempt_name(int p)
 {
@@ -97,7 +96,7 @@ void tw_ts_thread_start(struct tw_thread *th)
     th->tick_ns = (uint64_t)(cfg->tick_us * 1000.0);
     th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
     th->rule_ns = (1.0 + cfg->alpha) * (double)th->tick_ns;
-    th->on_stacks = true; /* (adaptive leaves them when its events prove short) */
+    for (unsigned t = 0; t < TW_TYPES; t++) th->type_ns[t] = -1; /* on stacks until timed */
     if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
     arm(th, th->preempt == KR_PREEMPT_TICK ||
                 (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->alpha <= -1));
@@ -124,20 +123,33 @@ void tw_ts_thread_end(struct tw_thread *th)
     kr__ult_pool_destroy(&th->ults);
 }
 
-/* The adaptive rule (paper 000, eq. 2, with the event's end counted as a chance too). */
+/* The adaptive rule (paper 000, eq. 2, with the event's end counted as a chance too), over
+ * the events that can be preempted: those on stacks. */
 static void adapt(struct tw_thread *th)
 {
-    th->on_stacks = th->de_ns >= TW_STACKS_MIN_NS;
-    bool want = th->on_stacks && th->de_ns / (th->apms + 1.0) >= th->rule_ns;
+    bool want = th->de_ns / (th->apms + 1.0) >= th->rule_ns;
     if (want != th->ticks_fine) arm(th, want);
 }
 
-/* Adaptive mode, events on the worker's stack: one sampled event time. */
-void tw_ts_sampled(struct tw_thread *th, uint64_t event_ns)
+static bool any_type_on_stacks(const struct tw_thread *th)
 {
-    if (th->preempt != KR_PREEMPT_ADAPTIVE) return;
-    th->de_ns += 4 * TW_MEAN_W * ((double)event_ns - th->de_ns); /* 1 in 64 events: weigh more */
-    adapt(th);
+    for (unsigned t = 0; t < TW_TYPES; t++)
+        if (tw_ts_on_stack(th, t)) return true;
+    return false;
+}
+
+static void type_mean(struct tw_thread *th, unsigned type, uint64_t event_ns)
+{
+    float *m = &th->type_ns[type % TW_TYPES];
+    *m = *m < 0 ? (float)event_ns : *m + (float)TW_MEAN_W * ((float)event_ns - *m);
+}
+
+/* Adaptive, a timed event on the worker's stack: its type's mean. Ticks stay armed only
+ * while some type still runs on stacks. */
+void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns)
+{
+    type_mean(th, type, event_ns);
+    if (th->ticks_fine && !tw_ts_on_stack(th, type) && !any_type_on_stacks(th)) arm(th, false);
 }
 
 /* Run (or resume) e on its stack until it ends or is preempted. */
@@ -181,7 +193,10 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     c->events_timed++;
     th->de_ns += TW_MEAN_W * ((double)u->run_ns - th->de_ns);
     th->apms += TW_MEAN_W * ((double)u->calls - th->apms);
-    if (th->preempt == KR_PREEMPT_ADAPTIVE && (c->ult_events % TW_RULE_EVERY) == 0) adapt(th);
+    if (th->preempt == KR_PREEMPT_ADAPTIVE) {
+        type_mean(th, e->type, u->run_ns);
+        if ((c->ult_events % TW_RULE_EVERY) == 0) adapt(th);
+    }
     kr__ult_put(&th->ults, u);
     tw_finish_event(th, lp, e);
 }

@@ -21,6 +21,10 @@ struct tw_global;
 
 /* Time one event in this many (the cost of an event, for statistics and tuning). */
 #define TW_EVENT_SAMPLE 64
+/* Event types the adaptive rule tells apart (type mod TW_TYPES): a model's long and short
+ * event kinds get their own mean, so a few long events among many short ones still run on
+ * stacks and can be preempted. */
+#define TW_TYPES 16
 /* ...and one checkpoint in this many (clock reads cost PHOLD-std a few percent). */
 #define TW_CKPT_SAMPLE 8
 #define TW_CKPT_AUTO_START 16
@@ -75,12 +79,14 @@ struct tw_thread {
     /* Time-sharing (preempt.c). */
     uint8_t preempt;          /* enum kr__preempt */
     bool ticks_fine;          /* fine-grain ticks armed (else only the liveness slice) */
-    bool on_stacks;           /* events run on event stacks now (adaptive: while long) */
+    float type_ns[TW_TYPES];  /* adaptive: mean event time per event type (< 0: none yet) */
+    uint32_t type_seen[TW_TYPES]; /* events of the type run on the worker's stack */
     unsigned nsusp;           /* LPs with a preempted event */
     struct kr__ult_pool ults;
     uint64_t tick_ns, timeout_ns;
     uint64_t armed_t0;        /* when the fine ticks were last armed */
-    double de_ns, apms;       /* exponential means: event time, model calls per event */
+    double de_ns, apms;       /* exponential means over events on stacks: event time, model
+                               * calls per event (the tick rule) */
     double rule_ns;           /* adaptive: arm while de / (apms + 1) >= this */
     pthread_t tid;
     struct kr__watch watch;   /* --event-timeout for events on the worker's own stack */
@@ -154,7 +160,25 @@ void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_ts_thread_start(struct tw_thread *th);
 void tw_ts_thread_end(struct tw_thread *th);
 void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
-void tw_ts_sampled(struct tw_thread *th, uint64_t event_ns);
+void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns);
+
+/* Time-sharing: does an event of this type run on its own stack (and may be preempted)?
+ * Under adaptive, while its type's mean time is long enough to pay for the switches. */
+#define TW_STACKS_MIN_NS 5000.0f
+static inline bool tw_ts_on_stack(const struct tw_thread *th, unsigned type)
+{
+    if (th->preempt == KR_PREEMPT_OFF) return false;
+    return th->preempt != KR_PREEMPT_ADAPTIVE || th->type_ns[type % TW_TYPES] < 0 ||
+           th->type_ns[type % TW_TYPES] >= TW_STACKS_MIN_NS;
+}
+
+/* Adaptive: time this worker-stack event? One in TW_EVENT_SAMPLE of each type, so a short
+ * type that turns long is noticed. */
+static inline bool tw_ts_sample_type(struct tw_thread *th, unsigned type)
+{
+    return th->preempt == KR_PREEMPT_ADAPTIVE &&
+           (++th->type_seen[type % TW_TYPES] & (TW_EVENT_SAMPLE - 1)) == 0;
+}
 void tw_ts_resume(struct tw_thread *th, struct kr__ev *e);
 struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool cancel);
 /* rollback.c */

@@ -86,8 +86,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         }
         if (__builtin_expect((cnt->processed & 0xffff) == 0, 0)) {
             cnt->committed = cnt->processed;
-            atomic_store_explicit(&cnt->pub_committed, cnt->processed, memory_order_relaxed);
-            atomic_store_explicit(&cnt->pub_processed, cnt->processed, memory_order_relaxed);
+            kr__counters_publish(cnt);
             kr__progress_tick(&prog, e->k.ts);
         }
     }

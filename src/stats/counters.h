@@ -20,9 +20,9 @@ struct kr__counters {
     uint64_t ckpt_timed;                 /* ...one in TW_CKPT_SAMPLE */
     uint64_t restores;
     uint64_t restore_ns;                 /* time restoring (chain walks) */
-    uint64_t coasted;
+    uint64_t coasted;                    /* events re-executed silently after a restore */
     uint64_t event_ns_sampled;           /* time in the events that were timed... */
-    uint64_t events_timed;               /* ...one in TW_EVENT_SAMPLE */                    /* events re-executed silently after a restore */
+    uint64_t events_timed;               /* ...one in TW_EVENT_SAMPLE */
     uint64_t remote_sent;                /* events sent to another thread */
     uint64_t gvt_rounds;
     uint64_t fossil_freed;
@@ -43,8 +43,22 @@ struct kr__counters {
     uint64_t tick_armed_ns;              /* time with fine-grain ticks armed */
     uint64_t stacks_peak;                /* event stacks in use at once, at most */
     double de_ns, apms;                  /* final means: event time, model calls per event */
-    _Atomic uint64_t pub_committed;      /* committed, published for the progress line */
-    _Atomic uint64_t pub_processed;
+    /* Published for the progress line and the --stats series (written by the owner at
+     * commit points, read by the main thread). */
+    _Atomic uint64_t pub_committed, pub_processed, pub_rollbacks, pub_rolled_back;
+    _Atomic uint64_t pub_preempt_calls, pub_preempt_ticks;
 };
+
+/* Publish the owner's counts (relaxed: statistics only, each value on its own). */
+static inline void kr__counters_publish(struct kr__counters *c)
+{
+    atomic_store_explicit(&c->pub_committed, c->committed, memory_order_relaxed);
+    atomic_store_explicit(&c->pub_processed, c->processed, memory_order_relaxed);
+    atomic_store_explicit(&c->pub_rollbacks, c->rollbacks, memory_order_relaxed);
+    atomic_store_explicit(&c->pub_rolled_back, c->rolled_back, memory_order_relaxed);
+    atomic_store_explicit(&c->pub_preempt_calls, c->preempt_return, memory_order_relaxed);
+    atomic_store_explicit(&c->pub_preempt_ticks, c->preempt_tick + c->preempt_slice,
+                          memory_order_relaxed);
+}
 
 #endif

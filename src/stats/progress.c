@@ -1,6 +1,7 @@
 /* progress.c - see progress.h. */
 #include "progress.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
@@ -37,6 +38,17 @@ size_t kr__peak_rss_bytes(void)
     return kb * 1024;
 }
 
+/* Sum over the threads of the published counter at `offset` in struct kr__counters. */
+static uint64_t pub_sum(const struct kr__run *r, size_t offset)
+{
+    uint64_t s = 0;
+    for (unsigned t = 0; t < r->nthreads; t++)
+        s += atomic_load_explicit((_Atomic uint64_t *)((char *)&r->counters[t] + offset),
+                                  memory_order_relaxed);
+    return s;
+}
+#define PUB_SUM(r, field) pub_sum((r), offsetof(struct kr__counters, field))
+
 static void sample(struct kr__progress *p, double now, kr_time vt, uint64_t committed,
                    uint64_t processed)
 {
@@ -53,6 +65,10 @@ static void sample(struct kr__progress *p, double now, kr_time vt, uint64_t comm
     row[2] = (double)committed;
     row[3] = (double)processed;
     row[4] = (double)kr__rss_bytes();
+    row[5] = (double)PUB_SUM(r, pub_rollbacks);
+    row[6] = (double)PUB_SUM(r, pub_rolled_back);
+    row[7] = (double)PUB_SUM(r, pub_preempt_calls);
+    row[8] = (double)PUB_SUM(r, pub_preempt_ticks);
     p->last_sample = now;
 }
 
@@ -70,11 +86,7 @@ void kr__progress_tick(struct kr__progress *p, kr_time vt)
 {
     double now = kr__wall_now();
     if (now - p->last_sample < 0.1) return;
-    uint64_t committed = 0, processed = 0;
-    for (unsigned t = 0; t < p->r->nthreads; t++) {
-        committed += atomic_load_explicit(&p->r->counters[t].pub_committed, memory_order_relaxed);
-        processed += atomic_load_explicit(&p->r->counters[t].pub_processed, memory_order_relaxed);
-    }
+    uint64_t committed = PUB_SUM(p->r, pub_committed), processed = PUB_SUM(p->r, pub_processed);
     sample(p, now, vt, committed, processed);
     if (!p->on || now - p->last < 0.5) return;
     double rate = (double)(committed - p->last_committed) / (now - p->last);

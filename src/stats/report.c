@@ -135,12 +135,14 @@ static void json_config(FILE *f, const struct kr__run *r)
 static void json_series(FILE *f, const struct kr__run *r)
 {
     fputs("  \"series\": {\"columns\": [\"wall_seconds\", \"gvt\", \"committed\", \"processed\", "
-          "\"rss_bytes\"], \"rows\": [", f);
+          "\"rss_bytes\", \"rollbacks\", \"rolled_back\", \"preempted_at_calls\", "
+          "\"preempted_by_ticks\"], \"rows\": [", f);
     for (size_t i = 0; i < r->nseries; i++) {
         const double *row = r->series + i * KR_SERIES_COLS;
         fprintf(f, "%s[%.4f, ", i ? ", " : "", row[0]);
         json_num(f, row[1]);
-        fprintf(f, ", %.0f, %.0f, %.0f]", row[2], row[3], row[4]);
+        for (int c = 2; c < KR_SERIES_COLS; c++) fprintf(f, ", %.0f", row[c]);
+        fputc(']', f);
     }
     fputs("]},\n", f);
 }

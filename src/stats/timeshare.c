@@ -45,10 +45,12 @@ void kr__timeshare_summary(const struct kr__run *r, FILE *f)
     struct ts_totals t;
     totals(r, &t);
     uint64_t pre = t.by_return + t.by_tick + t.by_slice;
-    fprintf(f, "  time sharing:     %s, tick %g us, %llu preemptions (%llu at model calls, %llu "
+    fprintf(f, "  time sharing:     %s, tick %g us%s, %llu preemptions (%llu at model calls, %llu "
             "by ticks, %llu slices), %llu resumed, %llu rolled back; ticks armed %.3f s; "
             "event %.2f us, %.1f calls/event\n", kr__preempt_name(r->cfg->preempt),
-            r->cfg->tick_us, (unsigned long long)pre, (unsigned long long)t.by_return,
+            r->cfg->tick_us, strcmp(r->cfg->tick_from, "default") ? "" :
+            " (uncalibrated default: run 'kairos calibrate')", (unsigned long long)pre,
+            (unsigned long long)t.by_return,
             (unsigned long long)t.by_tick, (unsigned long long)t.by_slice,
             (unsigned long long)t.resumed, (unsigned long long)t.abandoned,
             (double)t.armed_ns * 1e-9 / (r->nthreads ? r->nthreads : 1), t.de_ns / 1e3, t.apms);
@@ -59,14 +61,16 @@ void kr__timeshare_json(const struct kr__run *r, FILE *f)
     if (!shown(r)) return;
     struct ts_totals t;
     totals(r, &t);
-    fprintf(f, "  \"time_sharing\": {\"preempt\": \"%s\", \"tick_us\": %.17g, \"alpha\": %.17g, "
+    fprintf(f, "  \"time_sharing\": {\"preempt\": \"%s\", \"tick_us\": %.17g, \"tick_from\": \"%s\", "
+            "\"alpha\": %.17g, "
             "\"stack_kb\": %zu, \"events_on_stacks\": %llu, \"preempted_at_calls\": %llu, "
             "\"preempted_by_ticks\": %llu, \"preempted_by_slice\": %llu, \"resumed\": %llu, "
             "\"rolled_back\": %llu, \"context_switches\": %llu, \"ticks\": %llu, "
             "\"ticks_in_platform\": %llu, \"ticks_outside_model\": %llu, "
             "\"ticks_armed_seconds\": %.6f, \"event_us_mean\": %.4f, \"calls_per_event\": %.4f, "
             "\"stacks_peak\": %llu},\n",
-            kr__preempt_name(r->cfg->preempt), r->cfg->tick_us, r->cfg->alpha, r->cfg->stack_kb,
+            kr__preempt_name(r->cfg->preempt), r->cfg->tick_us, r->cfg->tick_from, r->cfg->alpha,
+            r->cfg->stack_kb,
             (unsigned long long)t.ult_events, (unsigned long long)t.by_return,
             (unsigned long long)t.by_tick, (unsigned long long)t.by_slice,
             (unsigned long long)t.resumed, (unsigned long long)t.abandoned,

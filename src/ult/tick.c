@@ -158,6 +158,11 @@ void kr__tick_thread_fini(void)
     have_timer = false;
 }
 
+timer_t kr__tick_timer(void)
+{
+    return tick_timer;
+}
+
 void kr__tick_arm(uint64_t period_ns)
 {
     if (!have_timer) return;

@@ -138,5 +138,6 @@ void kr__tick_install(const void *model_code);
 int kr__tick_thread_init(void);          /* per worker: create its timer; 0 ok */
 void kr__tick_thread_fini(void);
 void kr__tick_arm(uint64_t period_ns);   /* 0 disarms */
+timer_t kr__tick_timer(void);            /* the calling thread's (calibrate stops it) */
 
 #endif

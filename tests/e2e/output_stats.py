@@ -46,12 +46,15 @@ with tempfile.TemporaryDirectory() as d:
         if s["config"]["params"] != {"mean": "0.9"}:
             fail(f"config.params wrong: {s['config']['params']}")
         ser = s["series"]
-        if ser["columns"][:3] != ["wall_seconds", "gvt", "committed"]:
+        if ser["columns"] != ["wall_seconds", "gvt", "committed", "processed", "rss_bytes",
+                              "rollbacks", "rolled_back", "preempted_at_calls",
+                              "preempted_by_ticks"]:
             fail(f"series columns: {ser['columns']}")
         if any(len(row) != len(ser["columns"]) for row in ser["rows"]):
             fail("series rows must match the columns")
-        if [r[2] for r in ser["rows"]] != sorted(r[2] for r in ser["rows"]):
-            fail("committed counts in the series must not decrease")
+        for c in (2, 3, 5, 6, 7, 8):
+            if [r[c] for r in ser["rows"]] != sorted(r[c] for r in ser["rows"]):
+                fail(f"{ser['columns'][c]} counts in the series must not decrease")
         if "\r" in err:
             fail("progress line printed although stderr is not a terminal")
     t.ok("--stats JSON has the documented keys and consistent counts; no progress off-terminal")

@@ -3,12 +3,18 @@ and output for every model, with ticks frequent enough to preempt events at arbi
 instructions (phold with busy work, pcs floating point); an endless loop on a wrong
 speculative path is broken by preemption and rolled back; an endless loop on the committed
 path is reported after --event-timeout."""
+import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from common import run, fail, digest, committed, Tally
 
 kairos, build = sys.argv[1], sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="kairos-preempt-")
+# Hermetic: the default --tick-us comes from this file (absent until calibrate writes it).
+os.environ["KAIROS_CALIBRATION"] = os.path.join(tmp, "calibration")
 ring = os.path.join(build, "libring.so")
 chaos = os.path.join(build, "libchaos.so")
 spin = os.path.join(build, "libspinloop.so")
@@ -24,6 +30,7 @@ models = {
     "membench": ["membench", "--lps", "16", "--end", "30", "-P", "state=20000"],
     "pcs": ["pcs", "--lps", "16", "--end", "2", "-P", "channels=200"],
     "plainheap-wrap": [plain, "--lps", "16", "--end", "30"],
+    "datastore": ["datastore", "--lps", "16", "--end", "10", "-P", "op_us=20"],
 }
 modes = [["--preempt", "off"], ["--preempt", "return"], ["--preempt", "tick", "--tick-us", "100"],
          ["--preempt", "adaptive"], ["--preempt", "adaptive", "--alpha", "-1", "--tick-us", "200"]]
@@ -89,4 +96,27 @@ rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads"
 if rc != 1 or "LP 1, virtual time 10, event type 1" not in err or "--preempt return or tick" not in err:
     fail(f"speculative loop under --preempt off: exit {rc}, expected a timeout error:\n{err}")
 t.ok("speculative endless loop under --preempt off: reported after --event-timeout, not a hang")
+
+
+def tick_of_run():
+    stats = os.path.join(tmp, "s.json")
+    rc, out, err = run(kairos, "run", "phold", "--end", "5", "--threads", "2", "--stats", stats)
+    ts = json.load(open(stats))["time_sharing"]
+    return ts["tick_us"], ts["tick_from"], err
+
+
+# kairos calibrate saves a period (here the only one measured, with a limit every period
+# meets or, if ticks cost more here, as the longest measured) and later runs default to it.
+tick, src, err = tick_of_run()
+if (tick, src) != (1000, "default") or "uncalibrated default" not in err:
+    fail(f"uncalibrated run: tick {tick} from {src}, expected 1000 from default:\n{err}")
+rc, out, err = run(kairos, "calibrate", "--threads", "1", "--ticks", "2000", "--seconds", "0.05",
+                   "--reps", "1", "--limit", "100")
+if "tick_us 2000" not in open(os.environ["KAIROS_CALIBRATION"]).read() or "2000" not in out:
+    fail(f"calibrate did not save --tick-us 2000:\n{out}{err}")
+tick, src, err = tick_of_run()
+if (tick, src) != (2000, "calibration") or "uncalibrated" in err:
+    fail(f"calibrated run: tick {tick} from {src}, expected 2000 from calibration")
+t.ok("kairos calibrate saves the period; later runs take it (and say when they run uncalibrated)")
+shutil.rmtree(tmp, ignore_errors=True)
 t.finish()

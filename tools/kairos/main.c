@@ -56,7 +56,7 @@ static void usage(FILE *f)
         "                         adaptive  ticks only while events are long next to the\n"
         "                                   gaps between model calls; events under 5 us\n"
         "                                   on average are not preempted (default)\n"
-        "  --tick-us US         extra-tick period (default: from 'kairos calibrate', else 50)\n"
+        "  --tick-us US         extra-tick period (default: from 'kairos calibrate', else 1000)\n"
         "  --alpha A            adaptive rule: ticks while mean event time / (model calls per\n"
         "                       event + 1) >= (1 + A) x tick (default -0.5; -1: always)\n"
         "  --stack-kb N         stack of an event under time-sharing (default 256)\n"
@@ -197,6 +197,7 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
                                   KR_PREEMPT_OFF, KR_PREEMPT_ADAPTIVE, "off, return, tick or adaptive");
     } else if (!strcmp(a, "--tick-us")) {
         c->tick_us = parse_time(a, need_value(argc, argv, i));
+        c->tick_from = "option";
         if (c->tick_us < 5 || c->tick_us > 1e6)
             kr__usage_error("--tick-us must be between 5 and 1000000 microseconds, got %g", c->tick_us);
     } else if (!strcmp(a, "--alpha")) {
@@ -253,7 +254,7 @@ static int cmd_run(int argc, char **argv)
 #else
     c.preempt = KR_PREEMPT_ADAPTIVE;
 #endif
-    c.tick_us = kr__calibrated_tick_us();
+    c.tick_us = kr__calibrated_tick_us(&c.tick_from);
     c.alpha = -0.5;
     c.stack_kb = 256;
     c.event_timeout = 60;
