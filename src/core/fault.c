@@ -8,8 +8,10 @@
  *
  * The handler runs on an alternate stack (a model's stack overflow must be reportable) and
  * with SA_NODEFER, because deferred errors leave it by longjmp to the engine. */
+#define _GNU_SOURCE /* REG_RSP */
 #include <errno.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +50,12 @@ static const char *sig_name(int sig)
     }
 }
 
-static void model_crash(int sig, const siginfo_t *si)
+static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
-    if (sig == SIGSEGV && kr__ult_guard_hit(si->si_addr)) {
+    /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
+     * frame, e.g. a tick arriving while the event's stack is all but full. */
+    const void *sp = si->si_code == SI_KERNEL ? (const void *)uc->uc_mcontext.gregs[REG_RSP] : NULL;
+    if (sig == SIGSEGV && kr__ult_guard_hit(si->si_addr, sp)) {
         const struct kr__ult *u = kr__ult_self.cur;
         kr__model_error("the event handler overflowed its stack (%zu KiB, an event stack of "
                         "time-sharing): deep recursion or large local arrays; raise --stack-kb "
@@ -85,13 +90,12 @@ static void engine_crash(int sig, const siginfo_t *si)
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-    (void)uc;
     int saved = errno;
     if (sig == SIGSEGV && (kr__buddy_calib_fault(si->si_addr) || tracking_fault(si))) {
         errno = saved;
         return;
     }
-    if (kr__in_lp()) model_crash(sig, si); /* does not return */
+    if (kr__in_lp()) model_crash(sig, si, uc); /* does not return */
     engine_crash(sig, si);
     errno = saved;
 }

@@ -241,9 +241,12 @@ void kr__ult_check_slow(void)
     kr__ult_yield(KR_ULT_SUSPENDED, KR_BY_RETURN);
 }
 
-bool kr__ult_guard_hit(const void *addr)
+bool kr__ult_guard_hit(const void *addr, const void *sp)
 {
     const struct kr__ult *u = kr__ult_self.cur;
-    const char *a = addr;
-    return u && a >= u->lo - GUARD_BYTES && a < u->lo;
+    const char *a = addr, *s = sp;
+    if (!u) return false;
+    if (a >= u->lo - GUARD_BYTES && a < u->lo) return true;
+    /* (an x86-64 signal frame with AVX-512 state is under 4 KiB) */
+    return s && s >= u->lo - GUARD_BYTES && s < u->lo + 8192;
 }

@@ -129,8 +129,10 @@ void kr__ult_put(struct kr__ult_pool *p, struct kr__ult *u);
 void kr__ult_run(struct kr__ult *u);
 /* On a ULT: give the CPU back with this status (DONE after an event, SUSPENDED). */
 void kr__ult_yield(int status, int reason);
-/* Is addr in the guard page of the running ULT (a stack overflow)? */
-bool kr__ult_guard_hit(const void *addr);
+/* A stack overflow of the running ULT: addr is in its guard area, or (a signal the kernel
+ * could not deliver, such as a tick arriving with the stack almost full) the interrupted
+ * stack pointer sp is within a signal frame of its bottom. */
+bool kr__ult_guard_hit(const void *addr, const void *sp);
 
 /* Extra ticks (tick.c). */
 int kr__tick_signal(void);
