@@ -85,6 +85,22 @@ kr_time kr_now(void);
  * deterministic order derived from the sender, never from timing. */
 void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size);
 
+/* Send an expanded event: one that lasts `duration` (>= 0) of virtual time from `t`, e.g. the
+ * time to transmit a packet or serve a job. The conservative engine (--sync conservative)
+ * runs events whose intervals overlap in parallel, and so requires that an event schedules
+ * nothing that starts before its own end (t + duration). kr_schedule gives an event the
+ * run's lookahead as its duration. The other engines check the arguments and otherwise
+ * ignore the duration. */
+void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
+                      const void *payload, size_t size);
+
+/* Only in init: every event this LP sends to another LP will be at least `lookahead` after
+ * kr_now() (a run-time alternative to struct kr_model.lookahead, e.g. read from a parameter).
+ * The run's lookahead is the smallest value declared (with the model's, if not 0). Declaring
+ * 0 says sends may be immediate: under --sync conservative events then last 0 and run one
+ * at a time (struct kr_model.lookahead 0 means "unknown", which that engine refuses). */
+void kr_set_lookahead(kr_time lookahead);
+
 /* Per-LP pseudo-random numbers, rolled back with the LP. */
 double kr_random(void);          /* uniform in [0, 1) */
 uint64_t kr_random_u64(void);    /* uniform 64-bit */
@@ -97,8 +113,6 @@ void *kr_calloc(size_t n, size_t size);
 void *kr_realloc(void *ptr, size_t size);
 void kr_free(void *ptr);
 
-/* Committed output: printed to stdout only when the calling event commits, in virtual-time
- * order across all LPs. Returns the number of characters formatted. */
 /* Write marking, for --state chunk (elsewhere these cost a test and do nothing extra):
  * kr_touch declares that [p, p + n) of the LP's state is written by this event (before or
  * after the write, within the event); the others write and mark in one call. */
@@ -110,6 +124,8 @@ void *kr_memset(void *dst, int c, size_t n);
 /* A copy of s in the LP's state (kr_malloc memory). */
 char *kr_strdup(const char *s);
 
+/* Committed output: printed to stdout only when the calling event commits, in virtual-time
+ * order across all LPs. Returns the number of characters formatted. */
 int kr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Stop the run with a model error: the message gets the model, LP, virtual time and event

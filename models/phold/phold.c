@@ -85,6 +85,8 @@ static void phold_init(kr_lp me)
     if (mesh < 0 || (mesh > 0 && (uint64_t)mesh * (uint64_t)mesh != kr_lp_count()))
         kr_error("-P mesh=%lld needs --lps %lld (an M x M torus), this run has %llu LPs",
                  (long long)mesh, (long long)(mesh * mesh), (unsigned long long)kr_lp_count());
+    /* every send is at least `lookahead` ahead: the conservative engine's event duration */
+    kr_set_lookahead(kr_param_double("lookahead", 0.1));
     struct phold_state *s = kr_malloc(sizeof *s);
     int64_t extra = kr_param_int("state_bytes", 0);
     if (extra > 0) {

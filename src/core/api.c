@@ -70,71 +70,65 @@ kr_time kr_now(void)
     return t;
 }
 
-static int check_schedule(kr_lp dest, kr_time t, size_t size, const void *payload)
+static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, const void *payload)
 {
     const struct kr__run *r = kr__ctx.run;
     if (kr__ctx.mode == KR_MODE_FINISH) {
-        kr__model_error("kr_schedule in finish: the run is over (virtual time +inf), no event "
-                        "can be scheduled; move this send into an event handler");
+        kr__model_error("%s in finish: the run is over (virtual time +inf), no event "
+                        "can be scheduled; move this send into an event handler", fn);
         return 0;
     }
     if (dest >= r->n) {
-        kr__model_error("kr_schedule: destination LP %llu is out of range (this run has %llu "
+        kr__model_error("%s: destination LP %llu is out of range (this run has %llu "
                         "LPs, ids 0..%llu); check the destination computation or --lps",
-                        (unsigned long long)dest, (unsigned long long)r->n,
+                        fn, (unsigned long long)dest, (unsigned long long)r->n,
                         (unsigned long long)(r->n - 1));
         return 0;
     }
     if (isnan(t) || isinf(t)) {
-        kr__model_error("kr_schedule: timestamp %g is not a finite number (destination LP %llu)",
-                        t, (unsigned long long)dest);
+        kr__model_error("%s: timestamp %g is not a finite number (destination LP %llu)",
+                        fn, t, (unsigned long long)dest);
         return 0;
     }
     if (t < 0 || t < kr__ctx.now) {
-        kr__model_error("kr_schedule: timestamp %.17g is in the past (now is %.17g; events "
-                        "start at time >= 0 and only go forward)", t,
+        kr__model_error("%s: timestamp %.17g is in the past (now is %.17g; events "
+                        "start at time >= 0 and only go forward)", fn, t,
                         kr__ctx.mode == KR_MODE_INIT ? 0.0 : kr__ctx.now);
         return 0;
     }
     if (size > KR_PAYLOAD_MAX) {
-        kr__model_error("kr_schedule: payload of %zu bytes is over the limit of %u bytes; send "
-                        "a smaller message or keep the data in LP state", size, KR_PAYLOAD_MAX);
+        kr__model_error("%s: payload of %zu bytes is over the limit of %u bytes; send "
+                        "a smaller message or keep the data in LP state", fn, size, KR_PAYLOAD_MAX);
         return 0;
     }
     if (size && !payload) {
-        kr__model_error("kr_schedule: payload is NULL but size is %zu", size);
+        kr__model_error("%s: payload is NULL but size is %zu", fn, size);
         return 0;
     }
     if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT && kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
-        kr__model_error("kr_schedule: %u events in a row at virtual time %.17g, each scheduling "
+        kr__model_error("%s: %u events in a row at virtual time %.17g, each scheduling "
                         "the next at the same time; virtual time cannot advance (a zero-delay "
-                        "loop in the model?)", KR_MAX_ZERO_DELAY_HOPS, t);
+                        "loop in the model?)", fn, KR_MAX_ZERO_DELAY_HOPS, t);
         return 0;
     }
-    kr_time la = r->model->lookahead;
+    kr_time la = r->lookahead;
     if (la > 0 && dest != kr__ctx.id && kr__ctx.mode != KR_MODE_INIT && t < kr__ctx.now + la) {
-        kr__model_error("kr_schedule: timestamp %.17g to LP %llu violates the model's declared "
-                        "lookahead %g (must be >= now + lookahead = %.17g)", t,
+        kr__model_error("%s: timestamp %.17g to LP %llu violates the model's declared "
+                        "lookahead %g (must be >= now + lookahead = %.17g)", fn, t,
                         (unsigned long long)dest, la, kr__ctx.now + la);
         return 0;
     }
     return 1;
 }
 
-void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size)
+/* kr_schedule and kr_schedule_span: `span` says the duration is the model's own. */
+static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool span, unsigned type,
+                     const void *payload, size_t size)
 {
-    KR_API_ENTER();
-    need_lp("kr_schedule");
-    if (!check_schedule(dest, t, size, payload)) {
-        KR_API_LEAVE();
-        return;
-    }
+    if (!check_schedule(fn, dest, t, size, payload)) return;
     struct kr__lp *lp = kr__ctx.lp;
     uint64_t seq = lp->seq++;
-    if (kr__ctx.mode == KR_MODE_COAST) { /* re-execution: the event exists already */
-        KR_API_LEAVE();
-        return;
-    }
+    if (kr__ctx.mode == KR_MODE_COAST) return; /* re-execution: the event exists already */
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
     e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
@@ -144,11 +138,52 @@ void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size
     e->dest = dest;
     e->type = type;
     e->size = (uint32_t)size;
-    e->flags = 0;
+    e->flags = span ? KR_EVF_SPAN : 0;
     e->child = e->sib = NULL;
+    e->dur = dur;
     e->ckpt = NULL;
     if (size) memcpy(e->payload, payload, size);
     kr__ctx.ops->send(&kr__ctx, e);
+}
+
+void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size)
+{
+    KR_API_ENTER();
+    need_lp("kr_schedule");
+    schedule("kr_schedule", dest, t, kr__ctx.run->lookahead, false, type, payload, size);
+    KR_API_LEAVE();
+}
+
+void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
+                      const void *payload, size_t size)
+{
+    KR_API_ENTER();
+    need_lp("kr_schedule_span");
+    if (!(duration >= 0) || isinf(duration))
+        kr__model_error("kr_schedule_span: duration %g is not a finite number >= 0 "
+                        "(destination LP %llu, start %.17g)", duration,
+                        (unsigned long long)dest, t);
+    else
+        schedule("kr_schedule_span", dest, t, duration, true, type, payload, size);
+    KR_API_LEAVE();
+}
+
+void kr_set_lookahead(kr_time lookahead)
+{
+    KR_API_ENTER();
+    need_lp("kr_set_lookahead");
+    struct kr__run *r = kr__ctx.run;
+    if (kr__ctx.mode != KR_MODE_INIT)
+        kr__model_error("kr_set_lookahead is only valid in init (the engines plan with the "
+                        "lookahead before the first event)");
+    else if (!(lookahead >= 0) || isinf(lookahead))
+        kr__model_error("kr_set_lookahead(%g): the lookahead must be a finite number >= 0",
+                        lookahead);
+    else if (!r->lookahead_declared && r->lookahead == 0)
+        r->lookahead = lookahead;
+    else if (lookahead < r->lookahead)
+        r->lookahead = lookahead;
+    r->lookahead_declared = true;
     KR_API_LEAVE();
 }
 

@@ -12,7 +12,7 @@
 #include "../msg/pool.h"
 #include "../stats/counters.h"
 
-enum kr__sync { KR_SYNC_SEQUENTIAL, KR_SYNC_OPTIMISTIC };
+enum kr__sync { KR_SYNC_SEQUENTIAL, KR_SYNC_OPTIMISTIC, KR_SYNC_CONSERVATIVE };
 
 /* --preempt: plain Time Warp, or events on their own stacks preempted at model-call returns
  * (return), also by extra ticks always (tick) or while the adaptive rule says so. */
@@ -45,6 +45,10 @@ struct kr__config {
     double alpha;               /* adaptive rule: ticks while Δe/(APMS+1) >= (1+alpha) ΔET */
     size_t stack_kb;            /* event stack size (time-sharing) */
     double event_timeout;       /* seconds an event may run on the committed path; 0: none */
+    bool scheduler_works;       /* conservative: the scheduler runs an event when every
+                                 * worker is busy */
+    bool handoff_pull;          /* conservative: locked work queue instead of job slots */
+    bool barrier_events;        /* conservative: completions as queued events */
     struct kr__kv *params;
     size_t nparams;
 };
@@ -58,6 +62,8 @@ struct kr__run {
     struct kr__counters *counters;    /* one per thread */
     struct kr__pool *pools;           /* one per thread (sequential: one) */
     int state_mode;                   /* in effect (sequential: always full) */
+    kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
+    bool lookahead_declared;          /* kr_set_lookahead was called */
     /* results */
     double wall_seconds;
     kr_time final_gvt;
@@ -123,6 +129,7 @@ static inline void kr__ctx_event(struct kr__lp *lp, struct kr__ev *e, int mode)
 /* Engines. */
 int kr__seq_run(struct kr__run *r);
 int kr__tw_run(struct kr__run *r);
+int kr__cons_run(struct kr__run *r);
 
 int kr__run_main(const struct kr__config *cfg);
 /* kairos calibrate (src/ult/calibrate.c), and the tick period it saved (else 1000 us). */
@@ -132,6 +139,9 @@ double kr__calibrated_tick_us(const char **from); /* from: "calibration" or "def
 /* Shared engine helpers (run.c). */
 void kr__lp_setup(struct kr__run *r, kr_lp id);
 void kr__lp_run_init(struct kr__run *r, kr_lp id);
+/* Set up and init every LP in id order on the calling thread; returns how many are done()
+ * already (engines whose init runs on one thread: sequential, conservative). */
+uint64_t kr__lps_init_all(struct kr__run *r);
 void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e);
 void kr__run_finish(struct kr__run *r);
 /* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */

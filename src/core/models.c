@@ -10,6 +10,7 @@ const struct kr_model *kr_builtin_queueing(void);
 const struct kr_model *kr_builtin_membench(void);
 const struct kr_model *kr_builtin_pcs(void);
 const struct kr_model *kr_builtin_datastore(void);
+const struct kr_model *kr_builtin_null(void);
 
 static const struct {
     const char *name;
@@ -24,6 +25,8 @@ static const struct {
       "handoffs, fading" },
     { "datastore", kr_builtin_datastore, "distributed key/value store: nodes, batches of "
       "transactions in round-robin, remote partitions by message" },
+    { "null", kr_builtin_null, "the null model of Horizon: modules running events of no work "
+      "that last a while (expanded events), to measure an engine's cost per event" },
 };
 
 void kr__models_list(FILE *f)

@@ -38,6 +38,18 @@ void kr__lp_run_init(struct kr__run *r, kr_lp id)
     kr__ctx.mode = KR_MODE_NONE;
 }
 
+uint64_t kr__lps_init_all(struct kr__run *r)
+{
+    uint64_t ndone = 0;
+    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
+    for (kr_lp id = 0; id < r->n; id++) {
+        kr__lp_run_init(r, id);
+        r->lps[id].done_seen = r->lps[id].done_init;
+        ndone += r->lps[id].done_init;
+    }
+    return ndone;
+}
+
 void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
 {
     uint64_t t;
@@ -140,8 +152,10 @@ int kr__run_main(const struct kr__config *cfg)
     r.model = kr__model_load(cfg->model);
     kr__params_check(cfg, r.model);
     r.n = cfg->lps;
+    r.lookahead = r.model->lookahead;
     r.nthreads = cfg->sync == KR_SYNC_SEQUENTIAL ? 1 : cfg->threads;
     if (r.nthreads > r.n) r.nthreads = (unsigned)r.n;
+    if (cfg->sync == KR_SYNC_CONSERVATIVE) r.nthreads = cfg->threads + 1; /* + the scheduler */
     r.lps = calloc(r.n, sizeof *r.lps);
     r.counters = aligned_alloc(64, r.nthreads * sizeof *r.counters);
     r.pools = kr__pools_new(r.nthreads);
@@ -151,7 +165,8 @@ int kr__run_main(const struct kr__config *cfg)
     setup_state(&r);
 
     double t0 = now_seconds();
-    int rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(&r) : kr__tw_run(&r);
+    int rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(&r)
+             : cfg->sync == KR_SYNC_CONSERVATIVE ? kr__cons_run(&r) : kr__tw_run(&r);
     r.wall_seconds = now_seconds() - t0;
     if (rc) return rc;
     kr__run_finish(&r);

@@ -42,7 +42,8 @@ static struct {
     pthread_t tid;
     bool on;
     _Atomic int stop;
-    struct kr__watch *w;
+    struct kr__watch *w;        /* n slots */
+    size_t n;
     const struct kr__run *r;
 } seqw;
 
@@ -52,15 +53,17 @@ static void *watch_main(void *arg)
     while (!atomic_load_explicit(&seqw.stop, memory_order_acquire)) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        kr__watch_poll(seqw.w, seqw.r, kr__clock_ns(), "");
+        uint64_t now = kr__clock_ns();
+        for (size_t i = 0; i < seqw.n; i++) kr__watch_poll(&seqw.w[i], seqw.r, now, "");
     }
     return NULL;
 }
 
-void kr__watch_thread_start(struct kr__watch *w, const struct kr__run *r)
+void kr__watch_thread_start(struct kr__watch *w, size_t n, const struct kr__run *r)
 {
     if (r->cfg->event_timeout <= 0) return;
     seqw.w = w;
+    seqw.n = n;
     seqw.r = r;
     atomic_store(&seqw.stop, 0);
     seqw.on = pthread_create(&seqw.tid, NULL, watch_main, NULL) == 0;

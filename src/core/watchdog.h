@@ -1,7 +1,7 @@
 /* watchdog.h - --event-timeout where an event cannot be preempted (the sequential engine,
  * and events run on a worker's own stack): the running thread marks each event's start and
  * end in its slot (two stores and a pointer, no lock); a watcher (the optimistic engine's
- * main thread, or a small thread beside the sequential engine) polls the slots and ends the
+ * main thread, or a small thread beside the sequential and conservative engines) polls the slots and ends the
  * run with a model error naming the event when one has not returned within the timeout.
  * Events on event stacks are timed by the engine itself (src/optimistic/preempt.c). */
 #ifndef KR_CORE_WATCHDOG_H
@@ -41,8 +41,9 @@ void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const s
 /* Check one slot at time now_ns; exits the process with the error if it timed out.
  * `hint` is appended to the message (may be ""). */
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint);
-/* The sequential engine's watcher thread (no-op when --event-timeout is 0). */
-void kr__watch_thread_start(struct kr__watch *w, const struct kr__run *r);
+/* A watcher thread over n slots, for the sequential and conservative engines (no-op when
+ * --event-timeout is 0). */
+void kr__watch_thread_start(struct kr__watch *w, size_t n, const struct kr__run *r);
 void kr__watch_thread_stop(void);
 
 #endif

@@ -31,6 +31,8 @@ enum {
     KR_EVF_ANTI = 1,        /* an antimessage: `child` is the target event */
     KR_EVF_DONE_AFTER = 2,  /* model done() held after this event */
     KR_EVF_ERROR = 4,       /* the model failed inside this event (optimistic: reported at commit) */
+    KR_EVF_SPAN = 8,        /* sent with kr_schedule_span: `dur` is the model's, not the lookahead */
+    KR_EVF_BARRIER = 16,    /* conservative, --barriers events: the completion of an offloaded event */
 };
 
 struct kr__ckpt;
@@ -51,7 +53,10 @@ struct kr__ev {
     uint8_t pad2_[2];
     /* Second line: what only matters while the event is processed or rolled back. */
     kr_lp dest;
-    struct kr__ev *prev;
+    union {
+        struct kr__ev *prev;      /* optimistic: the LP's processed list */
+        kr_time dur;              /* conservative: the event's duration (set when sent) */
+    };
     struct kr__ev *child;         /* first event this one sent (or target, for an antimessage) */
     struct kr__ev *sib;           /* next sibling in the sender's child list (sender-owned) */
     unsigned char payload[];      /* `size` bytes, 8-aligned */

@@ -109,17 +109,11 @@ int kr__seq_run(struct kr__run *r)
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &s;
     kr__ctx.jmp = NULL;
-    uint64_t ndone = 0;
-    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
-    for (kr_lp id = 0; id < r->n; id++) {
-        kr__lp_run_init(r, id);
-        r->lps[id].done_seen = r->lps[id].done_init;
-        ndone += r->lps[id].done_init;
-    }
+    uint64_t ndone = kr__lps_init_all(r);
     r->end_key = kr__key_at(0);
     kr__ctx.mode = KR_MODE_EVENT;
     memset(&s.watch, 0, sizeof s.watch);
-    kr__watch_thread_start(&s.watch, r);
+    kr__watch_thread_start(&s.watch, 1, r);
     bool by_done = (r->model->done && ndone == r->n) || seq_loop(r, &s, ndone);
     kr__watch_thread_stop();
     kr__ctx.mode = KR_MODE_NONE;

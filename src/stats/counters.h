@@ -43,6 +43,13 @@ struct kr__counters {
     uint64_t tick_armed_ns;              /* time with fine-grain ticks armed */
     uint64_t stacks_peak;                /* event stacks in use at once, at most */
     double de_ns, apms;                  /* final means: event time, model calls per event */
+    /* Conservative engine (the scheduler's line). */
+    uint64_t cons_retired;               /* events retired (applied in key order) */
+    uint64_t cons_offloads;              /* events handed out (to a worker or run here) */
+    uint64_t cons_inflight_sum;          /* events in flight, summed at each offload */
+    uint64_t cons_sched_ran;             /* events the scheduler ran itself */
+    uint64_t cons_barrier_waits;         /* scheduler turns held at the barrier */
+    uint64_t cons_lp_waits;              /* ...held because the event's LP was busy */
     /* Published for the progress line and the --stats series (written by the owner at
      * commit points, read by the main thread). */
     _Atomic uint64_t pub_committed, pub_processed, pub_rollbacks, pub_rolled_back;

@@ -8,6 +8,7 @@
 #include "../core/error.h"
 #include "statesave.h"
 #include "timeshare.h"
+#include "horizon.h"
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t)
 {
@@ -30,7 +31,11 @@ void kr__totals(const struct kr__run *r, struct kr__totals *t)
 
 static const char *engine_name(const struct kr__run *r)
 {
-    return r->cfg->sync == KR_SYNC_SEQUENTIAL ? "sequential" : "optimistic";
+    switch (r->cfg->sync) {
+    case KR_SYNC_SEQUENTIAL: return "sequential";
+    case KR_SYNC_CONSERVATIVE: return "conservative";
+    default: return "optimistic";
+    }
 }
 
 void kr__report_summary(const struct kr__run *r, FILE *f)
@@ -53,6 +58,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
     kr__state_summary(r, f);
     kr__timeshare_summary(r, f);
+    kr__horizon_summary(r, f);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -205,6 +211,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
     json_config(f, r);
     kr__state_json(r, f);
     kr__timeshare_json(r, f);
+    kr__horizon_json(r, f);
     json_machine(f);
     json_series(f, r);
     json_threads(f, r);

@@ -81,7 +81,8 @@ for mode in (["--preempt", "return"], ["--preempt", "tick"], ["--preempt", "adap
 
 # An endless loop on the committed path: a model error after --event-timeout.
 for th in (["--threads", "1"], ["--threads", "2"], ["--sync", "sequential"],
-           ["--threads", "2", "--preempt", "off"]):
+           ["--threads", "2", "--preempt", "off"], ["--sync", "conservative", "--threads", "1"],
+           ["--sync", "conservative", "--threads", "2", "--handoff", "pull"]):
     rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", *th,
                        "--event-timeout", "0.5", "-P", "case=1", check=False)
     want = ["model 'spinloop', LP 0, virtual time 1, event type 3", "more than 0.5 s",

@@ -54,7 +54,9 @@ static void send_random(kr_lp me, kr_time now, unsigned type, double delay)
     size_t n = kr_random_u64() % (KR_PAYLOAD_MAX + 1);
     for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 7 + me);
     kr_lp dest = kr_random() < 0.5 ? me : kr_random_u64() % kr_lp_count();
-    kr_schedule(dest, now + delay, type, buf, n);
+    double span = kr_param_double("span", 0);
+    if (span > 0) kr_schedule_span(dest, now + span + delay, span, type, buf, n);
+    else kr_schedule(dest, now + delay, type, buf, n);
 }
 
 static void chaos_init(kr_lp me)
@@ -93,6 +95,8 @@ static bool chaos_done(kr_lp me, const void *state)
 
 static const struct kr_param chaos_params[] = {
     { "done_after", KR_PARAM_INT, "0", "events after which an LP is done (0: never)" },
+    { "span", KR_PARAM_DOUBLE, "0", "> 0: every event lasts this long (kr_schedule_span) and "
+      "sends nothing earlier than its end, so the conservative engine can run it" },
     { NULL, 0, NULL, NULL },
 };
 

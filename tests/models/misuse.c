@@ -9,7 +9,8 @@
 enum {
     OK_SPECULATIVE, DEST_RANGE, PAST, NAN_TIME, INF_TIME, PAYLOAD, ARENA, BAD_FREE, BAD_STATE,
     USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE, ZERO_DELAY_LOOP,
-    NULL_WRITE, DIV_ZERO, STACK_OVERFLOW, FOREIGN_STATE, OK_SPECULATIVE_CRASH
+    NULL_WRITE, DIV_ZERO, STACK_OVERFLOW, FOREIGN_STATE, OK_SPECULATIVE_CRASH,
+    SPAN_VIOLATION, BAD_SPAN, LOOKAHEAD_IN_EVENT
 };
 
 /* A real integer division (sanitizer builds must not trap it first: the test is that the
@@ -39,6 +40,8 @@ static int recurse(volatile int depth)
 
 static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which misuse to commit (see misuse.c)" },
+    { "spans", KR_PARAM_INT, "0", "1: every event lasts 0 (kr_schedule_span), so that the "
+      "conservative engine runs the model" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -47,14 +50,25 @@ struct st {
     int events;
 };
 
+/* spans=1: events sent with a duration of 0, which the conservative engine accepts (the
+ * model declares no lookahead). */
+static void send(kr_lp dest, kr_time t, unsigned type, const void *p, size_t n)
+{
+    if (kr_param_int("spans", 0)) kr_schedule_span(dest, t, 0, type, p, n);
+    else kr_schedule(dest, t, type, p, n);
+}
+
 static void misuse_init(kr_lp me)
 {
     struct st *s = kr_malloc(sizeof *s);
     kr_set_state(s);
     if (me == 0) lp0_state = s;
-    if (kr_param_int("case", 0) == INIT_ERROR && me == 1) kr_schedule(me, -1.0, 0, NULL, 0);
-    if (me == 0) kr_schedule(0, 0.5, 1, NULL, 0);
-    if (me == 1) kr_schedule(1, 2.0, 2, NULL, 0);
+    if (kr_param_int("case", 0) == INIT_ERROR && me == 1) send(me, -1.0, 0, NULL, 0);
+    if (me == 0) send(0, 0.5, 1, NULL, 0);
+    if (me == 1 && kr_param_int("case", 0) == SPAN_VIOLATION) /* lasts until 3.0 */
+        kr_schedule_span(1, 2.0, 1.0, 2, NULL, 0);
+    else if (me == 1)
+        send(1, 2.0, 2, NULL, 0);
 }
 
 static void spin_ms(int ms)
@@ -77,26 +91,26 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     char big[KR_PAYLOAD_MAX + 1] = { 0 };
     int local = 0;
     if (type == 3) { s->ok = 1; return; }
-    if (type == 4) { kr_schedule(me, now, 4, NULL, 0); return; } /* forever at one time */
+    if (type == 4) { send(me, now, 4, NULL, 0); return; } /* forever at one time */
     if (type == 1) { /* LP 0 at 0.5: slow, then tells LP 1 it is fine (time 1.0) */
         if (c == OK_SPECULATIVE || c == OK_SPECULATIVE_CRASH) spin_ms(50);
-        kr_schedule(1, 1.0, 3, NULL, 0);
+        send(1, 1.0, 3, NULL, 0);
     }
     if (type != 2) return;
     switch (c) { /* LP 1 at time 2.0 */
     case OK_SPECULATIVE:
         if (!s->ok) kr_error("reached only on a wrong speculative path");
         break;
-    case DEST_RANGE: kr_schedule(kr_lp_count() + 5, now + 1, 0, NULL, 0); break;
-    case PAST: kr_schedule(me, now - 0.5, 0, NULL, 0); break;
-    case NAN_TIME: kr_schedule(me, NAN, 0, NULL, 0); break;
-    case INF_TIME: kr_schedule(me, INFINITY, 0, NULL, 0); break;
-    case PAYLOAD: kr_schedule(me, now + 1, 0, big, sizeof big); break;
+    case DEST_RANGE: send(kr_lp_count() + 5, now + 1, 0, NULL, 0); break;
+    case PAST: send(me, now - 0.5, 0, NULL, 0); break;
+    case NAN_TIME: send(me, NAN, 0, NULL, 0); break;
+    case INF_TIME: send(me, INFINITY, 0, NULL, 0); break;
+    case PAYLOAD: send(me, now + 1, 0, big, sizeof big); break;
     case ARENA: for (int i = 0; i < 100; i++) kr_malloc(100000); break;
     case BAD_FREE: kr_free(&local); break;
     case BAD_STATE: kr_set_state(&local); break;
     case USER_ERROR: kr_error("the customer count went negative (%d)", -3); break;
-    case ZERO_DELAY_LOOP: kr_schedule(me, now, 4, NULL, 0); break;
+    case ZERO_DELAY_LOOP: send(me, now, 4, NULL, 0); break;
     case NULL_WRITE: poke(bad_address); break;
     case DIV_ZERO: s->events = divide(10, 0); break;
     case STACK_OVERFLOW: s->events = recurse(0); break;
@@ -104,6 +118,9 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     case OK_SPECULATIVE_CRASH: /* crashes only on a wrong speculative path */
         if (!s->ok) poke(bad_address);
         break;
+    case SPAN_VIOLATION: kr_schedule_span(me, now + 0.5, 0, 0, NULL, 0); break; /* < 3.0 */
+    case BAD_SPAN: kr_schedule_span(me, now + 1, -1, 0, NULL, 0); break;
+    case LOOKAHEAD_IN_EVENT: kr_set_lookahead(0.5); break;
     case GLOBAL_STATE: { /* not rollback-safe: state outside the arena */
         static int calls;
         s->events += ++calls;
@@ -124,7 +141,7 @@ static bool misuse_done(kr_lp me, const void *state)
 static void misuse_finish(kr_lp me, void *state)
 {
     (void)state;
-    if (kr_param_int("case", 0) == IN_FINISH && me == 0) kr_schedule(0, 1.0, 0, NULL, 0);
+    if (kr_param_int("case", 0) == IN_FINISH && me == 0) send(0, 1.0, 0, NULL, 0);
 }
 
 static const struct kr_model misuse_model = {

@@ -68,6 +68,7 @@ static void spin_event(kr_lp me, kr_time now, unsigned type, const void *payload
 static const struct kr_model spin_model = {
     .name = "spinloop",
     .params = spin_params,
+    .lookahead = 1.0, /* (its one send between LPs is 4 ahead; lets --sync conservative run it) */
     .init = spin_init,
     .event = spin_event,
 };

@@ -28,8 +28,12 @@ static void usage(FILE *f)
         "object that exports kr_model_entry(), e.g. ./mymodel.so.\n"
         "\n"
         "Options of 'run':\n"
-        "  --sync ENGINE        optimistic (Time Warp, default) or sequential\n"
-        "  --threads N          worker threads of the optimistic engine (default: all cores)\n"
+        "  --sync ENGINE        optimistic (Time Warp, default), conservative (Horizon:\n"
+        "                       events that overlap in virtual time run in parallel, never\n"
+        "                       rolled back; needs event durations or a lookahead) or\n"
+        "                       sequential\n"
+        "  --threads N          worker threads (default: all cores; conservative: N workers\n"
+        "                       beside the scheduler thread, default cores - 1)\n"
         "  --lps N              number of logical processes (default 1024)\n"
         "  --end T              end of virtual time: events at T or later do not run\n"
         "                       (default 1000; 'inf' runs until the model's done() holds)\n"
@@ -62,6 +66,14 @@ static void usage(FILE *f)
         "  --stack-kb N         stack of an event under time-sharing (default 256)\n"
         "  --event-timeout S    an event on the committed path still running after S seconds\n"
         "                       is reported as a model error (default 60; 0: never)\n"
+        "  --handoff MODE       conservative: push (the scheduler writes each job into a\n"
+        "                       spinning worker's slot, default) or pull (a locked work queue;\n"
+        "                       the baseline of paper 003)\n"
+        "  --barriers MODE      conservative: free (the scheduler tracks the earliest\n"
+        "                       completion, default) or events (a barrier event queued at each\n"
+        "                       event's completion; the baseline)\n"
+        "  --scheduler-works on|off  conservative, push: the scheduler runs an event itself\n"
+        "                       when every worker is busy (default on)\n"
         "  --arena-max BYTES    limit on one LP's state in use (kr_malloc, rounded up to\n"
         "                       powers of two), suffix K, M or G (default 64M)\n"
         "  --stats FILE         write run statistics as JSON (schema: docs/stats-schema.md)\n"
@@ -150,6 +162,14 @@ static void add_param(struct kr__config *c, const char *kv)
     c->nparams++;
 }
 
+/* An option with two values: false for the first, true for the second. */
+static bool parse_two(const char *opt, const char *v, const char *no, const char *yes)
+{
+    if (!strcmp(v, no)) return false;
+    if (!strcmp(v, yes)) return true;
+    kr__usage_error("%s must be %s or %s, got '%s'", opt, no, yes, v);
+}
+
 static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
@@ -157,7 +177,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         const char *v = need_value(argc, argv, i);
         if (!strcmp(v, "sequential")) c->sync = KR_SYNC_SEQUENTIAL;
         else if (!strcmp(v, "optimistic")) c->sync = KR_SYNC_OPTIMISTIC;
-        else kr__usage_error("--sync must be 'optimistic' or 'sequential', got '%s'", v);
+        else if (!strcmp(v, "conservative")) c->sync = KR_SYNC_CONSERVATIVE;
+        else kr__usage_error("--sync must be optimistic, conservative or sequential, got '%s'", v);
     } else if (!strcmp(a, "--threads")) {
         c->threads = (unsigned)parse_u64(a, need_value(argc, argv, i), 1);
         if (c->threads > 1024) kr__usage_error("--threads %u is more than 1024", c->threads);
@@ -209,6 +230,12 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
     } else if (!strcmp(a, "--event-timeout")) {
         c->event_timeout = parse_real(need_value(argc, argv, i), 0,
                                       "--event-timeout needs seconds (0: no limit)");
+    } else if (!strcmp(a, "--handoff")) {
+        c->handoff_pull = parse_two(a, need_value(argc, argv, i), "push", "pull");
+    } else if (!strcmp(a, "--barriers")) {
+        c->barrier_events = parse_two(a, need_value(argc, argv, i), "free", "events");
+    } else if (!strcmp(a, "--scheduler-works")) {
+        c->scheduler_works = !parse_two(a, need_value(argc, argv, i), "on", "off");
     } else if (!strcmp(a, "-P")) {
         add_param(c, need_value(argc, argv, i));
     } else if (!strncmp(a, "-P", 2)) {
@@ -239,7 +266,6 @@ static int cmd_run(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c.model = argv[2];
     c.sync = KR_SYNC_OPTIMISTIC;
-    c.threads = ncpu > 0 ? (unsigned)ncpu : 1;
     c.lps = 1024;
     c.end = 1000;
     c.seed = 1;
@@ -258,6 +284,8 @@ static int cmd_run(int argc, char **argv)
     c.alpha = -0.5;
     c.stack_kb = 256;
     c.event_timeout = 60;
+    c.scheduler_works = true;
+    c.threads = 0; /* the engine's default, below */
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             const struct kr_model *m = kr__model_load(c.model);
@@ -267,6 +295,13 @@ static int cmd_run(int argc, char **argv)
     }
     for (int i = 3; i < argc; i++) parse_option(&c, argc, argv, &i);
     check_preempt_build(&c);
+    if (c.threads == 0) /* conservative: the scheduler takes a core of its own */
+        c.threads = c.sync != KR_SYNC_CONSERVATIVE ? (ncpu > 0 ? (unsigned)ncpu : 1)
+                    : (ncpu > 1 ? (unsigned)ncpu - 1 : 1);
+    if (c.sync == KR_SYNC_CONSERVATIVE && c.check)
+        kr__usage_error("--check is for the sequential and optimistic engines; the conservative "
+                        "engine never re-executes an event (check the model with --sync "
+                        "sequential --check)");
     if (isinf(c.end)) {
         const struct kr_model *m = kr__model_load(c.model);
         if (!m->done)

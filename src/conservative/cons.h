@@ -1,0 +1,84 @@
+/* cons.h - the conservative engine's shared structures (Horizon, paper 003): jobs (one
+ * offloaded event and what it produced), the retire queue that puts their effects back in
+ * key order, and the two ways of handing a job to a worker (push: one slot per worker the
+ * scheduler writes directly; pull: one locked queue all workers take from). */
+#ifndef KR_CONSERVATIVE_CONS_H
+#define KR_CONSERVATIVE_CONS_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "../core/core.h"
+#include "../core/watchdog.h"
+#include "../queue/heap.h"
+
+/* One offloaded event. Written by the worker that runs it until `complete` is set (release),
+ * then read and recycled by the scheduler: one writer at a time, no lock. */
+struct cons_job {
+    struct kr__ev *ev;
+    kr_time tc;                  /* completion time: start + duration */
+    struct kr__ev *out, *out_tail; /* events it sent, in send order */
+    char *text;                  /* its kr_printf output */
+    size_t ntext, captext;
+    char *err;                   /* its model error, or NULL */
+    bool done_after;             /* the model's done() held for its LP after it */
+    unsigned refs;               /* retire queue, and a barrier event (--barriers events) */
+    _Atomic bool complete;
+    bool reaped;                 /* scheduler: its sends are in the set, its LP free */
+    struct cons_job *next;       /* retire queue, free list */
+    struct cons_job *qnext;      /* pull: the work queue */
+};
+
+/* A worker thread (the scheduler has one too, for the events it runs itself). */
+struct cons_worker {
+    _Alignas(64) _Atomic(struct cons_job *) slot;   /* push: the scheduler's job for it */
+    struct cons *c;
+    unsigned id;                 /* 1..W; 0 is the scheduler */
+    pthread_t tid;
+    struct cons_job *job;        /* running now (its thread only) */
+    jmp_buf jmp;                 /* a model error unwinds the event to here */
+    char pad_[64];
+};
+
+/* Pull handoff: the classic locked work queue and condition variables. */
+struct cons_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t work;         /* a job was queued, or stop */
+    pthread_cond_t done;         /* a job completed */
+    struct cons_job *head, *tail;
+};
+
+struct cons {
+    struct kr__run *r;
+    struct kr__heap heap;
+    unsigned nw;                 /* workers */
+    struct cons_worker *w;       /* [0] the scheduler, [1..nw] the workers */
+    struct kr__watch *watch;     /* --event-timeout: one slot per thread, as w */
+    bool push, barrier_events, scheduler_works, oversubscribed;
+    _Atomic bool stop;
+    struct cons_queue q;
+    /* scheduler only */
+    struct cons_job *retire_head, *retire_tail;  /* offloaded, in key order */
+    size_t nretire;
+    struct cons_job **inflight;  /* offloaded and not yet complete */
+    size_t ninflight, capinflight;
+    unsigned *busy_w;            /* push: job count per worker slot (0 or 1) */
+    uint8_t *lp_busy;            /* an LP with an event offloaded and not complete */
+    struct cons_job *free_jobs;
+    struct job_chunk *chunks;    /* where the jobs live, for teardown */
+    bool failed;                 /* a job reported a model error: offload nothing more */
+    uint64_t ndone;              /* LPs whose done() held, as retired */
+};
+
+/* handoff.c */
+void cons_handoff_start(struct cons *c);
+void cons_handoff_stop(struct cons *c);
+/* Hand job j to a worker: true if one took it (push: an idle slot; pull: always). */
+bool cons_offload(struct cons *c, struct cons_job *j);
+/* The scheduler waits a little for a job to complete (spin, yield or sleep). */
+void cons_wait(struct cons *c, unsigned *spins);
+/* Run job j on the calling thread (a worker, or the scheduler itself). */
+void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j);
+
+#endif

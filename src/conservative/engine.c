@@ -1,0 +1,346 @@
+/* engine.c - the conservative engine (--sync conservative): Horizon's expanded events
+ * (paper 003). Every event lasts from its start to its completion (start + duration; the
+ * duration is the model's, from kr_schedule_span, else the run's lookahead) and may only
+ * schedule events that start at or after its completion. One scheduler thread owns the
+ * future-event set and the barrier t_b, the earliest completion among the events offloaded
+ * and not yet complete: nothing that could still be scheduled starts before t_b, so the
+ * first event of the set may run in parallel with them if it starts before t_b.
+ *
+ * Determinism: the scheduler takes events in key order, so they are offloaded in key order;
+ * the offload test is strict (start < t_b), so an event never runs beside one whose
+ * children could tie with it at equal time; an LP runs one event at a time (an event whose
+ * LP is busy waits for it); and the effects that order matters for (output, the digest,
+ * done(), model errors) are applied when a job retires, in offload order. So the committed
+ * history is the sequential engine's.
+ *
+ * --barriers events replaces the t_b test with the classic scheme: each offloaded event
+ * puts a second, barrier event at its completion into the set, and the scheduler blocks
+ * when it reaches one until that event has completed. --handoff pull and --scheduler-works
+ * are in handoff.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cons.h"
+#include "../core/error.h"
+#include "../stats/progress.h"
+
+extern const struct kr__engine_ops kr__cons_ops;
+
+#define JOBS_PER_CHUNK 256
+
+struct job_chunk {
+    struct job_chunk *next;
+    struct cons_job jobs[JOBS_PER_CHUNK];
+};
+
+static struct cons_job *job_new(struct cons *c, struct kr__ev *e)
+{
+    if (!c->free_jobs) { /* grows with the most jobs ever unretired; never per event */
+        struct job_chunk *k = calloc(1, sizeof *k);
+        if (!k) kr__fatal_oom("conservative jobs", sizeof *k);
+        k->next = c->chunks;
+        c->chunks = k;
+        for (unsigned i = 0; i < JOBS_PER_CHUNK; i++) {
+            k->jobs[i].next = c->free_jobs;
+            c->free_jobs = &k->jobs[i];
+        }
+    }
+    struct cons_job *j = c->free_jobs;
+    c->free_jobs = j->next;
+    j->ev = e;
+    j->tc = e->k.ts + e->dur;
+    j->refs = c->barrier_events ? 2 : 1;
+    j->next = NULL;
+    j->reaped = false;
+    atomic_store_explicit(&j->complete, false, memory_order_relaxed);
+    return j;
+}
+
+static void job_unref(struct cons *c, struct cons_job *j)
+{
+    if (--j->refs) return;
+    j->next = c->free_jobs;
+    c->free_jobs = j;
+}
+
+static void jobs_free(struct cons *c)
+{
+    while (c->chunks) {
+        struct job_chunk *k = c->chunks;
+        c->chunks = k->next;
+        for (unsigned i = 0; i < JOBS_PER_CHUNK; i++) free(k->jobs[i].text);
+        free(k);
+    }
+}
+
+/* The earliest completion among offloaded events not yet complete (+inf: none). */
+static kr_time barrier(const struct cons *c)
+{
+    kr_time tb = INFINITY;
+    for (size_t i = 0; i < c->ninflight; i++)
+        if (c->inflight[i]->tc < tb) tb = c->inflight[i]->tc;
+    return tb;
+}
+
+/* Take in every completed job: its LP is free again and its sends join the set. */
+static void reap(struct cons *c)
+{
+    for (size_t i = 0; i < c->ninflight;) {
+        struct cons_job *j = c->inflight[i];
+        if (!atomic_load_explicit(&j->complete, memory_order_acquire)) {
+            i++;
+            continue;
+        }
+        c->inflight[i] = c->inflight[--c->ninflight];
+        j->reaped = true;
+        c->lp_busy[j->ev->dest] = 0;
+        if (j->err) c->failed = true; /* its sends are dropped: the run ends at its error */
+        for (struct kr__ev *e = j->out, *n; e; e = n) {
+            n = e->next;
+            if (j->err) kr__pool_put(&c->r->pools[0], e);
+            else kr__heap_push(&c->heap, e);
+        }
+        j->out = j->out_tail = NULL;
+    }
+}
+
+/* done() bookkeeping of a retired event, as the sequential engine keeps it. */
+static void retire_done(struct cons *c, struct kr__lp *lp, struct cons_job *j)
+{
+    if (j->done_after && !lp->done_seen) {
+        lp->done_seen = true;
+        c->ndone++;
+    } else if (!j->done_after && lp->done_seen) {
+        kr__ctx_event(lp, j->ev, KR_MODE_EVENT);
+        kr__model_error("done() returned false after it had returned true; done() must be "
+                        "monotone (once done, an LP stays done)");
+    }
+}
+
+enum { RETIRE_MORE, RETIRE_DONE, RETIRE_ERROR };
+
+/* Apply completed jobs at the head of the retire queue, in key order: output, digest,
+ * done(). Stops at a job with a model error (RETIRE_ERROR, the job stays at the head). */
+static int retire(struct cons *c, struct kr__progress *prog)
+{
+    struct kr__run *r = c->r;
+    struct cons_job *j;
+    while ((j = c->retire_head) && j->reaped) { /* (not `complete`: reap first) */
+        if (j->err) return RETIRE_ERROR;
+        struct kr__ev *e = j->ev;
+        struct kr__lp *lp = &r->lps[e->dest];
+        if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
+        kr__lp_commit_event(lp, e);
+        r->end_key = e->k;
+        r->end_key.seq++;
+        if (r->model->done) retire_done(c, lp, j);
+        c->retire_head = j->next;
+        if (!c->retire_head) c->retire_tail = NULL;
+        c->nretire--;
+        job_unref(c, j);
+        kr__pool_put(&r->pools[0], e);
+        struct kr__counters *cnt = &r->counters[0];
+        if (__builtin_expect((++cnt->cons_retired & 0xffff) == 0, 0)) {
+            /* (the progress line reads the published counts: the scheduler publishes the
+             * total retired so far, the workers' own counts are summed at the end) */
+            atomic_store_explicit(&cnt->pub_committed, cnt->cons_retired, memory_order_relaxed);
+            atomic_store_explicit(&cnt->pub_processed, cnt->cons_retired, memory_order_relaxed);
+            kr__progress_tick(prog, e->k.ts);
+        }
+        if (r->model->done && c->ndone == r->n) return RETIRE_DONE;
+    }
+    return RETIRE_MORE;
+}
+
+/* May the first event of the set run now, beside the offloaded ones? */
+static bool may_offload(struct cons *c, const struct kr__ev *e)
+{
+    struct kr__counters *cnt = &c->r->counters[0];
+    if (c->lp_busy[e->dest]) { /* one event at a time per LP */
+        cnt->cons_lp_waits++;
+        return false;
+    }
+    /* With done(): each unretired event may make one more LP done; the event that makes the
+     * last one done must have no later event running beside it. */
+    if (c->r->model->done && c->nretire && c->ndone + c->nretire + 1 >= c->r->n) return false;
+    if (!c->barrier_events && e->k.ts >= barrier(c)) {
+        cnt->cons_barrier_waits++;
+        return false;
+    }
+    return true;
+}
+
+static void inflight_add(struct cons *c, struct cons_job *j)
+{
+    if (c->ninflight == c->capinflight) {
+        c->capinflight = c->capinflight ? 2 * c->capinflight : 16;
+        c->inflight = realloc(c->inflight, c->capinflight * sizeof *c->inflight);
+        if (!c->inflight) kr__fatal_oom("conservative in-flight set", c->capinflight);
+    }
+    c->inflight[c->ninflight++] = j;
+}
+
+/* Take the first event of the set as a job: into the retire queue and the in-flight set, its
+ * LP busy; with --barriers events, its completion into the set as a barrier event. */
+static struct cons_job *take(struct cons *c)
+{
+    struct kr__ev *e = kr__heap_pop(&c->heap);
+    struct cons_job *j = job_new(c, e);
+    if (c->retire_tail) c->retire_tail->next = j;
+    else c->retire_head = j;
+    c->retire_tail = j;
+    c->nretire++;
+    inflight_add(c, j);
+    c->lp_busy[e->dest] = 1;
+    struct kr__counters *cnt = &c->r->counters[0];
+    cnt->cons_offloads++;
+    cnt->cons_inflight_sum += c->ninflight;
+    if (c->barrier_events) {
+        struct kr__ev *b = kr__pool_get(&c->r->pools[0], sizeof j);
+        b->k = kr__key_at(j->tc); /* the smallest key at tc: before every event at tc */
+        b->flags = KR_EVF_BARRIER;
+        b->size = sizeof j;
+        b->dest = e->dest;
+        memcpy(b->payload, &j, sizeof j);
+        kr__heap_push(&c->heap, b);
+    }
+    return j;
+}
+
+/* --barriers events: the first event of the set is a barrier; pass it once its job is
+ * complete. Returns false while the scheduler must wait. */
+static bool pass_barrier(struct cons *c, struct kr__ev *b)
+{
+    struct cons_job *j;
+    memcpy(&j, b->payload, sizeof j);
+    if (!atomic_load_explicit(&j->complete, memory_order_acquire)) {
+        c->r->counters[0].cons_barrier_waits++;
+        return false;
+    }
+    kr__heap_pop(&c->heap);
+    kr__pool_put(&c->r->pools[0], b);
+    job_unref(c, j);
+    return true;
+}
+
+/* The scheduler (paper 003, Figure 4). Returns RETIRE_DONE, RETIRE_ERROR, or RETIRE_MORE
+ * when the set has nothing left before the end time and every job has retired. */
+static int schedule(struct cons *c, struct kr__progress *prog)
+{
+    const kr_time end = c->r->cfg->end;
+    struct cons_job *held = NULL; /* taken, waiting for a free worker */
+    unsigned spins = 0;
+    for (;;) {
+        reap(c);
+        int rr = retire(c, prog);
+        if (rr == RETIRE_DONE) return rr;
+        if (rr == RETIRE_ERROR && c->ninflight == 0) return rr;
+        if (held && c->failed) { /* after the failed event in key order: never runs */
+            held->out = held->out_tail = NULL;
+            held->err = NULL;
+            held->ntext = 0;
+            atomic_store_explicit(&held->complete, true, memory_order_release);
+            held = NULL;
+        }
+        if (held) {
+            if (cons_offload(c, held)) held = NULL;
+            else cons_wait(c, &spins);
+            continue;
+        }
+        struct kr__ev *e = kr__heap_top(&c->heap);
+        if (e && (e->flags & KR_EVF_BARRIER)) {
+            if (!pass_barrier(c, e)) cons_wait(c, &spins);
+            continue;
+        }
+        if (!e || e->k.ts >= end || c->failed || !may_offload(c, e)) {
+            if (c->nretire == 0) return RETIRE_MORE;
+            cons_wait(c, &spins);
+            continue;
+        }
+        struct cons_job *j = take(c);
+        spins = 0;
+        if (cons_offload(c, j)) continue;
+        if (!c->scheduler_works) {
+            held = j;
+            continue;
+        }
+        c->r->counters[0].cons_sched_ran++; /* every worker busy: run it here */
+        cons_execute(c, &c->w[0], j);
+    }
+}
+
+static void cons_setup(struct cons *c, struct kr__run *r)
+{
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    c->nw = r->nthreads - 1;
+    c->push = !r->cfg->handoff_pull;
+    c->barrier_events = r->cfg->barrier_events;
+    c->scheduler_works = r->cfg->scheduler_works && c->push;
+    kr__heap_init(&c->heap);
+    c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
+    c->watch = aligned_alloc(64, (c->nw + 1) * sizeof *c->watch);
+    c->lp_busy = calloc(r->n, 1);
+    if (!c->w || !c->watch || !c->lp_busy) kr__fatal_oom("conservative engine", r->n);
+    memset(c->w, 0, (c->nw + 1) * sizeof *c->w);
+    memset(c->watch, 0, (c->nw + 1) * sizeof *c->watch);
+    for (unsigned i = 0; i <= c->nw; i++) {
+        c->w[i].c = c;
+        c->w[i].id = i;
+    }
+    kr__ctx.run = r;
+    kr__ctx.ops = &kr__cons_ops;
+    kr__ctx.pool = &r->pools[0];
+    kr__ctx.eng = &c->w[0];
+    kr__ctx.jmp = NULL;
+}
+
+static void cons_teardown(struct cons *c)
+{
+    struct kr__ev *top = kr__heap_top(&c->heap);
+    while (top && (top->flags & KR_EVF_BARRIER)) { /* barriers past the end */
+        kr__heap_pop(&c->heap);
+        top = kr__heap_top(&c->heap);
+    }
+    if (!c->r->ended_by_done) c->r->final_gvt = top ? top->k.ts : INFINITY;
+    kr__heap_destroy(&c->heap);
+    jobs_free(c);
+    free(c->inflight);
+    free(c->lp_busy);
+    free(c->watch);
+    free(c->w);
+}
+
+int kr__cons_run(struct kr__run *r)
+{
+    struct cons c;
+    cons_setup(&c, r);
+    uint64_t ndone = kr__lps_init_all(r); /* on the scheduler thread, before any event */
+    c.ndone = ndone;
+    r->end_key = kr__key_at(0);
+    if (r->model->done && ndone == r->n) { /* done before the first event */
+        r->ended_by_done = true;
+        r->final_gvt = 0;
+        cons_teardown(&c);
+        return 0;
+    }
+    struct kr__progress prog;
+    kr__progress_start(&prog, r);
+    cons_handoff_start(&c);
+    kr__watch_thread_start(c.watch, c.nw + 1, r);
+    int rc = schedule(&c, &prog);
+    kr__watch_thread_stop();
+    cons_handoff_stop(&c);
+    kr__progress_stop(&prog);
+    kr__pool_flush(&r->pools[0]);
+    r->counters[0].pool_bytes = r->pools[0].bytes;
+    if (rc == RETIRE_ERROR) { /* the earliest failed event in key order */
+        fflush(stdout);
+        kr__die(c.retire_head->err);
+    }
+    r->ended_by_done = rc == RETIRE_DONE;
+    if (r->ended_by_done) r->final_gvt = r->end_key.ts;
+    else r->end_key = kr__key_at(r->cfg->end);
+    cons_teardown(&c);
+    return 0;
+}

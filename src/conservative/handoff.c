@@ -1,0 +1,267 @@
+/* handoff.c - how the conservative engine's workers get jobs and run them.
+ *
+ * Push (default, paper 003 s4.1): each worker spins on a one-slot buffer that the scheduler
+ * writes directly; no lock and no system call between offloading an event and running it.
+ * Pull (--handoff pull, the baseline the paper improves on): one work queue under a mutex,
+ * workers sleep on a condition variable and the scheduler sleeps on another until a job
+ * completes.
+ *
+ * Running a job: the model's event handler on the worker's thread, its sends collected in
+ * the job (the scheduler inserts them into the future-event set when it reaps the job), its
+ * output buffered in the job (printed when it retires, in key order), a model error caught
+ * by longjmp and kept in the job. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cons.h"
+#include "../core/error.h"
+
+static void cons_send(struct kr__ctx *x, struct kr__ev *e)
+{
+    struct cons_worker *w = x->eng;
+    struct kr__run *r = w->c->r;
+    if (!(e->flags & KR_EVF_SPAN) && r->lookahead <= 0 && !r->lookahead_declared) {
+        kr__pool_put(x->pool, e);
+        kr__model_error("kr_schedule to LP %llu at %.17g: --sync conservative needs every event's "
+                        "duration, and this model declares no lookahead; declare one (struct "
+                        "kr_model.lookahead, or kr_set_lookahead in init) or send with "
+                        "kr_schedule_span, or use --sync optimistic", (unsigned long long)e->dest,
+                        e->k.ts);
+        return;
+    }
+    e->st = KR_EV_PENDING;
+    if (x->mode == KR_MODE_INIT) { /* init runs on the scheduler, before any event */
+        kr__heap_push(&w->c->heap, e);
+        return;
+    }
+    kr_time end = x->ev->k.ts + x->ev->dur;
+    if (e->k.ts < end) {
+        kr_time t = e->k.ts;
+        kr_lp d = e->dest;
+        kr__pool_put(x->pool, e);
+        kr__model_error("event to LP %llu at %.17g starts before this event ends at %.17g (start + "
+                        "duration %g): under --sync conservative an event may only schedule "
+                        "events at or after its own end; shorten its duration (kr_schedule_span "
+                        "or the lookahead) or use --sync optimistic", (unsigned long long)d, t,
+                        end, x->ev->dur);
+        return;
+    }
+    struct cons_job *j = w->job;
+    e->next = NULL;
+    if (j->out_tail) j->out_tail->next = e;
+    else j->out = e;
+    j->out_tail = e;
+}
+
+static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
+{
+    struct cons_worker *w = x->eng;
+    struct cons_job *j = w->job;
+    if (!j) { /* init and finish: committed as they run */
+        kr__emit_direct(x, text, len);
+        return;
+    }
+    if (j->ntext + len > j->captext) {
+        size_t cap = j->captext ? 2 * j->captext : 256;
+        while (cap < j->ntext + len) cap *= 2;
+        char *p = realloc(j->text, cap);
+        if (!p) kr__fatal_oom("event output", cap);
+        j->text = p;
+        j->captext = cap;
+    }
+    memcpy(j->text + j->ntext, text, len);
+    j->ntext += len;
+}
+
+/* A model error in an event: kept in the job, reported when the job retires (so the error
+ * of the earliest event in key order is the one reported, as the sequential engine does). */
+static void cons_fail(struct kr__ctx *x, char *msg)
+{
+    struct cons_worker *w = x->eng;
+    if (!w->job || x->mode != KR_MODE_EVENT) return; /* init: fatal at once */
+    w->job->err = msg;
+    longjmp(w->jmp, 1);
+}
+
+const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail };
+
+void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
+{
+    struct kr__run *r = c->r;
+    struct kr__ev *e = j->ev;
+    struct kr__lp *lp = &r->lps[e->dest];
+    j->out = j->out_tail = NULL;
+    j->ntext = 0;
+    j->err = NULL;
+    j->done_after = false;
+    w->job = j;
+    kr__ctx_event(lp, e, KR_MODE_EVENT);
+    struct kr__watch *watch = &c->watch[w->id];
+    kr__watch_begin(watch, e);
+    if (_setjmp(w->jmp) == 0) {
+        kr__run_event(r, lp, e);
+        if (r->model->done) j->done_after = r->model->done(e->dest, lp->root);
+    }
+    kr__watch_end(watch);
+    kr__ctx.mode = KR_MODE_NONE;
+    w->job = NULL;
+    r->counters[w->id].processed++;
+    r->counters[w->id].committed++; /* nothing is ever undone here */
+    atomic_store_explicit(&j->complete, true, memory_order_release);
+}
+
+static void pin(unsigned id, unsigned nthreads)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu <= 0 || nthreads > (unsigned)ncpu) return; /* oversubscribed: let the OS place */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(id, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* An idle worker with a core of its own spins (a pushed job starts within a microsecond);
+ * where threads outnumber cores it sleeps after a short spin, so that it does not take the
+ * core from the scheduler or a busy worker. */
+static void idle(struct cons *c, struct cons_worker *w, unsigned *spins)
+{
+    if (!c->oversubscribed || ++*spins < 256) {
+        __builtin_ia32_pause();
+        return;
+    }
+    *spins = 0;
+    c->r->counters[w->id].idle_sleeps++;
+    struct timespec ts = { 0, 20000 };
+    nanosleep(&ts, NULL);
+}
+
+static void push_loop(struct cons *c, struct cons_worker *w)
+{
+    unsigned spins = 0;
+    for (;;) {
+        struct cons_job *j = atomic_load_explicit(&w->slot, memory_order_acquire);
+        if (j) {
+            cons_execute(c, w, j);
+            atomic_store_explicit(&w->slot, NULL, memory_order_release);
+            spins = 0;
+        } else if (atomic_load_explicit(&c->stop, memory_order_acquire)) {
+            return;
+        } else {
+            idle(c, w, &spins);
+        }
+    }
+}
+
+static void pull_loop(struct cons *c, struct cons_worker *w)
+{
+    struct cons_queue *q = &c->q;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->head && !atomic_load_explicit(&c->stop, memory_order_relaxed))
+            pthread_cond_wait(&q->work, &q->mu);
+        struct cons_job *j = q->head;
+        if (!j) break;
+        q->head = j->qnext;
+        if (!q->head) q->tail = NULL;
+        pthread_mutex_unlock(&q->mu);
+        cons_execute(c, w, j);
+        pthread_mutex_lock(&q->mu);
+        pthread_cond_signal(&q->done);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    struct cons_worker *w = arg;
+    struct cons *c = w->c;
+    struct kr__run *r = c->r;
+    pin(w->id, c->nw + 1);
+    kr__fault_thread_init();
+    kr__ctx.run = r;
+    kr__ctx.ops = &kr__cons_ops;
+    kr__ctx.pool = &r->pools[w->id];
+    kr__ctx.eng = w;
+    kr__ctx.jmp = NULL;
+    kr__ctx.mode = KR_MODE_NONE;
+    if (c->push) push_loop(c, w);
+    else pull_loop(c, w);
+    kr__pool_flush(&r->pools[w->id]);
+    r->counters[w->id].pool_bytes = r->pools[w->id].bytes;
+    kr__fault_thread_fini();
+    return NULL;
+}
+
+void cons_handoff_start(struct cons *c)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->oversubscribed = ncpu > 0 && c->nw + 1 > (unsigned)ncpu;
+    pthread_mutex_init(&c->q.mu, NULL);
+    pthread_cond_init(&c->q.work, NULL);
+    pthread_cond_init(&c->q.done, NULL);
+    c->q.head = c->q.tail = NULL;
+    atomic_store(&c->stop, false);
+    pin(0, c->nw + 1);
+    for (unsigned i = 1; i <= c->nw; i++)
+        if (pthread_create(&c->w[i].tid, NULL, worker_main, &c->w[i]))
+            kr__usage_error("cannot start worker thread %u of %u; lower --threads", i, c->nw);
+}
+
+void cons_handoff_stop(struct cons *c)
+{
+    pthread_mutex_lock(&c->q.mu);
+    atomic_store_explicit(&c->stop, true, memory_order_release);
+    pthread_cond_broadcast(&c->q.work);
+    pthread_mutex_unlock(&c->q.mu);
+    for (unsigned i = 1; i <= c->nw; i++) pthread_join(c->w[i].tid, NULL);
+    pthread_mutex_destroy(&c->q.mu);
+    pthread_cond_destroy(&c->q.work);
+    pthread_cond_destroy(&c->q.done);
+}
+
+bool cons_offload(struct cons *c, struct cons_job *j)
+{
+    if (!c->push) {
+        struct cons_queue *q = &c->q;
+        j->qnext = NULL;
+        pthread_mutex_lock(&q->mu);
+        if (q->tail) q->tail->qnext = j;
+        else q->head = j;
+        q->tail = j;
+        pthread_cond_signal(&q->work);
+        pthread_mutex_unlock(&q->mu);
+        return true;
+    }
+    for (unsigned i = 1; i <= c->nw; i++)
+        if (!atomic_load_explicit(&c->w[i].slot, memory_order_relaxed)) {
+            atomic_store_explicit(&c->w[i].slot, j, memory_order_release);
+            return true;
+        }
+    return false;
+}
+
+static bool any_complete(const struct cons *c)
+{
+    for (size_t i = 0; i < c->ninflight; i++)
+        if (atomic_load_explicit(&c->inflight[i]->complete, memory_order_acquire)) return true;
+    return false;
+}
+
+void cons_wait(struct cons *c, unsigned *spins)
+{
+    if (!c->push) { /* sleep until a worker signals a completion */
+        pthread_mutex_lock(&c->q.mu);
+        while (c->ninflight && !any_complete(c)) pthread_cond_wait(&c->q.done, &c->q.mu);
+        pthread_mutex_unlock(&c->q.mu);
+        return;
+    }
+    if (c->oversubscribed && ++*spins >= 64) { /* a worker may need this core */
+        *spins = 0;
+        sched_yield();
+        return;
+    }
+    __builtin_ia32_pause();
+}

@@ -1,0 +1,73 @@
+"""The conservative engine (--sync conservative) keeps the determinism contract: every model
+that can run there (events with durations or a lookahead) gives the sequential engine's run
+digest, committed count and output at 1, 2 and 4 workers (more threads than cores included),
+with push and pull handoff, event-free and event barriers, the scheduler running events or
+not; done() ends the run after the same event; zero durations run correctly (one at a time);
+and a run really overlaps events (more than one in flight)."""
+import json
+import os
+import sys
+import tempfile
+from common import run, fail, digest, committed, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+ring = os.path.join(build, "libring.so")
+chaos = os.path.join(build, "libchaos.so")
+misuse = os.path.join(build, "libmisuse.so")
+t = Tally()
+
+configs = {
+    "phold-std": ["phold", "--end", "100"],
+    "phold-mesh": ["phold", "--lps", "64", "-P", "mesh=8", "-P", "population=3", "--end", "30"],
+    "phold-mixed": ["phold", "--lps", "256", "--end", "40", "-P", "remote=0.3", "-P", "population=3",
+                    "-P", "state_bytes=200", "-P", "lookahead=0.01"],
+    # lookahead 0: every event lasts 0, so nothing may overlap
+    "phold-zero-durations": ["phold", "--lps", "64", "--end", "20", "-P", "lookahead=0"],
+    "ring-done": [ring, "--lps", "16", "--end", "inf", "-P", "laps=300"],
+    "ring-end-first": [ring, "--lps", "16", "--end", "50", "-P", "laps=300"],
+    "null": ["null", "--lps", "120", "--end", "inf", "-P", "events=300"],
+    # heap churn, random payloads, prints from events, sends at the end of the span
+    "chaos-spans": [chaos, "--lps", "64", "--end", "30", "-P", "span=0.05"],
+    "chaos-spans-done": [chaos, "--lps", "16", "--end", "inf", "-P", "span=0.02", "-P",
+                         "done_after=200"],
+    # a speculative-only error in the optimistic engine is no error here either
+    "misuse-ok": [misuse, "--lps", "2", "--end", "10", "-P", "spans=1"],
+}
+variants = [[], ["--handoff", "pull"], ["--barriers", "events"], ["--scheduler-works", "off"],
+            ["--handoff", "pull", "--barriers", "events"]]
+
+for name, args in configs.items():
+    rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
+    ref, ref_n = digest(err), committed(err)
+    if ref_n == 0:
+        fail(f"{name}: nothing committed")
+    for workers in ("1", "2", "4"):
+        for v in variants:
+            if v and workers == "4":
+                continue
+            rc, out, err = run(kairos, "run", *args, "--sync", "conservative", "--threads", workers, *v)
+            if digest(err) != ref or committed(err) != ref_n:
+                fail(f"{name} {workers} workers {v}: digest {digest(err)} / {committed(err)} events, "
+                     f"sequential {ref} / {ref_n}\n{err}")
+            if out != ref_out:
+                fail(f"{name} {workers} workers {v}: committed output differs from sequential")
+    t.ok(f"{name}: digest {ref} ({ref_n} events) at 1, 2, 4 workers and every variant")
+
+# events overlap (mean in flight above 1) where durations allow, and never with zero ones
+with tempfile.TemporaryDirectory() as d:
+    def in_flight(args):
+        path = os.path.join(d, "s.json")
+        run(kairos, "run", *args, "--sync", "conservative", "--threads", "2",
+            "--scheduler-works", "off", "--stats", path)
+        s = json.load(open(path))
+        if s["engine"] != "conservative" or s["conservative"]["workers"] != 2:
+            fail(f"stats do not describe the conservative run: {s['engine']}, {s.get('conservative')}")
+        return s["conservative"]["mean_in_flight"]
+    m = in_flight(configs["null"])
+    if m <= 1.2:
+        fail(f"null model: {m} events in flight on average, expected overlap")
+    z = in_flight(configs["phold-zero-durations"])
+    if z != 1.0:
+        fail(f"zero durations: {z} events in flight on average, expected exactly 1")
+    t.ok(f"events overlap where durations allow ({m:.2f} in flight), never with zero durations")
+t.finish()
