@@ -13,6 +13,9 @@
 #include "../core/watchdog.h"
 #include "../queue/heap.h"
 
+/* --offload auto tells event types apart by `type` modulo this. */
+#define CONS_TYPES 16
+
 /* One offloaded event. Written by the worker that runs it until `complete` is set (release),
  * then read and recycled by the scheduler: one writer at a time, no lock. */
 struct cons_job {
@@ -24,6 +27,8 @@ struct cons_job {
     char *err;                   /* its model error, or NULL */
     bool done_after;             /* the model's done() held for its LP after it */
     unsigned refs;               /* retire queue, and a barrier event (--barriers events) */
+    bool timed;                  /* measure its run time (ns) for --offload auto */
+    uint64_t ns;
     _Atomic bool complete;
     bool reaped;                 /* scheduler: its sends are in the set, its LP free */
     struct cons_job *next;       /* retire queue, free list */
@@ -68,6 +73,12 @@ struct cons {
     struct cons_job *free_jobs;
     struct job_chunk *chunks;    /* where the jobs live, for teardown */
     bool failed;                 /* a job reported a model error: offload nothing more */
+    const char *err;             /* the error that ends the run */
+    bool offload_auto;           /* short event types run on the scheduler (--offload auto) */
+    float type_ns[CONS_TYPES];   /* mean run time per event type (type mod CONS_TYPES); < 0:
+                                  * not measured yet */
+    uint32_t type_seen[CONS_TYPES];
+    struct cons_job direct;      /* an event run here with nothing else outstanding */
     uint64_t ndone;              /* LPs whose done() held, as retired */
 };
 

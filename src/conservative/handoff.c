@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cons.h"
+#include "../core/clock.h"
 #include "../core/error.h"
 
 static void cons_send(struct kr__ctx *x, struct kr__ev *e)
@@ -100,12 +101,14 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     w->job = j;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     struct kr__watch *watch = &c->watch[w->id];
+    volatile uint64_t t0 = j->timed ? kr__clock_ns() : 0; /* (kept across the longjmp) */
     kr__watch_begin(watch, e);
     if (_setjmp(w->jmp) == 0) {
         kr__run_event(r, lp, e);
         if (r->model->done) j->done_after = r->model->done(e->dest, lp->root);
     }
     kr__watch_end(watch);
+    if (j->timed) j->ns = kr__clock_ns() - t0;
     kr__ctx.mode = KR_MODE_NONE;
     w->job = NULL;
     r->counters[w->id].processed++;

@@ -49,6 +49,7 @@ struct kr__config {
                                  * worker is busy */
     bool handoff_pull;          /* conservative: locked work queue instead of job slots */
     bool barrier_events;        /* conservative: completions as queued events */
+    bool offload_always;        /* conservative: hand out even events too short to pay */
     struct kr__kv *params;
     size_t nparams;
 };

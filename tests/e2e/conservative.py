@@ -2,7 +2,7 @@
 that can run there (events with durations or a lookahead) gives the sequential engine's run
 digest, committed count and output at 1, 2 and 4 workers (more threads than cores included),
 with push and pull handoff, event-free and event barriers, the scheduler running events or
-not; done() ends the run after the same event; zero durations run correctly (one at a time);
+not, short events kept on the scheduler or always handed out; done() ends the run after the same event; zero durations run correctly (one at a time);
 and a run really overlaps events (more than one in flight)."""
 import json
 import os
@@ -33,7 +33,8 @@ configs = {
     # a speculative-only error in the optimistic engine is no error here either
     "misuse-ok": [misuse, "--lps", "2", "--end", "10", "-P", "spans=1"],
 }
-variants = [[], ["--handoff", "pull"], ["--barriers", "events"], ["--scheduler-works", "off"],
+variants = [[], ["--offload", "always"], ["--handoff", "pull"], ["--barriers", "events"],
+            ["--barriers", "events", "--offload", "always"], ["--scheduler-works", "off"],
             ["--handoff", "pull", "--barriers", "events"]]
 
 for name, args in configs.items():
@@ -70,4 +71,18 @@ with tempfile.TemporaryDirectory() as d:
     if z != 1.0:
         fail(f"zero durations: {z} events in flight on average, expected exactly 1")
     t.ok(f"events overlap where durations allow ({m:.2f} in flight), never with zero durations")
+
+# --offload auto keeps the null model's empty events on the scheduler; busy ones go out
+with tempfile.TemporaryDirectory() as d:
+    def on_workers(args):
+        path = os.path.join(d, "s.json")
+        run(kairos, "run", *args, "--sync", "conservative", "--threads", "1", "--stats", path)
+        s = json.load(open(path))
+        return sum(th["processed"] for th in s["threads_detail"][1:]) / s["committed_events"]
+    short = on_workers(configs["null"])
+    busy = on_workers(["phold", "--lps", "64", "--end", "10", "-P", "busy_us=20"])
+    if short > 0.01 or busy < 0.2:
+        fail(f"--offload auto: workers ran {short:.3f} of the null model's events (expected "
+             f"almost none) and {busy:.3f} of 20 us events (expected a good share)")
+    t.ok(f"--offload auto: workers ran {short:.4f} of empty events, {busy:.2f} of 20 us ones")
 t.finish()

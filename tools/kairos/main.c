@@ -74,6 +74,9 @@ static void usage(FILE *f)
         "                       event's completion; the baseline)\n"
         "  --scheduler-works on|off  conservative, push: the scheduler runs an event itself\n"
         "                       when every worker is busy (default on)\n"
+        "  --offload MODE       conservative: auto (default: event types that take under 2 us\n"
+        "                       on average run on the scheduler, where they cost less than a\n"
+        "                       hand-out; needs --scheduler-works on) or always\n"
         "  --arena-max BYTES    limit on one LP's state in use (kr_malloc, rounded up to\n"
         "                       powers of two), suffix K, M or G (default 64M)\n"
         "  --stats FILE         write run statistics as JSON (schema: docs/stats-schema.md)\n"
@@ -234,6 +237,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         c->handoff_pull = parse_two(a, need_value(argc, argv, i), "push", "pull");
     } else if (!strcmp(a, "--barriers")) {
         c->barrier_events = parse_two(a, need_value(argc, argv, i), "free", "events");
+    } else if (!strcmp(a, "--offload")) {
+        c->offload_always = parse_two(a, need_value(argc, argv, i), "auto", "always");
     } else if (!strcmp(a, "--scheduler-works")) {
         c->scheduler_works = !parse_two(a, need_value(argc, argv, i), "on", "off");
     } else if (!strcmp(a, "-P")) {

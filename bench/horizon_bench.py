@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The conservative engine (paper 003). Two tables, medians of REPS interleaved runs:
+
+1. The null model (110 modules x 50 000 events of no work, 1 s long, every 20 s: 5.5 M
+   events): wall time of pull vs push handoff and barrier events vs event-free barriers at
+   1..W workers, every event handed out (--offload always, the paper's setting), the default
+   (--offload auto) and the sequential engine beside them.
+2. PHOLD-std (1024 LPs, lookahead 0.1) without and with 5 us of busy work per event:
+   committed events/s of the sequential, optimistic and conservative engines at 1 and 2
+   workers/threads.
+
+    python3 bench/horizon_bench.py [--kairos build/kairos] [--reps 3] [--workers 1,2,3,4]
+                                   [--events 50000] [--only null|phold]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from phold_std import commit, machine  # noqa: E402
+
+
+def run_once(kairos, args):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [kairos, "run", *args, "--progress", "off", "--stats", f.name]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return json.load(open(f.name))
+
+
+def interleaved(kairos, configs, reps):
+    """configs: {name: args}; returns {name: [stats, ...]} and checks one digest for all."""
+    res = {n: [] for n in configs}
+    for _ in range(reps):
+        for n, args in configs.items():
+            res[n].append(run_once(kairos, args))
+    digests = {s["run_digest"] for rs in res.values() for s in rs}
+    if len(digests) != 1:
+        print(f"DIGEST MISMATCH: {sorted(digests)}")
+        sys.exit(1)
+    return res
+
+
+def null_table(a):
+    base = ["null", "--lps", "110", "--end", "inf", "-P", f"events={a.events}"]
+    variants = [("push, event-free", []), ("push, barrier events", ["--barriers", "events"]),
+                ("pull, event-free", ["--handoff", "pull"]),
+                ("pull, barrier events", ["--handoff", "pull", "--barriers", "events"])]
+    configs = {("sequential", "-"): base + ["--sync", "sequential"]}
+    for w in a.workers.split(","):
+        for name, v in variants:
+            configs[(name + ", offload always", w)] = base + ["--sync", "conservative", "--threads",
+                                                           w, "--offload", "always", *v]
+        configs[("push, event-free, offload auto (default)", w)] = base + [
+            "--sync", "conservative", "--threads", w]
+    res = interleaved(a.kairos, configs, a.reps)
+    seq = statistics.median(s["wall_seconds"] for s in res[("sequential", "-")])
+    print(f"\nNull model, {110 * a.events} events, {a.reps} interleaved reps: median wall seconds "
+          f"(x sequential)\n")
+    print("| configuration | workers | wall s | x sequential | mean in flight | scheduler ran |")
+    print("|---|---|---|---|---|---|")
+    for (name, w), rs in res.items():
+        wall = statistics.median(s["wall_seconds"] for s in rs)
+        c = rs[0].get("conservative")
+        fl = f"{statistics.median(s['conservative']['mean_in_flight'] for s in rs):.2f}" if c else "-"
+        ran = f"{statistics.median(s['conservative']['scheduler_ran'] for s in rs):.0f}" if c else "-"
+        print(f"| {name} | {w} | {wall:.3f} | {wall / seq:.2f} | {fl} | {ran} |")
+
+
+def phold_table(a):
+    print(f"\nPHOLD-std (1024 LPs, lookahead 0.1, --end {a.phold_end}), {a.reps} interleaved reps: "
+          f"median committed M events/s\n")
+    print("| busy work | engine | workers / threads | M events/s | efficiency |")
+    print("|---|---|---|---|---|")
+    for busy in ("0", "5"):
+        end = a.phold_end if busy == "0" else a.phold_end / 50
+        base = ["phold", "--end", f"{end:g}", "-P", f"busy_us={busy}"]
+        configs = {("sequential", "-"): base + ["--sync", "sequential"]}
+        for n in ("1", "2"):
+            configs[("optimistic", n)] = base + ["--threads", n]
+            configs[("conservative", n)] = base + ["--sync", "conservative", "--threads", n]
+        res = interleaved(a.kairos, configs, a.reps)
+        for (eng, n), rs in res.items():
+            rate = statistics.median(s["committed_events"] / s["wall_seconds"] for s in rs) / 1e6
+            eff = statistics.median(s["efficiency"] for s in rs)
+            print(f"| {busy} us | {eng} | {n} | {rate:.3f} | {eff:.3f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kairos", default="build/kairos")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--workers", default="1,2,3,4")
+    ap.add_argument("--events", type=int, default=50000)
+    ap.add_argument("--phold-end", type=float, default=5000)
+    ap.add_argument("--only", choices=["null", "phold"])
+    a = ap.parse_args()
+    print(f"commit {commit()}, {machine()}")
+    if a.only != "phold":
+        null_table(a)
+    if a.only != "null":
+        phold_table(a)
+
+
+if __name__ == "__main__":
+    main()
