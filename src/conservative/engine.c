@@ -384,6 +384,7 @@ static void cons_teardown(struct cons *c)
     if (!c->r->ended_by_done) c->r->final_gvt = top ? top->k.ts : INFINITY;
     kr__heap_destroy(&c->heap);
     jobs_free(c);
+    free(c->direct.text);
     free(c->inflight);
     free(c->lp_busy);
     free(c->watch);
