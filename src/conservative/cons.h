@@ -75,6 +75,7 @@ struct cons {
     bool failed;                 /* a job reported a model error: offload nothing more */
     const char *err;             /* the error that ends the run */
     bool offload_auto;           /* short event types run on the scheduler (--offload auto) */
+    float offload_ns;            /* ...shorter than this on average (--offload-us) */
     float type_ns[CONS_TYPES];   /* mean run time per event type (type mod CONS_TYPES); < 0:
                                   * not measured yet */
     uint32_t type_seen[CONS_TYPES];

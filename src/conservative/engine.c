@@ -33,11 +33,11 @@ struct job_chunk {
     struct cons_job jobs[JOBS_PER_CHUNK];
 };
 
-/* --offload auto: event types whose events take less than this on average run on the
- * scheduler. Handing an event to a worker and taking its results back costs about 0.5 us
- * here (the null model: 0.6 us an event at one worker against 0.09 us sequentially), so a
- * shorter event is done sooner where it is. */
-#define CONS_OFFLOAD_MIN_NS 2000.0f
+/* --offload auto: event types whose events take less than --offload-us (default 2) on
+ * average run on the scheduler. Handing an event to a worker and taking its results back
+ * costs about 0.5 us here (the null model: 0.22 us an event at one worker against 0.065 us
+ * sequentially, half of the events handed out), so a shorter event is done sooner where it
+ * is. */
 #define CONS_TIME_EVERY 64 /* events of a type timed: the first 16, then one in this many */
 #define CONS_MEAN_W 0.125f
 
@@ -53,7 +53,7 @@ static bool timed(struct cons *c, unsigned type)
 static void fold_time(struct cons *c, const struct cons_job *j)
 {
     float *m = &c->type_ns[j->ev->type % CONS_TYPES];
-    float x = (float)j->ns < 4 * CONS_OFFLOAD_MIN_NS ? (float)j->ns : 4 * CONS_OFFLOAD_MIN_NS;
+    float x = (float)j->ns < 4 * c->offload_ns ? (float)j->ns : 4 * c->offload_ns;
     *m = *m < 0 ? x : *m + CONS_MEAN_W * (x - *m);
 }
 
@@ -61,7 +61,7 @@ static void fold_time(struct cons *c, const struct cons_job *j)
 static bool run_here(const struct cons *c, const struct kr__ev *e)
 {
     float m = c->type_ns[e->type % CONS_TYPES];
-    return c->offload_auto && m >= 0 && m < CONS_OFFLOAD_MIN_NS;
+    return c->offload_auto && m >= 0 && m < c->offload_ns;
 }
 
 static struct cons_job *job_new(struct cons *c, struct kr__ev *e)
@@ -355,6 +355,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     c->barrier_events = r->cfg->barrier_events;
     c->scheduler_works = r->cfg->scheduler_works && c->push;
     c->offload_auto = !r->cfg->offload_always;
+    c->offload_ns = (float)(r->cfg->offload_us * 1000.0);
     for (unsigned t = 0; t < CONS_TYPES; t++) c->type_ns[t] = -1;
     kr__heap_init(&c->heap);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);

@@ -50,6 +50,7 @@ struct kr__config {
     bool handoff_pull;          /* conservative: locked work queue instead of job slots */
     bool barrier_events;        /* conservative: completions as queued events */
     bool offload_always;        /* conservative: hand out even events too short to pay */
+    double offload_us;          /* conservative, offload auto: "too short" means under this */
     struct kr__kv *params;
     size_t nparams;
 };

@@ -29,12 +29,12 @@ void kr__horizon_json(const struct kr__run *r, FILE *f)
     if (!shown(r)) return;
     const struct kr__counters *c = &r->counters[0];
     fprintf(f, "  \"conservative\": {\"workers\": %u, \"handoff\": \"%s\", \"barriers\": \"%s\", "
-            "\"scheduler_works\": %s, \"offload\": \"%s\", \"lookahead\": %.17g, \"offloaded\": %llu, "
+            "\"scheduler_works\": %s, \"offload\": \"%s\", \"offload_us\": %.17g, \"lookahead\": %.17g, \"offloaded\": %llu, "
             "\"mean_in_flight\": %.4f, \"scheduler_ran\": %llu, \"barrier_waits\": %llu, "
             "\"busy_lp_waits\": %llu},\n", r->nthreads - 1,
             r->cfg->handoff_pull ? "pull" : "push", r->cfg->barrier_events ? "events" : "free",
             r->cfg->scheduler_works && !r->cfg->handoff_pull ? "true" : "false",
-            r->cfg->offload_always ? "always" : "auto", r->lookahead,
+            r->cfg->offload_always ? "always" : "auto", r->cfg->offload_us, r->lookahead,
             (unsigned long long)c->cons_offloads, mean_in_flight(c),
             (unsigned long long)c->cons_sched_ran, (unsigned long long)c->cons_barrier_waits,
             (unsigned long long)c->cons_lp_waits);

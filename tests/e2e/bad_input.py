@@ -90,6 +90,8 @@ expect(2, ["--handoff must be push or pull, got 'shove'"], "run", "phold", "--sy
        "conservative", "--handoff", "shove")
 expect(2, ["--barriers must be free or events"], "run", "phold", "--barriers", "none")
 expect(2, ["--scheduler-works must be on or off"], "run", "phold", "--scheduler-works", "yes")
+expect(2, ["--offload must be auto or always"], "run", "phold", "--offload", "never")
+expect(2, ["--offload-us needs microseconds"], "run", "phold", "--offload-us", "-1")
 expect(2, ["--check is for the sequential and optimistic engines"], "run", "phold", "--sync",
        "conservative", "--check")
 

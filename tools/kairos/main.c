@@ -74,9 +74,10 @@ static void usage(FILE *f)
         "                       event's completion; the baseline)\n"
         "  --scheduler-works on|off  conservative, push: the scheduler runs an event itself\n"
         "                       when every worker is busy (default on)\n"
-        "  --offload MODE       conservative: auto (default: event types that take under 2 us\n"
-        "                       on average run on the scheduler, where they cost less than a\n"
-        "                       hand-out; needs --scheduler-works on) or always\n"
+        "  --offload MODE       conservative: auto (default: event types that take under\n"
+        "                       --offload-us on average run on the scheduler, where they cost\n"
+        "                       less than a hand-out; needs --scheduler-works on) or always\n"
+        "  --offload-us US      the bound of --offload auto (default 2)\n"
         "  --arena-max BYTES    limit on one LP's state in use (kr_malloc, rounded up to\n"
         "                       powers of two), suffix K, M or G (default 64M)\n"
         "  --stats FILE         write run statistics as JSON (schema: docs/stats-schema.md)\n"
@@ -239,6 +240,9 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         c->barrier_events = parse_two(a, need_value(argc, argv, i), "free", "events");
     } else if (!strcmp(a, "--offload")) {
         c->offload_always = parse_two(a, need_value(argc, argv, i), "auto", "always");
+    } else if (!strcmp(a, "--offload-us")) {
+        c->offload_us = parse_real(need_value(argc, argv, i), 0,
+                                   "--offload-us needs microseconds (0: hand out every event)");
     } else if (!strcmp(a, "--scheduler-works")) {
         c->scheduler_works = !parse_two(a, need_value(argc, argv, i), "on", "off");
     } else if (!strcmp(a, "-P")) {
@@ -290,6 +294,7 @@ static int cmd_run(int argc, char **argv)
     c.stack_kb = 256;
     c.event_timeout = 60;
     c.scheduler_works = true;
+    c.offload_us = 2;
     c.threads = 0; /* the engine's default, below */
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
