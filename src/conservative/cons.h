@@ -10,11 +10,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "../core/core.h"
+#include "../core/typetime.h"
 #include "../core/watchdog.h"
 #include "../queue/heap.h"
-
-/* --offload auto tells event types apart by `type` modulo this. */
-#define CONS_TYPES 16
 
 /* One offloaded event. Written by the worker that runs it until `complete` is set (release),
  * then read and recycled by the scheduler: one writer at a time, no lock. */
@@ -76,9 +74,7 @@ struct cons {
     const char *err;             /* the error that ends the run */
     bool offload_auto;           /* short event types run on the scheduler (--offload auto) */
     float offload_ns;            /* ...shorter than this on average (--offload-us) */
-    float type_ns[CONS_TYPES];   /* mean run time per event type (type mod CONS_TYPES); < 0:
-                                  * not measured yet */
-    uint32_t type_seen[CONS_TYPES];
+    struct kr__typetime types;   /* ...measured per event type */
     struct cons_job direct;      /* an event run here with nothing else outstanding */
     uint64_t ndone;              /* LPs whose done() held, as retired */
 };

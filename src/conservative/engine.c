@@ -39,28 +39,24 @@ struct job_chunk {
  * sequentially, half of the events handed out), so a shorter event is done sooner where it
  * is. */
 #define CONS_TIME_EVERY 64 /* events of a type timed: the first 16, then one in this many */
-#define CONS_MEAN_W 0.125f
 
 static bool timed(struct cons *c, unsigned type)
 {
-    if (!c->offload_auto) return false;
-    uint32_t n = ++c->type_seen[type % CONS_TYPES];
-    return n <= 16 || (n & (CONS_TIME_EVERY - 1)) == 0; /* (the first ones settle the mean) */
+    return c->offload_auto && kr__typetime_due(&c->types, type, 16, CONS_TIME_EVERY);
 }
 
 /* One timed run into its type's mean. A sample is counted as at most 4x the threshold, so
  * that one run the OS interrupted does not send a short type out for a thousand events. */
 static void fold_time(struct cons *c, const struct cons_job *j)
 {
-    float *m = &c->type_ns[j->ev->type % CONS_TYPES];
     float x = (float)j->ns < 4 * c->offload_ns ? (float)j->ns : 4 * c->offload_ns;
-    *m = *m < 0 ? x : *m + CONS_MEAN_W * (x - *m);
+    kr__typetime_add(&c->types, j->ev->type, x);
 }
 
 /* Run e on the scheduler rather than hand it out: its type is known to be short. */
 static bool run_here(const struct cons *c, const struct kr__ev *e)
 {
-    float m = c->type_ns[e->type % CONS_TYPES];
+    float m = kr__typetime_mean(&c->types, e->type);
     return c->offload_auto && m >= 0 && m < c->offload_ns;
 }
 
@@ -137,19 +133,6 @@ static void reap(struct cons *c)
     }
 }
 
-/* done() bookkeeping of a retired event, as the sequential engine keeps it. */
-static void retire_done(struct cons *c, struct kr__lp *lp, struct cons_job *j)
-{
-    if (j->done_after && !lp->done_seen) {
-        lp->done_seen = true;
-        c->ndone++;
-    } else if (!j->done_after && lp->done_seen) {
-        kr__ctx_event(lp, j->ev, KR_MODE_EVENT);
-        kr__model_error("done() returned false after it had returned true; done() must be "
-                        "monotone (once done, an LP stays done)");
-    }
-}
-
 enum { RETIRE_MORE, RETIRE_DONE, RETIRE_ERROR };
 
 /* Apply one completed job, the next in key order: output, digest, done(). The caller
@@ -163,7 +146,11 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
     kr__lp_commit_event(lp, e);
     r->end_key = e->k;
     r->end_key.seq++;
-    if (r->model->done) retire_done(c, lp, j);
+    if (r->model->done) {
+        kr__ctx_event(lp, e, KR_MODE_EVENT); /* (where, should done() break its promise) */
+        c->ndone += kr__lp_done_step(lp, j->done_after);
+        kr__ctx.mode = KR_MODE_NONE;
+    }
     struct kr__counters *cnt = &r->counters[0];
     if (__builtin_expect((++cnt->cons_retired & 0xffff) == 0, 0)) {
         /* (the progress line reads the published counts: the scheduler publishes the total
@@ -356,7 +343,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     c->scheduler_works = r->cfg->scheduler_works && c->push;
     c->offload_auto = !r->cfg->offload_always;
     c->offload_ns = (float)(r->cfg->offload_us * 1000.0);
-    for (unsigned t = 0; t < CONS_TYPES; t++) c->type_ns[t] = -1;
+    kr__typetime_init(&c->types);
     kr__heap_init(&c->heap);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
     c->watch = aligned_alloc(64, (c->nw + 1) * sizeof *c->watch);

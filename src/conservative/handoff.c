@@ -116,16 +116,6 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     atomic_store_explicit(&j->complete, true, memory_order_release);
 }
 
-static void pin(unsigned id, unsigned nthreads)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu <= 0 || nthreads > (unsigned)ncpu) return; /* oversubscribed: let the OS place */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(id, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 /* An idle worker with a core of its own spins (a pushed job starts within a microsecond);
  * where threads outnumber cores it sleeps after a short spin, so that it does not take the
  * core from the scheduler or a busy worker. */
@@ -182,7 +172,7 @@ static void *worker_main(void *arg)
     struct cons_worker *w = arg;
     struct cons *c = w->c;
     struct kr__run *r = c->r;
-    pin(w->id, c->nw + 1);
+    kr__pin_thread(w->id, c->nw + 1);
     kr__fault_thread_init();
     kr__ctx.run = r;
     kr__ctx.ops = &kr__cons_ops;
@@ -207,7 +197,7 @@ void cons_handoff_start(struct cons *c)
     pthread_cond_init(&c->q.done, NULL);
     c->q.head = c->q.tail = NULL;
     atomic_store(&c->stop, false);
-    pin(0, c->nw + 1);
+    kr__pin_thread(0, c->nw + 1);
     for (unsigned i = 1; i <= c->nw; i++)
         if (pthread_create(&c->w[i].tid, NULL, worker_main, &c->w[i]))
             kr__usage_error("cannot start worker thread %u of %u; lower --threads", i, c->nw);

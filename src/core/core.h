@@ -145,6 +145,12 @@ void kr__lp_run_init(struct kr__run *r, kr_lp id);
  * already (engines whose init runs on one thread: sequential, conservative). */
 uint64_t kr__lps_init_all(struct kr__run *r);
 void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e);
+/* done() after a committed event of lp (the current context): true when the LP has just
+ * become done; a done() that turns false again is a model error. */
+bool kr__lp_done_step(struct kr__lp *lp, bool done);
+/* Bind the calling thread, number `id` of `nthreads`, to a core of its own (pin.c); left to
+ * the OS where threads outnumber cores. */
+void kr__pin_thread(unsigned id, unsigned nthreads);
 void kr__run_finish(struct kr__run *r);
 /* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);

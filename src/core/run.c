@@ -50,6 +50,18 @@ uint64_t kr__lps_init_all(struct kr__run *r)
     return ndone;
 }
 
+bool kr__lp_done_step(struct kr__lp *lp, bool done)
+{
+    if (done && !lp->done_seen) {
+        lp->done_seen = true;
+        return true;
+    }
+    if (!done && lp->done_seen)
+        kr__model_error("done() returned false after it had returned true; done() must be "
+                        "monotone (once done, an LP stays done)");
+    return false;
+}
+
 void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
 {
     uint64_t t;

@@ -218,16 +218,6 @@ static struct kr__ev *tw_top(struct tw_thread *th)
     return e;
 }
 
-static void tw_pin(unsigned id, unsigned nthreads)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu <= 0 || nthreads > (unsigned)ncpu) return; /* oversubscribed: let the OS place */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(id % (unsigned)ncpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
  * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
  * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
@@ -256,7 +246,7 @@ static void *tw_worker(void *arg)
     struct tw_global *g = th->g;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     bool over = ncpu > 0 && g->n > (unsigned)ncpu;
-    tw_pin(th->id, g->n);
+    kr__pin_thread(th->id, g->n);
     kr__fault_thread_init();
     tw_ts_thread_start(th);
     kr__ctx.run = th->r;

@@ -96,7 +96,7 @@ void tw_ts_thread_start(struct tw_thread *th)
     th->tick_ns = (uint64_t)(cfg->tick_us * 1000.0);
     th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
     th->rule_ns = (1.0 + cfg->alpha) * (double)th->tick_ns;
-    for (unsigned t = 0; t < TW_TYPES; t++) th->type_ns[t] = -1; /* on stacks until timed */
+    kr__typetime_init(&th->types); /* (each type on stacks until timed) */
     if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
     arm(th, th->preempt == KR_PREEMPT_TICK ||
                 (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->alpha <= -1));
@@ -133,22 +133,16 @@ static void adapt(struct tw_thread *th)
 
 static bool any_type_on_stacks(const struct tw_thread *th)
 {
-    for (unsigned t = 0; t < TW_TYPES; t++)
+    for (unsigned t = 0; t < KR_TYPES; t++)
         if (tw_ts_on_stack(th, t)) return true;
     return false;
-}
-
-static void type_mean(struct tw_thread *th, unsigned type, uint64_t event_ns)
-{
-    float *m = &th->type_ns[type % TW_TYPES];
-    *m = *m < 0 ? (float)event_ns : *m + (float)TW_MEAN_W * ((float)event_ns - *m);
 }
 
 /* Adaptive, a timed event on the worker's stack: its type's mean. Ticks stay armed only
  * while some type still runs on stacks. */
 void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns)
 {
-    type_mean(th, type, event_ns);
+    kr__typetime_add(&th->types, type, (float)event_ns);
     if (th->ticks_fine && !tw_ts_on_stack(th, type) && !any_type_on_stacks(th)) arm(th, false);
 }
 
@@ -194,7 +188,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     th->de_ns += TW_MEAN_W * ((double)u->run_ns - th->de_ns);
     th->apms += TW_MEAN_W * ((double)u->calls - th->apms);
     if (th->preempt == KR_PREEMPT_ADAPTIVE) {
-        type_mean(th, e->type, u->run_ns);
+        kr__typetime_add(&th->types, e->type, (float)u->run_ns);
         if ((c->ult_events % TW_RULE_EVERY) == 0) adapt(th);
     }
     kr__ult_put(&th->ults, u);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include "../core/clock.h"
+#include "../core/typetime.h"
 #include "../core/core.h"
 #include "../msg/inbox.h"
 #include "../queue/heap.h"
@@ -21,10 +22,6 @@ struct tw_global;
 
 /* Time one event in this many (the cost of an event, for statistics and tuning). */
 #define TW_EVENT_SAMPLE 64
-/* Event types the adaptive rule tells apart (type mod TW_TYPES): a model's long and short
- * event kinds get their own mean, so a few long events among many short ones still run on
- * stacks and can be preempted. */
-#define TW_TYPES 16
 /* ...and one checkpoint in this many (clock reads cost PHOLD-std a few percent). */
 #define TW_CKPT_SAMPLE 8
 #define TW_CKPT_AUTO_START 16
@@ -79,8 +76,7 @@ struct tw_thread {
     /* Time-sharing (preempt.c). */
     uint8_t preempt;          /* enum kr__preempt */
     bool ticks_fine;          /* fine-grain ticks armed (else only the liveness slice) */
-    float type_ns[TW_TYPES];  /* adaptive: mean event time per event type (< 0: none yet) */
-    uint32_t type_seen[TW_TYPES]; /* events of the type run on the worker's stack */
+    struct kr__typetime types; /* adaptive: mean event time per event type */
     unsigned nsusp;           /* LPs with a preempted event */
     struct kr__ult_pool ults;
     uint64_t tick_ns, timeout_ns;
@@ -168,8 +164,8 @@ void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns);
 static inline bool tw_ts_on_stack(const struct tw_thread *th, unsigned type)
 {
     if (th->preempt == KR_PREEMPT_OFF) return false;
-    return th->preempt != KR_PREEMPT_ADAPTIVE || th->type_ns[type % TW_TYPES] < 0 ||
-           th->type_ns[type % TW_TYPES] >= TW_STACKS_MIN_NS;
+    float m = kr__typetime_mean(&th->types, type);
+    return th->preempt != KR_PREEMPT_ADAPTIVE || m < 0 || m >= TW_STACKS_MIN_NS;
 }
 
 /* Adaptive: time this worker-stack event? One in TW_EVENT_SAMPLE of each type, so a short
@@ -177,7 +173,7 @@ static inline bool tw_ts_on_stack(const struct tw_thread *th, unsigned type)
 static inline bool tw_ts_sample_type(struct tw_thread *th, unsigned type)
 {
     return th->preempt == KR_PREEMPT_ADAPTIVE &&
-           (++th->type_seen[type % TW_TYPES] & (TW_EVENT_SAMPLE - 1)) == 0;
+           kr__typetime_due(&th->types, type, 0, TW_EVENT_SAMPLE);
 }
 void tw_ts_resume(struct tw_thread *th, struct kr__ev *e);
 struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool cancel);

@@ -74,16 +74,8 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         r->end_key.seq++;
         kr__pool_put(pool, e);
         cnt->processed++;
-        if (m->done) {
-            bool d = m->done(e->dest, lp->root);
-            if (d && !lp->done_seen) {
-                lp->done_seen = true;
-                if (++ndone == r->n) return true;
-            } else if (!d && lp->done_seen) {
-                kr__model_error("done() returned false after it had returned true; done() "
-                                "must be monotone (once done, an LP stays done)");
-            }
-        }
+        if (m->done && kr__lp_done_step(lp, m->done(e->dest, lp->root)) && ++ndone == r->n)
+            return true;
         if (__builtin_expect((cnt->processed & 0xffff) == 0, 0)) {
             cnt->committed = cnt->processed;
             kr__counters_publish(cnt);

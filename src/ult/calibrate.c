@@ -55,13 +55,7 @@ static uint64_t busy(uint64_t iters, uint64_t x)
 static void *cal_thread(void *p)
 {
     struct cal_arg *a = p;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu > 0 && a->nthreads <= (unsigned)ncpu) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(a->id % (unsigned)ncpu, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    }
+    kr__pin_thread(a->id, a->nthreads);
     bool timer = a->tick_ns && kr__tick_thread_init() == 0;
     pthread_barrier_wait(a->bar);
     if (timer) {
