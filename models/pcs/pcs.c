@@ -11,7 +11,14 @@
  * start at that utilisation: with 1000 channels at 50% a cell's state is about 80 KB.
  * Workload after paper 000 section 3.4 and paper 002 section 4 (time unit: minutes).
  *
- * Writes are marked (kr_touch), so the model runs with every --state mode. */
+ * Writes are marked (kr_touch), so the model runs with every --state mode.
+ *
+ * spans=1 is the formulation for the conservative engine (expanded events): whatever sets an
+ * event's send times is drawn by the event's sender, so each event can last until its first
+ * send. An ARRIVAL carries its call's duration and residence and the gap to the next arrival
+ * (it lasts the least of the three); a HANDOFF carries the call's residence in the new cell
+ * (it lasts until the call ends or leaves); a call's end or departure lasts handoff_delay and
+ * a FADING one fading_period. Same distributions as spans=0, a different random stream. */
 #include <math.h>
 #include <string.h>
 #include "kairos.h"
@@ -57,8 +64,16 @@ struct ends {                /* payload of COMPLETION and LEAVE */
     uint32_t channel, id;
 };
 
+struct arrival {             /* spans=1 payload of ARRIVAL, drawn by the previous arrival */
+    double gap, call, residence;
+};
+
+struct handoff {             /* spans=1 payload of HANDOFF */
+    double remaining, residence;
+};
+
 struct pcs_params {
-    uint32_t channels, periods, width;
+    uint32_t channels, periods, width, spans;
     double utilization, call_mean, residence_mean, fading_period, stats_period, delay;
     double arrival_mean;     /* derived */
 };
@@ -73,6 +88,8 @@ static const struct kr_param pcs_params[] = {
     { "periods", KR_PARAM_INT, "64", "statistics periods kept (cyclic)" },
     { "handoff_delay", KR_PARAM_DOUBLE, "0.001", "handoff signalling delay (the lookahead)" },
     { "width", KR_PARAM_INT, "0", "grid width in cells (0: near-square divisor of --lps)" },
+    { "spans", KR_PARAM_INT, "0", "1: expanded events (send times drawn by the sender), "
+      "runnable with --sync conservative" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -96,6 +113,7 @@ static const struct pcs_params *params(void)
     p.periods = (uint32_t)kr_param_int("periods", 64);
     p.delay = kr_param_double("handoff_delay", 0.001);
     p.width = (uint32_t)kr_param_int("width", 0);
+    p.spans = kr_param_int("spans", 0) != 0;
     if (p.channels < 1 || p.channels > 1000000) kr_error("channels must be 1..1000000");
     if (!(p.utilization > 0 && p.utilization < 1)) kr_error("utilization must lie in (0, 1)");
     if (!(p.call_mean > 0 && p.residence_mean > 0 && p.fading_period > 0 &&
@@ -126,6 +144,25 @@ static kr_lp neighbour(kr_lp me, const struct pcs_params *p)
     q = ((q + dq[r & 1][k]) % w + w) % w;
     r = ((r + dr[k]) % h + h) % h;
     return (kr_lp)(r * w + q);
+}
+
+/* spans=1 sends an expanded event lasting `duration`; spans=0 a plain one. */
+static void send(kr_lp dest, kr_time t, double duration, unsigned type, const void *payload,
+                 size_t size, const struct pcs_params *p)
+{
+    if (p->spans) kr_schedule_span(dest, t, duration, type, payload, size);
+    else kr_schedule(dest, t, type, payload, size);
+}
+
+static void schedule_arrival(kr_lp me, kr_time t, const struct pcs_params *p)
+{
+    if (!p->spans) {
+        kr_schedule(me, t, ARRIVAL, NULL, 0);
+        return;
+    }
+    struct arrival a = { kr_expo(p->arrival_mean), kr_expo(p->call_mean),
+                         kr_expo(p->residence_mean) };
+    kr_schedule_span(me, t, fmin(a.gap, fmin(a.call, a.residence)), ARRIVAL, &a, sizeof a);
 }
 
 static struct period *period(struct cell *c, kr_time now, const struct pcs_params *p)
@@ -172,7 +209,8 @@ static void set_power(struct power *x, double interf)
     x->sir = x->power * x->gain * x->fading / (NOISE + interf);
 }
 
-static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining,
+/* A call lasting `remaining` more takes a channel; `residence` < 0: draw it here. */
+static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining, double residence,
                   const struct pcs_params *p)
 {
     int64_t ch = free_channel(c);
@@ -187,7 +225,7 @@ static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining,
     k->id = c->next_id++;
     k->start = now;
     k->end = now + remaining;
-    k->leave = now + kr_expo(p->residence_mean);
+    k->leave = now + (residence < 0 ? kr_expo(p->residence_mean) : residence);
     if (c->powers) KR_WRITE(c->powers->prev, x);
     x->next = c->powers;
     c->powers = x;
@@ -200,7 +238,8 @@ static bool setup(kr_lp me, struct cell *c, kr_time now, double remaining,
     c->busy++;
     struct ends e = { (uint32_t)ch, k->id };
     bool completes = k->end <= k->leave;
-    kr_schedule(me, completes ? k->end : k->leave, completes ? COMPLETION : LEAVE, &e, sizeof e);
+    send(me, completes ? k->end : k->leave, p->delay, completes ? COMPLETION : LEAVE, &e,
+         sizeof e, p);
     return true;
 }
 
@@ -262,9 +301,49 @@ static void pcs_init(kr_lp me)
     c->stats = kr_calloc(p->periods, sizeof *c->stats);
     /* start in steady state: the target share of channels busy (durations are memoryless) */
     uint32_t start = (uint32_t)(p->utilization * p->channels + 0.5);
-    for (uint32_t i = 0; i < start; i++) setup(me, c, 0.0, kr_expo(p->call_mean), p);
-    kr_schedule(me, kr_expo(p->arrival_mean), ARRIVAL, NULL, 0);
-    kr_schedule(me, p->fading_period * kr_random(), FADING, NULL, 0);
+    for (uint32_t i = 0; i < start; i++) setup(me, c, 0.0, kr_expo(p->call_mean), -1, p);
+    schedule_arrival(me, kr_expo(p->arrival_mean), p);
+    send(me, p->fading_period * kr_random(), p->fading_period, FADING, NULL, 0, p);
+}
+
+static void arrival(kr_lp me, struct cell *c, kr_time now, struct period *st,
+                    const void *payload, size_t size, const struct pcs_params *p)
+{
+    struct arrival a = { 0, 0, -1 };
+    st->arrivals++, c->total.arrivals++;
+    if (p->spans) {
+        if (size != sizeof a) kr_error("ARRIVAL event with a %zu-byte payload", size);
+        memcpy(&a, payload, sizeof a);
+    } else {
+        a.call = kr_expo(p->call_mean);
+    }
+    if (!setup(me, c, now, a.call, a.residence, p)) st->blocked++, c->total.blocked++;
+    schedule_arrival(me, now + (p->spans ? a.gap : kr_expo(p->arrival_mean)), p);
+}
+
+/* The call on e's channel leaves for a neighbour, which takes it after handoff_delay. */
+static void hand_off(kr_lp me, struct cell *c, kr_time now, double remaining, struct period *st,
+                     const struct pcs_params *p)
+{
+    st->handoffs_out++, c->total.handoffs_out++;
+    kr_lp to = neighbour(me, p);
+    if (!p->spans) {
+        kr_schedule(to, now + p->delay, HANDOFF, &remaining, sizeof remaining);
+        return;
+    }
+    struct handoff h = { remaining, kr_expo(p->residence_mean) };
+    kr_schedule_span(to, now + p->delay, fmin(h.remaining, h.residence), HANDOFF, &h, sizeof h);
+}
+
+static void handoff_in(kr_lp me, struct cell *c, kr_time now, struct period *st,
+                       const void *payload, size_t size, const struct pcs_params *p)
+{
+    struct handoff h = { 0, -1 };
+    size_t want = p->spans ? sizeof h : sizeof h.remaining;
+    if (size != want) kr_error("HANDOFF event with a %zu-byte payload", size);
+    memcpy(&h, payload, want);
+    st->handoffs_in++, c->total.handoffs_in++;
+    if (!setup(me, c, now, h.remaining, h.residence, p)) st->dropped++, c->total.dropped++;
 }
 
 static void pcs_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
@@ -279,32 +358,23 @@ static void pcs_event(kr_lp me, kr_time now, unsigned type, const void *payload,
     double remaining;
     switch (type) {
     case ARRIVAL:
-        st->arrivals++, c->total.arrivals++;
-        if (!setup(me, c, now, kr_expo(p->call_mean), p)) st->blocked++, c->total.blocked++;
-        kr_schedule(me, now + kr_expo(p->arrival_mean), ARRIVAL, NULL, 0);
+        arrival(me, c, now, st, payload, size, p);
         break;
     case COMPLETION:
     case LEAVE:
         if (size != sizeof e) kr_error("call-end event with a %zu-byte payload", size);
         memcpy(&e, payload, sizeof e);
         remaining = release(c, &e) - now;
-        if (type == COMPLETION) {
-            st->completions++, c->total.completions++;
-        } else {
-            st->handoffs_out++, c->total.handoffs_out++;
-            kr_schedule(neighbour(me, p), now + p->delay, HANDOFF, &remaining, sizeof remaining);
-        }
+        if (type == COMPLETION) st->completions++, c->total.completions++;
+        else hand_off(me, c, now, remaining, st, p);
         break;
     case HANDOFF:
-        if (size != sizeof remaining) kr_error("HANDOFF event with a %zu-byte payload", size);
-        memcpy(&remaining, payload, sizeof remaining);
-        st->handoffs_in++, c->total.handoffs_in++;
-        if (!setup(me, c, now, remaining, p)) st->dropped++, c->total.dropped++;
+        handoff_in(me, c, now, st, payload, size, p);
         break;
     case FADING:
         st->fadings++, c->total.fadings++;
         fading(c, st);
-        kr_schedule(me, now + p->fading_period, FADING, NULL, 0);
+        send(me, now + p->fading_period, p->fading_period, FADING, NULL, 0, p);
         break;
     default:
         kr_error("unknown event type %u", type);
@@ -330,7 +400,7 @@ static const struct kr_model pcs_model = {
     .event = pcs_event,
     .finish = pcs_finish,
     .params = pcs_params,
-    .lookahead = 0, /* handoff_delay is a parameter; the engines do not rely on it yet */
+    .lookahead = 0, /* handoff_delay is a parameter; spans=1 gives every event its duration */
     .flags = KR_MODEL_MARKS_WRITES,
 };
 

@@ -30,6 +30,10 @@ configs = {
     "chaos-spans": [chaos, "--lps", "64", "--end", "30", "-P", "span=0.05"],
     "chaos-spans-done": [chaos, "--lps", "16", "--end", "inf", "-P", "span=0.02", "-P",
                          "done_after=200"],
+    # expanded-event formulations of the TWOS queueing network and PCS (send times drawn by
+    # the sender; departures forwarded at arrival)
+    "queueing-spans": ["queueing", "-P", "spans=1", "--lps", "16", "--end", "300"],
+    "pcs-spans": ["pcs", "-P", "spans=1", "--lps", "16", "--end", "0.3", "-P", "channels=200"],
     # a speculative-only error in the optimistic engine is no error here either
     "misuse-ok": [misuse, "--lps", "2", "--end", "10", "-P", "spans=1"],
 }

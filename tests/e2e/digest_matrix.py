@@ -30,6 +30,9 @@ configs = {
     "membench": ["membench", "--lps", "32", "--end", "60", "-P", "state=20000", "-P", "span=0.5",
                  "-P", "write_ratio=0.7"],
     "pcs": ["pcs", "--lps", "16", "--end", "2", "-P", "channels=200"],
+    # the expanded-event formulations (for --sync conservative) under Time Warp too
+    "queueing-spans": ["queueing", "--lps", "16", "--end", "500", "-P", "spans=1"],
+    "pcs-spans": ["pcs", "--lps", "16", "--end", "1", "-P", "channels=200", "-P", "spans=1"],
     # heap metadata per access, batches of remote requests and answers, aborts
     "datastore": ["datastore", "--lps", "16", "--end", "10", "-P", "op_us=1"],
 }
@@ -67,6 +70,8 @@ state_configs = {
     "ring-done": (configs["ring-done"], ["page", "buddy"]),
     "membench": (configs["membench"], ["full", "chunk", "page", "buddy", "scan"]),
     "pcs": (configs["pcs"], ["chunk", "page", "buddy", "scan"]),
+    "queueing-spans": (configs["queueing-spans"], ["chunk", "buddy"]),
+    "pcs-spans": (configs["pcs-spans"], ["chunk", "page"]),
     "datastore": (configs["datastore"], ["chunk", "page", "buddy", "scan"]),
 }
 # plain C heap calls, made transparent by -include kairos/transparent.h or by --wrap
