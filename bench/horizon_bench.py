@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""The conservative engine (paper 003). Two tables, medians of REPS interleaved runs:
+"""The conservative engine (paper 003). A digest table, then two tables of medians of REPS
+interleaved runs:
+
+0. Every model that runs conservatively: run digest and committed events of the sequential
+   engine and of the conservative engine at 1, 2 and 4 workers (they must be equal).
 
 1. The null model (110 modules x 50 000 events of no work, 1 s long, every 20 s: 5.5 M
    events): wall time of pull vs push handoff and barrier events vs event-free barriers at
@@ -10,7 +14,7 @@
    workers/threads.
 
     python3 bench/horizon_bench.py [--kairos build/kairos] [--reps 3] [--workers 1,2,3,4]
-                                   [--events 50000] [--only null|phold]
+                                   [--events 50000] [--only digests|null|phold]
 """
 import argparse
 import json
@@ -42,6 +46,34 @@ def interleaved(kairos, configs, reps):
         print(f"DIGEST MISMATCH: {sorted(digests)}")
         sys.exit(1)
     return res
+
+
+DIGEST_MODELS = {
+    "phold (lookahead 0.1)": ["phold", "--end", "200"],
+    "phold (lookahead 0: zero durations)": ["phold", "--lps", "64", "--end", "20",
+                                            "-P", "lookahead=0"],
+    "null": ["null", "--lps", "110", "--end", "inf", "-P", "events=2000"],
+    "queueing -P spans=1": ["queueing", "-P", "spans=1", "--lps", "64", "--end", "2000"],
+    "pcs -P spans=1": ["pcs", "-P", "spans=1", "--lps", "64", "--end", "1", "-P", "channels=200"],
+}
+
+
+def digest_table(a):
+    print("\nRun digest and committed events, sequential vs conservative (1, 2, 4 workers)\n")
+    print("| model | sequential | 1 worker | 2 workers | 4 workers | equal |")
+    print("|---|---|---|---|---|---|")
+    bad = False
+    for name, args in DIGEST_MODELS.items():
+        cells = [run_once(a.kairos, args + ["--sync", "sequential"])]
+        for w in ("1", "2", "4"):
+            cells.append(run_once(a.kairos, args + ["--sync", "conservative", "--threads", w]))
+        keys = {(s["run_digest"], s["committed_events"]) for s in cells}
+        bad |= len(keys) != 1
+        row = " | ".join(f"{s['run_digest']} / {s['committed_events']}" for s in cells)
+        print(f"| {name} | {row} | {'yes' if len(keys) == 1 else 'NO'} |")
+    if bad:
+        print("DIGEST MISMATCH")
+        sys.exit(1)
 
 
 def null_table(a):
@@ -97,12 +129,14 @@ def main():
     ap.add_argument("--workers", default="1,2,3,4")
     ap.add_argument("--events", type=int, default=50000)
     ap.add_argument("--phold-end", type=float, default=5000)
-    ap.add_argument("--only", choices=["null", "phold"])
+    ap.add_argument("--only", choices=["digests", "null", "phold"])
     a = ap.parse_args()
     print(f"commit {commit()}, {machine()}")
-    if a.only != "phold":
+    if a.only in (None, "digests"):
+        digest_table(a)
+    if a.only in (None, "null"):
         null_table(a)
-    if a.only != "null":
+    if a.only in (None, "phold"):
         phold_table(a)
 
 

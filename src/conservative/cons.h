@@ -36,10 +36,12 @@ struct cons_job {
 /* A worker thread (the scheduler has one too, for the events it runs itself). */
 struct cons_worker {
     _Alignas(64) _Atomic(struct cons_job *) slot;   /* push: the scheduler's job for it */
+    _Atomic uint32_t parked;     /* push: 1 while it sleeps on this word (futex) */
     struct cons *c;
     unsigned id;                 /* 1..W; 0 is the scheduler */
     pthread_t tid;
     struct cons_job *job;        /* running now (its thread only) */
+    bool direct;                 /* scheduler: its event's sends go straight into the set */
     jmp_buf jmp;                 /* a model error unwinds the event to here */
     char pad_[64];
 };
@@ -87,6 +89,11 @@ bool cons_offload(struct cons *c, struct cons_job *j);
 /* The scheduler waits a little for a job to complete (spin, yield or sleep). */
 void cons_wait(struct cons *c, unsigned *spins);
 /* Run job j on the calling thread (a worker, or the scheduler itself). */
+/* Run a job's event (and done()) on w's thread, catching a model error in the job. */
 void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j);
+/* The same in parts, for a caller that keeps one setjmp over many jobs. */
+void cons_job_begin(struct cons *c, struct cons_worker *w, struct cons_job *j);
+void cons_job_run(struct cons *c, struct cons_job *j);
+void cons_job_end(struct cons *c, struct cons_worker *w, struct cons_job *j);
 
 #endif

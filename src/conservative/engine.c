@@ -183,26 +183,42 @@ static int retire(struct cons *c, struct kr__progress *prog)
     return RETIRE_MORE;
 }
 
+/* With nothing outstanding, may the first event run here at once? (Its LP is free, no
+ * barrier holds it, and its type is short.) */
+static bool direct_ok(const struct cons *c, const struct kr__ev *e)
+{
+    return e && !(e->flags & KR_EVF_BARRIER) && e->k.ts < c->r->cfg->end && !c->failed &&
+           run_here(c, e);
+}
+
 /* Nothing outstanding and the first event is short: run it here and retire it at once, as
- * the sequential engine would (no job, no queue). */
+ * the sequential engine would (no job, no queue, its sends straight into the set), and so
+ * on while the next one is short too: one setjmp for the whole stretch. */
 static int run_direct(struct cons *c, struct kr__progress *prog)
 {
     struct cons_job *j = &c->direct;
-    j->ev = kr__heap_pop(&c->heap);
-    j->tc = j->ev->k.ts + j->ev->dur;
-    j->timed = timed(c, j->ev->type);
-    cons_execute(c, &c->w[0], j);
-    c->r->counters[0].cons_sched_ran++;
-    if (j->timed) fold_time(c, j);
-    if (j->err) {
+    struct cons_worker *w = &c->w[0];
+    if (_setjmp(w->jmp)) { /* a model error in j's event: the earliest outstanding */
+        cons_job_end(c, w, j);
+        w->direct = false;
         c->err = j->err;
         return RETIRE_ERROR;
     }
-    for (struct kr__ev *e = j->out, *n; e; e = n) {
-        n = e->next;
-        kr__heap_push(&c->heap, e);
-    }
-    return retire_one(c, j, prog);
+    w->direct = true;
+    int rr;
+    do {
+        j->ev = kr__heap_pop(&c->heap);
+        j->tc = j->ev->k.ts + j->ev->dur;
+        j->timed = timed(c, j->ev->type);
+        cons_job_begin(c, w, j);
+        cons_job_run(c, j);
+        cons_job_end(c, w, j);
+        c->r->counters[0].cons_sched_ran++;
+        if (j->timed) fold_time(c, j);
+        rr = retire_one(c, j, prog);
+    } while (rr == RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
+    w->direct = false;
+    return rr;
 }
 
 /* May the first event of the set run now, beside the offloaded ones? */

@@ -14,7 +14,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "cons.h"
 #include "../core/clock.h"
@@ -48,6 +49,10 @@ static void cons_send(struct kr__ctx *x, struct kr__ev *e)
                         "events at or after its own end; shorten its duration (kr_schedule_span "
                         "or the lookahead) or use --sync optimistic", (unsigned long long)d, t,
                         end, x->ev->dur);
+        return;
+    }
+    if (w->direct) { /* the scheduler's own event with nothing outstanding */
+        kr__heap_push(&w->c->heap, e);
         return;
     }
     struct cons_job *j = w->job;
@@ -89,51 +94,90 @@ static void cons_fail(struct kr__ctx *x, char *msg)
 
 const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail };
 
-void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
+/* Before a job's event runs on w: empty results, the context, the watchdog, the clock. */
+void cons_job_begin(struct cons *c, struct cons_worker *w, struct cons_job *j)
 {
-    struct kr__run *r = c->r;
-    struct kr__ev *e = j->ev;
-    struct kr__lp *lp = &r->lps[e->dest];
+    struct kr__lp *lp = &c->r->lps[j->ev->dest];
     j->out = j->out_tail = NULL;
     j->ntext = 0;
     j->err = NULL;
     j->done_after = false;
+    j->ns = j->timed ? kr__clock_ns() : 0;
     w->job = j;
-    kr__ctx_event(lp, e, KR_MODE_EVENT);
-    struct kr__watch *watch = &c->watch[w->id];
-    volatile uint64_t t0 = j->timed ? kr__clock_ns() : 0; /* (kept across the longjmp) */
-    kr__watch_begin(watch, e);
-    if (_setjmp(w->jmp) == 0) {
-        kr__run_event(r, lp, e);
-        if (r->model->done) j->done_after = r->model->done(e->dest, lp->root);
-    }
-    kr__watch_end(watch);
-    if (j->timed) j->ns = kr__clock_ns() - t0;
+    kr__ctx_event(lp, j->ev, KR_MODE_EVENT);
+    kr__watch_begin(&c->watch[w->id], j->ev);
+}
+
+/* The event and done(); a model error longjmps to w->jmp, which the caller has set. */
+void cons_job_run(struct cons *c, struct cons_job *j)
+{
+    struct kr__run *r = c->r;
+    struct kr__lp *lp = &r->lps[j->ev->dest];
+    kr__run_event(r, lp, j->ev);
+    if (r->model->done) j->done_after = r->model->done(j->ev->dest, lp->root);
+}
+
+/* After it ran (or failed): the job is complete. */
+void cons_job_end(struct cons *c, struct cons_worker *w, struct cons_job *j)
+{
+    kr__watch_end(&c->watch[w->id]);
+    if (j->timed) j->ns = kr__clock_ns() - j->ns;
     kr__ctx.mode = KR_MODE_NONE;
     w->job = NULL;
-    r->counters[w->id].processed++;
-    r->counters[w->id].committed++; /* nothing is ever undone here */
+    c->r->counters[w->id].processed++;
+    c->r->counters[w->id].committed++; /* nothing is ever undone here */
     atomic_store_explicit(&j->complete, true, memory_order_release);
 }
 
-/* An idle worker with a core of its own spins (a pushed job starts within a microsecond);
- * where threads outnumber cores it sleeps after a short spin, so that it does not take the
- * core from the scheduler or a busy worker. */
-static void idle(struct cons *c, struct cons_worker *w, unsigned *spins)
+void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
 {
-    if (!c->oversubscribed || ++*spins < 256) {
-        __builtin_ia32_pause();
+    cons_job_begin(c, w, j);
+    if (_setjmp(w->jmp) == 0) cons_job_run(c, j);
+    cons_job_end(c, w, j);
+}
+
+/* An idle worker spins, so that a pushed job starts within a microsecond, but not for long:
+ * a spinning thread slows the scheduler's own work where the two share a physical core
+ * (hyperthreads, or virtual CPUs on one host core: the null model run by the scheduler alone
+ * took 1.4x longer beside a spinning sibling on the development machine), and where threads
+ * outnumber cores it takes the core from the scheduler or a busy worker. So after
+ * CONS_PARK_NS without a job (256 spins when oversubscribed) it parks on a futex that
+ * cons_offload wakes. */
+#define CONS_PARK_NS 50000
+
+static void park(struct cons *c, struct cons_worker *w)
+{
+    c->r->counters[w->id].idle_sleeps++;
+    atomic_store(&w->parked, 1); /* seq_cst: ordered before the slot check (see wake) */
+    if (!atomic_load(&w->slot) && !atomic_load(&c->stop))
+        syscall(SYS_futex, &w->parked, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
+    atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+}
+
+/* After the slot (or stop) is written: a worker that parked before seeing it is woken. */
+static void wake(struct cons_worker *w)
+{
+    if (atomic_load(&w->parked) && atomic_exchange(&w->parked, 0))
+        syscall(SYS_futex, &w->parked, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void idle(struct cons *c, struct cons_worker *w, unsigned *spins, uint64_t *since)
+{
+    ++*spins;
+    if (c->oversubscribed ? *spins >= 256 : (*spins % 256 == 0 && *spins > 256 &&
+                                             kr__clock_ns() - *since >= CONS_PARK_NS)) {
+        park(c, w);
+        *spins = 0;
         return;
     }
-    *spins = 0;
-    c->r->counters[w->id].idle_sleeps++;
-    struct timespec ts = { 0, 20000 };
-    nanosleep(&ts, NULL);
+    if (*spins == 1) *since = kr__clock_ns();
+    __builtin_ia32_pause();
 }
 
 static void push_loop(struct cons *c, struct cons_worker *w)
 {
     unsigned spins = 0;
+    uint64_t since = 0;
     for (;;) {
         struct cons_job *j = atomic_load_explicit(&w->slot, memory_order_acquire);
         if (j) {
@@ -143,7 +187,7 @@ static void push_loop(struct cons *c, struct cons_worker *w)
         } else if (atomic_load_explicit(&c->stop, memory_order_acquire)) {
             return;
         } else {
-            idle(c, w, &spins);
+            idle(c, w, &spins, &since);
         }
     }
 }
@@ -206,9 +250,10 @@ void cons_handoff_start(struct cons *c)
 void cons_handoff_stop(struct cons *c)
 {
     pthread_mutex_lock(&c->q.mu);
-    atomic_store_explicit(&c->stop, true, memory_order_release);
+    atomic_store(&c->stop, true); /* seq_cst: before the parked checks in wake */
     pthread_cond_broadcast(&c->q.work);
     pthread_mutex_unlock(&c->q.mu);
+    for (unsigned i = 1; i <= c->nw; i++) wake(&c->w[i]);
     for (unsigned i = 1; i <= c->nw; i++) pthread_join(c->w[i].tid, NULL);
     pthread_mutex_destroy(&c->q.mu);
     pthread_cond_destroy(&c->q.work);
@@ -230,7 +275,8 @@ bool cons_offload(struct cons *c, struct cons_job *j)
     }
     for (unsigned i = 1; i <= c->nw; i++)
         if (!atomic_load_explicit(&c->w[i].slot, memory_order_relaxed)) {
-            atomic_store_explicit(&c->w[i].slot, j, memory_order_release);
+            atomic_store(&c->w[i].slot, j); /* seq_cst: before the parked check */
+            wake(&c->w[i]);
             return true;
         }
     return false;
