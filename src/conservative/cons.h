@@ -33,9 +33,17 @@ struct cons_job {
     struct cons_job *qnext;      /* pull: the work queue */
 };
 
+/* Push: jobs a worker holds, the running one included. With 2 the scheduler can queue the
+ * next job behind the running one, so that a worker that finishes starts again at once
+ * instead of idling until the scheduler (perhaps running an event itself) gets round to it. */
+#define CONS_DEPTH 2
+
 /* A worker thread (the scheduler has one too, for the events it runs itself). */
 struct cons_worker {
-    _Alignas(64) _Atomic(struct cons_job *) slot;   /* push: the scheduler's job for it */
+    /* push: a ring of jobs from the scheduler; a slot is emptied when its job completes */
+    _Alignas(64) _Atomic(struct cons_job *) slot[CONS_DEPTH];
+    unsigned put;                /* scheduler: the slot it fills next */
+    unsigned take;               /* the worker: the slot it runs next */
     _Atomic uint32_t parked;     /* push: 1 while it sleeps on this word (futex) */
     struct cons *c;
     unsigned id;                 /* 1..W; 0 is the scheduler */
@@ -68,7 +76,6 @@ struct cons {
     size_t nretire;
     struct cons_job **inflight;  /* offloaded and not yet complete */
     size_t ninflight, capinflight;
-    unsigned *busy_w;            /* push: job count per worker slot (0 or 1) */
     uint8_t *lp_busy;            /* an LP with an event offloaded and not complete */
     struct cons_job *free_jobs;
     struct job_chunk *chunks;    /* where the jobs live, for teardown */
@@ -84,7 +91,7 @@ struct cons {
 /* handoff.c */
 void cons_handoff_start(struct cons *c);
 void cons_handoff_stop(struct cons *c);
-/* Hand job j to a worker: true if one took it (push: an idle slot; pull: always). */
+/* Hand job j to a worker: true if one took it (push: a free slot; pull: always). */
 bool cons_offload(struct cons *c, struct cons_job *j);
 /* The scheduler waits a little for a job to complete (spin, yield or sleep). */
 void cons_wait(struct cons *c, unsigned *spins);

@@ -1,7 +1,8 @@
 /* handoff.c - how the conservative engine's workers get jobs and run them.
  *
- * Push (default, paper 003 s4.1): each worker spins on a one-slot buffer that the scheduler
- * writes directly; no lock and no system call between offloading an event and running it.
+ * Push (default, paper 003 s4.1): each worker spins on a small buffer (paper 003: one slot;
+ * here CONS_DEPTH) that the scheduler writes directly; no lock and no system call between
+ * offloading an event and running it.
  * Pull (--handoff pull, the baseline the paper improves on): one work queue under a mutex,
  * workers sleep on a condition variable and the scheduler sleeps on another until a job
  * completes.
@@ -149,7 +150,7 @@ static void park(struct cons *c, struct cons_worker *w)
 {
     c->r->counters[w->id].idle_sleeps++;
     atomic_store(&w->parked, 1); /* seq_cst: ordered before the slot check (see wake) */
-    if (!atomic_load(&w->slot) && !atomic_load(&c->stop))
+    if (!atomic_load(&w->slot[w->take]) && !atomic_load(&c->stop))
         syscall(SYS_futex, &w->parked, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
     atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
 }
@@ -179,10 +180,11 @@ static void push_loop(struct cons *c, struct cons_worker *w)
     unsigned spins = 0;
     uint64_t since = 0;
     for (;;) {
-        struct cons_job *j = atomic_load_explicit(&w->slot, memory_order_acquire);
+        struct cons_job *j = atomic_load_explicit(&w->slot[w->take], memory_order_acquire);
         if (j) {
             cons_execute(c, w, j);
-            atomic_store_explicit(&w->slot, NULL, memory_order_release);
+            atomic_store_explicit(&w->slot[w->take], NULL, memory_order_release);
+            w->take = (w->take + 1) % CONS_DEPTH;
             spins = 0;
         } else if (atomic_load_explicit(&c->stop, memory_order_acquire)) {
             return;
@@ -273,13 +275,20 @@ bool cons_offload(struct cons *c, struct cons_job *j)
         pthread_mutex_unlock(&q->mu);
         return true;
     }
-    for (unsigned i = 1; i <= c->nw; i++)
-        if (!atomic_load_explicit(&c->w[i].slot, memory_order_relaxed)) {
-            atomic_store(&c->w[i].slot, j); /* seq_cst: before the parked check */
-            wake(&c->w[i]);
-            return true;
-        }
-    return false;
+    struct cons_worker *to = NULL; /* an idle worker, else one with room behind its job */
+    for (unsigned i = 1; i <= c->nw; i++) {
+        struct cons_worker *w = &c->w[i];
+        if (atomic_load_explicit(&w->slot[w->put], memory_order_relaxed)) continue; /* full */
+        to = w;
+        if (!atomic_load_explicit(&w->slot[(w->put + CONS_DEPTH - 1) % CONS_DEPTH],
+                                  memory_order_relaxed))
+            break; /* (the slot filled last is empty: so is the whole ring) */
+    }
+    if (!to) return false;
+    atomic_store(&to->slot[to->put], j); /* seq_cst: before the parked check */
+    to->put = (to->put + 1) % CONS_DEPTH;
+    wake(to);
+    return true;
 }
 
 static bool any_complete(const struct cons *c)
