@@ -49,7 +49,8 @@ struct cons_worker {
     unsigned id;                 /* 1..W; 0 is the scheduler */
     pthread_t tid;
     struct cons_job *job;        /* running now (its thread only) */
-    bool direct;                 /* scheduler: its event's sends go straight into the set */
+    bool direct;                 /* scheduler: its event's sends go straight into the set,
+                                  * its output straight out (run_direct) */
     jmp_buf jmp;                 /* a model error unwinds the event to here */
     char pad_[64];
 };
@@ -98,9 +99,5 @@ void cons_wait(struct cons *c, unsigned *spins);
 /* Run job j on the calling thread (a worker, or the scheduler itself). */
 /* Run a job's event (and done()) on w's thread, catching a model error in the job. */
 void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j);
-/* The same in parts, for a caller that keeps one setjmp over many jobs. */
-void cons_job_begin(struct cons *c, struct cons_worker *w, struct cons_job *j);
-void cons_job_run(struct cons *c, struct cons_job *j);
-void cons_job_end(struct cons *c, struct cons_worker *w, struct cons_job *j);
 
 #endif

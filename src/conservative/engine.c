@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cons.h"
+#include "../core/clock.h"
 #include "../core/error.h"
 #include "../stats/progress.h"
 
@@ -169,7 +170,9 @@ static int retire(struct cons *c, struct kr__progress *prog)
 {
     struct cons_job *j;
     while ((j = c->retire_head) && j->reaped) { /* (not `complete`: reap first) */
-        if (j->err) {
+        if (j->err) { /* what it printed before the error, as the sequential engine */
+            if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
+            j->ntext = 0;
             c->err = j->err;
             return RETIRE_ERROR;
         }
@@ -192,31 +195,50 @@ static bool direct_ok(const struct cons *c, const struct kr__ev *e)
 }
 
 /* Nothing outstanding and the first event is short: run it here and retire it at once, as
- * the sequential engine would (no job, no queue, its sends straight into the set), and so
- * on while the next one is short too: one setjmp for the whole stretch. */
+ * the sequential engine would (no job, no queue: its sends go straight into the set and its
+ * output straight out), and so on while the next one is short too, under one setjmp. */
 static int run_direct(struct cons *c, struct kr__progress *prog)
 {
-    struct cons_job *j = &c->direct;
+    struct kr__run *r = c->r;
     struct cons_worker *w = &c->w[0];
-    if (_setjmp(w->jmp)) { /* a model error in j's event: the earliest outstanding */
-        cons_job_end(c, w, j);
+    struct cons_job *j = &c->direct; /* (where cons_fail puts a model error) */
+    struct kr__watch *watch = &c->watch[0];
+    if (_setjmp(w->jmp)) { /* a model error in j's event, the earliest outstanding */
+        kr__watch_end(watch);
+        kr__ctx.mode = KR_MODE_NONE;
+        w->job = NULL;
         w->direct = false;
         c->err = j->err;
         return RETIRE_ERROR;
     }
     w->direct = true;
+    w->job = j;
+    j->ntext = 0;
     int rr;
     do {
-        j->ev = kr__heap_pop(&c->heap);
-        j->tc = j->ev->k.ts + j->ev->dur;
-        j->timed = timed(c, j->ev->type);
-        cons_job_begin(c, w, j);
-        cons_job_run(c, j);
-        cons_job_end(c, w, j);
-        c->r->counters[0].cons_sched_ran++;
-        if (j->timed) fold_time(c, j);
+        struct kr__ev *e = kr__heap_pop(&c->heap);
+        kr__heap_prefetch_next(&c->heap, r->lps, sizeof *r->lps);
+        struct kr__lp *lp = &r->lps[e->dest];
+        j->ev = e;
+        j->timed = timed(c, e->type);
+        uint64_t t0 = j->timed ? kr__clock_ns() : 0;
+        kr__ctx_event(lp, e, KR_MODE_EVENT);
+        kr__watch_begin(watch, e);
+        kr__run_event(r, lp, e);
+        j->done_after = r->model->done && r->model->done(e->dest, lp->root);
+        kr__watch_end(watch);
+        kr__ctx.mode = KR_MODE_NONE;
+        if (j->timed) {
+            j->ns = kr__clock_ns() - t0;
+            fold_time(c, j);
+        }
+        struct kr__counters *cnt = &r->counters[0];
+        cnt->processed++;
+        cnt->committed++;
+        cnt->cons_sched_ran++;
         rr = retire_one(c, j, prog);
     } while (rr == RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
+    w->job = NULL;
     w->direct = false;
     return rr;
 }

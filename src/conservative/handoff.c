@@ -67,7 +67,7 @@ static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
 {
     struct cons_worker *w = x->eng;
     struct cons_job *j = w->job;
-    if (!j) { /* init and finish: committed as they run */
+    if (!j || w->direct) { /* init and finish, and the direct path: committed as they run */
         kr__emit_direct(x, text, len);
         return;
     }
@@ -95,46 +95,31 @@ static void cons_fail(struct kr__ctx *x, char *msg)
 
 const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail };
 
-/* Before a job's event runs on w: empty results, the context, the watchdog, the clock. */
-void cons_job_begin(struct cons *c, struct cons_worker *w, struct cons_job *j)
+void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
 {
-    struct kr__lp *lp = &c->r->lps[j->ev->dest];
+    struct kr__run *r = c->r;
+    struct kr__ev *e = j->ev;
+    struct kr__lp *lp = &r->lps[e->dest];
     j->out = j->out_tail = NULL;
     j->ntext = 0;
     j->err = NULL;
     j->done_after = false;
-    j->ns = j->timed ? kr__clock_ns() : 0;
     w->job = j;
-    kr__ctx_event(lp, j->ev, KR_MODE_EVENT);
-    kr__watch_begin(&c->watch[w->id], j->ev);
-}
-
-/* The event and done(); a model error longjmps to w->jmp, which the caller has set. */
-void cons_job_run(struct cons *c, struct cons_job *j)
-{
-    struct kr__run *r = c->r;
-    struct kr__lp *lp = &r->lps[j->ev->dest];
-    kr__run_event(r, lp, j->ev);
-    if (r->model->done) j->done_after = r->model->done(j->ev->dest, lp->root);
-}
-
-/* After it ran (or failed): the job is complete. */
-void cons_job_end(struct cons *c, struct cons_worker *w, struct cons_job *j)
-{
-    kr__watch_end(&c->watch[w->id]);
-    if (j->timed) j->ns = kr__clock_ns() - j->ns;
+    kr__ctx_event(lp, e, KR_MODE_EVENT);
+    struct kr__watch *watch = &c->watch[w->id];
+    volatile uint64_t t0 = j->timed ? kr__clock_ns() : 0; /* (kept across the longjmp) */
+    kr__watch_begin(watch, e);
+    if (_setjmp(w->jmp) == 0) {
+        kr__run_event(r, lp, e);
+        if (r->model->done) j->done_after = r->model->done(e->dest, lp->root);
+    }
+    kr__watch_end(watch);
+    if (j->timed) j->ns = kr__clock_ns() - t0;
     kr__ctx.mode = KR_MODE_NONE;
     w->job = NULL;
-    c->r->counters[w->id].processed++;
-    c->r->counters[w->id].committed++; /* nothing is ever undone here */
+    r->counters[w->id].processed++;
+    r->counters[w->id].committed++; /* nothing is ever undone here */
     atomic_store_explicit(&j->complete, true, memory_order_release);
-}
-
-void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
-{
-    cons_job_begin(c, w, j);
-    if (_setjmp(w->jmp) == 0) cons_job_run(c, j);
-    cons_job_end(c, w, j);
 }
 
 /* An idle worker spins, so that a pushed job starts within a microsecond, but not for long:

@@ -106,8 +106,11 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         x = x->next;
     }
     lp->first_unc = x;
-    if (lp->out.n) { /* output of what committed: before h, or before the failed event */
-        const struct kr__key *upto = ok || kr__key_lt(h, &x->k) ? h : &x->k;
+    if (lp->out.n) { /* output of what committed: before h, or up to the failed event
+                      * (its own output included, as the sequential engine prints it) */
+        struct kr__key past = ok ? *h : x->k;
+        past.seq++;
+        const struct kr__key *upto = ok ? h : &past;
         pthread_mutex_lock(&th->sink.mu);
         kr__outvec_move_before(&lp->out, upto, &th->sink.v);
         pthread_mutex_unlock(&th->sink.mu);
@@ -116,7 +119,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     return ok;
 }
 
-void tw_commit(struct tw_thread *th, const struct kr__key *hp)
+bool tw_commit(struct tw_thread *th, const struct kr__key *hp)
 {
     struct kr__key h = *hp;
     size_t keep = 0;
@@ -129,17 +132,19 @@ void tw_commit(struct tw_thread *th, const struct kr__key *hp)
         else lp->dirty = false;
     }
     th->ndirty = keep;
-    if (failed) return; /* the run stops with the error */
+    if (failed) return false; /* the run stops with the error */
     th->applied = h;
     pthread_mutex_lock(&th->sink.mu);
     th->sink.upto = h;
     pthread_mutex_unlock(&th->sink.mu);
     kr__counters_publish(th->cnt);
+    return true;
 }
 
 /* The run stops at a committed model error. Everything before it is final too (it lies
- * below the horizon being applied), so commit it - its output is printed before the error
- * message, as the sequential engine does. This may find an earlier error on this thread;
+ * below the horizon being applied), so commit it - its output, and what the failed event
+ * printed before it failed, are printed before the error message, as the sequential engine
+ * does. This may find an earlier error on this thread;
  * the lowest key wins. */
 void tw_commit_before_error(struct tw_thread *th)
 {
@@ -148,7 +153,13 @@ void tw_commit_before_error(struct tw_thread *th)
     bool failed = g->err != NULL;
     struct kr__key k = g->err_key;
     pthread_mutex_unlock(&g->err_mu);
-    if (failed) tw_commit(th, &k);
+    if (!failed || !tw_commit(th, &k)) return;
+    /* The failed event's own output, which commit_lp moved to its thread's sink, prints too:
+     * no other event has a key between k and this one. */
+    k.seq++;
+    pthread_mutex_lock(&th->sink.mu);
+    th->sink.upto = k;
+    pthread_mutex_unlock(&th->sink.mu);
 }
 
 /* At the end: bring every LP back to its committed state (for finish and the digest) and

@@ -369,7 +369,11 @@ static void tw_print_committed(struct tw_global *g, bool all)
     }
     if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
     pthread_mutex_lock(&g->err_mu);
-    if (g->err && kr__key_lt(&g->err_key, &upto)) upto = g->err_key; /* nothing after an error */
+    if (g->err) { /* nothing after an error (the failed event's own output, yes) */
+        struct kr__key past = g->err_key;
+        past.seq++;
+        if (kr__key_lt(&past, &upto)) upto = past;
+    }
     pthread_mutex_unlock(&g->err_mu);
     kr__outvec_print_before(&v, &upto, stdout);
     /* what is not printable yet goes back to thread 0's sink, to be merged next time */

@@ -188,7 +188,7 @@ void tw_tune_ckpt(struct tw_thread *th);
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_maybe_start(struct tw_thread *th, bool force);
 /* commit.c */
-void tw_commit(struct tw_thread *th, const struct kr__key *h);
+bool tw_commit(struct tw_thread *th, const struct kr__key *h); /* false: a model error */
 void tw_release_all(struct tw_thread *th);
 void tw_commit_before_error(struct tw_thread *th);
 void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k);

@@ -109,7 +109,10 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     case ARENA: for (int i = 0; i < 100; i++) kr_malloc(100000); break;
     case BAD_FREE: kr_free(&local); break;
     case BAD_STATE: kr_set_state(&local); break;
-    case USER_ERROR: kr_error("the customer count went negative (%d)", -3); break;
+    case USER_ERROR: /* what it printed first is still printed, as sequentially */
+        kr_printf("LP %llu counted its customers\n", (unsigned long long)me);
+        kr_error("the customer count went negative (%d)", -3);
+        break;
     case ZERO_DELAY_LOOP: send(me, now, 4, NULL, 0); break;
     case NULL_WRITE: poke(bad_address); break;
     case DIV_ZERO: s->events = divide(10, 0); break;
