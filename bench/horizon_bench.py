@@ -12,9 +12,11 @@ interleaved runs:
 2. PHOLD-std (1024 LPs, lookahead 0.1) without and with 5 us of busy work per event:
    committed events/s of the sequential, optimistic and conservative engines at 1 and 2
    workers/threads.
+3. The expanded-event formulations of queueing (4096 LPs) and PCS (64 cells of 1000
+   channels, 80 KB states): the same three engines, wall seconds.
 
     python3 bench/horizon_bench.py [--kairos build/kairos] [--reps 3] [--workers 1,2,3,4]
-                                   [--events 50000] [--only digests|null|phold]
+                                   [--events 50000] [--only digests|null|phold|models]
 """
 import argparse
 import json
@@ -121,6 +123,26 @@ def phold_table(a):
             print(f"| {busy} us | {eng} | {n} | {rate:.3f} | {eff:.3f} |")
 
 
+def models_table(a):
+    print(f"\nExpanded-event models, {a.reps} interleaved reps: median wall seconds "
+          f"(x sequential)\n")
+    print("| model | engine | workers / threads | wall s | x sequential |")
+    print("|---|---|---|---|---|")
+    models = {"queueing -P spans=1, 4096 LPs, --end 500":
+              ["queueing", "-P", "spans=1", "--lps", "4096", "--end", "500"],
+              "pcs -P spans=1, 64 cells, --end 5": ["pcs", "-P", "spans=1", "--lps", "64", "--end", "5"]}
+    for name, base in models.items():
+        configs = {("sequential", "-"): base + ["--sync", "sequential"]}
+        for n in ("1", "2"):
+            configs[("optimistic", n)] = base + ["--threads", n]
+            configs[("conservative", n)] = base + ["--sync", "conservative", "--threads", n]
+        res = interleaved(a.kairos, configs, a.reps)
+        seq = statistics.median(s["wall_seconds"] for s in res[("sequential", "-")])
+        for (eng, n), rs in res.items():
+            wall = statistics.median(s["wall_seconds"] for s in rs)
+            print(f"| {name} | {eng} | {n} | {wall:.3f} | {wall / seq:.2f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,7 +151,7 @@ def main():
     ap.add_argument("--workers", default="1,2,3,4")
     ap.add_argument("--events", type=int, default=50000)
     ap.add_argument("--phold-end", type=float, default=5000)
-    ap.add_argument("--only", choices=["digests", "null", "phold"])
+    ap.add_argument("--only", choices=["digests", "null", "phold", "models"])
     a = ap.parse_args()
     print(f"commit {commit()}, {machine()}")
     if a.only in (None, "digests"):
@@ -138,6 +160,8 @@ def main():
         null_table(a)
     if a.only in (None, "phold"):
         phold_table(a)
+    if a.only in (None, "models"):
+        models_table(a)
 
 
 if __name__ == "__main__":
