@@ -96,8 +96,8 @@ void cons_handoff_stop(struct cons *c);
 bool cons_offload(struct cons *c, struct cons_job *j);
 /* The scheduler waits a little for a job to complete (spin, yield or sleep). */
 void cons_wait(struct cons *c, unsigned *spins);
-/* Run job j on the calling thread (a worker, or the scheduler itself). */
-/* Run a job's event (and done()) on w's thread, catching a model error in the job. */
+/* Run job j's event (and done()) on the calling thread (a worker, or the scheduler itself),
+ * catching a model error in the job. */
 void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j);
 
 #endif

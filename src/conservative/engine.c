@@ -203,8 +203,8 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     struct cons_worker *w = &c->w[0];
     struct cons_job *j = &c->direct; /* (where cons_fail puts a model error) */
     struct kr__watch *watch = &c->watch[0];
-    if (_setjmp(w->jmp)) { /* a model error in j's event, the earliest outstanding */
-        kr__watch_end(watch);
+    if (_setjmp(w->jmp)) { /* a model error in j's event (or its done step), the earliest */
+        if (atomic_load_explicit(&watch->seq, memory_order_relaxed) & 1) kr__watch_end(watch);
         kr__ctx.mode = KR_MODE_NONE;
         w->job = NULL;
         w->direct = false;

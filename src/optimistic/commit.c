@@ -108,9 +108,13 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     lp->first_unc = x;
     if (lp->out.n) { /* output of what committed: before h, or up to the failed event
                       * (its own output included, as the sequential engine prints it) */
-        struct kr__key past = ok ? *h : x->k;
-        past.seq++;
-        const struct kr__key *upto = ok ? h : &past;
+        struct kr__key past;
+        const struct kr__key *upto = h;
+        if (!ok) {
+            past = x->k;
+            past.seq++; /* (no event has a key between x's and this) */
+            upto = &past;
+        }
         pthread_mutex_lock(&th->sink.mu);
         kr__outvec_move_before(&lp->out, upto, &th->sink.v);
         pthread_mutex_unlock(&th->sink.mu);
