@@ -91,6 +91,17 @@ for th in (["--threads", "1"], ["--threads", "2"], ["--sync", "sequential"],
         fail(f"committed loop, threads {th}: exit {rc}, expected a timeout error:\n{err}")
     t.ok(f"committed endless loop reported after --event-timeout ({' '.join(th)})")
 
+# The same after 199 quick events of the looping type: the conservative engine runs that
+# type on the scheduler thread by then (--offload auto), and its watchdog slot is watched too.
+for th in (["--sync", "sequential"], ["--threads", "2"], ["--sync", "conservative", "--threads", "1"],
+           ["--sync", "conservative", "--threads", "1", "--offload", "always"]):
+    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "1000", *th,
+                       "--event-timeout", "0.5", "-P", "case=2", check=False)
+    want = ["model 'spinloop', LP 0, virtual time 200, event type 4", "more than 0.5 s"]
+    if rc != 1 or any(w not in err for w in want):
+        fail(f"committed loop after quick events, {th}: exit {rc}, expected a timeout error:\n{err}")
+    t.ok(f"committed endless loop after quick events of its type reported ({' '.join(th)})")
+
 # Plain Time Warp cannot break the speculative loop: reported instead of hanging, with advice.
 rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", "2",
                    "--preempt", "off", "--event-timeout", "0.5", check=False)

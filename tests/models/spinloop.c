@@ -7,14 +7,17 @@
  * optimistically the first thread runs time 10 at once and spins. Only preemption breaks
  * the loop: the straggler at time 5 arrives, the spinning event is abandoned, rolled back
  * and run again after it. Plain Time Warp (--preempt off) hangs here.
- * Case 1: LP 0's event at time 1 spins for ever: --event-timeout must report it. */
+ * Case 1: LP 0's event at time 1 spins for ever: --event-timeout must report it.
+ * Case 2: the same, but the looping event is the 200th of a type that was quick until then
+ * (the conservative engine by then runs that type on its scheduler thread, not a worker). */
 #include <time.h>
 #include "kairos.h"
 
 struct spin_state { int gate; uint64_t seen; };
 
 static const struct kr_param spin_params[] = {
-    { "case", KR_PARAM_INT, "0", "0: speculative endless loop, 1: committed endless loop" },
+    { "case", KR_PARAM_INT, "0", "0: speculative endless loop, 1: committed endless loop, "
+      "2: committed endless loop after 199 quick events of its type" },
     { "delay_ms", KR_PARAM_DOUBLE, "30", "wall time LP 2 works before opening the gate" },
     { NULL, 0, NULL, NULL },
 };
@@ -36,6 +39,7 @@ static void spin_init(kr_lp me)
     if (c == 0 && me == 1) kr_schedule(1, 10.0, 1, NULL, 0);
     if (c == 0 && me == 2) kr_schedule(2, 1.0, 0, NULL, 0);
     if (c == 1 && me == 0) kr_schedule(0, 1.0, 3, NULL, 0);
+    if (c == 2 && me == 0) kr_schedule(0, 1.0, 4, NULL, 0);
 }
 
 static void spin_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
@@ -58,6 +62,14 @@ static void spin_event(kr_lp me, kr_time now, unsigned type, const void *payload
         break;
     case 2:
         s->gate = 1;
+        break;
+    case 4: /* quick, then at time 200 an endless loop */
+        if (s->seen < 200) {
+            kr_schedule(me, now + 1, 4, NULL, 0);
+            break;
+        }
+        while (!*gate) {
+        }
         break;
     default: /* committed endless loop */
         while (!*gate) {
