@@ -90,7 +90,8 @@ expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "at 2.5 starts 
            "event ends at 3", "--sync conservative", "kr_schedule_span"],
        "run", misuse, "--lps", "2", "--end", "10", *conservative[1], "-P", "case=20")
 expect(1, ["model 'queueing', LP 0, in init", "--sync conservative needs every event's duration",
-           "kr_set_lookahead", "kr_schedule_span"], "run", "queueing", "--sync", "conservative")
+           "kr_set_lookahead", "kr_schedule_span", "kairos run queueing --help"],
+       "run", "queueing", "--sync", "conservative")
 expect(2, ["--handoff must be push or pull, got 'shove'"], "run", "phold", "--sync",
        "conservative", "--handoff", "shove")
 expect(2, ["--barriers must be free or events"], "run", "phold", "--barriers", "none")
