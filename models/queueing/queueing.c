@@ -51,7 +51,27 @@ static const struct kr_param queueing_params[] = {
 
 static kr_lp station_of(kr_lp me) { return me % 4; }
 
-static int spans(void) { return kr_param_int("spans", 0) != 0; }
+struct queueing_params {
+    double arrival_mean, service_mean, to_d;
+    bool spans;
+};
+
+/* Read once per thread: looking a parameter up costs about as much as a whole event here. */
+static const struct queueing_params *params(void)
+{
+    static __thread struct queueing_params p;
+    static __thread bool loaded;
+    if (!loaded) {
+        p.arrival_mean = kr_param_double("arrival_mean", 1.0);
+        p.service_mean = kr_param_double("service_mean", 0.5);
+        p.to_d = kr_param_double("to_d", 0.9);
+        p.spans = kr_param_int("spans", 0) != 0;
+        loaded = true;
+    }
+    return &p;
+}
+
+static bool spans(void) { return params()->spans; }
 
 static void queueing_init(kr_lp me)
 {
@@ -61,7 +81,7 @@ static void queueing_init(kr_lp me)
     struct station *s = kr_malloc(sizeof *s);
     kr_set_state(s);
     if (station_of(me) != STATION_A) return;
-    double gap = kr_expo(kr_param_double("arrival_mean", 1.0));
+    double gap = kr_expo(params()->arrival_mean);
     if (spans()) kr_schedule_span(me, 0, gap, GENERATE, &gap, sizeof gap);
     else kr_schedule(me, gap, GENERATE, NULL, 0);
 }
@@ -74,7 +94,7 @@ static void account(struct station *s, kr_time now)
 
 static void start_service(kr_lp me, kr_time now)
 {
-    kr_schedule(me, now + kr_expo(kr_param_double("service_mean", 0.5)), END_SERVICE, NULL, 0);
+    kr_schedule(me, now + kr_expo(params()->service_mean), END_SERVICE, NULL, 0);
 }
 
 static void arrive(kr_lp me, kr_time now, struct station *s, double born)
@@ -102,7 +122,7 @@ static void depart(kr_lp me, kr_time now, struct station *s)
     double born = c->born;
     switch (station_of(me)) {
     case STATION_B:
-        kr_schedule(net + (kr_random() < kr_param_double("to_d", 0.9) ? STATION_D : STATION_C),
+        kr_schedule(net + (kr_random() < params()->to_d ? STATION_D : STATION_C),
                     now, ARRIVAL, &born, sizeof born);
         break;
     case STATION_C:
@@ -120,7 +140,7 @@ static void depart(kr_lp me, kr_time now, struct station *s)
  * event lasts that service time (the customer leaves no earlier). */
 static void forward(kr_lp dest, kr_time t, double born)
 {
-    struct visit v = { born, kr_expo(kr_param_double("service_mean", 0.5)) };
+    struct visit v = { born, kr_expo(params()->service_mean) };
     kr_schedule_span(dest, t, v.service, ARRIVAL, &v, sizeof v);
 }
 
@@ -157,7 +177,7 @@ static void arrive_span(kr_lp me, kr_time now, struct station *s, const struct v
     s->len++;
     kr_lp net = me - station_of(me);
     if (station_of(me) == STATION_B)
-        forward(net + (kr_random() < kr_param_double("to_d", 0.9) ? STATION_D : STATION_C),
+        forward(net + (kr_random() < params()->to_d ? STATION_D : STATION_C),
                 c->depart, c->born);
     else if (station_of(me) == STATION_C)
         forward(net + STATION_B, c->depart, c->born);
@@ -169,7 +189,7 @@ static void generate_span(kr_lp me, kr_time now, struct station *s, double gap)
     kr_time born = now + gap;
     s->served++;
     forward(me + STATION_B, born, born);
-    double next = kr_expo(kr_param_double("arrival_mean", 1.0));
+    double next = kr_expo(params()->arrival_mean);
     kr_schedule_span(me, born, next, GENERATE, &next, sizeof next);
 }
 
@@ -204,7 +224,7 @@ static void queueing_event(kr_lp me, kr_time now, unsigned type, const void *pay
     case GENERATE:
         s->served++;
         kr_schedule(me + STATION_B, now, ARRIVAL, &born, sizeof born);
-        kr_schedule(me, now + kr_expo(kr_param_double("arrival_mean", 1.0)), GENERATE, NULL, 0);
+        kr_schedule(me, now + kr_expo(params()->arrival_mean), GENERATE, NULL, 0);
         break;
     case ARRIVAL:
         arrive(me, now, s, born);
