@@ -154,15 +154,14 @@ static void send(kr_lp dest, kr_time t, double duration, unsigned type, const vo
     else kr_schedule(dest, t, type, payload, size);
 }
 
+/* spans=1: the arrival carries what its sends depend on, and lasts until the first. */
 static void schedule_arrival(kr_lp me, kr_time t, const struct pcs_params *p)
 {
-    if (!p->spans) {
-        kr_schedule(me, t, ARRIVAL, NULL, 0);
-        return;
-    }
-    struct arrival a = { kr_expo(p->arrival_mean), kr_expo(p->call_mean),
-                         kr_expo(p->residence_mean) };
-    kr_schedule_span(me, t, fmin(a.gap, fmin(a.call, a.residence)), ARRIVAL, &a, sizeof a);
+    struct arrival a = { 0, 0, 0 };
+    if (p->spans)
+        a = (struct arrival){ kr_expo(p->arrival_mean), kr_expo(p->call_mean),
+                              kr_expo(p->residence_mean) };
+    send(me, t, fmin(a.gap, fmin(a.call, a.residence)), ARRIVAL, &a, p->spans ? sizeof a : 0, p);
 }
 
 static struct period *period(struct cell *c, kr_time now, const struct pcs_params *p)
@@ -327,12 +326,9 @@ static void hand_off(kr_lp me, struct cell *c, kr_time now, double remaining, st
 {
     st->handoffs_out++, c->total.handoffs_out++;
     kr_lp to = neighbour(me, p);
-    if (!p->spans) {
-        kr_schedule(to, now + p->delay, HANDOFF, &remaining, sizeof remaining);
-        return;
-    }
-    struct handoff h = { remaining, kr_expo(p->residence_mean) };
-    kr_schedule_span(to, now + p->delay, fmin(h.remaining, h.residence), HANDOFF, &h, sizeof h);
+    struct handoff h = { remaining, p->spans ? kr_expo(p->residence_mean) : 0 };
+    send(to, now + p->delay, fmin(h.remaining, h.residence), HANDOFF, &h,
+         p->spans ? sizeof h : sizeof h.remaining, p);
 }
 
 static void handoff_in(kr_lp me, struct cell *c, kr_time now, struct period *st,
