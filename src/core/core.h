@@ -134,6 +134,9 @@ int kr__tw_run(struct kr__run *r);
 int kr__cons_run(struct kr__run *r);
 
 int kr__run_main(const struct kr__config *cfg);
+/* Shortest extra-tick period: a tick costs 25-30 us here, and periods of 5-8 us starved the
+ * worker loop (no event committed, ever). */
+#define KR_TICK_US_MIN 20
 /* kairos calibrate (src/ult/calibrate.c), and the tick period it saved (else 1000 us). */
 int kr__calibrate_main(int argc, char **argv);
 double kr__calibrated_tick_us(const char **from); /* from: "calibration" or "default" */
@@ -152,6 +155,10 @@ bool kr__lp_done_step(struct kr__lp *lp, bool done);
  * the OS where threads outnumber cores. */
 void kr__pin_thread(unsigned id, unsigned nthreads);
 void kr__run_finish(struct kr__run *r);
+/* A state word of LP id that no hash can name (state/arena.h): exit 1 if fatal, else warn;
+ * returns true. */
+struct kr__alien;
+bool kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al, bool fatal);
 /* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
 void kr__fail_fatal(struct kr__ctx *c, char *msg);

@@ -2,6 +2,7 @@
  * that export kr_model_entry(). */
 #include <dlfcn.h>
 #include <string.h>
+#include <unistd.h>
 #include "core.h"
 #include "error.h"
 
@@ -54,6 +55,13 @@ const struct kr_model *kr__model_load(const char *name)
         fprintf(stderr, "kairos: error: unknown model '%s'. Built-in models:\n", name);
         kr__models_list(stderr);
         kr__usage_error("or give the path of a model shared object, e.g. ./mymodel.so");
+    }
+    /* dlopen searches the library path for a name without a slash, never the current
+     * directory: "x.so" means the file here, as it would for any other command. */
+    char path[4096];
+    if (!strchr(name, '/') && access(name, F_OK) == 0) {
+        snprintf(path, sizeof path, "./%s", name);
+        name = path;
     }
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) kr__usage_error("cannot load model '%s': %s", name, dlerror());

@@ -10,11 +10,12 @@
 static const struct kr__config *cur_cfg;
 static const struct kr_model *cur_model;
 
+/* Decimal only: with base 0, "010" would be 8 and "08" an error, which no modeller means. */
 static int parse_int(const char *s, int64_t *out)
 {
     char *end;
     errno = 0;
-    long long v = strtoll(s, &end, 0);
+    long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end) return -1;
     *out = v;
     return 0;

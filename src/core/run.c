@@ -7,6 +7,7 @@
 #include "core.h"
 #include "digest.h"
 #include "error.h"
+#include "../state/addrmap.h"
 #include "../state/buddy.h"
 #include "../stats/statesave.h"
 #include "../stats/progress.h"
@@ -92,10 +93,29 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 
 static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, kr__fail_fatal };
 
+bool kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al, bool fatal)
+{
+    char what[640], msg[768];
+    snprintf(what, sizeof what, "its state holds an address (%#llx, byte %zu of a %zu-byte "
+             "block) that points outside its kr_malloc memory and the program image, into %s: "
+             "the run digest cannot name what it points at, so it would differ from run to "
+             "run. Keep pointers to kr_malloc memory, constants and functions in the state; "
+             "keep anything else out of it", (unsigned long long)al->word, al->offset,
+             al->block, al->where);
+    if (fatal && kr__ctx.mode == KR_MODE_EVENT) kr__model_error("--check: %s", what);
+    snprintf(msg, sizeof msg, "model '%s', LP %llu: %s", r->model->name, (unsigned long long)id,
+             what);
+    if (fatal) kr__die(msg);
+    fprintf(stderr, "kairos: warning: %s (--check makes this an error)\n", msg);
+    return true;
+}
+
 void kr__run_finish(struct kr__run *r)
 {
     const struct kr_model *m = r->model;
     uint64_t h = kr__mix(0x4B41, r->n);
+    bool warned = false;
+    kr__addrmap_reset(); /* memory mapped during the run */
     for (kr_lp id = 0; id < r->n; id++) {
         struct kr__lp *lp = &r->lps[id];
         kr__ctx.run = r;
@@ -112,7 +132,9 @@ void kr__run_finish(struct kr__run *r)
         h = kr__mix(h, lp->committed);
         h = kr__mix(h, lp->rng);
         h = kr__mix(h, lp->seq);
-        h = kr__mix(h, kr__arena_hash(&lp->arena, lp->root));
+        struct kr__alien al = { 0 };
+        h = kr__mix(h, kr__arena_hash(&lp->arena, lp->root, &al));
+        if (al.found && !warned) warned = kr__alien_report(r, id, &al, r->cfg->check);
     }
     fflush(stdout);
     r->run_digest = h;

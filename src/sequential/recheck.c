@@ -43,7 +43,9 @@ void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t le
 static uint64_t fingerprint(const struct kr__recheck *c, const struct kr__lp *lp,
                             uint64_t *state_part)
 {
-    *state_part = kr__mix(kr__arena_hash(&lp->arena, lp->root), lp->rng);
+    struct kr__alien al = { 0 };
+    *state_part = kr__mix(kr__arena_hash(&lp->arena, lp->root, &al), lp->rng);
+    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al, true);
     uint64_t h = kr__mix(*state_part, lp->seq);
     for (size_t i = 0; i < c->nsent; i++) {
         const struct kr__ev *e = c->sent[i];

@@ -2,7 +2,9 @@
 #include "arena.h"
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include "../core/digest.h"
+#include "addrmap.h"
 
 #define AREA_MAX_BYTES (1u << 20)   /* areas grow by doubling up to this, then stay */
 
@@ -213,39 +215,60 @@ size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)
     return kr__arena_class_bytes(ar->cls);
 }
 
-/* A word that points into the arena becomes a tagged (class, ordinal, offset) triple. */
-static uint64_t canonical_word(const struct kr__arena *a, uint64_t w)
+/* A word that points into the arena, or one past the end of an area (the end of an array
+ * in its last chunk), becomes a tagged (class, position) pair: the position counts bytes
+ * over all chunks of the class in ordinal order, so a pointer one past chunk i and one to
+ * chunk i + 1 agree whether or not the two share an area (layouts differ between modes). A
+ * pointer into the program image is named by module and offset (addrmap.h). */
+static uint64_t canonical_word(const struct kr__arena *a, uint64_t w, struct kr__alien *alien)
 {
-    struct kr__area *ar = find_area(a, (const void *)(uintptr_t)w);
-    if (!ar) return w;
-    size_t off = (size_t)((const char *)(uintptr_t)w - ar->data);
-    size_t csz = kr__arena_class_bytes(ar->cls);
-    uint64_t ord = ar->first + off / csz;
-    return kr__mix(0xA7E4000000000000ull ^ ((uint64_t)ar->cls << 48) ^ ord, off % csz);
+    const char *p = (const char *)(uintptr_t)w;
+    struct kr__area *ar = find_area(a, p);
+    if (!ar && w) ar = find_area(a, p - 1);
+    if (!ar) {
+        enum kr__addr_kind kind;
+        char where[48];
+        uint64_t c = kr__addrmap_canon(w, &kind, where, sizeof where);
+        if (kind == KR_ADDR_FOREIGN && alien && !alien->found) {
+            alien->found = true;
+            alien->word = w;
+            snprintf(alien->where, sizeof alien->where, "%s", where);
+        }
+        return kind == KR_ADDR_IMAGE ? kr__mix(0x1A6E000000000000ull, c) : c;
+    }
+    uint64_t pos = (uint64_t)ar->first * kr__arena_class_bytes(ar->cls) + (uint64_t)(p - ar->data);
+    return kr__mix(0xA7E4000000000000ull ^ ((uint64_t)ar->cls << 48), pos);
 }
 
-static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, uint64_t h)
+static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, uint64_t h,
+                          struct kr__alien *alien)
 {
     size_t csz = kr__arena_class_bytes(ar->cls);
     for (uint32_t c = 0; c < ar->nchunks; c++) {
         if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
         h = kr__mix(h, ((uint64_t)ar->cls << 48) ^ (ar->first + c));
         const char *p = ar->data + (size_t)c * csz;
+        bool had = alien && alien->found;
         for (size_t off = 0; off < csz; off += 8) {
             uint64_t w;
             memcpy(&w, p + off, 8);
-            h = kr__mix(h, canonical_word(a, w));
+            h = kr__mix(h, canonical_word(a, w, alien));
+            if (alien && alien->found && !had) {
+                alien->offset = off;
+                alien->block = csz;
+                had = true;
+            }
         }
     }
     return h;
 }
 
-uint64_t kr__arena_hash(const struct kr__arena *a, const void *root)
+uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__alien *alien)
 {
-    uint64_t h = kr__mix(0x5EED, root ? canonical_word(a, (uint64_t)(uintptr_t)root) : 0);
+    uint64_t h = kr__mix(0x5EED, root ? canonical_word(a, (uint64_t)(uintptr_t)root, NULL) : 0);
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
         for (const struct kr__area *ar = a->head[cls]; ar; ar = ar->next)
-            if (ar->nused) h = hash_area(a, ar, h);
+            if (ar->nused) h = hash_area(a, ar, h, alien);
     return h;
 }
 

@@ -6,6 +6,7 @@
 #ifndef KR_STATE_ARENA_H
 #define KR_STATE_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "seg.h"
@@ -60,12 +61,22 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err);
 int kr__arena_free(struct kr__arena *a, void *p);
 /* Usable size of an allocated chunk, 0 if `p` is not one. */
 size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p);
-/* Hash of the live contents, with pointers into this arena replaced by (class, ordinal,
- * offset), so the same logical state hashes the same in every engine, state-saving mode and
- * run, however its areas came to be (a rolled-back run may have created one early and left
- * it empty; tracked modes size areas in whole pages). Allocation is first-fit by ordinal in
- * every layout, so ordinals agree. */
-uint64_t kr__arena_hash(const struct kr__arena *a, const void *root);
+/* A state word the hash could not name (addrmap.h): the first one found. */
+struct kr__alien {
+    bool found;
+    uint64_t word;
+    size_t offset, block;   /* byte offset in its block, the block's size */
+    char where[48];         /* the mapping it points into */
+};
+
+/* Hash of the live contents, with pointers into this arena replaced by (class, position)
+ * and pointers into the program image by (module, offset), so the same logical state hashes
+ * the same in every engine, state-saving mode and run, however its areas came to be (a
+ * rolled-back run may have created one early and left it empty; tracked modes size areas in
+ * whole pages) and wherever the loader put the program. Allocation is first-fit by ordinal
+ * in every layout, so ordinals agree. `alien` (may be NULL) gets the first word that points
+ * into other mapped memory, which no hash can name. */
+uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__alien *alien);
 /* Chunk mode: mark the chunks overlapping [p, p+n) dirty (p may be anywhere; bytes outside
  * this arena's areas are ignored). */
 void kr__arena_mark(struct kr__arena *a, const void *p, size_t n);

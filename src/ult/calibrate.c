@@ -9,6 +9,7 @@
  * on some virtual machines) the loop would otherwise never finish. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -152,7 +153,9 @@ static int cmp_double_desc(const void *a, const void *b)
     return cmp_double(b, a);
 }
 
-static unsigned parse_list(const char *opt, const char *v, double *out, double lo, double hi)
+/* whole: every value must be a whole number (thread counts, repetitions). */
+static unsigned parse_list(const char *opt, const char *v, double *out, double lo, double hi,
+                           bool whole)
 {
     unsigned n = 0;
     char *copy = strdup(v ? v : "");
@@ -163,6 +166,8 @@ static unsigned parse_list(const char *opt, const char *v, double *out, double l
         if (errno || end == tok || *end || !(x >= lo && x <= hi) || n == MAX_LIST)
             kr__usage_error("%s needs a comma-separated list of numbers from %g to %g (at most "
                             "%d), got '%s'", opt, lo, hi, MAX_LIST, v);
+        if (whole && x != floor(x))
+            kr__usage_error("%s needs whole numbers, got '%s'", opt, tok);
         out[n++] = x;
     }
     free(copy);
@@ -171,10 +176,10 @@ static unsigned parse_list(const char *opt, const char *v, double *out, double l
 }
 
 /* One number from lo to hi (not a list). */
-static double parse_one(const char *opt, const char *v, double lo, double hi)
+static double parse_one(const char *opt, const char *v, double lo, double hi, bool whole)
 {
     double x[MAX_LIST];
-    if (parse_list(opt, v, x, lo, hi) != 1)
+    if (parse_list(opt, v, x, lo, hi, whole) != 1)
         kr__usage_error("%s takes one number, got '%s'", opt, v);
     return x[0];
 }
@@ -202,7 +207,7 @@ double kr__calibrated_tick_us(const char **from)
     double us = DEFAULT_TICK_US, x;
     char line[256];
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "tick_us %lf", &x) == 1 && x >= 5 && x <= 1e6) {
+        if (sscanf(line, "tick_us %lf", &x) == 1 && x >= KR_TICK_US_MIN && x <= 1e6) {
             us = x;
             *from = "calibration";
         }
@@ -271,11 +276,11 @@ int kr__calibrate_main(int argc, char **argv)
         }
         if (!v) kr__usage_error("calibrate: option %s needs a value (or unknown option)", a);
         i++;
-        if (!strcmp(a, "--threads")) nt = parse_list(a, v, threads, 1, 64);
-        else if (!strcmp(a, "--ticks")) nk = parse_list(a, v, ticks, 5, 1e6);
-        else if (!strcmp(a, "--seconds")) seconds = parse_one(a, v, 0.01, 600);
-        else if (!strcmp(a, "--limit")) limit = parse_one(a, v, 0.01, 100);
-        else if (!strcmp(a, "--reps")) reps = (unsigned)parse_one(a, v, 1, 101);
+        if (!strcmp(a, "--threads")) nt = parse_list(a, v, threads, 1, 64, true);
+        else if (!strcmp(a, "--ticks")) nk = parse_list(a, v, ticks, KR_TICK_US_MIN, 1e6, false);
+        else if (!strcmp(a, "--seconds")) seconds = parse_one(a, v, 0.01, 600, false);
+        else if (!strcmp(a, "--limit")) limit = parse_one(a, v, 0.01, 100, false);
+        else if (!strcmp(a, "--reps")) reps = (unsigned)parse_one(a, v, 1, 101, true);
         else kr__usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
     }
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows as they are measured */

@@ -25,9 +25,9 @@ def expect(rc_want, needles, *args, out_want=None):
 # command line
 expect(2, ["unknown model 'nosuch'", "phold"], "run", "nosuch")
 expect(2, ["unknown option '--bogus'"], "run", "phold", "--bogus")
-expect(2, ["--threads must be at least 1"], "run", "phold", "--threads", "0")
+expect(2, ["--threads must be from 1 to 1024"], "run", "phold", "--threads", "0")
 expect(2, ["--threads needs a whole number", "'abc'"], "run", "phold", "--threads", "abc")
-expect(2, ["--lps must be at least 1"], "run", "phold", "--lps", "0")
+expect(2, ["--lps must be from 1 to"], "run", "phold", "--lps", "0")
 expect(2, ["--end needs a positive number", "'-5'"], "run", "phold", "--end", "-5")
 expect(2, ["--end needs a positive number", "'1e'"], "run", "phold", "--end", "1e")
 expect(2, ["--sync must be"], "run", "phold", "--sync", "pessimistic")
@@ -129,10 +129,11 @@ expect(1, on_stack[:2] + ["64 KiB"], "run", misuse, "--lps", "2", "--end", "10",
 # time-sharing options
 expect(2, ["--preempt must be off, return, tick or adaptive", "'often'"], "run", "phold",
        "--preempt", "often")
-expect(2, ["--tick-us must be between 5 and 1000000"], "run", "phold", "--tick-us", "1")
+expect(2, ["--tick-us must be from 20 to 1000000"], "run", "phold", "--tick-us", "1")
+expect(2, ["--tick-us must be from 20 to 1000000"], "run", "phold", "--tick-us", "8")
 expect(2, ["--tick-us needs a positive number"], "run", "phold", "--tick-us", "fast")
 expect(2, ["--alpha needs a number of at least -1"], "run", "phold", "--alpha", "-2")
-expect(2, ["--stack-kb must be at least 16"], "run", "phold", "--stack-kb", "4")
+expect(2, ["--stack-kb must be from 16 to 1048576"], "run", "phold", "--stack-kb", "4")
 expect(2, ["--event-timeout needs seconds"], "run", "phold", "--event-timeout", "-1")
 expect(1, ["model 'datastore', LP 0, in init", "batch must be 1..1024, got 0"], "run", "datastore",
        "--lps", "4", "--end", "1", "-P", "batch=0")
@@ -147,7 +148,7 @@ for mode in ("page", "buddy"):
 
 # --state chunk: refused for models that do not mark writes; --check finds missed marks
 expect(2, ["--state must be full, chunk, page, buddy or scan", "'bogus'"], "run", "phold", "--state", "bogus")
-expect(2, ["--ckpt-full-every must be at least 1"], "run", "phold", "--ckpt-full-every", "0")
+expect(2, ["--ckpt-full-every must be from 1 to 65535"], "run", "phold", "--ckpt-full-every", "0")
 expect(2, ["--ckpt-interval needs a whole number"], "run", "phold", "--ckpt-interval", "often")
 expect(2, ["--state chunk", "model 'misuse' does not declare", "KR_MODEL_MARKS_WRITES",
            "--state page or buddy"], "run", misuse, "--state", "chunk")

@@ -105,7 +105,7 @@ static void take(struct kr__blobs *b, unsigned F)
         r->bytes[i] = ptr[i] ? malloc(size[i]) : NULL;
         if (ptr[i]) memcpy(r->bytes[i], ptr[i], size[i]);
     }
-    r->hash = kr__arena_hash(a, NULL);
+    r->hash = kr__arena_hash(a, NULL, NULL);
 }
 
 static void drop(struct kr__blobs *b, int i)
@@ -116,7 +116,7 @@ static void drop(struct kr__blobs *b, int i)
 
 static void verify(const struct ref *r)
 {
-    CHECK(kr__arena_hash(a, NULL) == r->hash);
+    CHECK(kr__arena_hash(a, NULL, NULL) == r->hash);
     for (int i = 0; i < SLOTS; i++) {
         if (!r->ptr[i]) continue;
         CHECK(kr__arena_chunk_size(a, r->ptr[i]) >= r->size[i]);

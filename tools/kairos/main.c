@@ -94,14 +94,18 @@ static void usage(FILE *f)
         f);
 }
 
-static uint64_t parse_u64(const char *opt, const char *v, uint64_t min)
+/* A whole number from min to max, in decimal; nothing is truncated or wrapped. */
+static uint64_t parse_u64(const char *opt, const char *v, uint64_t min, uint64_t max)
 {
     char *end;
     errno = 0;
-    if (!v || !*v || *v == '-') kr__usage_error("%s needs a whole number, got '%s'", opt, v ? v : "");
+    if (!v || !*v || *v == '-' || *v == '+' || *v == ' ')
+        kr__usage_error("%s needs a whole number, got '%s'", opt, v ? v : "");
     unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end) kr__usage_error("%s needs a whole number, got '%s'", opt, v);
-    if (x < min) kr__usage_error("%s must be at least %llu, got %s", opt, (unsigned long long)min, v);
+    if (*end) kr__usage_error("%s needs a whole number, got '%s'", opt, v);
+    if (errno || x < min || x > max)
+        kr__usage_error("%s must be from %llu to %llu, got %s", opt, (unsigned long long)min,
+                        (unsigned long long)max, v);
     return x;
 }
 
@@ -135,17 +139,23 @@ static double parse_real(const char *v, double min, const char *what)
     return x;
 }
 
+#define ARENA_MAX_LIMIT ((double)((size_t)1 << 40))
+
+/* A size with an optional K, M or G suffix, from 16 bytes (the smallest block) to 1024G. */
 static size_t parse_bytes(const char *opt, const char *v)
 {
     char *end;
     errno = 0;
     double x = v ? strtod(v, &end) : NAN;
-    if (!v || errno || end == v || isnan(x) || x <= 0) kr__usage_error("%s needs a size like 64M, got '%s'", opt, v ? v : "");
+    if (!v || errno || end == v || !isfinite(x))
+        kr__usage_error("%s needs a size like 64M, got '%s'", opt, v ? v : "");
     double mul = 1;
     if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
     else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
     else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
     if (*end) kr__usage_error("%s needs a size like 64M, got '%s'", opt, v);
+    if (!(x * mul >= 16 && x * mul <= ARENA_MAX_LIMIT))
+        kr__usage_error("%s must be from 16 bytes to 1024G, got '%s'", opt, v);
     return (size_t)(x * mul);
 }
 
@@ -184,22 +194,18 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else if (!strcmp(v, "conservative")) c->sync = KR_SYNC_CONSERVATIVE;
         else kr__usage_error("--sync must be optimistic, conservative or sequential, got '%s'", v);
     } else if (!strcmp(a, "--threads")) {
-        c->threads = (unsigned)parse_u64(a, need_value(argc, argv, i), 1);
-        if (c->threads > 1024) kr__usage_error("--threads %u is more than 1024", c->threads);
+        c->threads = (unsigned)parse_u64(a, need_value(argc, argv, i), 1, 1024);
     } else if (!strcmp(a, "--lps")) {
-        c->lps = parse_u64(a, need_value(argc, argv, i), 1);
-        if (c->lps > UINT32_MAX) kr__usage_error("--lps must be below 2^32");
+        c->lps = parse_u64(a, need_value(argc, argv, i), 1, UINT32_MAX);
     } else if (!strcmp(a, "--end")) {
         c->end = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--seed")) {
-        c->seed = parse_u64(a, need_value(argc, argv, i), 0);
+        c->seed = parse_u64(a, need_value(argc, argv, i), 0, UINT64_MAX);
     } else if (!strcmp(a, "--ckpt-interval")) {
         const char *v = need_value(argc, argv, i);
-        c->ckpt_interval = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1);
-        if (c->ckpt_interval > 1000000) kr__usage_error("--ckpt-interval must be at most 1000000");
+        c->ckpt_interval = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1, 1000000);
     } else if (!strcmp(a, "--ckpt-full-every")) {
-        c->ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1);
-        if (c->ckpt_full_every > 65535) kr__usage_error("--ckpt-full-every must be at most 65535");
+        c->ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1, 65535);
     } else if (!strcmp(a, "--state")) {
         c->state_mode = parse_choice(a, need_value(argc, argv, i), kr__state_mode_name,
                                      KR_STATE_FULL, KR_STATE_SCAN, "full, chunk, page, buddy or scan");
@@ -223,14 +229,15 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
     } else if (!strcmp(a, "--tick-us")) {
         c->tick_us = parse_time(a, need_value(argc, argv, i));
         c->tick_from = "option";
-        if (c->tick_us < 5 || c->tick_us > 1e6)
-            kr__usage_error("--tick-us must be between 5 and 1000000 microseconds, got %g", c->tick_us);
+        if (c->tick_us < KR_TICK_US_MIN || c->tick_us > 1e6)
+            kr__usage_error("--tick-us must be from %d to 1000000 microseconds (shorter ticks "
+                            "leave the worker no time between them), got %g", KR_TICK_US_MIN,
+                            c->tick_us);
     } else if (!strcmp(a, "--alpha")) {
         c->alpha = parse_real(need_value(argc, argv, i), -1,
                               "--alpha needs a number of at least -1 (-1: ticks always on)");
     } else if (!strcmp(a, "--stack-kb")) {
-        c->stack_kb = parse_u64(a, need_value(argc, argv, i), 16);
-        if (c->stack_kb > (1u << 20)) kr__usage_error("--stack-kb must be at most 1048576 (1 GiB)");
+        c->stack_kb = parse_u64(a, need_value(argc, argv, i), 16, 1u << 20);
     } else if (!strcmp(a, "--event-timeout")) {
         c->event_timeout = parse_real(need_value(argc, argv, i), 0,
                                       "--event-timeout needs seconds (0: no limit)");
@@ -257,6 +264,26 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
 /* ThreadSanitizer delivers asynchronous signals only at its own interception points and
  * does not follow a stack switch made inside a signal handler: time-sharing cannot run in a
  * ThreadSanitizer build (AddressSanitizer builds run it). */
+/* An output file that cannot be written fails now, not after the whole run. */
+static void check_output_path(const char *opt, const char *path)
+{
+    if (!path) return;
+    if (access(path, F_OK) == 0) {
+        if (access(path, W_OK) != 0)
+            kr__usage_error("%s %s: cannot write it (%s)", opt, path, strerror(errno));
+        return;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK) != 0)
+        kr__usage_error("%s %s: cannot create it: directory %s %s", opt, path, dir,
+                        errno == ENOENT ? "does not exist" : "is not writable");
+}
+
 static void check_preempt_build(const struct kr__config *c)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -305,6 +332,7 @@ static int cmd_run(int argc, char **argv)
     }
     for (int i = 3; i < argc; i++) parse_option(&c, argc, argv, &i);
     check_preempt_build(&c);
+    check_output_path("--stats", c.stats_path);
     if (c.threads == 0) /* conservative: the scheduler takes a core of its own */
         c.threads = c.sync != KR_SYNC_CONSERVATIVE ? (ncpu > 0 ? (unsigned)ncpu : 1)
                     : (ncpu > 1 ? (unsigned)ncpu - 1 : 1);
@@ -327,7 +355,7 @@ static int cmd_run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
+        usage(argc < 2 ? stderr : stdout); /* asked for: stdout; a mistake: stderr */
         return argc < 2 ? KR_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "--version")) {

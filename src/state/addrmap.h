@@ -1,0 +1,25 @@
+/* addrmap.h - what an address outside every arena names, for state hashing. A state word
+ * that points into the program image (a string literal, a const table, a function, a
+ * global) is hashed as (module name, offset in the module), which address-space layout
+ * randomisation does not change; a word that points into other mapped memory (the C
+ * library heap, a stack, another LP's arena) cannot be named and is reported. Anything else
+ * is a number and is hashed as it is.
+ */
+#ifndef KR_STATE_ADDRMAP_H
+#define KR_STATE_ADDRMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kr__addr_kind { KR_ADDR_NUMBER, KR_ADDR_IMAGE, KR_ADDR_FOREIGN };
+
+/* Canonical value of word w for hashing; *kind says what it was. For KR_ADDR_FOREIGN,
+ * `where` (if not NULL) receives the name of the mapping ("[heap]", "[stack]", a path, or
+ * "anonymous memory"). Thread-safe; the maps are read lazily and again when a word lies in
+ * memory mapped since. */
+uint64_t kr__addrmap_canon(uint64_t w, enum kr__addr_kind *kind, char *where, size_t cap);
+/* Forget what was read (tests; the end of a run). */
+void kr__addrmap_reset(void);
+
+#endif

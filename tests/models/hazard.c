@@ -1,0 +1,119 @@
+/* hazard.c - a test model for the reliability cases (docs/reliability.md): ordinary C
+ * idioms a modeller writes (pointers to literals, tables, functions and one past an array
+ * in the state), and ways a run can end badly (exit or abort in an event, a stack frame
+ * bigger than an event stack, a signal while output is being printed). Every LP prints one
+ * line per event, so a test can check that what was committed reaches stdout.
+ *   case 0  a plain printing run (signals: the test interrupts it)
+ *   case 1  state pointers the digest must name by what they point at
+ *   case 2  a state pointer into the C library heap (--check must report it)
+ *   case 3  exit(0) in an event at virtual time >= `at`
+ *   case 4  abort() in an event at virtual time >= `at`
+ *   case 5  an event with a 400 KiB local array (bigger than the default event stack)
+ *   case 6  done() that crashes (NULL write) on every call
+ *   case 7  an endless loop in finish()
+ *   case 8  an endless loop in done() once LP 0 has processed an event at >= `at`
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kairos.h"
+
+enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
+       FINISH_LOOP, DONE_LOOP };
+
+static const struct kr_param params[] = {
+    { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
+    { "at", KR_PARAM_DOUBLE, "5", "virtual time at which cases 3, 4 and 8 strike" },
+    { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array" },
+    { NULL, 0, NULL, NULL },
+};
+
+static const double weights[4] = { 0.5, 0.25, 0.125, 0.125 };
+
+static double halve(double x) { return x / 2; }
+static double twice(double x) { return x * 2; }
+
+struct st {
+    uint64_t events;
+    const char *label;              /* a string literal */
+    const double *table;            /* a const table */
+    double (*op)(double);           /* a function */
+    double *samples, *samples_end;  /* an array and one past its end */
+    void *outside;                  /* case 2: C library heap */
+};
+
+static int which(void) { return (int)kr_param_int("case", 0); }
+
+static void hazard_init(kr_lp me)
+{
+    struct st *s = kr_malloc(sizeof *s);
+    kr_set_state(s);
+    if (which() == POINTERS) {
+        s->label = me % 2 ? "odd" : "even";
+        s->table = weights;
+        s->op = me % 2 ? halve : twice;
+        size_t n = 3 + me % 5;       /* ends in different places of its area */
+        s->samples = kr_malloc(n * sizeof *s->samples);
+        s->samples_end = s->samples + n;
+    }
+    if (which() == HEAP_POINTER && me == 0) s->outside = malloc(64);
+    kr_schedule(me, 0.5 + kr_random(), 0, NULL, 0);
+}
+
+static __attribute__((noinline)) uint64_t big_frame(size_t kb)
+{
+    volatile char a[400 << 10];
+    size_t n = kb << 10 < sizeof a ? kb << 10 : sizeof a;
+    for (size_t i = 0; i < n; i += 512) a[i] = (char)i;
+    return a[n / 2];
+}
+
+static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
+                         void *state)
+{
+    (void)type, (void)payload, (void)size;
+    struct st *s = state;
+    s->events++;
+    kr_printf("LP %llu event %llu at %.6f\n", (unsigned long long)me,
+              (unsigned long long)s->events, now);
+    int c = which();
+    double at = kr_param_double("at", 5);
+    if (c == EXIT_IN_EVENT && now >= at) exit(0);
+    if (c == ABORT_IN_EVENT && now >= at) abort();
+    if (c == BIG_FRAME) s->events += big_frame((size_t)kr_param_int("frame_kb", 400));
+    if (c == POINTERS) {
+        s->samples[s->events % (size_t)(s->samples_end - s->samples)] = s->op(now);
+        if (s->label[0] == 'o') s->table++;
+        if (s->table == weights + 4) s->table = weights;
+    }
+    kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, NULL, 0);
+}
+
+static volatile int forever = 1;
+
+static bool hazard_done(kr_lp me, const void *state)
+{
+    const struct st *s = state;
+    if (which() == DONE_CRASH) *(volatile int *)(uintptr_t)(8 + s->events % 2) = 1;
+    if (which() == DONE_LOOP && me == 0 && s->events && kr_now() >= kr_param_double("at", 5))
+        while (forever) {}
+    return false;
+}
+
+static void hazard_finish(kr_lp me, void *state)
+{
+    (void)me, (void)state;
+    if (which() == FINISH_LOOP)
+        while (forever) {}
+}
+
+static const struct kr_model hazard_model = {
+    .name = "hazard",
+    .init = hazard_init,
+    .event = hazard_event,
+    .done = hazard_done,
+    .finish = hazard_finish,
+    .lookahead = 0.5,
+    .params = params,
+};
+
+KR_MODEL_EXPORT(hazard, hazard_model)
