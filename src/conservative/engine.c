@@ -23,6 +23,7 @@
 #include "cons.h"
 #include "../core/clock.h"
 #include "../core/error.h"
+#include "../core/interrupt.h"
 #include "../stats/progress.h"
 
 extern const struct kr__engine_ops kr__cons_ops;
@@ -191,7 +192,7 @@ static int retire(struct cons *c, struct kr__progress *prog)
 static bool direct_ok(const struct cons *c, const struct kr__ev *e)
 {
     return e && !(e->flags & KR_EVF_BARRIER) && e->k.ts < c->r->cfg->end && !c->failed &&
-           run_here(c, e);
+           !kr__interrupted() && run_here(c, e);
 }
 
 /* Nothing outstanding and the first event is short: run it here and retire it at once, as
@@ -343,7 +344,7 @@ static int schedule(struct cons *c, struct kr__progress *prog)
             if (!pass_barrier(c, e)) cons_wait(c, &spins);
             continue;
         }
-        if (!e || e->k.ts >= end || c->failed || !may_offload(c, e)) {
+        if (!e || e->k.ts >= end || c->failed || kr__interrupted() || !may_offload(c, e)) {
             if (c->nretire == 0) return RETIRE_MORE;
             cons_wait(c, &spins);
             continue;
@@ -445,8 +446,9 @@ int kr__cons_run(struct kr__run *r)
         kr__die(c.err);
     }
     r->ended_by_done = rc == RETIRE_DONE;
+    r->interrupted = r->ended_by_done ? 0 : kr__interrupted(); /* (end_key: the last retired) */
     if (r->ended_by_done) r->final_gvt = r->end_key.ts;
-    else r->end_key = kr__key_at(r->cfg->end);
+    else if (!r->interrupted) r->end_key = kr__key_at(r->cfg->end);
     cons_teardown(&c);
     return 0;
 }

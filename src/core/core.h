@@ -70,6 +70,7 @@ struct kr__run {
     double wall_seconds;
     kr_time final_gvt;
     bool ended_by_done;
+    int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
     struct kr__key end_key;           /* everything before this key was committed */
     uint64_t run_digest;
     size_t peak_rss;

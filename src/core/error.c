@@ -1,6 +1,8 @@
 /* error.c - see error.h. */
 #include "error.h"
+#include <errno.h>
 #include <stdarg.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -51,6 +53,21 @@ _Noreturn void kr__internal_error(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     _exit(KR_EXIT_INTERNAL);
+}
+
+static _Noreturn void output_failed(int err)
+{
+    fprintf(stderr, "kairos: error: writing the committed output to stdout failed (%s): the "
+            "output is incomplete\n", strerror(err));
+    fflush(stderr);
+    _exit(KR_EXIT_MODEL);
+}
+
+void kr__stdout_flush(void)
+{
+    errno = 0;
+    if (fflush(stdout) == EOF) output_failed(errno ? errno : EIO);
+    if (ferror(stdout)) output_failed(EIO);
 }
 
 _Noreturn void kr__die(const char *msg)

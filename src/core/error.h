@@ -22,6 +22,10 @@ _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(pr
 #define KR_TIMEOUT_FMT "the event has run for more than %g s (--event-timeout) without " \
     "returning: an endless loop? If it is only slow, raise --event-timeout (0: no limit)"
 
+/* Write out buffered committed output; if it cannot be written (full disk, closed stdout),
+ * exit 1 with a message saying the output is incomplete. */
+void kr__stdout_flush(void);
+
 /* Print an already formatted model error and exit 1 (after committed output is flushed). */
 _Noreturn void kr__die(const char *msg);
 

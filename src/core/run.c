@@ -7,6 +7,7 @@
 #include "core.h"
 #include "digest.h"
 #include "error.h"
+#include "interrupt.h"
 #include "../state/addrmap.h"
 #include "../state/buddy.h"
 #include "../stats/statesave.h"
@@ -136,7 +137,7 @@ void kr__run_finish(struct kr__run *r)
         h = kr__mix(h, kr__arena_hash(&lp->arena, lp->root, &al));
         if (al.found && !warned) warned = kr__alien_report(r, id, &al, r->cfg->check);
     }
-    fflush(stdout);
+    kr__stdout_flush();
     r->run_digest = h;
 }
 
@@ -196,6 +197,7 @@ int kr__run_main(const struct kr__config *cfg)
     if (!r.lps || !r.counters) kr__fatal_oom("LP table", r.n * sizeof *r.lps);
     memset(r.counters, 0, r.nthreads * sizeof *r.counters);
     kr__fault_install();
+    kr__interrupt_install();
     setup_state(&r);
 
     double t0 = now_seconds();
@@ -207,6 +209,7 @@ int kr__run_main(const struct kr__config *cfg)
     r.peak_rss = kr__peak_rss_bytes();
     kr__report_summary(&r, stderr);
     if (cfg->stats_path) kr__report_json(&r, cfg->stats_path);
+    int status = r.interrupted ? 128 + r.interrupted : 0;
     for (kr_lp id = 0; id < r.n; id++) {
         kr__arena_destroy(&r.lps[id].arena);
         kr__outvec_free(&r.lps[id].out);
@@ -216,5 +219,5 @@ int kr__run_main(const struct kr__config *cfg)
     free(r.series);
     free(r.counters);
     free(r.lps);
-    return 0;
+    return status;
 }

@@ -240,6 +240,26 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
     nanosleep(&ts, NULL);
 }
 
+/* Wait until every worker has left its loop, then apply the last published horizon: a GVT
+ * round that closed while this thread was leaving (its report was in) published a horizon
+ * the others apply, and an LP's committed history must end at the same key on every thread
+ * (an interrupted run is summarised and digested as it stands). No round can close after
+ * all have left. */
+static void tw_stop_together(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    atomic_fetch_add_explicit(&g->left, 1, memory_order_acq_rel);
+    while (atomic_load_explicit(&g->left, memory_order_acquire) < g->n) {
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+    uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
+    if (ep != th->seen_epoch) {
+        th->seen_epoch = ep;
+        tw_commit(th, &g->horizon);
+    }
+}
+
 static void *tw_worker(void *arg)
 {
     struct tw_thread *th = arg;
@@ -288,6 +308,7 @@ static void *tw_worker(void *arg)
             tw_idle(th, &spins, over);
         }
     }
+    tw_stop_together(th);
     tw_commit_before_error(th);
     tw_release_all(th);
     tw_ts_thread_end(th);
@@ -385,7 +406,7 @@ static void tw_print_committed(struct tw_global *g, bool all)
         pthread_mutex_unlock(&s->mu);
     }
     kr__outvec_free(&v);
-    fflush(stdout);
+    kr__stdout_flush();
 }
 
 static void tw_watch(struct kr__run *r, struct tw_global *g)
@@ -395,6 +416,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     while (atomic_load_explicit(&g->running, memory_order_acquire) > 0) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
+        if (kr__interrupted()) atomic_store_explicit(&g->stop, 1, memory_order_release);
         tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
         uint64_t now = kr__clock_ns();
@@ -441,6 +463,7 @@ int kr__tw_run(struct kr__run *r)
     tw_print_committed(g, g->err == NULL);
     if (g->err) kr__die(g->err);
     r->ended_by_done = g->by_done;
+    r->interrupted = g->by_done || tw_gvt(g) >= r->cfg->end ? 0 : kr__interrupted();
     r->end_key = g->horizon;
     r->final_gvt = tw_gvt(g);
     for (unsigned t = 0; t < g->n; t++) {

@@ -11,6 +11,7 @@
 #include "../core/clock.h"
 #include "../core/typetime.h"
 #include "../core/core.h"
+#include "../core/interrupt.h"
 #include "../msg/inbox.h"
 #include "../queue/heap.h"
 #include "../state/blob.h"
@@ -102,6 +103,7 @@ struct tw_global {
     _Atomic uint64_t gvt_bits;             /* its timestamp, for other readers (progress) */
     _Atomic int stop;
     _Atomic unsigned running;
+    _Atomic unsigned left;                 /* workers out of their loop (tw_stop_together) */
     pthread_mutex_t err_mu;
     char *err;                             /* lowest committed model error */
     struct kr__key err_key;

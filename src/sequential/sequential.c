@@ -6,6 +6,7 @@
 #include <time.h>
 #include "../core/core.h"
 #include "../core/error.h"
+#include "../core/interrupt.h"
 #include "../core/watchdog.h"
 #include "../queue/heap.h"
 #include "recheck.h"
@@ -60,7 +61,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
     struct kr__progress prog;
     kr__progress_start(&prog, r);
     struct kr__ev *e;
-    while ((e = kr__heap_top(&s->heap)) && e->k.ts < end) {
+    while ((e = kr__heap_top(&s->heap)) && e->k.ts < end && !kr__interrupted()) {
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lps, sizeof *r->lps);
         struct kr__lp *lp = &r->lps[e->dest];
@@ -110,7 +111,8 @@ int kr__seq_run(struct kr__run *r)
     kr__watch_thread_stop();
     kr__ctx.mode = KR_MODE_NONE;
     r->ended_by_done = by_done;
-    if (!by_done) r->end_key = kr__key_at(r->cfg->end);
+    r->interrupted = by_done ? 0 : kr__interrupted();
+    if (!by_done && !r->interrupted) r->end_key = kr__key_at(r->cfg->end);
     struct kr__ev *top = kr__heap_top(&s.heap);
     r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
     r->counters[0].committed = r->counters[0].processed;

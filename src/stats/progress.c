@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include "../core/error.h"
 
 double kr__wall_now(void)
 {
@@ -86,6 +87,8 @@ void kr__progress_tick(struct kr__progress *p, kr_time vt)
 {
     double now = kr__wall_now();
     if (now - p->last_sample < 0.1) return;
+    kr__stdout_flush(); /* a full disk stops the run now, not at its end */
+    if (vt < 0) vt = 0; /* GVT is -inf until the first round */
     uint64_t committed = PUB_SUM(p->r, pub_committed), processed = PUB_SUM(p->r, pub_processed);
     sample(p, now, vt, committed, processed);
     if (!p->on || now - p->last < 0.5) return;

@@ -1,6 +1,7 @@
 /* report.c - see report.h. */
 #include "report.h"
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -46,8 +47,12 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "kairos: model %s, engine %s, %u thread%s, %llu LPs, end time %g, seed %llu\n",
             r->model->name, engine_name(r), r->nthreads, r->nthreads == 1 ? "" : "s",
             (unsigned long long)r->n, r->cfg->end, (unsigned long long)r->cfg->seed);
-    fprintf(f, "  ended:            %s\n",
-            r->ended_by_done ? "done() holds for every LP" : "end time reached");
+    if (r->interrupted)
+        fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
+                r->interrupted == SIGINT ? "SIGINT" : r->interrupted == SIGTERM ? "SIGTERM" : "a signal", r->end_key.ts);
+    else
+        fprintf(f, "  ended:            %s\n",
+                r->ended_by_done ? "done() holds for every LP" : "end time reached");
     fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed, rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
@@ -192,7 +197,8 @@ void kr__report_json(const struct kr__run *r, const char *path)
             engine_name(r), r->nthreads, (unsigned long long)r->n);
     json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"ended_by\": \"%s\",\n  \"final_gvt\": ",
-            (unsigned long long)r->cfg->seed, r->ended_by_done ? "done" : "end_time");
+            (unsigned long long)r->cfg->seed,
+            r->interrupted ? "interrupted" : r->ended_by_done ? "done" : "end_time");
     json_num(f, r->final_gvt);
     fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"

@@ -2,6 +2,7 @@
 point at, numbers out of range are errors, output paths are checked before the run, a signal
 or a dying run keeps what was committed, write errors are reported. Each case failed before
 its fix."""
+import json
 import os
 import signal
 import subprocess
@@ -91,6 +92,107 @@ def case_messages():
     t.ok("kairos run x.so loads the file in the current directory")
 
 
-for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages):
+def start(args, ignore_int=False):
+    """Start kairos with stdout to a file; returns (process, stdout path, stats path)."""
+    d = tempfile.mkdtemp(prefix="kr-rel-")
+    out, stats = os.path.join(d, "out"), os.path.join(d, "stats.json")
+    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_int else None
+    p = subprocess.Popen([kairos, *map(str, args), "--stats", stats, "--progress", "off"],
+                         stdout=open(out, "w"), stderr=subprocess.PIPE, text=True,
+                         preexec_fn=pre)
+    return p, out, stats
+
+
+def finish(p, limit):
+    try:
+        _, err = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail(f"no exit {limit} s after the signal")
+    return err
+
+
+def wait_for_output(path, nbytes=1):
+    for _ in range(500):
+        if os.path.getsize(path) >= nbytes:
+            return
+        time.sleep(0.01)
+    fail("the run printed nothing in 5 s")
+
+
+def case_signals():
+    """5: SIGINT/SIGTERM stop at a committed point: the committed output (a prefix of the
+    full output, whole lines), the summary, --stats with ended_by "interrupted", exit
+    128 + signal within a second, on every engine."""
+    for eng in ENGINES:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            p, out, stats = start(hazard_args(0, "--end", "1e9", "-P", "work=2000", "--lps", "64")
+                                  + eng)
+            wait_for_output(out, 20000)
+            t0 = time.time()
+            p.send_signal(sig)
+            err = finish(p, 10)
+            took = time.time() - t0
+            if p.returncode != 128 + sig:
+                fail(f"{eng} {sig.name}: exit {p.returncode}, wanted {128 + sig}\n{err}")
+            if took > 1.0:
+                fail(f"{eng} {sig.name}: exit {took:.2f} s after the signal")
+            if f"interrupted by {sig.name}" not in err or "run digest" not in err:
+                fail(f"{eng} {sig.name}: no summary:\n{err}")
+            st = json.load(open(stats))
+            text = open(out).read()
+            lines = text.splitlines()
+            if st["ended_by"] != "interrupted" or not text.endswith("\n") \
+                    or len(lines) != st["committed_events"]:
+                fail(f"{eng} {sig.name}: ended_by {st['ended_by']}, {len(lines)} lines for "
+                     f"{st['committed_events']} committed events, ends {text[-30:]!r}")
+            last = float(lines[-1].split()[-1])
+            _, ref, _ = run(kairos, *hazard_args(0, "--lps", "64", "--end", last + 1,
+                                                 "--sync", "sequential"))
+            if not ref.startswith(text):
+                fail(f"{eng} {sig.name}: the interrupted output is not a prefix of the full one")
+            t.ok(f"{' '.join(eng)} {sig.name}: exit {p.returncode} in {took:.2f} s, "
+                 f"{len(lines)} committed lines, stats written")
+    # a signal ignored at start stays ignored
+    p, out, stats = start(hazard_args(0, "--end", "200", "--sync", "sequential", "-P",
+                                      "work=20000"), ignore_int=True)
+    wait_for_output(out)
+    p.send_signal(signal.SIGINT)
+    err = finish(p, 60)
+    if p.returncode != 0 or json.load(open(stats))["ended_by"] != "end_time":
+        fail(f"SIGINT ignored at start: exit {p.returncode}\n{err}")
+    t.ok("SIGINT ignored at start stays ignored")
+    # a second signal quits at once (here the first stops the run, finish() never returns)
+    p, out, stats = start(hazard_args(7, "--end", "1e9", "--sync", "sequential"))
+    wait_for_output(out)
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    err = finish(p, 5)
+    if p.returncode != 130 or "interrupted twice" not in err:
+        fail(f"second SIGINT: exit {p.returncode}\n{err}")
+    t.ok("a second SIGINT quits at once")
+
+
+def case_write_errors():
+    """7: output that cannot be written is an error (exit 1, message); `| head` ends quietly
+    with SIGPIPE's status."""
+    base = f"'{kairos}' run '{hazard}' --lps 16 --end 100 --progress off"
+    for eng in ENGINES:
+        e = " ".join(eng)
+        for redir, why in ((">/dev/full", "No space left on device"), (">&-", "Bad file descriptor")):
+            p = subprocess.run(f"{base} {e} {redir}", shell=True, capture_output=True, text=True)
+            if p.returncode != 1 or why not in p.stderr or "output is incomplete" not in p.stderr:
+                fail(f"{e} {redir}: exit {p.returncode}\n{p.stderr}")
+            t.ok(f"{e} {redir}: exit 1, '{why}'")
+        p = subprocess.run(f"{base} {e} --end 5000 | head -1; exit ${{PIPESTATUS[0]}}", shell=True,
+                           executable="/bin/bash", capture_output=True, text=True)
+        if p.returncode != 128 + signal.SIGPIPE or "error" in p.stderr:
+            fail(f"{e} | head -1: exit {p.returncode}\n{p.stderr}")
+        t.ok(f"{e} | head -1: quiet, exit {p.returncode}")
+
+
+for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
+             case_write_errors):
     case()
 t.finish()

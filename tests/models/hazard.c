@@ -24,6 +24,7 @@ static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
     { "at", KR_PARAM_DOUBLE, "5", "virtual time at which cases 3, 4 and 8 strike" },
     { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array" },
+    { "work", KR_PARAM_INT, "0", "busy-loop iterations per event (slows a run down)" },
     { NULL, 0, NULL, NULL },
 };
 
@@ -75,6 +76,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     s->events++;
     kr_printf("LP %llu event %llu at %.6f\n", (unsigned long long)me,
               (unsigned long long)s->events, now);
+    for (volatile int64_t i = kr_param_int("work", 0); i > 0; i--) {}
     int c = which();
     double at = kr_param_double("at", 5);
     if (c == EXIT_IN_EVENT && now >= at) exit(0);
