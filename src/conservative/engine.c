@@ -137,6 +137,21 @@ static void reap(struct cons *c)
 
 enum { RETIRE_MORE, RETIRE_DONE, RETIRE_ERROR };
 
+/* The run dies (a timeout, a fatal model error): print the output of the completed jobs at
+ * the head of the retire queue, which the scheduler would have retired next. Only where the
+ * scheduler is not changing the queue: on its own thread, or while it is stuck in an event
+ * (the watchdog's case). */
+static void cons_salvage(void *arg)
+{
+    struct cons *c = arg;
+    bool mine = kr__ctx.eng == &c->w[0];
+    if (!mine && !(atomic_load_explicit(&c->watch[0].seq, memory_order_acquire) & 1)) return;
+    for (struct cons_job *j = c->retire_head; j; j = j->next) {
+        if (!atomic_load_explicit(&j->complete, memory_order_acquire) || j->err) break;
+        if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
+    }
+}
+
 /* Apply one completed job, the next in key order: output, digest, done(). The caller
  * recycles the job; the event goes back to its pool. */
 static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *prog)
@@ -435,7 +450,9 @@ int kr__cons_run(struct kr__run *r)
     kr__progress_start(&prog, r);
     cons_handoff_start(&c);
     kr__watch_thread_start(c.watch, c.nw + 1, r);
+    kr__set_salvage(cons_salvage, &c);
     int rc = schedule(&c, &prog);
+    kr__set_salvage(NULL, NULL);
     kr__watch_thread_stop();
     cons_handoff_stop(&c);
     kr__progress_stop(&prog);

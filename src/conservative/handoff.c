@@ -86,11 +86,12 @@ static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
 
 /* A model error in an event: kept in the job, reported when the job retires (so the error
  * of the earliest event in key order is the one reported, as the sequential engine does). */
-static void cons_fail(struct kr__ctx *x, char *msg)
+static void cons_fail(struct kr__ctx *x, const char *msg)
 {
     struct cons_worker *w = x->eng;
     if (!w->job || x->mode != KR_MODE_EVENT) return; /* init: fatal at once */
-    w->job->err = msg;
+    w->job->err = strdup(msg);
+    if (!w->job->err) return; /* fatal at once rather than lose the message */
     longjmp(w->jmp, 1);
 }
 

@@ -37,9 +37,12 @@ static const char *mode_name(int mode)
 static int need_lp(const char *fn)
 {
     if (kr__in_lp()) return 1;
-    fprintf(stderr, "kairos: error: %s called outside init, an event or finish (no current LP); "
-            "model calls are only valid while Kairos runs the model's callbacks\n", fn);
-    exit(KR_EXIT_MODEL);
+    char msg[512];
+    const struct kr__run *r = kr__run_current;
+    snprintf(msg, sizeof msg, "model '%s': %s was called outside init, an event, done() or "
+             "finish, or from a thread Kairos did not start: model calls are valid only in the "
+             "model's callbacks, on the thread that runs them", r ? r->model->name : "?", fn);
+    kr__die(msg);
 }
 
 void kr_set_state(void *state)

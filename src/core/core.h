@@ -93,7 +93,7 @@ struct kr__engine_ops {
     /* Committed-output text of the current event. */
     void (*emit)(struct kr__ctx *c, const char *text, size_t len);
     /* A model error (message formatted with context). Fatal, or deferred via c->jmp. */
-    void (*fail)(struct kr__ctx *c, char *msg);
+    void (*fail)(struct kr__ctx *c, const char *msg);   /* copies msg if it keeps it */
 };
 
 struct kr__ctx {
@@ -108,6 +108,8 @@ struct kr__ctx {
     struct kr__pool *pool;      /* where kr_schedule takes events from */
     void *eng;                  /* the engine's per-thread data */
     jmp_buf *jmp;               /* deferred errors unwind here (optimistic events) */
+    bool fatal;                 /* a model error now ends the run at once, never deferred
+                                 * (a crash that may have left the C library's locks held) */
 };
 
 extern __thread struct kr__ctx kr__ctx;
@@ -135,6 +137,8 @@ int kr__tw_run(struct kr__run *r);
 int kr__cons_run(struct kr__run *r);
 
 int kr__run_main(const struct kr__config *cfg);
+/* The run in progress (from any thread, for messages), NULL before and after it. */
+extern struct kr__run *_Atomic kr__run_current;
 /* Shortest extra-tick period: a tick costs 25-30 us here, and periods of 5-8 us starved the
  * worker loop (no event committed, ever). */
 #define KR_TICK_US_MIN 20
@@ -162,7 +166,7 @@ struct kr__alien;
 bool kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al, bool fatal);
 /* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
-void kr__fail_fatal(struct kr__ctx *c, char *msg);
+void kr__fail_fatal(struct kr__ctx *c, const char *msg);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)

@@ -1,25 +1,90 @@
-/* error.c - see error.h. */
+/* error.c - see error.h. Every way a run ends on an error goes through kr__die or
+ * kr__internal_error: the committed output is printed first (the engine's salvage hook),
+ * under a deadline, since a crash may leave locks held (a fault inside malloc, a thread
+ * stuck inside stdio); past it the message is written with write(2) alone and the process
+ * exits all the same. Nothing on this path allocates. */
 #include "error.h"
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
 
+#define SALVAGE_DEADLINE_S 3
+
+static void (*salvage_fn)(void *);
+static void *salvage_arg;
+static atomic_flag dying = ATOMIC_FLAG_INIT;
+static char last_words[2048];   /* the message, for the deadline handler */
+static int last_status;
+
+void kr__set_salvage(void (*fn)(void *), void *arg)
+{
+    salvage_arg = arg;
+    salvage_fn = fn;
+}
+
+static void write_str(const char *s)
+{
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0) return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void on_deadline(int sig)
+{
+    (void)sig;
+    write_str(last_words);
+    write_str("kairos: the committed output could not be printed in full: the process was not "
+              "in a state to print it (locks held by a crashed or stuck thread)\n");
+    kr__exit_now(last_status);
+}
+
+/* One thread ends the run; another that fails meanwhile waits for it to do so. */
+static void begin_dying(const char *prefix, const char *msg, int status)
+{
+    if (atomic_flag_test_and_set(&dying))
+        for (;;) pause();
+    snprintf(last_words, sizeof last_words, "%s%s\n", prefix, msg);
+    last_status = status;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_deadline;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(SALVAGE_DEADLINE_S);
+}
+
+static _Noreturn void end_dying(void)
+{
+    void (*fn)(void *) = salvage_fn;
+    salvage_fn = NULL;
+    if (fn) fn(salvage_arg);
+    fflush(stdout);
+    write_str(last_words);
+    kr__exit_now(last_status);
+}
+
 _Noreturn void kr__fatal_oom(const char *what, size_t bytes)
 {
-    fprintf(stderr, "kairos: error: out of memory allocating %zu bytes for %s; reduce --lps or "
-            "the model's state, or run on a machine with more memory\n", bytes, what);
-    fflush(stdout);
-    _exit(KR_EXIT_MODEL);
+    char msg[256];
+    snprintf(msg, sizeof msg, "out of memory allocating %zu bytes for %s; reduce --lps or the "
+             "model's state, or run on a machine with more memory", bytes, what);
+    kr__die(msg);
 }
 
 _Noreturn void kr__usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    kr__run_current = NULL; /* (exit() below is not a model's) */
     fputs("kairos: error: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputs("\n(see 'kairos --help')\n", stderr);
@@ -27,32 +92,31 @@ _Noreturn void kr__usage_error(const char *fmt, ...)
     exit(KR_EXIT_USAGE);
 }
 
+/* The message is formatted into a per-thread buffer, not the heap: a model crash inside
+ * malloc leaves its lock held. Engines that keep the message copy it. */
 void kr__model_error(const char *fmt, ...)
 {
-    char where[256], what[1024];
+    static __thread char where[256], what[1024], msg[1312];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     kr__ctx_where(where, sizeof where);
-    size_t need = strlen(where) + strlen(what) + 32;
-    char *msg = malloc(need);
-    if (!msg) kr__fatal_oom("error message", need);
-    snprintf(msg, need, "%s: %s", where, what);
-    if (kr__ctx.ops && kr__ctx.ops->fail) kr__ctx.ops->fail(&kr__ctx, msg);
+    snprintf(msg, sizeof msg, "%s: %s", where, what);
+    if (kr__ctx.ops && kr__ctx.ops->fail && !kr__ctx.fatal) kr__ctx.ops->fail(&kr__ctx, msg);
     kr__die(msg);
 }
 
 _Noreturn void kr__internal_error(const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fputs("kairos: internal error (engine invariant violated, please report): ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    _exit(KR_EXIT_INTERNAL);
+    begin_dying("kairos: internal error (engine invariant violated, please report): ", msg,
+                KR_EXIT_INTERNAL);
+    end_dying();
 }
 
 static _Noreturn void output_failed(int err)
@@ -60,7 +124,7 @@ static _Noreturn void output_failed(int err)
     fprintf(stderr, "kairos: error: writing the committed output to stdout failed (%s): the "
             "output is incomplete\n", strerror(err));
     fflush(stderr);
-    _exit(KR_EXIT_MODEL);
+    kr__exit_now(KR_EXIT_MODEL);
 }
 
 void kr__stdout_flush(void)
@@ -72,8 +136,12 @@ void kr__stdout_flush(void)
 
 _Noreturn void kr__die(const char *msg)
 {
-    fflush(stdout);
-    fprintf(stderr, "kairos: error: %s\n", msg);
-    fflush(stderr);
-    _exit(KR_EXIT_MODEL);
+    begin_dying("kairos: error: ", msg, KR_EXIT_MODEL);
+    end_dying();
+}
+
+_Noreturn void kr__die_status(const char *prefix, const char *msg, int status)
+{
+    begin_dying(prefix, msg, status);
+    end_dying();
 }

@@ -26,7 +26,18 @@ _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(pr
  * exit 1 with a message saying the output is incomplete. */
 void kr__stdout_flush(void);
 
-/* Print an already formatted model error and exit 1 (after committed output is flushed). */
+/* Print an already formatted model error and exit 1, after the committed output (the
+ * engine's salvage hook, then stdout's buffer). A second thread that dies meanwhile waits
+ * for the first to exit; if printing the output hangs, the message is written and the
+ * process exits after a few seconds all the same. */
 _Noreturn void kr__die(const char *msg);
+/* End the process now with `status` (no atexit handlers, no stdio flush): the engine's
+ * own _exit, since a model's _exit() is caught (interpose.c). */
+_Noreturn void kr__exit_now(int status);
+/* The same with another prefix ("kairos: error: ") and exit status. */
+_Noreturn void kr__die_status(const char *prefix, const char *msg, int status);
+/* What prints the committed output not yet printed when a run dies (engines with buffered
+ * commitment: the optimistic engine); NULL: stdout's buffer only. */
+void kr__set_salvage(void (*fn)(void *), void *arg);
 
 #endif

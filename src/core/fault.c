@@ -1,4 +1,4 @@
-/* fault.c - synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL). A write fault on a
+/* fault.c - synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT). A write fault on a
  * protected page of the running LP's own state is dirty tracking (page/buddy modes): the
  * page's partition is marked and opened and the write resumes. Anything else raised by
  * model code is a model crash, reported like any model error (model, LP, virtual time,
@@ -10,6 +10,7 @@
  * with SA_NODEFER, because deferred errors leave it by longjmp to the engine. */
 #define _GNU_SOURCE /* REG_RSP */
 #include <errno.h>
+#include <link.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <stdio.h>
@@ -46,12 +47,51 @@ static const char *sig_name(int sig)
     case SIGSEGV: return "SIGSEGV";
     case SIGBUS: return "SIGBUS";
     case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
     default: return "SIGILL";
     }
 }
 
+/* The C library's code: a fault there (malloc on a heap the model corrupted) may leave its
+ * locks held, so such a crash is never deferred to a longjmp and a later malloc. */
+static uintptr_t libc_lo, libc_hi;
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t probe = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+    bool has = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + p->p_vaddr, b = a + p->p_memsz;
+        has |= probe >= a && probe < b;
+        if (p->p_flags & PF_X) {
+            if (a < lo) lo = a;
+            if (b > hi) hi = b;
+        }
+    }
+    if (!has) return 0;
+    libc_lo = lo;
+    libc_hi = hi;
+    return 1;
+}
+
+static bool in_libc(const ucontext_t *uc)
+{
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    return pc >= libc_lo && pc < libc_hi;
+}
+
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
+    if (sig == SIGABRT) { /* (the model's own abort() calls are caught in interpose.c) */
+        kr__ctx.fatal = true;
+        kr__model_error("the C library aborted while model code was running: it found its "
+                        "memory corrupted (free() of a bad pointer, a write past a block, a "
+                        "failed assert in a library); the model's state is suspect");
+    }
+    if (in_libc(uc)) kr__ctx.fatal = true;
     /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
      * frame, e.g. a tick arriving while the event's stack is all but full. */
     const void *sp = si->si_code == SI_KERNEL ? (const void *)uc->uc_mcontext.gregs[REG_RSP] : NULL;
@@ -78,14 +118,22 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
                     "--sync sequential", sig_name(sig), si->si_addr);
 }
 
+/* Outside model code: a Kairos bug, or memory the model corrupted earlier (a write past a
+ * block lands in the C library's heap metadata or the engine's data, and the crash comes
+ * later, in engine code). Exit 3, as documented for internal errors, after the committed
+ * output. */
 static void engine_crash(int sig, const siginfo_t *si)
 {
-    char buf[192];
-    int n = snprintf(buf, sizeof buf, "kairos: internal error: %s at address %p in engine "
-                     "code (not in a model handler); please report\n", sig_name(sig), si->si_addr);
-    ssize_t ignored = write(2, buf, n > 0 ? (size_t)n : 0);
-    (void)ignored;
-    signal(sig, SIG_DFL); /* returning re-runs the instruction: default action, core dump */
+    char what[96], buf[640];
+    if (sig == SIGABRT) snprintf(what, sizeof what, "the C library aborted (SIGABRT)");
+    else snprintf(what, sizeof what, "%s at address %p", sig_name(sig), si->si_addr);
+    const struct kr__run *r = kr__run_current;
+    snprintf(buf, sizeof buf, "%s in engine code, not in a model callback (model '%s'): a "
+             "Kairos bug, or memory the model corrupted earlier (a write past the end of a "
+             "kr_malloc block, or through a stale pointer). Check the model with --sync "
+             "sequential --check --state page; if it is clean, please report this", what,
+             r ? r->model->name : "?");
+    kr__die_status("kairos: internal error: ", buf, KR_EXIT_INTERNAL);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -97,7 +145,6 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     }
     if (kr__in_lp()) model_crash(sig, si, uc); /* does not return */
     engine_crash(sig, si);
-    errno = saved;
 }
 
 void kr__fault_install(void)
@@ -110,7 +157,8 @@ void kr__fault_install(void)
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+    const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    dl_iterate_phdr(find_libc, (void *)(uintptr_t)strlen);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
     kr__fault_thread_init();
 }

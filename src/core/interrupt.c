@@ -2,6 +2,7 @@
  * second signal, writes one line and exits): everything else happens on the engines'
  * threads, outside signal context. */
 #include "interrupt.h"
+#include "error.h"
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@ static void on_signal(int sig)
     static const char quit[] = "kairos: interrupted twice: quitting without a summary\n";
     ssize_t n = write(STDERR_FILENO, quit, sizeof quit - 1);
     (void)n;
-    _exit(128 + sig);
+    kr__exit_now(128 + sig);
 }
 
 static void install(int sig)

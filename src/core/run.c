@@ -80,7 +80,7 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
     fwrite(text, 1, len, stdout);
 }
 
-void kr__fail_fatal(struct kr__ctx *c, char *msg)
+void kr__fail_fatal(struct kr__ctx *c, const char *msg)
 {
     (void)c;
     kr__die(msg);
@@ -179,6 +179,8 @@ static void setup_state(struct kr__run *r)
     if (r->state_mode == KR_STATE_BUDDY) kr__buddy_calibrate();
 }
 
+struct kr__run *_Atomic kr__run_current;
+
 int kr__run_main(const struct kr__config *cfg)
 {
     struct kr__run r;
@@ -198,18 +200,24 @@ int kr__run_main(const struct kr__config *cfg)
     memset(r.counters, 0, r.nthreads * sizeof *r.counters);
     kr__fault_install();
     kr__interrupt_install();
+    kr__run_current = &r;
     setup_state(&r);
 
     double t0 = now_seconds();
     int rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(&r)
              : cfg->sync == KR_SYNC_CONSERVATIVE ? kr__cons_run(&r) : kr__tw_run(&r);
     r.wall_seconds = now_seconds() - t0;
-    if (rc) return rc;
+    kr__set_salvage(NULL, NULL);
+    if (rc) {
+        kr__run_current = NULL;
+        return rc;
+    }
     kr__run_finish(&r);
     r.peak_rss = kr__peak_rss_bytes();
     kr__report_summary(&r, stderr);
     if (cfg->stats_path) kr__report_json(&r, cfg->stats_path);
     int status = r.interrupted ? 128 + r.interrupted : 0;
+    kr__run_current = NULL;
     for (kr_lp id = 0; id < r.n; id++) {
         kr__arena_destroy(&r.lps[id].arena);
         kr__outvec_free(&r.lps[id].out);

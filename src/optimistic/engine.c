@@ -114,12 +114,13 @@ static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
     kr__outvec_add(&c->lp->out, &c->ev->k, text, len);
 }
 
-static void tw_fail(struct kr__ctx *c, char *msg)
+static void tw_fail(struct kr__ctx *c, const char *msg)
 {
     struct tw_thread *th = c->eng;
     if (!th || !th->armed || (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST)) return;
     free(c->lp->err);
-    c->lp->err = msg;
+    c->lp->err = strdup(msg);
+    if (!c->lp->err) return; /* fatal at once rather than lose the message */
     th->armed = false;
     longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
@@ -375,9 +376,12 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
     }
 }
 
-/* The calling thread prints committed output and the progress line while workers run. */
+/* The calling thread prints committed output and the progress line while workers run; a
+ * thread ending the run on an error prints what is committed too (tw_salvage), hence the
+ * lock around the whole of it. */
 static void tw_print_committed(struct tw_global *g, bool all)
 {
+    pthread_mutex_lock(&g->print_mu);
     struct kr__key upto = kr__key_at(INFINITY);
     struct kr__outvec v = { 0 };
     for (unsigned t = 0; t < g->n; t++) {
@@ -407,6 +411,14 @@ static void tw_print_committed(struct tw_global *g, bool all)
     }
     kr__outvec_free(&v);
     kr__stdout_flush();
+    pthread_mutex_unlock(&g->print_mu);
+}
+
+/* The run dies (a timeout, exit() or abort() in an event, a crash): print what was
+ * committed, as the sequential engine has by then. */
+static void tw_salvage(void *arg)
+{
+    tw_print_committed(arg, false);
 }
 
 static void tw_watch(struct kr__run *r, struct tw_global *g)
@@ -450,9 +462,11 @@ int kr__tw_run(struct kr__run *r)
     g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
     pthread_mutex_init(&g->err_mu, NULL);
+    pthread_mutex_init(&g->print_mu, NULL);
     atomic_init(&g->last_round_ns, kr__clock_ns());
     if (r->cfg->preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_setup_threads(r, g);
+    kr__set_salvage(tw_salvage, g);
     tw_init_lps(r, g);
     atomic_store(&g->running, g->n);
     for (unsigned t = 0; t < g->n; t++)
@@ -460,6 +474,7 @@ int kr__tw_run(struct kr__run *r)
             kr__usage_error("cannot start worker thread %u of %u", t, g->n);
     tw_watch(r, g);
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
+    kr__set_salvage(NULL, NULL);
     tw_print_committed(g, g->err == NULL);
     if (g->err) kr__die(g->err);
     r->ended_by_done = g->by_done;

@@ -105,6 +105,7 @@ struct tw_global {
     _Atomic unsigned running;
     _Atomic unsigned left;                 /* workers out of their loop (tw_stop_together) */
     pthread_mutex_t err_mu;
+    pthread_mutex_t print_mu;              /* committed output is printed under it */
     char *err;                             /* lowest committed model error */
     struct kr__key err_key;
     bool by_done;

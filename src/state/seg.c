@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "buddy.h"
+#include "../core/error.h"
 #include "scan.h"
 
 static struct {
@@ -107,7 +108,7 @@ _Noreturn static void protect_failed(int err)
     ignored = write(2, why, strlen(why));
     ignored = write(2, b, sizeof b - 1);
     (void)ignored;
-    _exit(1);
+    kr__exit_now(1);
 }
 
 static void protect(struct kr__seg *s, uint32_t first, uint32_t count, int prot)

@@ -187,7 +187,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "kairos: error: cannot write statistics to '%s': %m\n", path);
-        exit(KR_EXIT_MODEL);
+        kr__exit_now(KR_EXIT_MODEL);
     }
     struct kr__totals t;
     kr__totals(r, &t);
@@ -224,6 +224,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
     fputs("}\n", f);
     if (fclose(f)) {
         fprintf(stderr, "kairos: error: writing statistics to '%s' failed: %m\n", path);
-        exit(KR_EXIT_MODEL);
+        fflush(stdout);
+        kr__exit_now(KR_EXIT_MODEL);
     }
 }

@@ -192,7 +192,33 @@ def case_write_errors():
         t.ok(f"{e} | head -1: quiet, exit {p.returncode}")
 
 
+def case_dying_runs():
+    """6: whatever ends a run, what was committed is printed and the status says it failed:
+    exit(), _exit() and abort() in an event print what the sequential engine prints (every
+    line before the call) on every engine; an event timeout prints a prefix of it."""
+    for case, needle in ((3, "the model called exit(0)"), (9, "the model called _exit(0)"),
+                         (4, "the model called abort()")):
+        args = hazard_args(case, "-P", "at=10", "--progress", "off")
+        _, ref, _ = run(kairos, *args, "--sync", "sequential", check=False)
+        for eng in ENGINES:
+            out, err = expect_fail(1, [needle, "model 'hazard', LP ", "virtual time 10."], *args, *eng)
+            if out != ref or not ref:
+                fail(f"case {case} {eng}: printed {len(out.splitlines())} lines, the sequential "
+                     f"engine {len(ref.splitlines())}")
+    args = hazard_args(11, "-P", "at=10", "--progress", "off", "--event-timeout", "1")
+    _, ref, _ = run(kairos, *args, "--sync", "sequential", check=False)
+    for eng in (["--sync", "sequential"], ["--threads", "2", "--preempt", "tick"],
+                ["--sync", "conservative", "--threads", "1"]):
+        out, err = expect_fail(1, ["--event-timeout", "virtual time 10."], *args, *eng)
+        if not ref.startswith(out) or len(out.splitlines()) < len(ref.splitlines()) - 1:
+            fail(f"timeout {eng}: {len(out.splitlines())} lines of {len(ref.splitlines())}")
+    # kr_* from a thread the model started: named, fatal, exit 1 (never a crash)
+    for eng in ENGINES:
+        expect_fail(1, ["model 'hazard'", "kr_printf", "thread Kairos did not start"],
+                    *hazard_args(10, "-P", "at=10"), *eng)
+
+
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
-             case_write_errors):
+             case_write_errors, case_dying_runs):
     case()
 t.finish()

@@ -12,13 +12,18 @@
  *   case 6  done() that crashes (NULL write) on every call
  *   case 7  an endless loop in finish()
  *   case 8  an endless loop in done() once LP 0 has processed an event at >= `at`
+ *   case 9  _exit(0) in an event at virtual time >= `at`
+ *   case 10 kr_printf from a thread the model started, in an event at >= `at`
+ *   case 11 an endless loop in an event at virtual time >= `at`
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "kairos.h"
 
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
-       FINISH_LOOP, DONE_LOOP };
+       FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP };
 
 static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
@@ -68,6 +73,15 @@ static __attribute__((noinline)) uint64_t big_frame(size_t kb)
     return a[n / 2];
 }
 
+static void *foreign(void *arg)
+{
+    (void)arg;
+    kr_printf("from a thread of the model\n");
+    return NULL;
+}
+
+static volatile int forever = 1;
+
 static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
                          void *state)
 {
@@ -81,6 +95,14 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     double at = kr_param_double("at", 5);
     if (c == EXIT_IN_EVENT && now >= at) exit(0);
     if (c == ABORT_IN_EVENT && now >= at) abort();
+    if (c == UNDERSCORE_EXIT && now >= at) _exit(0);
+    if (c == EVENT_LOOP && now >= at)
+        while (forever) {}
+    if (c == FOREIGN_THREAD && now >= at) {
+        pthread_t t;
+        pthread_create(&t, NULL, foreign, NULL);
+        pthread_join(t, NULL);
+    }
     if (c == BIG_FRAME) s->events += big_frame((size_t)kr_param_int("frame_kb", 400));
     if (c == POINTERS) {
         s->samples[s->events % (size_t)(s->samples_end - s->samples)] = s->op(now);
@@ -89,8 +111,6 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     }
     kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, NULL, 0);
 }
-
-static volatile int forever = 1;
 
 static bool hazard_done(kr_lp me, const void *state)
 {
