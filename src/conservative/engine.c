@@ -241,7 +241,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
         kr__ctx_event(lp, e, KR_MODE_EVENT);
         kr__watch_begin(watch, e);
         kr__run_event(r, lp, e);
-        j->done_after = r->model->done && r->model->done(e->dest, lp->root);
+        j->done_after = kr__run_done(r, lp, e->dest);
         kr__watch_end(watch);
         kr__ctx.mode = KR_MODE_NONE;
         if (j->timed) {
@@ -449,11 +449,11 @@ int kr__cons_run(struct kr__run *r)
     struct kr__progress prog;
     kr__progress_start(&prog, r);
     cons_handoff_start(&c);
-    kr__watch_thread_start(c.watch, c.nw + 1, r);
+    kr__watch_attach(c.watch, c.nw + 1);
     kr__set_salvage(cons_salvage, &c);
     int rc = schedule(&c, &prog);
     kr__set_salvage(NULL, NULL);
-    kr__watch_thread_stop();
+    kr__watch_attach(NULL, 0);
     cons_handoff_stop(&c);
     kr__progress_stop(&prog);
     kr__pool_flush(&r->pools[0]);

@@ -89,7 +89,8 @@ static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
 static void cons_fail(struct kr__ctx *x, const char *msg)
 {
     struct cons_worker *w = x->eng;
-    if (!w->job || x->mode != KR_MODE_EVENT) return; /* init: fatal at once */
+    if (!w->job || (x->mode != KR_MODE_EVENT && x->mode != KR_MODE_DONE))
+        return; /* init: fatal at once */
     w->job->err = strdup(msg);
     if (!w->job->err) return; /* fatal at once rather than lose the message */
     longjmp(w->jmp, 1);
@@ -113,7 +114,7 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     kr__watch_begin(watch, e);
     if (_setjmp(w->jmp) == 0) {
         kr__run_event(r, lp, e);
-        if (r->model->done) j->done_after = r->model->done(e->dest, lp->root);
+        j->done_after = kr__run_done(r, lp, e->dest);
     }
     kr__watch_end(watch);
     if (j->timed) j->ns = kr__clock_ns() - t0;

@@ -28,6 +28,7 @@ static const char *mode_name(int mode)
     switch (mode) {
     case KR_MODE_INIT: return "init";
     case KR_MODE_FINISH: return "finish";
+    case KR_MODE_DONE: return "done()";
     case KR_MODE_NONE: return "no LP context";
     default: return "an event";
     }
@@ -36,7 +37,13 @@ static const char *mode_name(int mode)
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
 {
-    if (kr__in_lp()) return 1;
+    if (kr__in_lp()) {
+        if (kr__ctx.mode == KR_MODE_DONE)
+            kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
+                            "every event, on speculative states too, and must change nothing); "
+                            "do this in the event handler", fn);
+        return 1;
+    }
     char msg[512];
     const struct kr__run *r = kr__run_current;
     snprintf(msg, sizeof msg, "model '%s': %s was called outside init, an event, done() or "
@@ -312,8 +319,16 @@ void kr__ctx_where(char *buf, size_t cap)
 {
     const struct kr__ctx *c = &kr__ctx;
     const char *model = c->run && c->run->model ? c->run->model->name : "?";
-    if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev)
+    if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev) {
         kr__event_where(buf, cap, c->run, c->ev);
+    } else if (c->mode == KR_MODE_DONE && c->ev) {
+        char ev[224];
+        kr__event_where(ev, sizeof ev, c->run, c->ev);
+        snprintf(buf, cap, "%s, in done() after the event", ev);
+    } else if (c->mode == KR_MODE_DONE) {
+        snprintf(buf, cap, "model '%s', LP %llu, in done() after init", model,
+                 (unsigned long long)c->id);
+    }
     else
         snprintf(buf, cap, "model '%s', LP %llu, in %s", model, (unsigned long long)c->id,
                  mode_name(c->mode));

@@ -82,7 +82,8 @@ struct kr__run {
 #define KR_SERIES_COLS 9   /* wall_seconds, gvt, committed, processed, rss_bytes, rollbacks,
                             * rolled_back, preempted_at_calls, preempted_by_ticks */
 
-enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH };
+enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH,
+                KR_MODE_DONE };
 
 struct kr__ctx;
 
@@ -172,6 +173,19 @@ void kr__fail_fatal(struct kr__ctx *c, const char *msg);
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
+}
+
+/* The model's done() for LP id, after init or an event, on every engine inside the same
+ * protection as the event (its errors and crashes deferred like the event's, the event
+ * timeout still running) and in a read-only mode: calls that change state are refused. */
+static inline bool kr__run_done(const struct kr__run *r, struct kr__lp *lp, kr_lp id)
+{
+    if (!r->model->done) return false;
+    uint8_t mode = kr__ctx.mode;
+    kr__ctx.mode = KR_MODE_DONE;
+    bool d = r->model->done(id, lp->root);
+    kr__ctx.mode = mode;
+    return d;
 }
 
 /* Params and models. */

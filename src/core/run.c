@@ -7,6 +7,7 @@
 #include "core.h"
 #include "digest.h"
 #include "error.h"
+#include "watchdog.h"
 #include "interrupt.h"
 #include "../state/addrmap.h"
 #include "../state/buddy.h"
@@ -35,8 +36,10 @@ void kr__lp_run_init(struct kr__run *r, kr_lp id)
     kr__ctx.now = -INFINITY;
     kr__ctx.gen = 0;
     kr__ctx.mode = KR_MODE_INIT;
+    kr__watch_begin_callback(&kr__watch_callbacks, id, KR_MODE_INIT);
     if (r->model->init) r->model->init(id);
-    lp->done_init = r->model->done ? r->model->done(id, lp->root) : false;
+    lp->done_init = kr__run_done(r, lp, id);
+    kr__watch_end(&kr__watch_callbacks);
     kr__ctx.mode = KR_MODE_NONE;
 }
 
@@ -127,7 +130,11 @@ void kr__run_finish(struct kr__run *r)
         kr__ctx.mode = KR_MODE_FINISH;
         kr__ctx.ops = &finish_ops;
         kr__ctx.jmp = NULL;
-        if (m->finish) m->finish(id, lp->root);
+        if (m->finish) {
+            kr__watch_begin_callback(&kr__watch_callbacks, id, KR_MODE_FINISH);
+            m->finish(id, lp->root);
+            kr__watch_end(&kr__watch_callbacks);
+        }
         kr__ctx.mode = KR_MODE_NONE;
         h = kr__mix(h, lp->digest);
         h = kr__mix(h, lp->committed);
@@ -201,6 +208,7 @@ int kr__run_main(const struct kr__config *cfg)
     kr__fault_install();
     kr__interrupt_install();
     kr__run_current = &r;
+    kr__watch_thread_start(&r);
     setup_state(&r);
 
     double t0 = now_seconds();
@@ -209,10 +217,12 @@ int kr__run_main(const struct kr__config *cfg)
     r.wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
     if (rc) {
+        kr__watch_thread_stop();
         kr__run_current = NULL;
         return rc;
     }
     kr__run_finish(&r);
+    kr__watch_thread_stop();
     r.peak_rss = kr__peak_rss_bytes();
     kr__report_summary(&r, stderr);
     if (cfg->stats_path) kr__report_json(&r, cfg->stats_path);

@@ -16,6 +16,19 @@ void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const s
     snprintf(buf, cap, "%s: " KR_TIMEOUT_FMT "%s", where, r->cfg->event_timeout, hint);
 }
 
+/* A slot that times a callback other than an event (init, done() after init, finish). */
+static void callback_message(char *buf, size_t cap, const struct kr__run *r,
+                             const struct kr__watch *w)
+{
+    unsigned mode = atomic_load_explicit(&w->mode, memory_order_relaxed);
+    snprintf(buf, cap, "model '%s', LP %llu, in %s: the callback has run for more than %g s "
+             "(--event-timeout) without returning: an endless loop? If it is only slow, raise "
+             "--event-timeout (0: no limit)", r->model->name,
+             (unsigned long long)atomic_load_explicit(&w->lp, memory_order_relaxed),
+             mode == KR_MODE_INIT ? "init" : mode == KR_MODE_FINISH ? "finish" : "done()",
+             r->cfg->event_timeout);
+}
+
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint)
 {
     double limit = r->cfg->event_timeout;
@@ -33,24 +46,29 @@ void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_n
     const struct kr__ev *e = atomic_load_explicit(&w->ev, memory_order_relaxed);
     /* The thread is still inside that event (seq unchanged), so e is valid to read. */
     char msg[768];
-    kr__timeout_message(msg, sizeof msg, r, e, hint);
+    if (e) kr__timeout_message(msg, sizeof msg, r, e, hint);
+    else callback_message(msg, sizeof msg, r, w);
     if (atomic_load_explicit(&w->seq, memory_order_acquire) != s) return; /* it just returned */
     kr__die(msg);
 }
 
+struct kr__watch kr__watch_callbacks;
+
+/* One watcher thread for the whole run: it polls the callback slot and the slots an engine
+ * attaches (sequential, conservative; the optimistic engine's main thread polls its
+ * workers). It waits on a condition variable rather than sleeping, so that the end of the
+ * run stops it at once (a nanosleep made every run end up to 50 ms late). */
 static struct {
     pthread_t tid;
     bool on;
     bool stop;                  /* under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* stop was set: the run is over */
-    struct kr__watch *w;        /* n slots */
+    struct kr__watch *w;        /* n slots attached by the engine, under mu */
     size_t n;
     const struct kr__run *r;
 } seqw = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/* Polls every 50 ms. It waits on a condition variable rather than sleeping, so that the end
- * of the run stops it at once (a nanosleep made every run end up to 50 ms late). */
 static void *watch_main(void *arg)
 {
     (void)arg;
@@ -62,20 +80,19 @@ static void *watch_main(void *arg)
         if (at.tv_nsec >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
         while (!seqw.stop && pthread_cond_timedwait(&seqw.cv, &seqw.mu, &at) == 0) {}
         if (seqw.stop) break;
-        pthread_mutex_unlock(&seqw.mu);
         uint64_t now = kr__clock_ns();
+        kr__watch_poll(&kr__watch_callbacks, seqw.r, now, "");
         for (size_t i = 0; i < seqw.n; i++) kr__watch_poll(&seqw.w[i], seqw.r, now, "");
-        pthread_mutex_lock(&seqw.mu);
     }
     pthread_mutex_unlock(&seqw.mu);
     return NULL;
 }
 
-void kr__watch_thread_start(struct kr__watch *w, size_t n, const struct kr__run *r)
+void kr__watch_thread_start(const struct kr__run *r)
 {
     if (r->cfg->event_timeout <= 0) return;
-    seqw.w = w;
-    seqw.n = n;
+    seqw.w = NULL;
+    seqw.n = 0;
     seqw.r = r;
     seqw.stop = false;
     pthread_condattr_t a;
@@ -85,6 +102,14 @@ void kr__watch_thread_start(struct kr__watch *w, size_t n, const struct kr__run 
     pthread_condattr_destroy(&a);
     seqw.on = pthread_create(&seqw.tid, NULL, watch_main, NULL) == 0;
     if (!seqw.on) pthread_cond_destroy(&seqw.cv);
+}
+
+void kr__watch_attach(struct kr__watch *w, size_t n)
+{
+    pthread_mutex_lock(&seqw.mu);
+    seqw.w = w;
+    seqw.n = w ? n : 0;
+    pthread_mutex_unlock(&seqw.mu);
 }
 
 void kr__watch_thread_stop(void)

@@ -15,7 +15,9 @@ struct kr__run;
 
 struct kr__watch {
     _Alignas(64) _Atomic uint64_t seq;     /* odd while an event runs */
-    _Atomic(const struct kr__ev *) ev;
+    _Atomic(const struct kr__ev *) ev;     /* NULL: a callback (lp, mode) */
+    _Atomic uint64_t lp;
+    _Atomic unsigned mode;                 /* enum kr__mode */
     /* watcher side */
     uint64_t seen;                         /* seq at the last poll */
     uint64_t since_ns;                     /* when seq was first seen at that odd value */
@@ -24,6 +26,16 @@ struct kr__watch {
 static inline void kr__watch_begin(struct kr__watch *w, const struct kr__ev *e)
 {
     atomic_store_explicit(&w->ev, e, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&w->seq, memory_order_relaxed);
+    atomic_store_explicit(&w->seq, s + 1, memory_order_release);
+}
+
+/* A callback that is not an event: init, done() after init, finish (mode: enum kr__mode). */
+static inline void kr__watch_begin_callback(struct kr__watch *w, uint64_t lp, unsigned mode)
+{
+    atomic_store_explicit(&w->ev, NULL, memory_order_relaxed);
+    atomic_store_explicit(&w->lp, lp, memory_order_relaxed);
+    atomic_store_explicit(&w->mode, mode, memory_order_relaxed);
     uint64_t s = atomic_load_explicit(&w->seq, memory_order_relaxed);
     atomic_store_explicit(&w->seq, s + 1, memory_order_release);
 }
@@ -41,9 +53,13 @@ void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const s
 /* Check one slot at time now_ns; exits the process with the error if it timed out.
  * `hint` is appended to the message (may be ""). */
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint);
-/* A watcher thread over n slots, for the sequential and conservative engines (no-op when
- * --event-timeout is 0). */
-void kr__watch_thread_start(struct kr__watch *w, size_t n, const struct kr__run *r);
+/* The slot of init, done() after init and finish, on whichever thread runs them. */
+extern struct kr__watch kr__watch_callbacks;
+/* The watcher thread of a run (no-op when --event-timeout is 0): it polls the callback slot
+ * and the n slots an engine attaches (the sequential and conservative engines; NULL
+ * detaches them). */
+void kr__watch_thread_start(const struct kr__run *r);
+void kr__watch_attach(struct kr__watch *w, size_t n);
 void kr__watch_thread_stop(void);
 
 #endif

@@ -117,7 +117,9 @@ static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
 static void tw_fail(struct kr__ctx *c, const char *msg)
 {
     struct tw_thread *th = c->eng;
-    if (!th || !th->armed || (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST)) return;
+    if (!th || !th->armed ||
+        (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST && c->mode != KR_MODE_DONE))
+        return;
     free(c->lp->err);
     c->lp->err = strdup(msg);
     if (!c->lp->err) return; /* fatal at once rather than lose the message */
@@ -134,8 +136,12 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
     th->jmp_cur = &th->jmp;
     th->armed = true;
     kr__watch_begin(&th->watch, e);
-    if (_setjmp(th->jmp) == 0) kr__run_event(th->r, lp, e);
-    else e->flags |= KR_EVF_ERROR;
+    if (_setjmp(th->jmp) == 0) {
+        kr__run_event(th->r, lp, e);
+        if (mode == KR_MODE_EVENT && kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
+    } else {
+        e->flags |= KR_EVF_ERROR;
+    }
     kr__watch_end(&th->watch);
     th->armed = false;
     kr__ctx.mode = KR_MODE_NONE;
@@ -189,9 +195,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
 /* e has run to its end: it joins lp's processed list. */
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    if (e->flags & KR_EVF_ERROR) lp->poison = e;
-    else if (th->r->model->done && th->r->model->done(e->dest, lp->root))
-        e->flags |= KR_EVF_DONE_AFTER;
+    if (e->flags & KR_EVF_ERROR) lp->poison = e; /* (done() ran with the event) */
     e->st = KR_EV_PROCESSED;
     e->next = NULL;
     e->prev = lp->tail;

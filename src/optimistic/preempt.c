@@ -64,6 +64,7 @@ static void ts_entry(void *arg)
             kr__ult_self.app = 1;
             atomic_signal_fence(memory_order_seq_cst);
             kr__run_event(th->r, lp, e);
+            if (kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
             atomic_signal_fence(memory_order_seq_cst);
         } else {
             e->flags |= KR_EVF_ERROR; /* deferred: reported only if it commits */

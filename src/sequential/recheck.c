@@ -77,6 +77,19 @@ static void check_marks(const struct kr__lp *lp, const struct kr__ckpt *before)
                         "the instrumented build (docs/guide.md)", off, size, p);
 }
 
+bool kr__recheck_done(struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    if (!r->model->done) return false;
+    uint64_t before = kr__mix(kr__arena_hash(&lp->arena, lp->root, NULL), lp->rng);
+    bool d = kr__run_done(r, lp, e->dest);
+    if (kr__mix(kr__arena_hash(&lp->arena, lp->root, NULL), lp->rng) != before) {
+        kr__ctx.mode = KR_MODE_DONE;
+        kr__model_error("--check: done() changed the LP's state; done() only reads it (it is "
+                        "asked after every event, on speculative states too)");
+    }
+    return d;
+}
+
 void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
     uint64_t w[KR_CKPT_WORDS];

@@ -69,13 +69,14 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         kr__watch_begin(&s->watch, e);
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);
+        bool done = s->check ? kr__recheck_done(r, lp, e) : kr__run_done(r, lp, e->dest);
         kr__watch_end(&s->watch);
         kr__lp_commit_event(lp, e);
         r->end_key = e->k;
         r->end_key.seq++;
         kr__pool_put(pool, e);
         cnt->processed++;
-        if (m->done && kr__lp_done_step(lp, m->done(e->dest, lp->root)) && ++ndone == r->n)
+        if (m->done && kr__lp_done_step(lp, done) && ++ndone == r->n)
             return true;
         if (__builtin_expect((cnt->processed & 0xffff) == 0, 0)) {
             cnt->committed = cnt->processed;
@@ -106,9 +107,9 @@ int kr__seq_run(struct kr__run *r)
     r->end_key = kr__key_at(0);
     kr__ctx.mode = KR_MODE_EVENT;
     memset(&s.watch, 0, sizeof s.watch);
-    kr__watch_thread_start(&s.watch, 1, r);
+    kr__watch_attach(&s.watch, 1);
     bool by_done = (r->model->done && ndone == r->n) || seq_loop(r, &s, ndone);
-    kr__watch_thread_stop();
+    kr__watch_attach(NULL, 0);
     kr__ctx.mode = KR_MODE_NONE;
     r->ended_by_done = by_done;
     r->interrupted = by_done ? 0 : kr__interrupted();

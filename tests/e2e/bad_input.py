@@ -166,7 +166,7 @@ t.ok("without --check the same model runs (the check is what finds it)")
 
 # an error on a wrong speculative path only must not fail the run
 ref = None
-for case in ("0", "19"):
+for case in ("0", "19", "23", "24"):  # an event's error or crash, done()'s crash or error
     ref = None
     for sync in (["--sync", "sequential"], ["--threads", "2"], ["--threads", "2"],
                  ["--threads", "2", "--state", "page"]):

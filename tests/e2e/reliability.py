@@ -218,7 +218,32 @@ def case_dying_runs():
                     *hazard_args(10, "-P", "at=10"), *eng)
 
 
+def case_done_contract():
+    """9: one contract for done() on every engine: it runs with the event's protection (a
+    crash is a model error naming done(), a speculative-only one is discarded: bad_input
+    cases 23, 24), it may only read (kr_malloc there is refused everywhere, and --check sees
+    a done() that writes its state)."""
+    for eng in ENGINES:
+        expect_fail(1, ["model 'hazard', LP 0, in done() after init", "SIGSEGV"],
+                    *hazard_args(6), *eng)
+        expect_fail(1, ["in done() after the event", "kr_malloc in done()", "only reads"],
+                    *hazard_args(12), *eng)
+    expect_fail(1, ["in done() after the event", "--check: done() changed the LP's state"],
+                *hazard_args(13, "--sync", "sequential", "--check"))
+
+
+def case_callback_timeouts():
+    """10: --event-timeout covers every model callback: finish() and a committed done()."""
+    for eng in ENGINES:
+        out, _ = expect_fail(1, ["model 'hazard', LP 0, in finish", "--event-timeout"],
+                             *hazard_args(7, "--event-timeout", "1"), *eng)
+        if len(out.splitlines()) != 221:
+            fail(f"finish loop {eng}: {len(out.splitlines())} of 221 committed lines printed")
+        expect_fail(1, ["LP 0, virtual time ", "--event-timeout"],
+                    *hazard_args(8, "-P", "at=10", "--event-timeout", "1"), *eng)
+
+
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
-             case_write_errors, case_dying_runs):
+             case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts):
     case()
 t.finish()

@@ -15,6 +15,8 @@
  *   case 9  _exit(0) in an event at virtual time >= `at`
  *   case 10 kr_printf from a thread the model started, in an event at >= `at`
  *   case 11 an endless loop in an event at virtual time >= `at`
+ *   case 12 kr_malloc in done()
+ *   case 13 done() that writes the LP's state
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,7 +25,8 @@
 #include "kairos.h"
 
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
-       FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP };
+       FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
+       MALLOC_IN_DONE, DONE_WRITES };
 
 static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
@@ -118,6 +121,8 @@ static bool hazard_done(kr_lp me, const void *state)
     if (which() == DONE_CRASH) *(volatile int *)(uintptr_t)(8 + s->events % 2) = 1;
     if (which() == DONE_LOOP && me == 0 && s->events && kr_now() >= kr_param_double("at", 5))
         while (forever) {}
+    if (which() == MALLOC_IN_DONE && s->events) kr_malloc(8);
+    if (which() == DONE_WRITES) ((struct st *)state)->events++;
     return false;
 }
 

@@ -10,7 +10,8 @@ enum {
     OK_SPECULATIVE, DEST_RANGE, PAST, NAN_TIME, INF_TIME, PAYLOAD, ARENA, BAD_FREE, BAD_STATE,
     USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE, ZERO_DELAY_LOOP,
     NULL_WRITE, DIV_ZERO, STACK_OVERFLOW, FOREIGN_STATE, OK_SPECULATIVE_CRASH,
-    SPAN_VIOLATION, BAD_SPAN, LOOKAHEAD_IN_EVENT
+    SPAN_VIOLATION, BAD_SPAN, LOOKAHEAD_IN_EVENT, OK_SPECULATIVE_DONE_CRASH,
+    OK_SPECULATIVE_DONE_ERROR
 };
 
 /* A real integer division (sanitizer builds must not trap it first: the test is that the
@@ -93,7 +94,9 @@ static void misuse_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     if (type == 3) { s->ok = 1; return; }
     if (type == 4) { send(me, now, 4, NULL, 0); return; } /* forever at one time */
     if (type == 1) { /* LP 0 at 0.5: slow, then tells LP 1 it is fine (time 1.0) */
-        if (c == OK_SPECULATIVE || c == OK_SPECULATIVE_CRASH) spin_ms(50);
+        if (c == OK_SPECULATIVE || c == OK_SPECULATIVE_CRASH || c == OK_SPECULATIVE_DONE_CRASH ||
+            c == OK_SPECULATIVE_DONE_ERROR)
+            spin_ms(50);
         send(1, 1.0, 3, NULL, 0);
     }
     if (type != 2) return;
@@ -137,7 +140,12 @@ static bool misuse_done(kr_lp me, const void *state)
 {
     (void)me;
     const struct st *s = state;
-    if (kr_param_int("case", 0) == NOT_MONOTONE) return me == 1 && s->events == 1; /* true, then false */
+    int c = (int)kr_param_int("case", 0);
+    if (c == NOT_MONOTONE) return me == 1 && s->events == 1; /* true, then false */
+    /* LP 1 after its event at 2.0 without LP 0's word: only on a wrong speculative path */
+    bool wrong = me == 1 && s->events >= 1 && !s->ok;
+    if (c == OK_SPECULATIVE_DONE_CRASH && wrong) poke(bad_address);
+    if (c == OK_SPECULATIVE_DONE_ERROR && wrong) kr_error("done() on a wrong speculative path");
     return false;
 }
 
