@@ -4,6 +4,7 @@
 #ifndef KR_CORE_CORE_H
 #define KR_CORE_CORE_H
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,6 +72,7 @@ struct kr__run {
     kr_time final_gvt;
     bool ended_by_done;
     int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
+    int rc;                           /* what the engine returned (0: the run ended) */
     struct kr__key end_key;           /* everything before this key was committed */
     uint64_t run_digest;
     size_t peak_rss;
@@ -140,6 +142,16 @@ int kr__cons_run(struct kr__run *r);
 int kr__run_main(const struct kr__config *cfg);
 /* The run in progress (from any thread, for messages), NULL before and after it. */
 extern struct kr__run *_Atomic kr__run_current;
+/* Stack beside a callback's --stack-kb, on engine threads and event stacks alike (the
+ * engine's own frames, a boot frame), so that both hold about the same before overflowing. */
+#define KR_STACK_ENGINE ((size_t)64 << 10)
+/* Start an engine thread that runs model callbacks: --stack-kb plus the engine's share,
+ * the large guard below it (pin.c). Returns pthread_create's result. */
+int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb);
+/* The calling thread's stack as the fault handler judges overflows: [lo, hi). */
+extern __thread char *kr__stack_lo, *kr__stack_hi;
+void kr__stack_note(void);
+
 /* Shortest extra-tick period: a tick costs 25-30 us here, and periods of 5-8 us starved the
  * worker loop (no event committed, ever). */
 #define KR_TICK_US_MIN 20

@@ -83,6 +83,17 @@ static bool in_libc(const ucontext_t *uc)
     return pc >= libc_lo && pc < libc_hi;
 }
 
+/* The fault lies in the guard below the stack model code runs on (an event stack, or the
+ * engine thread's own), or the stack pointer itself has left the stack: a frame larger
+ * than the stack. */
+static bool thread_overflow(const siginfo_t *si, const ucontext_t *uc)
+{
+    const char *lo = kr__ult_self.cur ? kr__ult_self.cur->lo : kr__stack_lo;
+    if (!lo) return false;
+    const char *a = si->si_addr, *sp = (const char *)uc->uc_mcontext.gregs[REG_RSP];
+    return (a >= lo - KR_STACK_GUARD && a < lo) || (sp < lo && sp >= lo - KR_STACK_GUARD);
+}
+
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
     if (sig == SIGABRT) { /* (the model's own abort() calls are caught in interpose.c) */
@@ -95,12 +106,11 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
     /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
      * frame, e.g. a tick arriving while the event's stack is all but full. */
     const void *sp = si->si_code == SI_KERNEL ? (const void *)uc->uc_mcontext.gregs[REG_RSP] : NULL;
-    if (sig == SIGSEGV && kr__ult_guard_hit(si->si_addr, sp)) {
-        const struct kr__ult *u = kr__ult_self.cur;
-        kr__model_error("the event handler overflowed its stack (%zu KiB, an event stack of "
-                        "time-sharing): deep recursion or large local arrays; raise --stack-kb "
-                        "or move large arrays to kr_malloc", (size_t)(u->hi - u->lo) / 1024);
-    }
+    if (sig == SIGSEGV && (kr__ult_guard_hit(si->si_addr, sp) || thread_overflow(si, uc)))
+        kr__model_error("the model overflowed its stack (--stack-kb %zu KiB, the same for model "
+                        "code on every engine): deep recursion or large local arrays; raise "
+                        "--stack-kb or move large arrays to kr_malloc",
+                        kr__run_current ? kr__run_current->cfg->stack_kb : 0);
     uint64_t lp;
     struct kr__seg *s = sig == SIGSEGV ? kr__region_find(si->si_addr, &lp) : NULL;
     if (s && s != kr__ctx.lp->arena.seg)

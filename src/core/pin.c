@@ -1,9 +1,57 @@
-/* pin.c - binding an engine thread to a core of its own, when there are cores enough. */
+/* pin.c - engine threads: their stacks (the stack contract of docs/guide.md: --stack-kb for
+ * model code on every engine, a large guard below) and binding each to a core of its own,
+ * when there are cores enough. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include "core.h"
+#include "../ult/ult.h"
+
+__thread char *kr__stack_lo, *kr__stack_hi;
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+void kr__stack_note(void)
+{
+    pthread_attr_t a;
+    void *lo;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &a)) return;
+    if (!pthread_attr_getstack(&a, &lo, &size)) {
+        kr__stack_lo = lo;
+        kr__stack_hi = (char *)lo + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
+static void *trampoline(void *arg)
+{
+    struct start s = *(struct start *)arg;
+    free(arg);
+    kr__stack_note();
+    return s.fn(s.arg);
+}
+
+int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb)
+{
+    struct start *s = malloc(sizeof *s);
+    if (!s) return -1;
+    s->fn = fn;
+    s->arg = arg;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, stack_kb * 1024 + KR_STACK_ENGINE);
+    pthread_attr_setguardsize(&a, KR_STACK_GUARD);
+    int rc = pthread_create(t, &a, trampoline, s);
+    pthread_attr_destroy(&a);
+    if (rc) free(s);
+    return rc;
+}
 
 void kr__pin_thread(unsigned id, unsigned nthreads)
 {

@@ -188,6 +188,22 @@ static void setup_state(struct kr__run *r)
 
 struct kr__run *_Atomic kr__run_current;
 
+/* The engine's thread: the run, then finish on the committed states. */
+static void *run_engine(void *arg)
+{
+    struct kr__run *r = arg;
+    kr__fault_thread_init();
+    double t0 = now_seconds();
+    const struct kr__config *cfg = r->cfg;
+    r->rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(r)
+            : cfg->sync == KR_SYNC_CONSERVATIVE ? kr__cons_run(r) : kr__tw_run(r);
+    r->wall_seconds = now_seconds() - t0;
+    kr__set_salvage(NULL, NULL);
+    if (!r->rc) kr__run_finish(r);
+    kr__fault_thread_fini();
+    return NULL;
+}
+
 int kr__run_main(const struct kr__config *cfg)
 {
     struct kr__run r;
@@ -211,18 +227,18 @@ int kr__run_main(const struct kr__config *cfg)
     kr__watch_thread_start(&r);
     setup_state(&r);
 
-    double t0 = now_seconds();
-    int rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(&r)
-             : cfg->sync == KR_SYNC_CONSERVATIVE ? kr__cons_run(&r) : kr__tw_run(&r);
-    r.wall_seconds = now_seconds() - t0;
-    kr__set_salvage(NULL, NULL);
-    if (rc) {
-        kr__watch_thread_stop();
-        kr__run_current = NULL;
-        return rc;
-    }
-    kr__run_finish(&r);
+    /* The engine runs on a thread of its own, so that model code has --stack-kb of stack
+     * with the large guard below on every engine (the main thread's stack is whatever the
+     * shell's limit says). */
+    pthread_t t;
+    if (kr__thread_start(&t, run_engine, &r, cfg->stack_kb))
+        kr__usage_error("cannot start the engine thread (%s)", strerror(errno));
+    pthread_join(t, NULL);
     kr__watch_thread_stop();
+    if (r.rc) {
+        kr__run_current = NULL;
+        return r.rc;
+    }
     r.peak_rss = kr__peak_rss_bytes();
     kr__report_summary(&r, stderr);
     if (cfg->stats_path) kr__report_json(&r, cfg->stats_path);

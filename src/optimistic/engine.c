@@ -474,7 +474,7 @@ int kr__tw_run(struct kr__run *r)
     tw_init_lps(r, g);
     atomic_store(&g->running, g->n);
     for (unsigned t = 0; t < g->n; t++)
-        if (pthread_create(&g->th[t].tid, NULL, tw_worker, &g->th[t]))
+        if (kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb))
             kr__usage_error("cannot start worker thread %u of %u", t, g->n);
     tw_watch(r, g);
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);

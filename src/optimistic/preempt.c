@@ -90,7 +90,8 @@ void tw_ts_thread_start(struct tw_thread *th)
     const struct kr__config *cfg = th->r->cfg;
     th->preempt = (uint8_t)cfg->preempt;
     if (th->preempt == KR_PREEMPT_OFF) return;
-    kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024, TW_MAX_SUSPENDED, ts_entry, th);
+    kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE, TW_MAX_SUSPENDED,
+                      ts_entry, th);
     struct kr__ult_self *s = &kr__ult_self;
     s->bh_min = &th->g->inbox[th->id].bh_min;
     s->slice_ns = TW_SLICE_NS;

@@ -21,7 +21,7 @@ struct range {
     uintptr_t lo, hi;    /* [lo, hi) */
     uintptr_t base;      /* image: the module's load address */
     uint64_t name;       /* image: hash of the module's file name (not its directory) */
-    char where[48];      /* other mappings: what /proc/self/maps calls it */
+    char where[80];      /* other mappings: what /proc/self/maps calls it */
 };
 
 struct table {
@@ -84,7 +84,8 @@ static void read_maps(void)
         struct range x = { .lo = lo, .hi = hi };
         char *name = name_at ? line + name_at : line + strlen(line);
         name[strcspn(name, "\n")] = 0;
-        snprintf(x.where, sizeof x.where, "%s", *name ? name : "anonymous memory");
+        snprintf(x.where, sizeof x.where, "%s",
+                 *name ? name : "anonymous memory (a thread's C library heap, another LP, a stack)");
         push(&maps, &x);
     }
     fclose(f);

@@ -227,7 +227,7 @@ static uint64_t canonical_word(const struct kr__arena *a, uint64_t w, struct kr_
     if (!ar && w) ar = find_area(a, p - 1);
     if (!ar) {
         enum kr__addr_kind kind;
-        char where[48];
+        char where[80];
         uint64_t c = kr__addrmap_canon(w, &kind, where, sizeof where);
         if (kind == KR_ADDR_FOREIGN && alien && !alien->found) {
             alien->found = true;

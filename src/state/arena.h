@@ -66,7 +66,7 @@ struct kr__alien {
     bool found;
     uint64_t word;
     size_t offset, block;   /* byte offset in its block, the block's size */
-    char where[48];         /* the mapping it points into */
+    char where[80];         /* the mapping it points into */
 };
 
 /* Hash of the live contents, with pointers into this arena replaced by (class, position)

@@ -66,7 +66,7 @@ __asm__(".pushsection .text\n"
 #error "time-sharing context switch: only x86-64 is implemented (src/ult/ult.c)"
 #endif
 
-#define GUARD_BYTES (64 * 1024) /* large frames (arrays on the stack) skip a single page */
+#define GUARD_BYTES KR_STACK_GUARD /* large frames (arrays on the stack) skip a small guard */
 
 #if defined(__SANITIZE_ADDRESS__)
 static __thread const void *plat_bottom;

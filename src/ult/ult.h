@@ -27,6 +27,12 @@
 #include <string.h>
 #include "kairos.h"
 
+/* Every thread that runs model callbacks has --stack-kb of stack (event stacks of
+ * time-sharing too) with this much unmapped address space below it, so that a frame that
+ * outgrows its stack (an array on the stack) faults there and is reported as a stack
+ * overflow instead of landing in another stack or in engine memory. Address space only. */
+#define KR_STACK_GUARD ((size_t)64 << 20)
+
 /* Why a ULT gave the CPU back. */
 enum kr__ult_status { KR_ULT_IDLE, KR_ULT_RUNNING, KR_ULT_DONE, KR_ULT_SUSPENDED };
 enum kr__ult_reason { KR_BY_RETURN = 1, KR_BY_TICK, KR_BY_SLICE };

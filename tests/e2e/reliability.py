@@ -45,7 +45,7 @@ def case_pointer_digest():
         fail(f"pointer idioms: digests differ between runs or engines: {seen}")
     t.ok("state pointers to literals/tables/functions/one-past-end: one digest in 12 runs (4 engines, page, buddy)")
     # a pointer into the C library heap cannot be named: --check says so
-    expect_fail(1, ["LP 0", "outside its kr_malloc memory", "[heap]"],
+    expect_fail(1, ["LP 0", "outside its kr_malloc memory", "the run digest cannot name"],
                 *hazard_args(2, "--sync", "sequential", "--check"))
 
 
@@ -243,7 +243,23 @@ def case_callback_timeouts():
                     *hazard_args(8, "-P", "at=10", "--event-timeout", "1"), *eng)
 
 
+def case_stack_frames():
+    """4: a frame bigger than the stack is a stack overflow on every engine and preemption
+    mode, with the same --stack-kb limit; a frame that fits runs everywhere."""
+    modes = ENGINES + [["--threads", "2", "--preempt", m] for m in ("off", "return", "tick")]
+    ref = None
+    for eng in modes:
+        expect_fail(1, ["the model overflowed its stack (--stack-kb 256 KiB", "LP 3, virtual time"],
+                    *hazard_args(5, "--stack-kb", "256"), *eng)
+        _, _, err = run(kairos, *hazard_args(5, "--stack-kb", "1024"), *eng)
+        ref = ref or digest(err)
+        if digest(err) != ref:
+            fail(f"400 KiB frame on a 1 MiB stack, {eng}: digest differs")
+    t.ok("a 400 KiB frame runs on a 1024 KiB stack on every engine, same digest")
+
+
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
-             case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts):
+             case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts,
+             case_stack_frames):
     case()
 t.finish()

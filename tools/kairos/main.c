@@ -63,7 +63,9 @@ static void usage(FILE *f)
         "  --tick-us US         extra-tick period (default: from 'kairos calibrate', else 1000)\n"
         "  --alpha A            adaptive rule: ticks while mean event time / (model calls per\n"
         "                       event + 1) >= (1 + A) x tick (default -0.5; -1: always)\n"
-        "  --stack-kb N         stack of an event under time-sharing (default 256)\n"
+        "  --stack-kb N         stack for model code, the same on every engine and on the\n"
+        "                       event stacks of time-sharing (default 8192); a deeper stack\n"
+        "                       is reported as a stack overflow\n"
         "  --event-timeout S    an event on the committed path still running after S seconds\n"
         "                       is reported as a model error (default 60; 0: never)\n"
         "  --handoff MODE       conservative: push (the scheduler writes each job into a\n"
@@ -318,7 +320,7 @@ static int cmd_run(int argc, char **argv)
 #endif
     c.tick_us = kr__calibrated_tick_us(&c.tick_from);
     c.alpha = -0.5;
-    c.stack_kb = 256;
+    c.stack_kb = 8192;
     c.event_timeout = 60;
     c.scheduler_works = true;
     c.offload_us = 2;
