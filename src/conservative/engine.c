@@ -405,6 +405,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     if (!c->w || !c->watch || !c->lp_busy) kr__fatal_oom("conservative engine", r->n);
     memset(c->w, 0, (c->nw + 1) * sizeof *c->w);
     memset(c->watch, 0, (c->nw + 1) * sizeof *c->watch);
+    kr__watch_bind(&c->watch[0]); /* the scheduler's, on this thread */
     for (unsigned i = 0; i <= c->nw; i++) {
         c->w[i].c = c;
         c->w[i].id = i;

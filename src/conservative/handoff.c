@@ -208,6 +208,7 @@ static void *worker_main(void *arg)
     struct kr__run *r = c->r;
     kr__pin_thread(w->id, c->nw + 1);
     kr__fault_thread_init();
+    kr__watch_bind(&c->watch[w->id]);
     kr__ctx.run = r;
     kr__ctx.ops = &kr__cons_ops;
     kr__ctx.pool = &r->pools[w->id];

@@ -193,6 +193,7 @@ static void *run_engine(void *arg)
 {
     struct kr__run *r = arg;
     kr__fault_thread_init();
+    kr__watch_bind(&kr__watch_callbacks);
     double t0 = now_seconds();
     const struct kr__config *cfg = r->cfg;
     r->rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(r)

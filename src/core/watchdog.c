@@ -29,7 +29,20 @@ static void callback_message(char *buf, size_t cap, const struct kr__run *r,
              r->cfg->event_timeout);
 }
 
-void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint)
+void kr__watch_bind(struct kr__watch *w)
+{
+    w->has_cpu = pthread_getcpuclockid(pthread_self(), &w->cpu) == 0;
+}
+
+static uint64_t slot_now(const struct kr__watch *w)
+{
+    struct timespec ts;
+    if (w->has_cpu && clock_gettime(w->cpu, &ts) == 0)
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return kr__clock_ns();
+}
+
+void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hint)
 {
     double limit = r->cfg->event_timeout;
     uint64_t s = atomic_load_explicit(&w->seq, memory_order_acquire);
@@ -37,6 +50,7 @@ void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_n
         w->seen = s;
         return;
     }
+    uint64_t now_ns = slot_now(w);
     if (s != w->seen) { /* a new event since the last poll */
         w->seen = s;
         w->since_ns = now_ns;
@@ -80,9 +94,8 @@ static void *watch_main(void *arg)
         if (at.tv_nsec >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
         while (!seqw.stop && pthread_cond_timedwait(&seqw.cv, &seqw.mu, &at) == 0) {}
         if (seqw.stop) break;
-        uint64_t now = kr__clock_ns();
-        kr__watch_poll(&kr__watch_callbacks, seqw.r, now, "");
-        for (size_t i = 0; i < seqw.n; i++) kr__watch_poll(&seqw.w[i], seqw.r, now, "");
+        kr__watch_poll(&kr__watch_callbacks, seqw.r, "");
+        for (size_t i = 0; i < seqw.n; i++) kr__watch_poll(&seqw.w[i], seqw.r, "");
     }
     pthread_mutex_unlock(&seqw.mu);
     return NULL;

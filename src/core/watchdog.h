@@ -8,7 +8,9 @@
 #define KR_CORE_WATCHDOG_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include "../msg/event.h"
 
 struct kr__run;
@@ -18,10 +20,17 @@ struct kr__watch {
     _Atomic(const struct kr__ev *) ev;     /* NULL: a callback (lp, mode) */
     _Atomic uint64_t lp;
     _Atomic unsigned mode;                 /* enum kr__mode */
+    clockid_t cpu;                         /* CPU clock of the thread using the slot */
+    bool has_cpu;                          /* (else wall time) */
     /* watcher side */
     uint64_t seen;                         /* seq at the last poll */
     uint64_t since_ns;                     /* when seq was first seen at that odd value */
 };
+
+/* The calling thread is the one whose callbacks this slot times: a timeout counts its CPU
+ * time, so that a stopped process (SIGSTOP) or a write to a stalled stdout reader is not
+ * taken for an endless loop. */
+void kr__watch_bind(struct kr__watch *w);
 
 static inline void kr__watch_begin(struct kr__watch *w, const struct kr__ev *e)
 {
@@ -50,9 +59,9 @@ static inline void kr__watch_end(struct kr__watch *w)
  * watchdog and the engine's own check on preempted events all say the same). */
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
                          const char *hint);
-/* Check one slot at time now_ns; exits the process with the error if it timed out.
- * `hint` is appended to the message (may be ""). */
-void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, uint64_t now_ns, const char *hint);
+/* Check one slot; exits the process with the error if it timed out. `hint` is appended to
+ * the message (may be ""). */
+void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hint);
 /* The slot of init, done() after init and finish, on whichever thread runs them. */
 extern struct kr__watch kr__watch_callbacks;
 /* The watcher thread of a run (no-op when --event-timeout is 0): it polls the callback slot

@@ -273,6 +273,7 @@ static void *tw_worker(void *arg)
     bool over = ncpu > 0 && g->n > (unsigned)ncpu;
     kr__pin_thread(th->id, g->n);
     kr__fault_thread_init();
+    kr__watch_bind(&th->watch);
     tw_ts_thread_start(th);
     kr__ctx.run = th->r;
     kr__ctx.ops = &tw_ops;
@@ -425,19 +426,27 @@ static void tw_salvage(void *arg)
     tw_print_committed(arg, false);
 }
 
+/* A watcher loop that took this long means the process was stopped (or the machine
+ * suspended): the time does not count towards --event-timeout of events on stacks. */
+#define TW_PAUSE_NS (500u * 1000 * 1000)
+
 static void tw_watch(struct kr__run *r, struct tw_global *g)
 {
     struct kr__progress prog;
     kr__progress_start(&prog, r);
+    uint64_t last = kr__clock_ns();
     while (atomic_load_explicit(&g->running, memory_order_acquire) > 0) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
+        uint64_t now = kr__clock_ns();
+        if (now - last > TW_PAUSE_NS) /* a 10 ms sleep took far longer: we stood still */
+            atomic_fetch_add_explicit(&g->paused_ns, now - last, memory_order_relaxed);
+        last = now;
         if (kr__interrupted()) atomic_store_explicit(&g->stop, 1, memory_order_release);
         tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
-        uint64_t now = kr__clock_ns();
         for (unsigned t = 0; t < g->n; t++)
-            kr__watch_poll(&g->th[t].watch, r, now, r->cfg->preempt == KR_PREEMPT_OFF ?
+            kr__watch_poll(&g->th[t].watch, r, r->cfg->preempt == KR_PREEMPT_OFF ?
                            " (with --preempt off an event cannot be preempted: if it loops only "
                            "on a wrong speculative path, --preempt return or tick breaks the loop)" :
                            " (it ran on the worker's stack, where events shorter than 5 us on "

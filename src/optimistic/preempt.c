@@ -204,14 +204,29 @@ void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     u->preempted = false;
     u->jmp = NULL;
     u->run_ns = 0;
+    u->paused0 = atomic_load_explicit(&th->g->paused_ns, memory_order_relaxed);
+    u->over_at = 0;
     u->calls = 0;
     run_segment(th, lp, e, u);
 }
 
+#define TW_JUDGE_AGAIN_NS (100u * 1000 * 1000)
+
 /* An event on the committed path that will not end: a model error at its key. */
-static bool timed_out(struct tw_thread *th, struct kr__ev *e, const struct kr__ult *u)
+static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
 {
     if (!th->timeout_ns || u->run_ns < th->timeout_ns) return false;
+    /* Slices are timed by the wall clock: time the whole process stood still does not count.
+     * The watcher notices such a pause only when it runs again, so an event over the limit
+     * is judged again a little later before it is failed. */
+    uint64_t paused = atomic_load_explicit(&th->g->paused_ns, memory_order_relaxed) - u->paused0;
+    uint64_t now = kr__clock_ns();
+    if (u->run_ns < th->timeout_ns + paused) {
+        u->over_at = 0;
+        return false;
+    }
+    if (!u->over_at) u->over_at = now;
+    if (now - u->over_at < TW_JUDGE_AGAIN_NS) return false;
     if (kr__key_lt(&th->applied, &e->k)) { /* not yet known to be the lowest anywhere */
         tw_gvt_maybe_start(th, true);
         return false;

@@ -104,6 +104,9 @@ struct tw_global {
     _Atomic int stop;
     _Atomic unsigned running;
     _Atomic unsigned left;                 /* workers out of their loop (tw_stop_together) */
+    _Atomic uint64_t paused_ns;            /* wall time the process stood still (stopped by
+                                            * SIGSTOP, a suspended machine), as the watcher
+                                            * saw it: not an event's run time */
     pthread_mutex_t err_mu;
     pthread_mutex_t print_mu;              /* committed output is printed under it */
     char *err;                             /* lowest committed model error */

@@ -107,6 +107,7 @@ int kr__seq_run(struct kr__run *r)
     r->end_key = kr__key_at(0);
     kr__ctx.mode = KR_MODE_EVENT;
     memset(&s.watch, 0, sizeof s.watch);
+    kr__watch_bind(&s.watch);
     kr__watch_attach(&s.watch, 1);
     bool by_done = (r->model->done && ndone == r->n) || seq_loop(r, &s, ndone);
     kr__watch_attach(NULL, 0);

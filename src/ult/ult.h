@@ -47,7 +47,9 @@ struct kr__ult {
     bool fresh;                /* sp is a boot frame (never run, or reset) */
     bool preempted;            /* engine: its event has been suspended at least once */
     void *jmp;                 /* engine: where a model error in its event unwinds to */
-    uint64_t run_ns;           /* engine: CPU time of its event so far */
+    uint64_t run_ns;           /* engine: wall time of its event's slices so far */
+    uint64_t paused0;          /* engine: the run's paused time when its event started */
+    uint64_t over_at;          /* engine: when it was first seen over the timeout, or 0 */
     uint64_t calls;            /* engine: model calls (platform returns) of its event */
 #if defined(__SANITIZE_ADDRESS__)
     void *asan_fake;

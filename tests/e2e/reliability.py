@@ -258,8 +258,34 @@ def case_stack_frames():
     t.ok("a 400 KiB frame runs on a 1024 KiB stack on every engine, same digest")
 
 
+def case_false_timeouts():
+    """13: --event-timeout counts the CPU time of the event, so a stopped process (SIGSTOP
+    longer than the timeout, then SIGCONT) or a stdout reader that stalls is not taken for
+    an endless loop."""
+    args = hazard_args(0, "--end", "300", "-P", "work=3000", "--event-timeout", "1")
+    slow = hazard_args(0, "--lps", "2", "--end", "3", "-P", "work=200000000",  # ~0.4 s events
+                       "--event-timeout", "1")
+    for eng in ENGINES:
+        p, out, stats = start(slow + eng)
+        time.sleep(0.6)  # inside an event
+        p.send_signal(signal.SIGSTOP)
+        time.sleep(2.5)
+        p.send_signal(signal.SIGCONT)
+        err = finish(p, 120)
+        if p.returncode != 0:
+            fail(f"SIGSTOP 2.5 s under --event-timeout 1, {eng}: exit {p.returncode}\n{err}")
+        t.ok(f"{' '.join(eng)}: stopped 2.5 s under --event-timeout 1, no timeout")
+        p = subprocess.Popen([kairos, *map(str, args + eng)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        time.sleep(2.5)  # nobody reads: the pipe fills, kairos blocks writing
+        _, err = p.communicate(timeout=120)
+        if p.returncode != 0:
+            fail(f"stalled stdout reader, {eng}: exit {p.returncode}\n{err.decode()}")
+        t.ok(f"{' '.join(eng)}: stdout reader stalled 2.5 s under --event-timeout 1, no timeout")
+
+
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
              case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts,
-             case_stack_frames):
+             case_stack_frames, case_false_timeouts):
     case()
 t.finish()
