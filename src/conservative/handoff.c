@@ -234,8 +234,7 @@ void cons_handoff_start(struct cons *c)
     atomic_store(&c->stop, false);
     kr__pin_thread(0, c->nw + 1);
     for (unsigned i = 1; i <= c->nw; i++)
-        if (kr__thread_start(&c->w[i].tid, worker_main, &c->w[i], c->r->cfg->stack_kb))
-            kr__usage_error("cannot start worker thread %u of %u; lower --threads", i, c->nw);
+        kr__thread_start(&c->w[i].tid, worker_main, &c->w[i], c->r->cfg->stack_kb, "a worker");
 }
 
 void cons_handoff_stop(struct cons *c)

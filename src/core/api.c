@@ -238,6 +238,12 @@ void *kr_malloc(size_t size)
     int err = 0;
     struct kr__arena *a = &kr__ctx.lp->arena;
     void *p = kr__arena_alloc(a, size, &err);
+    if (!p && err == KR_ARENA_MAPS)
+        kr__model_error("kr_malloc(%zu): the kernel refused another memory mapping (its limit, "
+                        "vm.max_map_count, is reached): --state page and buddy protect each "
+                        "LP's state pages apart, and every run of open pages is a mapping; use "
+                        "--state chunk or scan, fewer LPs, or raise the limit (sysctl -w "
+                        "vm.max_map_count=...)", size);
     if (!p)
         kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "
                         "with --arena-max or reduce the LP's state", size, arena_why(err),

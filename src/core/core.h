@@ -146,8 +146,10 @@ extern struct kr__run *_Atomic kr__run_current;
  * engine's own frames, a boot frame), so that both hold about the same before overflowing. */
 #define KR_STACK_ENGINE ((size_t)64 << 10)
 /* Start an engine thread that runs model callbacks: --stack-kb plus the engine's share,
- * the large guard below it (pin.c). Returns pthread_create's result. */
-int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb);
+ * the large guard below it (pin.c). Exits 1 with a message naming `what` and the likely
+ * cause if the thread cannot be started. */
+void kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
+                      const char *what);
 /* The calling thread's stack as the fault handler judges overflows: [lo, hi). */
 extern __thread char *kr__stack_lo, *kr__stack_hi;
 void kr__stack_note(void);
@@ -203,6 +205,9 @@ static inline bool kr__run_done(const struct kr__run *r, struct kr__lp *lp, kr_l
 /* Params and models. */
 void kr__params_check(const struct kr__config *cfg, const struct kr_model *m);
 const struct kr_model *kr__model_load(const char *name);
+/* The path of the outside model being loaded (its constructors and kr_model_entry() run),
+ * else NULL: a crash or exit() then is the model's (fault.c, interpose.c). */
+extern const char *volatile kr__model_loading;
 void kr__models_list(FILE *f);
 void kr__params_print(FILE *f, const struct kr_model *m);
 

@@ -122,10 +122,22 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
                         "division by zero) at instruction %p", si->si_addr);
     if (sig == SIGILL)
         kr__model_error("the model crashed with SIGILL (illegal instruction at %p)", si->si_addr);
+    if ((uintptr_t)si->si_addr < 4096 && kr__ctx.lp && !kr__ctx.lp->root)
+        kr__model_error("the model crashed with %s: invalid memory access at address %p, and "
+                        "this LP has no state: did init call kr_set_state? (the state handed "
+                        "to events and done() is NULL until it does)", sig_name(sig), si->si_addr);
     kr__model_error("the model crashed with %s: invalid memory access at address %p (a bad or "
                     "dangling pointer, a write past a block, or a stack overflow); to find the "
                     "line, run it sequentially under a debugger: gdb --args kairos run ... "
                     "--sync sequential", sig_name(sig), si->si_addr);
+}
+
+static void loading_crash(int sig, const siginfo_t *si)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "model '%s' crashed with %s (address %p) while being loaded, in a "
+             "constructor or kr_model_entry()", kr__model_loading, sig_name(sig), si->si_addr);
+    kr__die(buf);
 }
 
 /* Outside model code: a Kairos bug, or memory the model corrupted earlier (a write past a
@@ -154,6 +166,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         return;
     }
     if (kr__in_lp()) model_crash(sig, si, uc); /* does not return */
+    if (kr__model_loading) loading_crash(sig, si);
     engine_crash(sig, si);
 }
 

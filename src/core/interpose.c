@@ -27,11 +27,17 @@ _Noreturn void kr__exit_now(int status)
 static bool model_call(const char *what)
 {
     const struct kr__run *r = kr__run_current;
+    char msg[512];
+    if (kr__model_loading) {
+        snprintf(msg, sizeof msg, "model '%s' called %s while being loaded (in a constructor or "
+                 "kr_model_entry()); a model does its work in init and its events",
+                 kr__model_loading, what);
+        kr__die(msg);
+    }
     if (!r) return false;
     if (kr__in_lp())
         kr__model_error("the model called %s; a model ends a run with done() or --end, or "
                         "stops it with kr_error(), which name what went wrong", what);
-    char msg[512];
     snprintf(msg, sizeof msg, "model '%s': %s was called during the run, outside the model's "
              "callbacks (from a thread of the model?)", r->model->name, what);
     kr__die(msg);

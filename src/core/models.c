@@ -47,6 +47,8 @@ static const struct kr_model *check(const struct kr_model *m, const char *from)
     return m;
 }
 
+const char *volatile kr__model_loading;
+
 const struct kr_model *kr__model_load(const char *name)
 {
     if (!strchr(name, '/') && !strstr(name, ".so")) {
@@ -63,13 +65,22 @@ const struct kr_model *kr__model_load(const char *name)
         snprintf(path, sizeof path, "./%s", name);
         name = path;
     }
+    kr__fault_install(); /* a crash in the model's constructor or entry is the model's */
+    kr__model_loading = name;
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!h) kr__usage_error("cannot load model '%s': %s", name, dlerror());
+    if (!h) {
+        kr__model_loading = NULL;
+        kr__usage_error("cannot load model '%s': %s", name, dlerror());
+    }
     dlerror();
     const struct kr_model *(*entry)(void);
     *(void **)&entry = dlsym(h, "kr_model_entry");
-    if (!entry)
+    if (!entry) {
+        kr__model_loading = NULL;
         kr__usage_error("model '%s' does not export kr_model_entry(); an outside model defines "
                         "it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
-    return check(entry(), name);
+    }
+    const struct kr_model *m = entry();
+    kr__model_loading = NULL;
+    return check(m, name);
 }

@@ -53,7 +53,10 @@ void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
     for (size_t i = 0; i < cfg->nparams; i++) {
         const struct kr__kv *kv = &cfg->params[i];
         const struct kr_param *p = table_find(m, kv->key);
-        if (m->params && !p)
+        if (!m->params || !m->params[0].name)
+            kr__usage_error("model '%s' declares no parameters (-P %s=%s): a model lists what it "
+                            "reads in struct kr_model.params", m->name, kv->key, kv->val);
+        if (!p)
             kr__usage_error("model '%s' has no parameter '%s' (-P %s=%s); 'kairos run %s --help' "
                             "lists its parameters", m->name, kv->key, kv->key, kv->val, cfg->model);
         if (!p) continue;

@@ -4,7 +4,10 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include "error.h"
 #include <unistd.h>
 #include "core.h"
 #include "../ult/ult.h"
@@ -37,10 +40,11 @@ static void *trampoline(void *arg)
     return s.fn(s.arg);
 }
 
-int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb)
+void kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
+                      const char *what)
 {
     struct start *s = malloc(sizeof *s);
-    if (!s) return -1;
+    if (!s) kr__fatal_oom("a thread", sizeof *s);
     s->fn = fn;
     s->arg = arg;
     pthread_attr_t a;
@@ -49,8 +53,14 @@ int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_
     pthread_attr_setguardsize(&a, KR_STACK_GUARD);
     int rc = pthread_create(t, &a, trampoline, s);
     pthread_attr_destroy(&a);
-    if (rc) free(s);
-    return rc;
+    if (!rc) return;
+    free(s);
+    char msg[512];
+    snprintf(msg, sizeof msg, "cannot start %s (%s): each engine thread reserves --stack-kb "
+             "(%zu KiB) of stack and a %zu MiB guard of address space; lower --stack-kb or "
+             "--threads, or raise the limit on address space (ulimit -v) or threads", what,
+             strerror(rc), stack_kb, KR_STACK_GUARD >> 20);
+    kr__die(msg);
 }
 
 void kr__pin_thread(unsigned id, unsigned nthreads)

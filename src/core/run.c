@@ -173,8 +173,9 @@ static void setup_state(struct kr__run *r)
     if (r->state_mode == KR_STATE_FULL) return;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);
-    if (kr__region_init(r->n, slice, r->state_mode)) {
-        if (r->state_mode == KR_STATE_SCAN)
+    int rc = kr__region_init(r->n, slice, r->state_mode);
+    if (rc) {
+        if (rc == -2)
             kr__usage_error("--state scan: the kernel's write tracking is not available (%s): it "
                             "needs Linux 6.7 or later with userfaultfd allowed; use --state page",
                             strerror(errno));
@@ -232,8 +233,7 @@ int kr__run_main(const struct kr__config *cfg)
      * with the large guard below on every engine (the main thread's stack is whatever the
      * shell's limit says). */
     pthread_t t;
-    if (kr__thread_start(&t, run_engine, &r, cfg->stack_kb))
-        kr__usage_error("cannot start the engine thread (%s)", strerror(errno));
+    kr__thread_start(&t, run_engine, &r, cfg->stack_kb, "the engine thread");
     pthread_join(t, NULL);
     kr__watch_thread_stop();
     if (r.rc) {

@@ -364,6 +364,11 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
             kr__lp_run_init(r, id);
             tw_flush_local(th); /* same-thread sends of init */
+            /* Its base checkpoint at once: page tracking closes its pages now, so they
+             * merge into one kernel mapping with the rest instead of every LP's open pages
+             * counting against vm.max_map_count until all have run init. */
+            tw_take_ckpt(th, &r->lps[id], NULL);
+            th->ndone += r->lps[id].done_init;
         }
     }
     /* Init sends to other threads went through their inboxes; move them in now. */
@@ -374,10 +379,6 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         tw_drain(th);
         th->min_sent = kr__key_at(INFINITY);
         th->max_done_committed = kr__key_at(-INFINITY);
-        for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
-            tw_take_ckpt(th, &r->lps[id], NULL);
-            th->ndone += r->lps[id].done_init;
-        }
     }
 }
 
@@ -483,8 +484,7 @@ int kr__tw_run(struct kr__run *r)
     tw_init_lps(r, g);
     atomic_store(&g->running, g->n);
     for (unsigned t = 0; t < g->n; t++)
-        if (kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb))
-            kr__usage_error("cannot start worker thread %u of %u", t, g->n);
+        kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb, "a worker");
     tw_watch(r, g);
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
     kr__set_salvage(NULL, NULL);

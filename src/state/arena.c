@@ -81,10 +81,12 @@ static struct kr__area *new_seg_area(struct kr__arena *a, uint32_t cls, uint32_t
     }
     ar->nchunks = n;
     ar->nwords = nwords;
-    ar->data = kr__seg_carve(a->seg, (size_t)n * csz, a->n);
+    int why;
+    ar->data = kr__seg_carve(a->seg, (size_t)n * csz, a->n, &why);
     if (!ar->data) {
         free(ar);
-        *err = KR_ARENA_EXHAUSTED;
+        *err = why == KR_SEG_MAPS ? KR_ARENA_MAPS : why == KR_SEG_NOMEM ? KR_ARENA_NOMEM
+                                                                         : KR_ARENA_EXHAUSTED;
         return NULL;
     }
     return ar;

@@ -50,7 +50,8 @@ struct kr__arena {
 };
 
 /* Failure codes of kr__arena_alloc / kr__arena_free. */
-enum { KR_ARENA_OK = 0, KR_ARENA_EXHAUSTED, KR_ARENA_TOO_BIG, KR_ARENA_BAD_PTR, KR_ARENA_NOMEM };
+enum { KR_ARENA_OK = 0, KR_ARENA_EXHAUSTED, KR_ARENA_TOO_BIG, KR_ARENA_BAD_PTR, KR_ARENA_NOMEM,
+       KR_ARENA_MAPS /* the kernel's limit on mappings (vm.max_map_count) */ };
 
 /* Full mode: areas are packed malloc blocks (a tiny state costs tens of bytes). Tracked
  * modes: areas are carved from `seg`, page-aligned, in whole pages. */

@@ -28,7 +28,14 @@ int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
         return -1;
     }
     size_t total = (size_t)n << shift;
-    void *p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    /* One mapping for all LPs. Page and buddy tracking protect pages one by one, so the
+     * region starts read-only: a closed page then merges with its neighbours into one
+     * kernel mapping, and only pages open for writing count against vm.max_map_count.
+     * Chunk and scan tracking never change protections: the region is writable from the
+     * start, one mapping however many LPs (an mprotect per LP split it in two per LP: 32 750
+     * LPs at the usual limit of 65 530). */
+    int prot = mode == KR_STATE_PAGE || mode == KR_STATE_BUDDY ? PROT_READ : PROT_READ | PROT_WRITE;
+    void *p = mmap(NULL, total, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return -1;
     region.segs = calloc(n, sizeof *region.segs);
     if (!region.segs) {
@@ -47,7 +54,7 @@ int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
         free(region.segs);
         memset(&region, 0, sizeof region);
         errno = e;
-        return -1;
+        return -2;
     }
     for (uint64_t i = 0; i < n; i++) {
         region.segs[i].base = region.base + (i << shift);
@@ -94,21 +101,17 @@ struct kr__seg *kr__region_find(const void *p, uint64_t *lp)
 }
 
 /* An mprotect that fails (the kernel's limit on mappings, usually) cannot be worked around:
- * a write would fault forever. Stop with a message saying what to change. Safe in a signal
- * handler (write and _exit only). */
+ * a write would fault forever. Stop with a message saying what to change (one message,
+ * whichever threads fail at once: kr__die lets one through). */
 _Noreturn static void protect_failed(int err)
 {
-    static const char a[] = "kairos: error: mprotect failed (";
-    static const char b[] = ") while tracking state pages; with --state page|buddy every LP's "
-                            "state pages become separate kernel mappings, limited by "
-                            "vm.max_map_count: use fewer LPs, --state buddy or chunk, or raise "
-                            "the limit (sysctl vm.max_map_count)\n";
-    const char *why = err == ENOMEM ? "too many mappings" : "unexpected error";
-    ssize_t ignored = write(2, a, sizeof a - 1);
-    ignored = write(2, why, strlen(why));
-    ignored = write(2, b, sizeof b - 1);
-    (void)ignored;
-    kr__exit_now(1);
+    kr__die(err == ENOMEM
+            ? "mprotect failed: the kernel's limit on memory mappings (vm.max_map_count) is "
+              "reached while tracking state pages. With --state page|buddy every run of pages "
+              "an LP has open for writing is a mapping of its own: use --state chunk or scan, "
+              "fewer LPs, or raise the limit (sysctl -w vm.max_map_count=...)"
+            : "mprotect failed unexpectedly while tracking state pages; use --state chunk, "
+              "scan or full");
 }
 
 static void protect(struct kr__seg *s, uint32_t first, uint32_t count, int prot)
@@ -136,13 +139,19 @@ static int grow(struct kr__seg *s, uint32_t need)
     return 0;
 }
 
-char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index)
+char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index, int *why)
 {
     uint32_t np = (uint32_t)(bytes >> KR_PAGE_SHIFT);
-    if (s->top + bytes > region.slice || grow(s, s->npages + np)) return NULL;
+    *why = s->top + bytes > region.slice ? KR_SEG_FULL : grow(s, s->npages + np) ? KR_SEG_NOMEM : 0;
+    if (*why) return NULL;
     char *p = s->base + s->top;
-    if (mprotect(p, bytes, PROT_READ | PROT_WRITE)) return NULL;
-    s->mprotects++;
+    if (s->tracking && !s->scan) { /* (elsewhere the region is writable from the start) */
+        if (mprotect(p, bytes, PROT_READ | PROT_WRITE)) {
+            *why = errno == ENOMEM ? KR_SEG_MAPS : KR_SEG_NOMEM;
+            return NULL;
+        }
+        s->mprotects++;
+    }
     for (uint32_t i = 0; i < np; i++) {
         uint32_t q = s->npages + i;
         s->pg_area[q] = area_index;

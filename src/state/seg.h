@@ -48,16 +48,20 @@ struct kr__seg {
 };
 
 /* Reserve slices for n LPs of at most `slice_bytes` each (rounded up to a power of two).
- * Returns 0, or -1 with errno when the address space cannot be reserved. */
+ * Returns 0, or with errno set -1 (the address space cannot be reserved) or -2 (scan: the
+ * kernel refused write tracking). */
 int kr__region_init(uint64_t n, size_t slice_bytes, int mode);
 void kr__region_destroy(void);
 struct kr__seg *kr__region_seg(uint64_t lp);
 size_t kr__region_slice(void);
 int kr__region_mode(void);
 
-/* Carve `bytes` (a page multiple) at the top of the slice for area `area_index`: made
- * readable and writable, and dirty. NULL if the slice is full or memory ran out. */
-char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index);
+/* Why kr__seg_carve failed. */
+enum { KR_SEG_FULL = 1, KR_SEG_NOMEM, KR_SEG_MAPS };
+/* Carve `bytes` (a page multiple) at the top of the slice for area `area_index`: readable
+ * and writable, and dirty. NULL with *why set if the slice is full, memory ran out or the
+ * kernel refused another mapping (vm.max_map_count). */
+char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index, int *why);
 
 /* Address -> page index in s, or -1 if p is not in s's carved pages. */
 static inline int64_t kr__seg_page(const struct kr__seg *s, const void *p)

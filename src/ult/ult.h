@@ -31,7 +31,7 @@
  * time-sharing too) with this much unmapped address space below it, so that a frame that
  * outgrows its stack (an array on the stack) faults there and is reported as a stack
  * overflow instead of landing in another stack or in engine memory. Address space only. */
-#define KR_STACK_GUARD ((size_t)64 << 20)
+#define KR_STACK_GUARD ((size_t)16 << 20)
 
 /* Why a ULT gave the CPU back. */
 enum kr__ult_status { KR_ULT_IDLE, KR_ULT_RUNNING, KR_ULT_DONE, KR_ULT_SUSPENDED };

@@ -90,6 +90,40 @@ def case_messages():
     if p.returncode != 0:
         fail(f"kairos run x.so for a file in the current directory:\n{p.stderr}")
     t.ok("kairos run x.so loads the file in the current directory")
+    bare = os.path.join(build, "libbare.so")
+    for what, needle in (("exit", "called exit(0) while being loaded"),
+                         ("crash", "crashed with SIGSEGV (address (nil)) while being loaded"),
+                         ("entry", "crashed with SIGSEGV (address (nil)) while being loaded")):
+        p = subprocess.run([kairos, "run", bare, "--end", "5", "--lps", "2"], capture_output=True,
+                           text=True, env={**os.environ, "KAIROS_TEST_LOAD": what})
+        if p.returncode != 1 or needle not in p.stderr or "libbare.so" not in p.stderr:
+            fail(f"model {what} while loading: exit {p.returncode}\n{p.stderr}")
+        t.ok(f"a model that {what}s while loading: exit 1, named")
+    expect_fail(1, ["model 'bare', LP 0, virtual time 1", "did init call kr_set_state?"],
+                "run", bare, "--end", "5", "--lps", "2")
+    expect_fail(2, ["model 'bare' declares no parameters (-P foo=1)"],
+                "run", bare, "--end", "5", "--lps", "2", "-P", "foo=1")
+    p = subprocess.run(f"ulimit -v 400000; exec '{kairos}' run phold --lps 200000 --end 5 --threads 2",
+                       shell=True, capture_output=True, text=True)
+    if p.returncode != 1 or "ulimit -v" not in p.stderr or "error message" in p.stderr:
+        fail(f"under ulimit -v: exit {p.returncode}\n{p.stderr}")
+    t.ok("under ulimit -v: the message names the address-space limit")
+
+
+def case_many_lps():
+    """Tracked state modes lay every LP in one kernel mapping: 40 000 LPs run under --state
+    page (stopped at 32 746 with 'arena exhausted'); past the kernel's vm.max_map_count the
+    message names it."""
+    _, _, err = run(kairos, "run", "phold", "--lps", "40000", "--end", "2", "--state", "page")
+    _, _, ref = run(kairos, "run", "phold", "--lps", "40000", "--end", "2", "--state", "full")
+    if digest(err) != digest(ref):
+        fail("40 000 LPs, --state page: digest differs from --state full")
+    t.ok("40 000 LPs under --state page, same digest as full")
+    _, _, err = run(kairos, "run", "phold", "--lps", "100000", "--end", "1", "--state", "chunk")
+    t.ok("100 000 LPs under --state chunk")
+    if int(open("/proc/sys/vm/max_map_count").read()) < 150000:  # (the usual 65 530)
+        expect_fail(1, ["vm.max_map_count"], "run", "phold", "--lps", "100000", "--end", "2",
+                    "--state", "page")
 
 
 def start(args, ignore_int=False):
@@ -286,6 +320,6 @@ def case_false_timeouts():
 
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
              case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts,
-             case_stack_frames, case_false_timeouts):
+             case_stack_frames, case_false_timeouts, case_many_lps):
     case()
 t.finish()

@@ -1,0 +1,43 @@
+/* bare.c - a test model as a newcomer might write it: no parameter table, and an init that
+ * forgets kr_set_state. KAIROS_TEST_LOAD makes its constructor misbehave while the model is
+ * loaded ("exit": exit(0), "crash": a NULL write) or its kr_model_entry() crash ("entry"). */
+#include <stdlib.h>
+#include <string.h>
+#include "kairos.h"
+
+struct st {
+    long events;
+};
+
+static volatile int *nowhere;
+
+__attribute__((constructor)) static void on_load(void)
+{
+    const char *what = getenv("KAIROS_TEST_LOAD");
+    if (what && !strcmp(what, "exit")) exit(0);
+    if (what && !strcmp(what, "crash")) *nowhere = 1;
+}
+
+static void bare_init(kr_lp me)
+{
+    struct st *s = kr_malloc(sizeof *s); /* ...and no kr_set_state(s) */
+    (void)s;
+    kr_schedule(me, 1.0, 0, NULL, 0);
+}
+
+static void bare_event(kr_lp me, kr_time now, unsigned type, const void *p, size_t n, void *state)
+{
+    (void)type, (void)p, (void)n;
+    struct st *s = state;
+    s->events++;
+    kr_schedule(me, now + 1.0, 0, NULL, 0);
+}
+
+static const struct kr_model bare_model = { .name = "bare", .init = bare_init, .event = bare_event };
+
+const struct kr_model *kr_model_entry(void)
+{
+    const char *what = getenv("KAIROS_TEST_LOAD");
+    if (what && !strcmp(what, "entry")) *nowhere = 2;
+    return &bare_model;
+}
