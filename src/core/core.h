@@ -175,6 +175,10 @@ bool kr__lp_done_step(struct kr__lp *lp, bool done);
  * the OS where threads outnumber cores. */
 void kr__pin_thread(unsigned id, unsigned nthreads);
 void kr__run_finish(struct kr__run *r);
+/* After a crash in engine code: an LP whose state was written past its last block (full
+ * mode's area canaries, state/arena.h)? Fills buf with the model error. Reads only. */
+bool kr__overrun_find(char *buf, size_t cap);
+bool kr__overrun_lp(kr_lp id, char *buf, size_t cap);   /* the same for one LP */
 /* A state word of LP id that no hash can name (state/arena.h): exit 1 if fatal, else warn;
  * returns true. */
 struct kr__alien;

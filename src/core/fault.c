@@ -94,8 +94,27 @@ static bool thread_overflow(const siginfo_t *si, const ucontext_t *uc)
     return (a >= lo - KR_STACK_GUARD && a < lo) || (sp < lo && sp >= lo - KR_STACK_GUARD);
 }
 
+/* Was the model's state written past its end (area canaries)? Then that is the diagnosis,
+ * whatever crashed afterwards. The scan reads headers the overrun may have clobbered: a
+ * fault inside it abandons the scan rather than recursing. */
+static __thread volatile sig_atomic_t scanning;
+static __thread sigjmp_buf scan_jmp;
+
+static void overrun_check(void)
+{
+    if (scanning) return;
+    char buf[640];
+    const struct kr__run *r = kr__run_current;
+    for (volatile kr_lp id = 0; r && id < r->n; id++) {
+        scanning = 1;
+        if (sigsetjmp(scan_jmp, 0) == 0 && kr__overrun_lp(id, buf, sizeof buf)) kr__die(buf);
+    }
+    scanning = 0;
+}
+
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
+    if (sig != SIGFPE && sig != SIGILL) overrun_check();
     if (sig == SIGABRT) { /* (the model's own abort() calls are caught in interpose.c) */
         kr__ctx.fatal = true;
         kr__model_error("the C library aborted while model code was running: it found its "
@@ -147,6 +166,7 @@ static void loading_crash(int sig, const siginfo_t *si)
 static void engine_crash(int sig, const siginfo_t *si)
 {
     char what[96], buf[640];
+    overrun_check(); /* the model's doing after all? */
     if (sig == SIGABRT) snprintf(what, sizeof what, "the C library aborted (SIGABRT)");
     else snprintf(what, sizeof what, "%s at address %p", sig_name(sig), si->si_addr);
     const struct kr__run *r = kr__run_current;
@@ -161,6 +181,10 @@ static void engine_crash(int sig, const siginfo_t *si)
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
+    if (scanning) { /* a fault inside the overrun scan: that LP's tables are clobbered */
+        scanning = 0;
+        siglongjmp(scan_jmp, 1);
+    }
     if (sig == SIGSEGV && (kr__buddy_calib_fault(si->si_addr) || tracking_fault(si))) {
         errno = saved;
         return;

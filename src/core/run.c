@@ -97,6 +97,27 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 
 static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, kr__fail_fatal };
 
+bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
+{
+    const struct kr__run *r = kr__run_current;
+    if (!r || !r->lps || id >= r->n) return false;
+    const struct kr__area *ar = kr__arena_overrun(&r->lps[id].arena);
+    if (!ar) return false;
+    snprintf(buf, cap, "model '%s', LP %llu: its state was written past the end of its "
+                 "kr_malloc memory (beyond the last %zu-byte block of an area), which corrupted "
+                 "the heap; run with --sync sequential --check to find the event",
+             r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
+    return true;
+}
+
+bool kr__overrun_find(char *buf, size_t cap)
+{
+    const struct kr__run *r = kr__run_current;
+    for (kr_lp id = 0; r && id < r->n; id++)
+        if (kr__overrun_lp(id, buf, cap)) return true;
+    return false;
+}
+
 bool kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al, bool fatal)
 {
     char what[640], msg[768];
@@ -120,6 +141,8 @@ void kr__run_finish(struct kr__run *r)
     uint64_t h = kr__mix(0x4B41, r->n);
     bool warned = false;
     kr__addrmap_reset(); /* memory mapped during the run */
+    char overrun[640];
+    if (kr__overrun_find(overrun, sizeof overrun)) kr__die(overrun); /* never silently */
     for (kr_lp id = 0; id < r->n; id++) {
         struct kr__lp *lp = &r->lps[id];
         kr__ctx.run = r;

@@ -148,6 +148,13 @@ void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns)
     if (th->ticks_fine && !tw_ts_on_stack(th, type) && !any_type_on_stacks(th)) arm(th, false);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Run (or resume) e on its stack until it ends or is preempted. */
 static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                         struct kr__ult *u)
@@ -163,8 +170,13 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     uint64_t calls0 = s->returns;
     uint64_t t0 = kr__clock_ns();
     s->seg_start_ns = t0;
+    /* Slices are timed by the wall clock (cheap). Once the event has run half its
+     * --event-timeout, by the thread's CPU clock: a machine loaded by other processes, a
+     * stop or a stall must not turn a long event into a timeout. */
+    bool cpu = th->timeout_ns && u->run_ns >= th->timeout_ns / 2;
+    uint64_t c0 = cpu ? thread_cpu_ns() : 0;
     kr__ult_run(u);
-    u->run_ns += kr__clock_ns() - t0;
+    u->run_ns += cpu ? thread_cpu_ns() - c0 : kr__clock_ns() - t0;
     u->calls += s->returns - calls0;
     th->armed = false;
     kr__ctx.mode = KR_MODE_NONE;

@@ -92,11 +92,18 @@ static struct kr__area *new_seg_area(struct kr__arena *a, uint32_t cls, uint32_t
     return ar;
 }
 
+/* Full mode: 16 bytes after an area's chunks that no block covers. A model that writes past
+ * the end of its last block breaks them before it breaks the C library's heap, so the
+ * write can be named (kr__arena_overrun) rather than surfacing later as a crash in engine
+ * code. */
+#define CANARY_BYTES 16
+static const unsigned char canary[CANARY_BYTES] = "KairosArenaEnd!";
+
 static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
 {
     uint32_t nwords = (n + 63) / 64;
     size_t hdr = (sizeof(struct kr__area) + nwords * 8 + 15) & ~(size_t)15;
-    size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls);
+    size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls) + CANARY_BYTES;
     struct kr__area *ar = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
     if (!ar) {
         *err = KR_ARENA_NOMEM;
@@ -104,6 +111,7 @@ static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
     }
     memset(ar, 0, hdr);
     ar->data = (char *)ar + hdr;
+    memcpy(ar->data + (size_t)n * kr__arena_class_bytes(cls), canary, CANARY_BYTES);
     ar->nchunks = n;
     ar->nwords = nwords;
     return ar;
@@ -272,6 +280,23 @@ uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__
         for (const struct kr__area *ar = a->head[cls]; ar; ar = ar->next)
             if (ar->nused) h = hash_area(a, ar, h, alien);
     return h;
+}
+
+const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
+{
+    if (a->seg) return NULL; /* (tracked modes: areas lie in the LP's own slice) */
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = a->areas[i];
+        /* an overrun from elsewhere may have clobbered this header: skip what it says */
+        size_t hdr = (sizeof(struct kr__area) + (size_t)ar->nwords * 8 + 15) & ~(size_t)15;
+        if (ar->cls >= KR_ARENA_CLASSES || ar->nwords != (ar->nchunks + 63) / 64 ||
+            ar->data != (const char *)ar + hdr)
+            continue;
+        if (memcmp(ar->data + (size_t)ar->nchunks * kr__arena_class_bytes(ar->cls), canary,
+                   CANARY_BYTES))
+            return ar;
+    }
+    return NULL;
 }
 
 void kr__arena_mark(struct kr__arena *a, const void *p, size_t n)

@@ -110,6 +110,16 @@ def case_messages():
     t.ok("under ulimit -v: the message names the address-space limit")
 
 
+def case_heap_overflow():
+    """14: a model writing past the end of its kr_malloc memory is a model error naming the LP
+    (every engine; with --check, the event), not an internal error or a glibc abort."""
+    for eng in ENGINES:
+        expect_fail(1, ["model 'hazard', LP 5: its state was written past the end of its kr_malloc"],
+                    *hazard_args(14, "-P", "at=10"), *eng)
+    expect_fail(1, ["LP 5, virtual time 10.", "--check: the event wrote past the end"],
+                *hazard_args(14, "-P", "at=10", "--sync", "sequential", "--check"))
+
+
 def case_many_lps():
     """Tracked state modes lay every LP in one kernel mapping: 40 000 LPs run under --state
     page (stopped at 32 746 with 'arena exhausted'); past the kernel's vm.max_map_count the
@@ -320,6 +330,7 @@ def case_false_timeouts():
 
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
              case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts,
-             case_stack_frames, case_false_timeouts, case_many_lps):
+             case_stack_frames, case_false_timeouts, case_many_lps,
+             case_heap_overflow):
     case()
 t.finish()

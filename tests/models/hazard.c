@@ -17,6 +17,8 @@
  *   case 11 an endless loop in an event at virtual time >= `at`
  *   case 12 kr_malloc in done()
  *   case 13 done() that writes the LP's state
+ *   case 14 a write 40 bytes past the end of a 1024-byte kr_malloc block (alone in its
+ *           area), once, in LP 5's first event at virtual time >= `at`
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@
 
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
-       MALLOC_IN_DONE, DONE_WRITES };
+       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW };
 
 static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
@@ -48,6 +50,8 @@ struct st {
     double (*op)(double);           /* a function */
     double *samples, *samples_end;  /* an array and one past its end */
     void *outside;                  /* case 2: C library heap */
+    char *block;                    /* case 14 */
+    bool overran;
 };
 
 static int which(void) { return (int)kr_param_int("case", 0); }
@@ -65,6 +69,7 @@ static void hazard_init(kr_lp me)
         s->samples_end = s->samples + n;
     }
     if (which() == HEAP_POINTER && me == 0) s->outside = malloc(64);
+    if (which() == HEAP_OVERFLOW) s->block = kr_malloc(1024);
     kr_schedule(me, 0.5 + kr_random(), 0, NULL, 0);
 }
 
@@ -99,6 +104,10 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     if (c == EXIT_IN_EVENT && now >= at) exit(0);
     if (c == ABORT_IN_EVENT && now >= at) abort();
     if (c == UNDERSCORE_EXIT && now >= at) _exit(0);
+    if (c == HEAP_OVERFLOW && now >= at && me == 5 && !s->overran) {
+        s->overran = true;
+        memset(s->block, 0xAB, 1024 + 40); /* an off-by-some length */
+    }
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
     if (c == FOREIGN_THREAD && now >= at) {
