@@ -179,10 +179,10 @@ void kr__run_finish(struct kr__run *r);
  * mode's area canaries, state/arena.h)? Fills buf with the model error. Reads only. */
 bool kr__overrun_find(char *buf, size_t cap);
 bool kr__overrun_lp(kr_lp id, char *buf, size_t cap);   /* the same for one LP */
-/* A state word of LP id that no hash can name (state/arena.h): exit 1 if fatal, else warn;
- * returns true. */
+/* A state word of LP id that no hash can name (state/arena.h): a warning, once a run (in an
+ * event under --check, naming it). Not an error: a number can look like an address. */
 struct kr__alien;
-bool kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al, bool fatal);
+void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al);
 /* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
 void kr__fail_fatal(struct kr__ctx *c, const char *msg);

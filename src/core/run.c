@@ -1,6 +1,7 @@
 /* run.c - the life of a run shared by all engines: LP set-up and init at virtual time -inf,
  * committing an event into an LP's history digest, finish at +inf, and the run digest. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <time.h>
@@ -118,28 +119,25 @@ bool kr__overrun_find(char *buf, size_t cap)
     return false;
 }
 
-bool kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al, bool fatal)
+void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al)
 {
-    char what[640], msg[768];
-    snprintf(what, sizeof what, "its state holds an address (%#llx, byte %zu of a %zu-byte "
-             "block) that points outside its kr_malloc memory and the program image, into %s: "
-             "the run digest cannot name what it points at, so it would differ from run to "
-             "run. Keep pointers to kr_malloc memory, constants and functions in the state; "
-             "keep anything else out of it", (unsigned long long)al->word, al->offset,
-             al->block, al->where);
-    if (fatal && kr__ctx.mode == KR_MODE_EVENT) kr__model_error("--check: %s", what);
-    snprintf(msg, sizeof msg, "model '%s', LP %llu: %s", r->model->name, (unsigned long long)id,
-             what);
-    if (fatal) kr__die(msg);
-    fprintf(stderr, "kairos: warning: %s (--check makes this an error)\n", msg);
-    return true;
+    static _Atomic bool said;
+    if (atomic_exchange(&said, true)) return; /* one warning a run */
+    char where[256];
+    if (kr__ctx.mode == KR_MODE_EVENT) kr__ctx_where(where, sizeof where);
+    else snprintf(where, sizeof where, "model '%s', LP %llu", r->model->name, (unsigned long long)id);
+    fprintf(stderr, "kairos: warning: %s: its state holds an address (%#llx, byte %zu of a "
+            "%zu-byte block) that points outside its kr_malloc memory and the program image, "
+            "into %s: the run digest cannot name what it points at, so it may differ from run "
+            "to run. Keep pointers to kr_malloc memory, constants and functions in the state; "
+            "keep anything else out of it (a number that only looks like an address is "
+            "harmless)\n", where, (unsigned long long)al->word, al->offset, al->block, al->where);
 }
 
 void kr__run_finish(struct kr__run *r)
 {
     const struct kr_model *m = r->model;
     uint64_t h = kr__mix(0x4B41, r->n);
-    bool warned = false;
     kr__addrmap_reset(); /* memory mapped during the run */
     char overrun[640];
     if (kr__overrun_find(overrun, sizeof overrun)) kr__die(overrun); /* never silently */
@@ -165,7 +163,7 @@ void kr__run_finish(struct kr__run *r)
         h = kr__mix(h, lp->seq);
         struct kr__alien al = { 0 };
         h = kr__mix(h, kr__arena_hash(&lp->arena, lp->root, &al));
-        if (al.found && !warned) warned = kr__alien_report(r, id, &al, r->cfg->check);
+        if (al.found) kr__alien_report(r, id, &al);
     }
     kr__stdout_flush();
     r->run_digest = h;

@@ -45,7 +45,7 @@ static uint64_t fingerprint(const struct kr__recheck *c, const struct kr__lp *lp
 {
     struct kr__alien al = { 0 };
     *state_part = kr__mix(kr__arena_hash(&lp->arena, lp->root, &al), lp->rng);
-    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al, true);
+    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
     uint64_t h = kr__mix(*state_part, lp->seq);
     for (size_t i = 0; i < c->nsent; i++) {
         const struct kr__ev *e = c->sent[i];

@@ -16,6 +16,7 @@
 #define USER_LO 0x10000ull
 #define USER_HI 0x800000000000ull
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */
+#define MAX_MAPPING (64ul << 30)
 
 struct range {
     uintptr_t lo, hi;    /* [lo, hi) */
@@ -79,8 +80,12 @@ static void read_maps(void)
     char line[512];
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
+        char perms[8] = "";
         int name_at = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &name_at) < 2) continue;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3) continue;
+        /* State pointers point into writable memory of a sane size; a sanitizer's shadow
+         * (terabytes) or a reserved, inaccessible range would make every number an address. */
+        if (perms[0] != 'r' || perms[1] != 'w' || hi - lo > MAX_MAPPING) continue;
         struct range x = { .lo = lo, .hi = hi };
         char *name = name_at ? line + name_at : line + strlen(line);
         name[strcspn(name, "\n")] = 0;

@@ -2,7 +2,7 @@
 mistakes (exit 2) and model misuse (exit 1), each message naming what and where."""
 import os
 import sys
-from common import run, fail, digest, Tally, scan_available
+from common import run, fail, digest, Tally, scan_available, build_kind
 
 kairos, build = sys.argv[1], sys.argv[2]
 misuse = os.path.join(build, "libmisuse.so")
@@ -111,8 +111,9 @@ crashes = {
          "8192 KiB", "--stack-kb"],
 }
 setups = [["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"], conservative[1],
-          ["--threads", "2", "--state", "page"], ["--threads", "2", "--preempt", "off"],
-          ["--threads", "2", "--preempt", "tick"]]
+          ["--threads", "2", "--state", "page"], ["--threads", "2", "--preempt", "off"]]
+if build_kind(kairos) != "tsan":  # (no time-sharing in a ThreadSanitizer build)
+    setups.append(["--threads", "2", "--preempt", "tick"])
 if scan_available(kairos):
     setups.append(["--threads", "2", "--state", "scan"])
 # the same stack overflow message on every engine, event stacks of time-sharing or not

@@ -48,6 +48,13 @@ class Tally:
         print(f"{self.passed} passed, 0 failed")
 
 
+def build_kind(kairos):
+    """'tsan', 'asan' or '' from kairos --version: what a sanitizer build cannot do is
+    skipped (ThreadSanitizer: time-sharing; both: tight address-space limits)."""
+    v = subprocess.run([kairos, "--version"], capture_output=True, text=True).stdout
+    return "tsan" if "ThreadSanitizer" in v else "asan" if "AddressSanitizer" in v else ""
+
+
 def scan_available(kairos):
     """--state scan needs Linux 6.7+ and userfaultfd (often blocked in containers)."""
     rc, _, err = run(kairos, "run", "phold", "--lps", "2", "--end", "1", "--state", "scan",

@@ -361,7 +361,13 @@ int main(int argc, char **argv)
         return argc < 2 ? KR_EXIT_USAGE : 0;
     }
     if (!strcmp(argv[1], "--version")) {
+#if defined(__SANITIZE_THREAD__)
+        puts("kairos " KAIROS_VERSION " (ThreadSanitizer build: no time-sharing)");
+#elif defined(__SANITIZE_ADDRESS__)
+        puts("kairos " KAIROS_VERSION " (AddressSanitizer build)");
+#else
         puts("kairos " KAIROS_VERSION);
+#endif
         return 0;
     }
     if (!strcmp(argv[1], "models")) {
