@@ -120,6 +120,24 @@ def case_messages():
     t.ok("under ulimit -v: the message names the address-space limit")
 
 
+def case_short_ticks():
+    """12: tick periods that starve the worker loop (5-8 us livelocked with 0 committed
+    events) are refused on the command line and ignored in a calibration file."""
+    expect_fail(2, ["--tick-us must be from 20"], "run", "phold", "--tick-us", "5")
+    if KIND == "tsan":
+        return
+    d = tempfile.mkdtemp(prefix="kr-cal-")
+    cal, stats = os.path.join(d, "calibration"), os.path.join(d, "s.json")
+    open(cal, "w").write("tick_us 5\n")
+    p = subprocess.run([kairos, "run", "phold", "--end", "20", "--threads", "2", "--preempt",
+                        "tick", "--stats", stats], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "KAIROS_CALIBRATION": cal})
+    ts = json.load(open(stats))["time_sharing"] if p.returncode == 0 else {}
+    if ts.get("tick_us") != 1000 or ts.get("tick_from") != "default":
+        fail(f"a calibration file saying 5 us: exit {p.returncode}, {ts}\n{p.stderr}")
+    t.ok("a calibration file saying tick_us 5 is ignored (default 1000 us)")
+
+
 def case_heap_overflow():
     """14: a model writing past the end of its kr_malloc memory is a model error naming the LP
     (every engine; with --check, the event), not an internal error or a glibc abort."""
@@ -345,6 +363,6 @@ def case_false_timeouts():
 for case in (case_pointer_digest, case_numbers, case_output_paths, case_messages, case_signals,
              case_write_errors, case_dying_runs, case_done_contract, case_callback_timeouts,
              case_stack_frames, case_false_timeouts, case_many_lps,
-             case_heap_overflow):
+             case_heap_overflow, case_short_ticks):
     case()
 t.finish()

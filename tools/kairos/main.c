@@ -91,8 +91,10 @@ static void usage(FILE *f)
         "\n"
         "Every run prints a summary with a run digest: a hash of each LP's committed history and\n"
         "final state. It is the same for every engine and thread count.\n"
-        "Exit status: 0 success, 1 model or run-time error, 2 bad command line,\n"
-        "3 internal error (an engine invariant failed: please report it).\n",
+        "Exit status: 0 success, 1 model or run-time error (also a failed write to stdout),\n"
+        "2 bad command line, 3 internal error (an engine invariant failed: please report it),\n"
+        "130/143 interrupted by SIGINT/SIGTERM (committed output, summary and --stats are\n"
+        "still written; a second signal quits at once).\n",
         f);
 }
 
