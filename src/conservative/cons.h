@@ -52,6 +52,7 @@ struct cons_worker {
     bool direct;                 /* scheduler: its event's sends go straight into the set,
                                   * its output straight out (run_direct) */
     jmp_buf jmp;                 /* a model error unwinds the event to here */
+    const char *err_msg;         /* ...with this message (kr__model_error's buffer) */
     char pad_[64];
 };
 
@@ -90,6 +91,9 @@ struct cons {
 };
 
 /* handoff.c */
+/* After a model error unwound job j's event: keep its message (a copy, made outside any
+ * signal handler the error came from). */
+void cons_keep_error(struct cons_worker *w, struct cons_job *j);
 void cons_handoff_start(struct cons *c);
 void cons_handoff_stop(struct cons *c);
 /* Hand job j to a worker: true if one took it (push: a free slot; pull: always). */

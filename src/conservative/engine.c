@@ -220,6 +220,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     struct cons_job *j = &c->direct; /* (where cons_fail puts a model error) */
     struct kr__watch *watch = &c->watch[0];
     if (_setjmp(w->jmp)) { /* a model error in j's event (or its done step), the earliest */
+        cons_keep_error(w, j);
         if (atomic_load_explicit(&watch->seq, memory_order_relaxed) & 1) kr__watch_end(watch);
         kr__ctx.mode = KR_MODE_NONE;
         w->job = NULL;

@@ -91,12 +91,17 @@ static void cons_fail(struct kr__ctx *x, const char *msg)
     struct cons_worker *w = x->eng;
     if (!w->job || (x->mode != KR_MODE_EVENT && x->mode != KR_MODE_DONE))
         return; /* init: fatal at once */
-    w->job->err = strdup(msg);
-    if (!w->job->err) return; /* fatal at once rather than lose the message */
+    w->err_msg = msg; /* copied after the longjmp: this may be a signal handler */
     longjmp(w->jmp, 1);
 }
 
 const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail };
+
+void cons_keep_error(struct cons_worker *w, struct cons_job *j)
+{
+    j->err = strdup(w->err_msg);
+    if (!j->err) kr__die(w->err_msg);
+}
 
 void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
 {
@@ -115,6 +120,8 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     if (_setjmp(w->jmp) == 0) {
         kr__run_event(r, lp, e);
         j->done_after = kr__run_done(r, lp, e->dest);
+    } else {
+        cons_keep_error(w, j);
     }
     kr__watch_end(watch);
     if (j->timed) j->ns = kr__clock_ns() - t0;

@@ -120,14 +120,20 @@ static void tw_fail(struct kr__ctx *c, const char *msg)
     if (!th || !th->armed ||
         (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST && c->mode != KR_MODE_DONE))
         return;
-    free(c->lp->err);
-    c->lp->err = strdup(msg);
-    if (!c->lp->err) return; /* fatal at once rather than lose the message */
+    th->err_msg = msg; /* copied after the longjmp (tw_keep_error): this may be a signal handler */
     th->armed = false;
     longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
 static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
+
+void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    e->flags |= KR_EVF_ERROR;
+    free(lp->err);
+    lp->err = strdup(th->err_msg);
+    if (!lp->err) kr__die(th->err_msg);
+}
 
 /* Run one event of lp (or re-run it silently when coasting). */
 static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
@@ -140,7 +146,7 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
         kr__run_event(th->r, lp, e);
         if (mode == KR_MODE_EVENT && kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
     } else {
-        e->flags |= KR_EVF_ERROR;
+        tw_keep_error(th, lp, e);
     }
     kr__watch_end(&th->watch);
     th->armed = false;

@@ -67,7 +67,7 @@ static void ts_entry(void *arg)
             if (kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
             atomic_signal_fence(memory_order_seq_cst);
         } else {
-            e->flags |= KR_EVF_ERROR; /* deferred: reported only if it commits */
+            tw_keep_error(th, lp, e); /* deferred: reported only if it commits */
         }
         kr__ult_self.app = 0;
         th->armed = false;

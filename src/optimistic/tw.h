@@ -74,6 +74,7 @@ struct tw_thread {
     jmp_buf jmp;              /* events run on the worker's stack (and coasting) */
     jmp_buf *jmp_cur;         /* where a model error unwinds to: jmp, or an event stack's */
     bool armed;               /* jmp_cur is valid: a model error is deferred, not fatal */
+    const char *err_msg;      /* the deferred error's message, until tw_keep_error copies it */
     /* Time-sharing (preempt.c). */
     uint8_t preempt;          /* enum kr__preempt */
     bool ticks_fine;          /* fine-grain ticks armed (else only the liveness slice) */
@@ -158,6 +159,9 @@ void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_drain(struct tw_thread *th);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* After a model error unwound e's event: mark it failed and keep the message (a copy, made
+ * outside any signal handler the error came from). */
+void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* preempt.c */
 void tw_ts_thread_start(struct tw_thread *th);
 void tw_ts_thread_end(struct tw_thread *th);
