@@ -102,6 +102,9 @@ static __thread sigjmp_buf scan_jmp;
 
 static void overrun_check(void)
 {
+#if defined(__SANITIZE_THREAD__)
+    return; /* (ThreadSanitizer cannot follow a siglongjmp out of a nested handler) */
+#endif
     if (scanning) return;
     char buf[640];
     const struct kr__run *r = kr__run_current;

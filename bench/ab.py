@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Compare two kairos builds on the same runs, interleaved (A, B, A, B, ...), since this VM's
+speed drifts within minutes: prints per configuration the median committed events/s of each
+build with its range (min-max) and B/A, and the cross-core round trip measured before and
+after (bench/tools/pingpong.c), as Markdown for bench/RESULTS.md. Digests must agree.
+
+    python3 bench/ab.py A/kairos B/kairos [--reps 5] [--load] [--pingpong build/kr_pingpong]
+
+--load runs every configuration a second time with a busy loop pinned to core 1 (a user's
+machine is never idle)."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+CONFIGS = [
+    ("PHOLD-std sequential", ["phold", "--end", "5000", "--sync", "sequential"]),
+    ("PHOLD-std optimistic 1 thread", ["phold", "--end", "5000", "--threads", "1"]),
+    ("PHOLD-std optimistic 2 threads", ["phold", "--end", "5000", "--threads", "2"]),
+    ("queueing sequential", ["queueing", "--lps", "4096", "--end", "300", "--sync", "sequential"]),
+    ("queueing optimistic 2 threads", ["queueing", "--lps", "4096", "--end", "300", "--threads", "2"]),
+    ("PHOLD conservative 1 worker", ["phold", "--end", "3000", "--sync", "conservative",
+                                      "--threads", "1"]),
+]
+
+
+def run_once(kairos, args):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        p = subprocess.run([kairos, "run", *args, "--progress", "off", "--stats", f.name],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+        st = json.load(open(f.name))
+    return st["committed_per_second"], st["run_digest"]
+
+
+def pingpong(tool):
+    if not tool or not os.path.exists(tool):
+        return "not measured"
+    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
+    return out.split(": ", 1)[-1]
+
+
+def fmt(xs):
+    return f"{statistics.median(xs) / 1e6:.2f} ({min(xs) / 1e6:.2f}-{max(xs) / 1e6:.2f})"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--load", action="store_true")
+    ap.add_argument("--pingpong", default=os.path.join(os.path.dirname(__file__), "..", "build",
+                                                        "kr_pingpong"))
+    a = ap.parse_args()
+    loads = [False, True] if a.load else [False]
+    print(f"cross-core round trip before: {pingpong(a.pingpong)}\n")
+    print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
+    print("|---|---|---|---|---|")
+    for loaded in loads:
+        busy = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"]) if loaded else None
+        try:
+            for name, args in CONFIGS:
+                ra, rb, digests = [], [], set()
+                for _ in range(a.reps):
+                    for kairos, acc in ((a.a, ra), (a.b, rb)):
+                        rate, d = run_once(kairos, args)
+                        acc.append(rate)
+                        digests.add((kairos, d))
+                da = {d for k, d in digests if k == a.a}
+                db = {d for k, d in digests if k == a.b}
+                note = "" if len(da) == 1 and len(db) == 1 else " (digests vary!)"
+                print(f"| {name}{note} | {'busy core 1' if loaded else 'idle'} | {fmt(ra)} | "
+                      f"{fmt(rb)} | {statistics.median(rb) / statistics.median(ra):.2f} |")
+        finally:
+            if busy:
+                busy.kill()
+    print(f"\ncross-core round trip after: {pingpong(a.pingpong)}")
+
+
+if __name__ == "__main__":
+    main()
