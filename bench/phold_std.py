@@ -5,7 +5,12 @@ prints the median committed events/s, efficiency (committed/processed) and peak 
 Markdown table ready for bench/RESULTS.md, with the commit and machine it ran on.
 
     python3 bench/phold_std.py [--kairos build/kairos] [--reps 5] [--events 10e6] [--only NAME]
-"""
+                               [--contended]
+
+The cross-core round trip (build/kr_pingpong, bench/tools/pingpong.c) is printed before and
+after the runs: on a VM it varies from ~90 ns to over a microsecond and decides how parallel
+runs fare. --contended runs every configuration with a busy loop pinned to the last core as
+well (a user's machine is never idle)."""
 import argparse
 import json
 import os
@@ -65,14 +70,43 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--events", type=float, default=10e6)
     ap.add_argument("--only", help="run only configurations whose name contains this")
+    ap.add_argument("--contended", action="store_true",
+                    help="also run each configuration beside a busy loop on the last core")
+    ap.add_argument("--pingpong", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                        "..", "build", "kr_pingpong"))
     args = ap.parse_args()
     print(f"PHOLD-std, {args.reps} runs per configuration, ~{args.events / 1e6:.0f} M committed events each")
-    print(f"commit {commit()}; machine: {machine()}\n")
+    print(f"commit {commit()}; machine: {machine()}")
+    print(f"cross-core round trip before: {pingpong(args.pingpong)}\n")
     print("| configuration | LPs | committed events | median M ev/s (min-max) | efficiency | peak memory | digest |")
     print("|---|---|---|---|---|---|---|")
+    for contended in ([False, True] if args.contended else [False]):
+        table(args, contended)
+    print(f"\ncross-core round trip after: {pingpong(args.pingpong)}")
+
+
+def pingpong(tool):
+    if not os.path.exists(tool):
+        return "not measured (build kr_pingpong)"
+    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
+    return out.split(": ", 1)[-1]
+
+
+def table(args, contended):
+    last = str((os.cpu_count() or 1) - 1)
+    busy = subprocess.Popen(["taskset", "-c", last, "sh", "-c", "while :; do :; done"]) if contended else None
+    try:
+        rows(args, f", busy loop on core {last}" if contended else "")
+    finally:
+        if busy:
+            busy.kill()
+
+
+def rows(args, suffix):
     for name, lps, extra in CONFIGS:
         if args.only and args.only not in name:
             continue
+        name += suffix
         runs = [run_once(args.kairos, lps, extra, args.events) for _ in range(args.reps)]
         rates = [r["committed_per_second"] / 1e6 for r in runs]
         eff = statistics.median(r["efficiency"] for r in runs)
