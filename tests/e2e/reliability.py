@@ -152,6 +152,8 @@ def case_many_lps():
     """Tracked state modes lay every LP in one kernel mapping: 40 000 LPs run under --state
     page (stopped at 32 746 with 'arena exhausted'); past the kernel's vm.max_map_count the
     message names it."""
+    if KIND:  # (sanitizers keep the application to a fraction of the address space)
+        return
     _, _, err = run(kairos, "run", "phold", "--lps", "40000", "--end", "2", "--state", "page")
     _, _, ref = run(kairos, "run", "phold", "--lps", "40000", "--end", "2", "--state", "full")
     if digest(err) != digest(ref):
@@ -326,8 +328,11 @@ def case_stack_frames():
     fits = "4096" if KIND else "1024"  # (sanitizer builds use far more stack)
     ref = None
     for eng in modes:
-        expect_fail(1, ["the model overflowed its stack (--stack-kb 256 KiB", "LP 3, virtual time"],
-                    *hazard_args(5, "--stack-kb", "256"), *eng)
+        # (ThreadSanitizer's own signal handling dies on a large frame's fault on a worker
+        # thread: there only the sequential engine's report is checked)
+        if KIND != "tsan" or eng == ENGINES[0]:
+            expect_fail(1, ["the model overflowed its stack (--stack-kb 256 KiB", "LP 3, virtual time"],
+                        *hazard_args(5, "--stack-kb", "256"), *eng)
         _, _, err = run(kairos, *hazard_args(5, "--stack-kb", fits), *eng)
         ref = ref or digest(err)
         if digest(err) != ref:
