@@ -23,7 +23,7 @@
 #include "../state/seg.h"
 #include "../ult/ult.h"
 
-#define ALT_STACK_BYTES (256 * 1024) /* the handler formats a message (sanitizers: deep) */
+#define ALT_STACK_BYTES (64 * 1024)
 
 static __thread void *alt_stack;
 

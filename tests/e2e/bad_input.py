@@ -112,15 +112,18 @@ crashes = {
 }
 setups = [["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"], conservative[1],
           ["--threads", "2", "--state", "page"], ["--threads", "2", "--preempt", "off"]]
-if build_kind(kairos) != "tsan":  # (no time-sharing in a ThreadSanitizer build)
+tsan = build_kind(kairos) == "tsan"
+if not tsan:  # (no time-sharing in a ThreadSanitizer build)
     setups.append(["--threads", "2", "--preempt", "tick"])
-if scan_available(kairos):
+if not tsan and scan_available(kairos):  # (TSan dies on userfaultfd write-protect faults)
     setups.append(["--threads", "2", "--state", "scan"])
 # the same stack overflow message on every engine, event stacks of time-sharing or not
-for sync in setups:
+# (ThreadSanitizer cannot reliably follow the longjmp out of the fault handler with which the
+# parallel engines defer a crash: there only the sequential engine's reports are checked)
+for sync in setups[:1] if tsan else setups:
     for c, needles in crashes.items():
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
-for sync in setups[:4]:
+for sync in setups[:1] if tsan else setups[:4]:
     expect(1, crashes[17][:2] + ["64 KiB"], "run", misuse, "--lps", "2", "--end", "10", *sync,
            "--stack-kb", "64", "-P", "case=17")
 
@@ -164,7 +167,8 @@ t.ok("without --check the same model runs (the check is what finds it)")
 
 # an error on a wrong speculative path only must not fail the run
 ref = None
-for case in ("0", "19", "23", "24"):  # an event's error or crash, done()'s crash or error
+# an event's error or crash, done()'s crash or error (crashes: not under TSan, as above)
+for case in ("0", "24") if tsan else ("0", "19", "23", "24"):
     ref = None
     for sync in (["--sync", "sequential"], ["--threads", "2"], ["--threads", "2"],
                  ["--threads", "2", "--state", "page"]):
