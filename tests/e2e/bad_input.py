@@ -2,7 +2,7 @@
 mistakes (exit 2) and model misuse (exit 1), each message naming what and where."""
 import os
 import sys
-from common import run, fail, digest, Tally, scan_available, build_kind
+from common import run, fail, digest, Tally, scan_available, build_kind, expect_exit
 
 kairos, build = sys.argv[1], sys.argv[2]
 misuse = os.path.join(build, "libmisuse.so")
@@ -11,15 +11,7 @@ t = Tally()
 
 
 def expect(rc_want, needles, *args, out_want=None):
-    rc, out, err = run(kairos, *args, check=False)
-    if rc != rc_want:
-        fail(f"{args}: exit {rc}, wanted {rc_want}\n{err}")
-    for n in needles:
-        if n not in err:
-            fail(f"{args}: message lacks '{n}':\n{err}")
-    if out_want is not None and out != out_want:
-        fail(f"{args}: printed {out!r}, wanted {out_want!r}")
-    t.ok(f"{' '.join(map(str, args))} -> exit {rc}")
+    expect_exit(kairos, t, rc_want, needles, *args, out_want=out_want)
 
 
 # command line

@@ -20,6 +20,21 @@ def run(kairos, *args, check=True):
     return p.returncode, p.stdout, p.stderr
 
 
+def expect_exit(kairos, tally, rc_want, needles, *args, out_want=None):
+    """Run kairos expecting exit status rc_want and every needle in its stderr (and, if
+    given, exactly out_want on stdout); returns (stdout, stderr)."""
+    rc, out, err = run(kairos, *args, check=False)
+    if rc != rc_want:
+        fail(f"{args}: exit {rc}, wanted {rc_want}\n{err}")
+    for n in needles:
+        if n not in err:
+            fail(f"{args}: message lacks '{n}':\n{err}")
+    if out_want is not None and out != out_want:
+        fail(f"{args}: printed {out!r}, wanted {out_want!r}")
+    tally.ok(f"{' '.join(map(str, args))} -> exit {rc}")
+    return out, err
+
+
 def digest(stderr):
     m = re.search(r"run digest:\s+([0-9a-f]{16})", stderr)
     if not m:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from common import run, fail, digest, Tally, build_kind
+from common import run, fail, digest, Tally, build_kind, expect_exit
 
 kairos, build = sys.argv[1], sys.argv[2]
 hazard = os.path.join(build, "libhazard.so")
@@ -21,14 +21,7 @@ PREEMPT = ["off"] if KIND == "tsan" else ["off", "return", "tick"]
 
 
 def expect_fail(rc_want, needles, *args):
-    rc, out, err = run(kairos, *args, check=False)
-    if rc != rc_want:
-        fail(f"{args}: exit {rc}, wanted {rc_want}\n{err}")
-    for n in needles:
-        if n not in err:
-            fail(f"{args}: message lacks '{n}':\n{err}")
-    t.ok(f"{' '.join(map(str, args))} -> exit {rc}")
-    return out, err
+    return expect_exit(kairos, t, rc_want, needles, *args)
 
 
 def hazard_args(case, *extra):
