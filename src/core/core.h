@@ -150,8 +150,8 @@ extern struct kr__run *_Atomic kr__run_current;
  * cause if the thread cannot be started. */
 void kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
                       const char *what);
-/* The calling thread's stack as the fault handler judges overflows: [lo, hi). */
-extern __thread char *kr__stack_lo, *kr__stack_hi;
+/* The bottom of the calling engine thread's stack, for the fault handler's overflow test. */
+extern __thread char *kr__stack_lo;
 void kr__stack_note(void);
 
 /* Shortest extra-tick period: a tick costs 25-30 us here, and periods of 5-8 us starved the

@@ -21,10 +21,10 @@ _Noreturn void kr__exit_now(int status)
     for (;;) syscall(SYS_exit_group, status);
 }
 
-/* During a run from model code: a model error (returns only where the engine defers it
- * nowhere, which kr__model_error then makes fatal); from another thread of the model: fatal.
- * Outside a run: false, the call goes on to the C library. */
-static bool model_call(const char *what)
+/* While a model is loaded or a run is in progress, the call is the model's: a model error
+ * (deferred by the engines that defer errors, which then unwind and never return here), or
+ * fatal from a thread of the model. Returns only outside a run: the C library's call goes on. */
+static void model_call(const char *what)
 {
     const struct kr__run *r = kr__run_current;
     char msg[512];
@@ -34,7 +34,7 @@ static bool model_call(const char *what)
                  kr__model_loading, what);
         kr__die(msg);
     }
-    if (!r) return false;
+    if (!r) return;
     if (kr__in_lp())
         kr__model_error("the model called %s; a model ends a run with done() or --end, or "
                         "stops it with kr_error(), which name what went wrong", what);
@@ -47,7 +47,7 @@ void exit(int status)
 {
     char what[32];
     snprintf(what, sizeof what, "exit(%d)", status);
-    if (model_call(what)) kr__exit_now(KR_EXIT_MODEL);
+    model_call(what);
     void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, "exit");
     if (real) real(status);
     kr__exit_now(status);

@@ -12,7 +12,7 @@
 #include "core.h"
 #include "../ult/ult.h"
 
-__thread char *kr__stack_lo, *kr__stack_hi;
+__thread char *kr__stack_lo;
 
 struct start {
     void *(*fn)(void *);
@@ -25,10 +25,7 @@ void kr__stack_note(void)
     void *lo;
     size_t size;
     if (pthread_getattr_np(pthread_self(), &a)) return;
-    if (!pthread_attr_getstack(&a, &lo, &size)) {
-        kr__stack_lo = lo;
-        kr__stack_hi = (char *)lo + size;
-    }
+    if (!pthread_attr_getstack(&a, &lo, &size)) kr__stack_lo = lo;
     pthread_attr_destroy(&a);
 }
 

@@ -105,9 +105,8 @@ bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
     const struct kr__area *ar = kr__arena_overrun(&r->lps[id].arena);
     if (!ar) return false;
     snprintf(buf, cap, "model '%s', LP %llu: its state was written past the end of its "
-                 "kr_malloc memory (beyond the last %zu-byte block of an area), which corrupted "
-                 "the heap; run with --sync sequential --check to find the event",
-             r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
+             "kr_malloc memory (beyond the last %zu-byte block of an area), which corrupted the "
+             "heap; run with --sync sequential --check to find the event", r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
     return true;
 }
 
