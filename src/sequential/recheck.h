@@ -25,7 +25,8 @@ void kr__recheck_destroy(struct kr__recheck *c);
 void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
 /* The engine's send/emit while a checked event runs. */
 /* done() after event e, checked: it must leave the LP's state as it found it. */
-bool kr__recheck_done(struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
+bool kr__recheck_done(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                      struct kr__ev *e);
 void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e);
 void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t len);
 

@@ -69,7 +69,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         kr__watch_begin(&s->watch, e);
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);
-        bool done = s->check ? kr__recheck_done(r, lp, e) : kr__run_done(r, lp, e->dest);
+        bool done = s->check ? kr__recheck_done(s->check, r, lp, e) : kr__run_done(r, lp, e->dest);
         kr__watch_end(&s->watch);
         kr__lp_commit_event(lp, e);
         r->end_key = e->k;

@@ -11,10 +11,6 @@
 #include <string.h>
 #include "../core/digest.h"
 
-/* Below the first page and above the x86-64 user half nothing is mapped: most words (small
- * counts, doubles, random 64-bit values) are told from addresses without a look-up. */
-#define USER_LO 0x10000ull
-#define USER_HI 0x800000000000ull
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */
 #define MAX_MAPPING (64ul << 30)
 
@@ -121,7 +117,7 @@ static const struct range *find(const struct table *t, uintptr_t w)
 uint64_t kr__addrmap_canon(uint64_t w, enum kr__addr_kind *kind, char *where, size_t cap)
 {
     *kind = KR_ADDR_NUMBER;
-    if (w < USER_LO || w >= USER_HI) return w;
+    if (!kr__addr_maybe(w)) return w;
     pthread_mutex_lock(&mu);
     if (!loaded) load();
     const struct range *r = find(&images, w);

@@ -14,6 +14,16 @@
 
 enum kr__addr_kind { KR_ADDR_NUMBER, KR_ADDR_IMAGE, KR_ADDR_FOREIGN };
 
+/* Below the first 64 KiB and above the x86-64 user half nothing is mapped: most words
+ * (small counts, doubles, random 64-bit values) are told from addresses without a look-up. */
+#define KR_ADDR_USER_LO 0x10000ull
+#define KR_ADDR_USER_HI 0x800000000000ull
+
+static inline bool kr__addr_maybe(uint64_t w)
+{
+    return w - KR_ADDR_USER_LO < KR_ADDR_USER_HI - KR_ADDR_USER_LO;
+}
+
 /* Canonical value of word w for hashing; *kind says what it was. For KR_ADDR_FOREIGN,
  * `where` (if not NULL) receives the name of the mapping ("[heap]", "[stack]", a path, or
  * "anonymous memory"). Thread-safe; the maps are read lazily and again when a word lies in

@@ -232,6 +232,7 @@ size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)
  * pointer into the program image is named by module and offset (addrmap.h). */
 static uint64_t canonical_word(const struct kr__arena *a, uint64_t w, struct kr__alien *alien)
 {
+    if (!kr__addr_maybe(w)) return w; /* (most words: no search) */
     const char *p = (const char *)(uintptr_t)w;
     struct kr__area *ar = find_area(a, p);
     if (!ar && w) ar = find_area(a, p - 1);
@@ -280,6 +281,45 @@ uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__
         for (const struct kr__area *ar = a->head[cls]; ar; ar = ar->next)
             if (ar->nused) h = hash_area(a, ar, h, alien);
     return h;
+}
+
+/* Whether word w could be a pointer the hash cannot name: not a number, and neither in nor
+ * one past an area (`*last`, the area the previous pointer hit, answers most look-ups). */
+static bool maybe_alien(const struct kr__arena *a, uint64_t w, const struct kr__area **last)
+{
+    if (!kr__addr_maybe(w)) return false;
+    const char *p = (const char *)(uintptr_t)w;
+    const struct kr__area *l = *last;
+    if (l && p >= l->data && p <= l->data + (size_t)l->nchunks * kr__arena_class_bytes(l->cls))
+        return false;
+    const struct kr__area *ar = find_area(a, p);
+    if (!ar) ar = find_area(a, p - 1);
+    if (ar) *last = ar;
+    return !ar;
+}
+
+void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
+{
+    const struct kr__area *last = NULL;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = a->areas[i];
+        size_t csz = kr__arena_class_bytes(ar->cls);
+        for (uint32_t c = 0; c < ar->nchunks && ar->nused; c++) {
+            if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
+            const char *p = ar->data + (size_t)c * csz;
+            for (size_t off = 0; off < csz; off += 8) {
+                uint64_t w;
+                memcpy(&w, p + off, 8);
+                if (!maybe_alien(a, w, &last)) continue;
+                canonical_word(a, w, alien);
+                if (alien->found) {
+                    alien->offset = off;
+                    alien->block = csz;
+                    return;
+                }
+            }
+        }
+    }
 }
 
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)

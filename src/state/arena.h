@@ -78,6 +78,8 @@ struct kr__alien {
  * in every layout, so ordinals agree. `alien` (may be NULL) gets the first word that points
  * into other mapped memory, which no hash can name. */
 uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__alien *alien);
+/* The same search for such a word without hashing (--check, after every event). */
+void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien);
 /* Full mode: the first area whose end was written past (a model writing beyond its last
  * block), or NULL. Reads only: safe in a signal handler. */
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a);

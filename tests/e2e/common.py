@@ -4,15 +4,22 @@ import subprocess
 import sys
 
 TIMEOUT = 120
+# A sanitizer build runs a state-heavy model 10-50x slower (ThreadSanitizer intercepts every
+# memcpy of a checkpoint): a hang is a run that exceeds the budget scaled by this.
+SLOWDOWN = {"tsan": 4, "asan": 2, "": 1}
+_kinds = {}
 
 
 def run(kairos, *args, check=True):
     """Run kairos; returns (returncode, stdout, stderr). Fails on a crash or hang."""
     cmd = [kairos, *map(str, args)]
+    if kairos not in _kinds:
+        _kinds[kairos] = build_kind(kairos)
+    limit = TIMEOUT * SLOWDOWN[_kinds[kairos]]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        fail(f"hang: {' '.join(cmd)} did not finish in {TIMEOUT}s")
+        fail(f"hang: {' '.join(cmd)} did not finish in {limit}s")
     if p.returncode < 0 or p.returncode > 2:
         fail(f"crash: {' '.join(cmd)} exited {p.returncode}\n{p.stderr}")
     if check and p.returncode != 0:
