@@ -15,6 +15,7 @@ void kr__recheck_destroy(struct kr__recheck *c)
 {
     kr__blobs_destroy(&c->blobs);
     free(c->sent);
+    free(c->sent1);
     free(c->out);
 }
 
@@ -39,20 +40,45 @@ void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t le
     c->nout += len;
 }
 
-/* What one run sent and printed, and the LP's send count. The state is compared apart, byte
- * for byte: both runs start from the same restored arena, so an equal state is an equal
- * image (hashing it word by word cost 50 times the event on large states). */
-static uint64_t traffic(const struct kr__recheck *c, const struct kr__lp *lp)
+/* What one run printed, and the LP's send count; the sends are compared one by one
+ * (same_sends). The state is compared apart, byte for byte: both runs start from the same
+ * restored arena, so an equal state is an equal image (hashing it word by word cost 50
+ * times the event on large states). */
+static uint64_t printed(const struct kr__recheck *c, const struct kr__lp *lp)
 {
     uint64_t h = kr__mix(0x7AFF1C, lp->seq);
-    for (size_t i = 0; i < c->nsent; i++) {
-        const struct kr__ev *e = c->sent[i];
-        uint64_t t;
-        memcpy(&t, &e->k.ts, sizeof t);
-        h = kr__mix(kr__mix(kr__mix(h, e->dest), t), e->type);
-        h = kr__mix_bytes(h, e->payload, e->size);
-    }
     return c->nout ? kr__mix_bytes(h, c->out, c->nout) : kr__mix(h, 0);
+}
+
+/* Do the two runs' sends agree? If only a payload's bytes differ, *byte is the first
+ * differing one and *at the send; else *at is SIZE_MAX when they differ. */
+static bool same_sends(const struct kr__recheck *c, size_t *at, size_t *byte)
+{
+    *at = SIZE_MAX;
+    if (c->nsent != c->nsent1) return false;
+    for (size_t i = 0; i < c->nsent; i++) {
+        const struct kr__ev *a = c->sent1[i], *b = c->sent[i];
+        if (a->dest != b->dest || a->k.ts != b->k.ts || a->type != b->type || a->size != b->size)
+            return false;
+        for (size_t k = 0; k < a->size; k++)
+            if (a->payload[k] != b->payload[k]) {
+                *at = i;
+                *byte = k;
+                return false;
+            }
+    }
+    return true;
+}
+
+/* Fill the stack below the caller with `byte`, so the two runs start on different stack
+ * garbage: a payload that copies uninitialised bytes (struct padding, a field left unset)
+ * then shows as a difference. Such bytes enter the run digest, which then differs between
+ * engines although the model behaves the same. */
+static __attribute__((noinline)) void scribble_stack(int byte)
+{
+    char junk[32768];
+    memset(junk, byte, sizeof junk);
+    __asm__ volatile("" : : "r"(junk) : "memory");
 }
 
 /* A full checkpoint of the LP now: its arena image and engine words. */
@@ -114,35 +140,69 @@ bool kr__recheck_done(struct kr__recheck *c, struct kr__run *r, struct kr__lp *l
     return d;
 }
 
-void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+/* The first run's sends are kept (sent1) and compared with the second's. */
+static void keep_first_sends(struct kr__recheck *c)
 {
-    uint64_t w[KR_CKPT_WORDS];
-    kr__lp_save_words(lp, w);
-    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
-    run_once(c, r, lp, e);
-    if (lp->arena.mode == KR_STATE_CHUNK) check_marks(lp, saved);
-    struct kr__alien al = { 0 };
-    kr__arena_find_alien(&lp->arena, &al);
-    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
-    struct kr__ckpt *first = snapshot(c, lp);
-    uint64_t sent1 = traffic(c, lp);
-    size_t nsent1 = c->nsent, nout1 = c->nout;
-    for (size_t i = 0; i < c->nsent; i++) kr__pool_put(kr__ctx.pool, c->sent[i]);
-    kr__ckpt_restore(&lp->arena, saved, w);
-    kr__lp_load_words(lp, w);
-    kr__ckpt_release(&c->blobs, saved);
-    run_once(c, r, lp, e);
-    struct kr__ckpt *second = snapshot(c, lp);
-    bool same = same_state(first, second);
-    kr__ckpt_release(&c->blobs, second);
-    kr__ckpt_release(&c->blobs, first);
-    if (same && traffic(c, lp) == sent1) return;
+    struct kr__ev **t = c->sent1;
+    size_t cap = c->capsent1;
+    c->sent1 = c->sent;
+    c->capsent1 = c->capsent;
+    c->nsent1 = c->nsent;
+    c->sent = t;
+    c->capsent = cap;
+    c->nsent = 0;
+}
+
+static void not_reexecutable(const struct kr__recheck *c, bool same, size_t nout1, size_t at,
+                             size_t byte)
+{
+    if (same && at != SIZE_MAX) {
+        const struct kr__ev *e = c->sent[at];
+        kr__model_error("--check: the event sent an event of type %u to LP %llu at time %.17g "
+                        "whose payload byte %zu (of %u) differs between two runs from the "
+                        "same state: the payload copies uninitialised memory, such as the "
+                        "padding of a struct or a field left unset. Those bytes enter the run "
+                        "digest, which then differs between engines and runs. Clear the "
+                        "payload first (memset, or = {0} and then set the fields)",
+                        e->type, (unsigned long long)e->dest, e->k.ts, byte, e->size);
+    }
     const char *what = !same ? "left a different state"
-                       : nsent1 != c->nsent ? "sent a different number of events"
+                       : c->nsent1 != c->nsent ? "sent a different number of events"
                        : nout1 != c->nout ? "printed different output"
                        : "sent different events or printed different text";
     kr__model_error("--check: the event is not re-executable: run twice from the same state, it "
                     "%s. Time Warp re-executes events after rollbacks, so this model would "
                     "give wrong results there. Usual causes: global or static variables, "
                     "rand() or the clock instead of kr_random, memory not from kr_malloc", what);
+}
+
+void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__lp_save_words(lp, w);
+    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
+    scribble_stack(0x5A);
+    run_once(c, r, lp, e);
+    if (lp->arena.mode == KR_STATE_CHUNK) check_marks(lp, saved);
+    struct kr__alien al = { 0 };
+    kr__arena_find_alien(&lp->arena, &al);
+    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
+    struct kr__ckpt *first = snapshot(c, lp);
+    uint64_t out1 = printed(c, lp);
+    size_t nout1 = c->nout;
+    keep_first_sends(c);
+    kr__ckpt_restore(&lp->arena, saved, w);
+    kr__lp_load_words(lp, w);
+    kr__ckpt_release(&c->blobs, saved);
+    scribble_stack(0xA5);
+    run_once(c, r, lp, e);
+    struct kr__ckpt *second = snapshot(c, lp);
+    bool same = same_state(first, second);
+    kr__ckpt_release(&c->blobs, second);
+    kr__ckpt_release(&c->blobs, first);
+    size_t at, byte = 0;
+    bool sends = same_sends(c, &at, &byte);
+    for (size_t i = 0; i < c->nsent1; i++) kr__pool_put(kr__ctx.pool, c->sent1[i]);
+    if (same && sends && printed(c, lp) == out1) return;
+    not_reexecutable(c, same, nout1, at, byte);
 }

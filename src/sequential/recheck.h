@@ -14,6 +14,8 @@ struct kr__recheck {
     struct kr__blobs blobs;
     struct kr__ev **sent;      /* sends captured during one run */
     size_t nsent, capsent;
+    struct kr__ev **sent1;     /* the first run's, kept for the comparison */
+    size_t nsent1, capsent1;
     char *out;                 /* output captured during one run */
     size_t nout, capout;
 };

@@ -33,6 +33,9 @@ MODELS = [
     ("pointers", ["{build}/libhazard.so", "--lps", "16", "--end", "30", "-P", "case=1"],
      {"spans": None}),
     ("plainheap", ["{build}/libplainheap_wrap.so", "--lps", "12", "--end", "20"], {}),
+    ("seir", ["{build}/libseir.so", "--lps", "24", "--end", "15"], {}),
+    ("airport", ["{build}/libairport.so", "--lps", "24", "--end", "20"], {}),
+    ("life", ["{build}/liblife.so", "--lps", "25", "--end", "12"], {"spans": None}),
 ]
 
 

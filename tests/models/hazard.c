@@ -19,6 +19,7 @@
  *   case 13 done() that writes the LP's state
  *   case 14 a write 40 bytes past the end of a 1024-byte kr_malloc block (alone in its
  *           area), once, in LP 5's first event at virtual time >= `at`
+ *   case 15 a payload struct whose padding is never set (initialised member by member)
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,7 +29,12 @@
 
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
-       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW };
+       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD };
+
+struct padded {                     /* case 15: 4 bytes of padding after `tag` */
+    uint32_t tag;
+    double value;
+};
 
 static const struct kr_param params[] = {
     { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
@@ -122,6 +128,11 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         s->samples[s->events % (size_t)(s->samples_end - s->samples)] = s->op(now);
         if (s->label[0] == 'o') s->table++;
         if (s->table == weights + 4) s->table = weights;
+    }
+    if (c == PADDED_PAYLOAD) {
+        struct padded m = { (uint32_t)s->events, now };   /* (padding: whatever was there) */
+        kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, &m, sizeof m);
+        return;
     }
     kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, NULL, 0);
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The optimistic engine against the sequential one on models written the way users write
+them (issue 13, item 4): for each model, the sequential engine, the optimistic engine on 1
+and on 2 threads, run interleaved (seq, opt1, opt2, seq, ...) since this VM's speed drifts
+within minutes. Prints the median committed events/s with its range and each engine's
+ratio to the sequential median, as Markdown, with the cross-core round trip
+(bench/tools/pingpong.c) before and after. Every run of a model must give one digest.
+
+    python3 bench/realistic.py [--kairos build/kairos] [--reps 5] [--load] [--only seir,life]
+        [-- extra kairos options for every optimistic run]
+
+--load repeats everything with a busy loop pinned to core 1."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.join(HERE, "..", "build")
+
+MODELS = [
+    ("seir", ["{build}/libseir.so", "--lps", "4096", "--end", "60"]),
+    ("airport", ["{build}/libairport.so", "--lps", "4096", "--end", "100"]),
+    ("life", ["{build}/liblife.so", "--lps", "4096", "--end", "60"]),
+    ("pcs", ["pcs", "--lps", "256", "--end", "2"]),
+    ("queueing", ["queueing", "--lps", "4096", "--end", "300"]),
+    ("datastore", ["datastore", "--lps", "64", "--end", "20"]),
+    ("phold-std", ["phold", "--end", "3000"]),
+]
+
+ENGINES = [
+    ("sequential", ["--sync", "sequential"]),
+    ("optimistic 1 thread", ["--threads", "1"]),
+    ("optimistic 2 threads", ["--threads", "2"]),
+]
+
+
+def run_once(kairos, args):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        p = subprocess.run([kairos, "run", *args, "--progress", "off", "--stats", f.name],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            sys.exit(f"failed: {' '.join([kairos, 'run', *args])}\n{p.stderr}")
+        st = json.load(open(f.name))
+    return st["committed_per_second"], st["run_digest"]
+
+
+def pingpong(tool):
+    if not os.path.exists(tool):
+        return "not measured (build kr_pingpong)"
+    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
+    return out.split(": ", 1)[-1]
+
+
+def fmt(xs):
+    return f"{statistics.median(xs) / 1e6:.3f} ({min(xs) / 1e6:.3f}-{max(xs) / 1e6:.3f})"
+
+
+def bench_model(kairos, name, margs, reps, extra, loaded):
+    rates = {e: [] for e, _ in ENGINES}
+    digests = set()
+    for _ in range(reps):
+        for eng, eargs in ENGINES:
+            args = margs + eargs + (extra if eng != "sequential" else [])
+            r, d = run_once(kairos, args)
+            rates[eng].append(r)
+            digests.add(d)
+    seq = statistics.median(rates["sequential"])
+    cells = []
+    for eng, _ in ENGINES:
+        m = statistics.median(rates[eng])
+        cells.append(f"{fmt(rates[eng])}" + ("" if eng == "sequential" else f" **{m / seq:.2f}x**"))
+    note = "" if len(digests) == 1 else " (DIGESTS DIFFER)"
+    print(f"| {name}{note} | {'busy core 1' if loaded else 'idle'} | " + " | ".join(cells) + " |",
+          flush=True)
+    return len(digests) == 1
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kairos", default=os.path.join(BUILD, "kairos"))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--load", action="store_true")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args(argv)
+    build = os.path.dirname(os.path.abspath(a.kairos))
+    tool = os.path.join(build, "kr_pingpong")
+    only = set(a.only.split(",")) if a.only else None
+    print(f"cross-core round trip before: {pingpong(tool)}\n")
+    print("| model | load | sequential M ev/s | optimistic 1 thread | optimistic 2 threads |")
+    print("|---|---|---|---|---|")
+    ok = True
+    for loaded in ([False, True] if a.load else [False]):
+        busy = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"]) \
+            if loaded else None
+        try:
+            for name, margs in MODELS:
+                if only and name not in only:
+                    continue
+                margs = [m.format(build=build) for m in margs]
+                ok &= bench_model(a.kairos, name, margs, a.reps, extra, loaded)
+        finally:
+            if busy:
+                busy.kill()
+    print(f"\ncross-core round trip after: {pingpong(tool)}")
+    if extra:
+        print(f"optimistic runs with: {' '.join(extra)}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
