@@ -5,6 +5,7 @@ build with its range (min-max) and B/A, and the cross-core round trip measured b
 after (bench/tools/pingpong.c), as Markdown for bench/RESULTS.md. Digests must agree.
 
     python3 bench/ab.py A/kairos B/kairos [--reps 5] [--load] [--pingpong build/kr_pingpong]
+        [--config 'MODEL ARGS...' ...]
 
 --load runs every configuration a second time with a busy loop pinned to core 1 (a user's
 machine is never idle)."""
@@ -51,17 +52,21 @@ def main():
     ap.add_argument("b")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--load", action="store_true")
+    ap.add_argument("--config", action="append", default=[],
+                    help="a run's arguments instead of the built-in set (repeatable), "
+                         "e.g. --config 'build/libairport.so --lps 4096 --end 100 --threads 1'")
     ap.add_argument("--pingpong", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                         "kr_pingpong"))
     a = ap.parse_args()
     loads = [False, True] if a.load else [False]
+    configs = [(c, c.split()) for c in a.config] if a.config else CONFIGS
     print(f"cross-core round trip before: {pingpong(a.pingpong)}\n")
     print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
     print("|---|---|---|---|---|")
     for loaded in loads:
         busy = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"]) if loaded else None
         try:
-            for name, args in CONFIGS:
+            for name, args in configs:
                 ra, rb, digests = [], [], set()
                 for _ in range(a.reps):
                     for kairos, acc in ((a.a, ra), (a.b, rb)):

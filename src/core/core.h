@@ -40,6 +40,8 @@ struct kr__config {
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     bool check;                 /* verify engine invariants while running (slower) */
+    bool safe_events;           /* optimistic: events no rollback can reach run without state
+                                 * saving and commit at once (--safe on, default) */
     int preempt;                /* enum kr__preempt: time-sharing of the optimistic engine */
     double tick_us;             /* extra-tick period ΔET */
     const char *tick_from;      /* where tick_us came from: option, calibration or default */

@@ -6,8 +6,9 @@
 #include "tw.h"
 #include "../core/error.h"
 
-/* Keep at most this many committed events on an LP whose history is all committed; past it
- * the current state becomes the base checkpoint and the events are freed. */
+/* Page-tracked modes: keep at most this many committed events on an LP whose history is all
+ * committed; past it the current state becomes the base checkpoint and the events are freed.
+ * Full and chunk modes keep up to the checkpoint interval and take no checkpoint then. */
 #define TW_COMMITTED_TAIL 4
 
 void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k)
@@ -40,6 +41,28 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     else lp->tail = NULL;
 }
 
+/* Every event of lp is committed, nothing speculative follows: no rollback can reach below
+ * its current state, so its history goes. No checkpoint is taken now (the state is cold
+ * here, and many LPs get no further event before the next round): the LP's next event
+ * takes one before it runs, which is the first restore point any rollback can need. In
+ * chained modes the newest checkpoint stays as the base that the next, incremental one
+ * builds on (the dirty tracking since it covers the freed events' writes). */
+void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
+{
+    struct kr__ckpt *tip = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
+    if (th->g->chained) {
+        if (lp->ckpt_ev) lp->ckpt_ev->ckpt = NULL;
+        lp->base = tip;
+    } else if (lp->base) {
+        kr__ckpt_release(&th->blobs, lp->base);
+        lp->base = NULL;
+    }
+    free_before(th, lp, NULL);
+    lp->ckpt_ev = NULL;
+    lp->since_ckpt = TW_CKPT_NOW;
+    if (th->g->chained && lp->base) tw_trim_chain(th, lp->base);
+}
+
 /* Free what no rollback can reach: everything before the latest checkpoint that is
  * committed. Uses the LP's latest checkpointed event and committed count rather than a
  * walk, so only the events being freed are touched (a walk over cold committed events was
@@ -47,12 +70,18 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
     if (th->nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
-    if (!lp->first_unc && lp->nkept >= TW_COMMITTED_TAIL && !lp->poison) {
-        if (!th->g->chained && lp->base) kr__ckpt_release(&th->blobs, lp->base);
+    if (!lp->first_unc && !lp->poison && !lp->arena.seg && lp->nkept >= th->ckpt_interval) {
+        tw_drop_history(th, lp); /* (the next checkpoint would be due anyway) */
+        return;
+    }
+    if (!lp->first_unc && !lp->poison && lp->arena.seg && lp->nkept >= TW_COMMITTED_TAIL) {
+        /* Page-tracked modes: a checkpoint now closes the LP's pages that are open for
+         * writing; left open, every such LP holds mappings of its own (vm.max_map_count:
+         * 40000 LPs failed with --state page waiting for 16 committed events, not 4). */
         tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
         free_before(th, lp, NULL);
         lp->ckpt_ev = NULL;
-        if (th->g->chained) tw_trim_chain(th, lp->base);
+        tw_trim_chain(th, lp->base);
         return;
     }
     struct kr__ev *keep = lp->ckpt_ev;

@@ -77,6 +77,11 @@ void tw_drain(struct tw_thread *th)
     struct kr__ev *e = kr__inbox_drain(&th->g->inbox[th->id]);
     while (e) {
         struct kr__ev *next = e->next;
+        if (th->g->check && e->k.ts < th->safe_prev)
+            kr__internal_error("thread %u received a%s at time %.17g below its safe time "
+                               "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
+                               "n antimessage" : " message", e->k.ts, th->safe_prev,
+                               (unsigned long long)e->dest);
         if (e->flags & KR_EVF_ANTI) {
             tw_cancel(th, e->child);
             kr__pool_put(th->pool, e);
@@ -86,6 +91,63 @@ void tw_drain(struct tw_thread *th)
         e = next;
     }
     tw_flush_local(th);
+}
+
+/* ---- safe events (tw.h) ---- */
+
+static kr_time tw_time_of(uint64_t b)
+{
+    kr_time t;
+    memcpy(&t, &b, sizeof t);
+    return t;
+}
+
+/* Before draining: the least of the other threads' clocks. A message drained after this
+ * was pushed after its sender published the clock read here, so it lies at or above it. */
+static void tw_safe_read(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    kr_time s = INFINITY;
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == th->id) continue;
+        kr_time c = tw_time_of(atomic_load_explicit(&g->clock[i].bits, memory_order_acquire));
+        if (c < s) s = c;
+    }
+    th->safe_prev = th->safe;
+    th->safe = s;
+}
+
+/* After draining: publish floor + lookahead, where the floor bounds every event this
+ * thread may still run (pending ones, and re-executions after stragglers, which arrive at
+ * or above `safe`). Written at most every TW_CLOCK_TURNS turns (unless `now`), and only when
+ * it moved, so the line is not handed between cores per event. */
+static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
+{
+    if (!now && (++th->clock_turn & (TW_CLOCK_TURNS - 1))) return;
+    struct tw_global *g = th->g;
+    kr_time f = top ? top->k.ts : INFINITY;
+    if (th->safe < f) f = th->safe;
+    f += g->lookahead;
+    if (f == th->clock_sent) return;
+    if (g->check && f < th->clock_sent)
+        kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
+                           th->clock_sent, f);
+    th->clock_sent = f;
+    atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(f), memory_order_release);
+}
+
+/* The watcher asked the run to stop: safe events off, and say how far they went. */
+static void tw_safe_stop(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    th->fast = false;
+    uint64_t b = th->fast_hi >= 0 ? kr__time_bits(th->fast_hi) + 1 : 0; /* (0: none) */
+    uint64_t cur = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+    while (b > cur && !atomic_compare_exchange_weak_explicit(&g->safe_hi, &cur, b,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+    atomic_fetch_add_explicit(&g->stop_acks, 1, memory_order_release);
 }
 
 static void tw_send(struct kr__ctx *c, struct kr__ev *e)
@@ -161,6 +223,58 @@ void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from)
     }
 }
 
+/* Run e on the worker's stack, timing one event in TW_EVENT_SAMPLE (and per type, under
+ * adaptive time-sharing). */
+static void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    bool stat = (th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0;
+    bool type = tw_ts_sample_type(th, e->type);
+    if (!stat && !type) {
+        tw_execute(th, lp, e, KR_MODE_EVENT);
+        return;
+    }
+    uint64_t t0 = kr__clock_ns();
+    tw_execute(th, lp, e, KR_MODE_EVENT);
+    uint64_t dt = kr__clock_ns() - t0;
+    if (stat) {
+        th->cnt->event_ns_sampled += dt;
+        th->cnt->events_timed++;
+    }
+    if (type) tw_ts_sampled(th, e->type, dt); /* long enough for stacks now? */
+}
+
+/* A safe event (tw.h): no checkpoint, committed at once and freed while hot. One that
+ * failed or printed joins the processed list instead, to commit (and be reported or
+ * printed) in key order with the rest at GVT; it cannot be rolled back either way. */
+static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    if (lp->head || (!th->g->chained && lp->base)) tw_drop_history(th, lp);
+    lp->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
+    th->fast_hi = e->k.ts;
+    e->child = NULL;
+    e->flags = 0;
+    size_t nout = lp->out.n;
+    tw_run_sampled(th, lp, e);
+    if ((e->flags & KR_EVF_ERROR) || lp->out.n != nout) {
+        tw_finish_event(th, lp, e);
+        return;
+    }
+    kr__lp_commit_event(lp, e);
+    th->cnt->processed++;
+    th->cnt->committed++;
+    th->cnt->safe++;
+    e->child = NULL;
+    kr__pool_put(th->pool, e);
+    tw_flush_local(th);
+}
+
+/* (A safe event runs on the worker's stack even where time-sharing would give it one: no
+ * earlier work can arrive for it, which is what preemption waits for.) */
+static bool tw_is_safe(const struct tw_thread *th, const struct kr__lp *lp, const struct kr__ev *e)
+{
+    return th->fast && e->k.ts < th->safe && !lp->first_unc && !(th->nsusp && lp->ult);
+}
+
 static void tw_process(struct tw_thread *th, struct kr__ev *e)
 {
     struct kr__lp *lp = &th->r->lps[e->dest];
@@ -173,6 +287,10 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     if (th->g->check && e->k.ts < tw_gvt(th->g))
         kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
+    if (tw_is_safe(th, lp, e)) {
+        tw_process_safe(th, lp, e);
+        return;
+    }
     if (lp->since_ckpt >= th->ckpt_interval) tw_take_ckpt(th, lp, e);
     lp->since_ckpt++;
     e->child = NULL;
@@ -181,20 +299,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         tw_ts_start(th, lp, e);
         return;
     }
-    bool stat = (th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0;
-    bool type = tw_ts_sample_type(th, e->type);
-    if (stat || type) { /* event cost, sampled */
-        uint64_t t0 = kr__clock_ns();
-        tw_execute(th, lp, e, KR_MODE_EVENT);
-        uint64_t dt = kr__clock_ns() - t0;
-        if (stat) {
-            th->cnt->event_ns_sampled += dt;
-            th->cnt->events_timed++;
-        }
-        if (type) tw_ts_sampled(th, e->type, dt); /* long enough for stacks now? */
-    } else {
-        tw_execute(th, lp, e, KR_MODE_EVENT);
-    }
+    tw_run_sampled(th, lp, e);
     tw_finish_event(th, lp, e);
 }
 
@@ -227,6 +332,23 @@ static struct kr__ev *tw_top(struct tw_thread *th)
         kr__pool_put(th->pool, e);
     }
     return e;
+}
+
+/* Before the workers start (init done, its sends drained): no message can be sent below
+ * the lowest pending event plus the lookahead, so that starts every clock. (Starting from
+ * -inf, each thread's floor would wait for the other's forever.) */
+static void tw_clock_start(struct tw_global *g)
+{
+    kr_time lo = INFINITY;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct kr__ev *top = tw_top(&g->th[t]);
+        if (top && top->k.ts < lo) lo = top->k.ts;
+    }
+    for (unsigned t = 0; t < g->n; t++) {
+        g->th[t].clock_sent = lo + g->lookahead;
+        atomic_store_explicit(&g->clock[t].bits, kr__time_bits(lo + g->lookahead),
+                              memory_order_relaxed);
+    }
 }
 
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
@@ -290,13 +412,17 @@ static void *tw_worker(void *arg)
     unsigned spins = 0;
     uint64_t iter = 0;
     for (;;) {
+        if (th->fast) tw_safe_read(th);
         tw_drain(th);
         tw_gvt_poll(th);
         if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
             tw_gvt_poll(th);
             break;
         }
+        if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed))
+            tw_safe_stop(th);
         struct kr__ev *e = tw_top(th);
+        if (th->fast) tw_clock_publish(th, e, false);
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             kr__heap_pop(&th->heap);
             kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
@@ -304,7 +430,8 @@ static void *tw_worker(void *arg)
             else tw_process(th, e);
             spins = 0;
             if ((++iter & 255) == 0) {
-                tw_gvt_maybe_start(th, th->cnt->processed - th->round_mark >= g->round_events);
+                tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
+                                           g->round_events);
                 if (g->ckpt_auto) tw_tune_ckpt(th);
                 /* More threads than cores: take turns often, or a descheduled thread's
                  * messages arrive as stragglers far in everyone's past. (Yielding when
@@ -317,6 +444,7 @@ static void *tw_worker(void *arg)
             }
         } else {
             th->cnt->throttled += e && e->k.ts < end;
+            if (th->fast) tw_clock_publish(th, e, true);
             tw_idle(th, &spins, over);
         }
     }
@@ -328,6 +456,12 @@ static void *tw_worker(void *arg)
     kr__fault_thread_fini();
     atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);
     return NULL;
+}
+
+static bool tw_page_tracked(const struct kr__run *r)
+{
+    return r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY ||
+           r->state_mode == KR_STATE_SCAN;
 }
 
 static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
@@ -346,6 +480,12 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->lp_hi = th->lp_lo + per < r->n ? th->lp_lo + per : r->n;
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->ckpt_interval;
+        /* (done() decides the end only later; page-tracked modes close an LP's written
+         * pages at its checkpoints, and safe events take none) */
+        th->fast = r->cfg->safe_events && !r->model->done && !tw_page_tracked(r);
+        th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
+        th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
+        atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
         th->lvt = malloc((th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
@@ -437,6 +577,18 @@ static void tw_salvage(void *arg)
  * suspended): the time does not count towards --event-timeout of events on stacks. */
 #define TW_PAUSE_NS (500u * 1000 * 1000)
 
+/* An interrupted run stops at a committed point that lies past every safe event run so far
+ * (committed at once, they cannot be rolled back): first every worker turns safe events
+ * off and reports its latest; the stop follows once GVT has passed them all. */
+static void tw_stop_request(struct tw_global *g)
+{
+    atomic_store_explicit(&g->stopping, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads) return;
+    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+    if (hi && !(tw_gvt(g) > tw_time_of(hi - 1))) return; /* (safe_hi: time bits + 1) */
+    atomic_store_explicit(&g->stop, 1, memory_order_release);
+}
+
 static void tw_watch(struct kr__run *r, struct tw_global *g)
 {
     struct kr__progress prog;
@@ -449,7 +601,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
         if (now - last > TW_PAUSE_NS) /* a 10 ms sleep took far longer: we stood still */
             atomic_fetch_add_explicit(&g->paused_ns, now - last, memory_order_relaxed);
         last = now;
-        if (kr__interrupted()) atomic_store_explicit(&g->stop, 1, memory_order_release);
+        if (kr__interrupted()) tw_stop_request(g);
         tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
         for (unsigned t = 0; t < g->n; t++)
@@ -471,7 +623,8 @@ int kr__tw_run(struct kr__run *r)
     g->n = r->nthreads;
     g->th = aligned_alloc(64, g->n * sizeof *g->th);
     g->inbox = aligned_alloc(64, g->n * sizeof *g->inbox);
-    if (!g->th || !g->inbox) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
+    g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
+    if (!g->th || !g->inbox || !g->clock) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
     g->ckpt_auto = r->cfg->ckpt_interval == 0;
     g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
@@ -488,6 +641,9 @@ int kr__tw_run(struct kr__run *r)
     tw_setup_threads(r, g);
     kr__set_salvage(tw_salvage, g);
     tw_init_lps(r, g);
+    g->lookahead = r->lookahead; /* (init may have set it) */
+    g->fast_threads = g->th[0].fast ? g->n : 0;
+    tw_clock_start(g);
     atomic_store(&g->running, g->n);
     for (unsigned t = 0; t < g->n; t++)
         kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb, "a worker");
@@ -514,6 +670,7 @@ int kr__tw_run(struct kr__run *r)
     }
     free(g->th);
     free(g->inbox);
+    free(g->clock);
     free(g);
     return 0;
 }

@@ -102,6 +102,10 @@ void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
 /* The receiver side: c is owned by this thread. */
 void tw_cancel(struct tw_thread *th, struct kr__ev *c)
 {
+    if (th->g->check && c->st == KR_EV_FREE)
+        kr__internal_error("thread %u cancels a freed event (LP %llu, time %.17g): a safe "
+                           "event was reached by an antimessage", th->id,
+                           (unsigned long long)c->dest, c->k.ts);
     if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED)
         tw_rollback(th, &th->r->lps[c->dest], &c->k, true); /* (suspended: abandoned) */
     c->st = KR_EV_CANCELLED; /* pending or parked: dropped when it surfaces */

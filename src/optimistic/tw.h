@@ -40,6 +40,18 @@ struct tw_item {
     int anti;
 };
 
+/* Safe events. A thread's clock is a time below which it will send no more messages: its
+ * floor (the least of its next pending event and what the other clocks allow to reach it)
+ * plus the model's lookahead. An event below every other thread's clock can no longer be
+ * reached by a straggler or an antimessage, so it runs without a checkpoint and commits at
+ * once, as in the sequential engine. With one thread every event is safe. Each clock has
+ * its own cache line, written every TW_CLOCK_TURNS loop turns at most (and when idle). */
+#define TW_CLOCK_TURNS 16
+struct tw_clock {
+    _Alignas(64) _Atomic uint64_t bits;   /* kr_time bits (may be -inf) */
+    char pad_[64 - sizeof(uint64_t)];
+};
+
 struct tw_thread {
     _Alignas(64) unsigned id;
     struct kr__run *r;
@@ -51,6 +63,12 @@ struct tw_thread {
     kr_lp lp_lo, lp_hi;
     unsigned ckpt_interval;   /* K: checkpoint an LP every K of its events (tuned if auto) */
     struct tw_tune tune;      /* what the last tuning step saw */
+    bool fast;                /* safe events on (--safe on, no done(), not stopping) */
+    kr_time safe;             /* events below this are safe (the other clocks' least)... */
+    kr_time safe_prev;        /* ...and before the last drain (--check: no message below) */
+    kr_time clock_sent;       /* what this thread last published as its clock */
+    kr_time fast_hi;          /* latest safe event run: an interrupted run commits past it */
+    unsigned clock_turn;
     kr_time *lvt;             /* per owned LP: timestamp of its last processed event. A
                                * compact array, so checking a delivery for a straggler does
                                * not miss in cache on the LP itself (65536 LPs: 8 B vs 128 B) */
@@ -121,6 +139,16 @@ struct tw_global {
                                             * are freed by trimming chains, else one by one */
     kr_lp per_thread;                      /* LPs per thread (the last may have fewer) */
     bool check;                            /* --check: verify invariants as we go */
+    struct tw_clock *clock;                /* per thread (safe events) */
+    kr_time lookahead;
+    /* An interrupted run stops only once GVT has passed every safe event run (those were
+     * committed at once and cannot be rolled back): the watcher asks (stopping), each
+     * worker turns safe events off and reports its latest one (safe_hi, acks). */
+    _Atomic int stopping;
+    _Atomic unsigned stop_acks;
+    _Atomic uint64_t safe_hi;              /* time bits + 1 (0: none; times are >= 0, whose
+                                            * bits order as the times do) */
+    unsigned fast_threads;                 /* workers that run safe events (acks expected) */
 };
 
 static inline kr_time tw_gvt(const struct tw_global *g)
@@ -198,6 +226,9 @@ void tw_tune_ckpt(struct tw_thread *th);
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_maybe_start(struct tw_thread *th, bool force);
 /* commit.c */
+/* An LP's next event takes a checkpoint first (since_ckpt at least any interval). */
+#define TW_CKPT_NOW (UINT32_MAX / 2)
+void tw_drop_history(struct tw_thread *th, struct kr__lp *lp);
 bool tw_commit(struct tw_thread *th, const struct kr__key *h); /* false: a model error */
 void tw_release_all(struct tw_thread *th);
 void tw_commit_before_error(struct tw_thread *th);

@@ -25,6 +25,7 @@ void kr__totals(const struct kr__run *r, struct kr__totals *t)
         t->ckpt_bytes += c->ckpt_bytes;
         t->restores += c->restores;
         t->coasted += c->coasted;
+        t->safe += c->safe;
         t->remote_sent += c->remote_sent;
     }
     t->gvt_rounds = r->nthreads ? r->counters[0].gvt_rounds : 0; /* each thread saw them all */
@@ -56,11 +57,15 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed, rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
-    if (r->cfg->sync == KR_SYNC_OPTIMISTIC)
+    if (r->cfg->sync == KR_SYNC_OPTIMISTIC) {
         fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
                 "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
                 (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
                 (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
+        fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
+                (unsigned long long)t.safe,
+                t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
+    }
     kr__state_summary(r, f);
     kr__timeshare_summary(r, f);
     kr__horizon_summary(r, f);
@@ -133,7 +138,8 @@ static void json_config(FILE *f, const struct kr__run *r)
             "\"ckpt_full_every\": %u, \"gvt_period_ms\": ", (unsigned long long)c->seed,
             c->ckpt_interval, kr__state_mode_name(c->state_mode), c->ckpt_full_every);
     json_num(f, c->gvt_period_ms);
-    fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
+    fprintf(f, ", \"safe\": %s, \"arena_max\": %zu, \"params\": {",
+            c->safe_events ? "true" : "false", c->arena_max);
     for (size_t i = 0; i < c->nparams; i++) {
         if (i) fputs(", ", f);
         json_str(f, c->params[i].key);
@@ -166,7 +172,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
         fprintf(f, "%s\n    {\"thread\": %u, \"processed\": %llu, \"committed\": %llu, "
                 "\"rolled_back\": %llu, \"rollbacks\": %llu, \"antimessages\": %llu, "
                 "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
-                "\"coasted\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
+                "\"coasted\": %llu, \"safe\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
                 "\"throttled\": %llu, \"idle_sleeps\": %llu, \"yields\": %llu}",
                 i ? "," : "", i, (unsigned long long)c->processed,
@@ -174,7 +180,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 (unsigned long long)c->rollbacks, (unsigned long long)c->antimessages,
                 (unsigned long long)c->checkpoints, (unsigned long long)c->ckpt_bytes,
                 (unsigned long long)c->restores, (unsigned long long)c->coasted,
-                (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
+                (unsigned long long)c->safe, (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
                 (unsigned long long)c->throttled, (unsigned long long)c->idle_sleeps,
                 (unsigned long long)c->yields);
@@ -204,7 +210,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
-            "  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
+            "  \"safe_events\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
             "  \"run_digest\": \"%016llx\",\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
@@ -212,7 +218,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)t.rollbacks, (unsigned long long)t.rolled_back,
             (unsigned long long)t.antimessages, (unsigned long long)t.checkpoints,
             (unsigned long long)t.ckpt_bytes, (unsigned long long)t.coasted,
-            (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
+            (unsigned long long)t.safe, (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
             (unsigned long long)r->run_digest);
     json_config(f, r);
     kr__state_json(r, f);

@@ -52,6 +52,10 @@ static void usage(FILE *f)
         "  --ckpt-full-every F  with chunk/page/buddy, every F-th checkpoint is full and the\n"
         "                       others incremental (default 10)\n"
         "  --gvt-period MS      milliseconds between GVT rounds (default 5)\n"
+        "  --safe on|off        optimistic: an event that no straggler can reach any more\n"
+        "                       (below what every other thread may still send, from their\n"
+        "                       next events plus the lookahead) runs without a checkpoint\n"
+        "                       and commits at once (default on; off: plain Time Warp)\n"
         "  --preempt MODE       time-sharing (event preemption) of the optimistic engine:\n"
         "                         off       plain Time Warp: an event runs to its end\n"
         "                         return    events on their own stacks, preempted when a\n"
@@ -227,6 +231,11 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else kr__usage_error("--progress must be on, off or auto, got '%s'", v);
     } else if (!strcmp(a, "--check")) {
         c->check = true;
+    } else if (!strcmp(a, "--safe")) {
+        const char *v = need_value(argc, argv, i);
+        if (!strcmp(v, "on")) c->safe_events = true;
+        else if (!strcmp(v, "off")) c->safe_events = false;
+        else kr__usage_error("--safe must be on or off, got '%s'", v);
     } else if (!strcmp(a, "--preempt")) {
         c->preempt = parse_choice(a, need_value(argc, argv, i), kr__preempt_name,
                                   KR_PREEMPT_OFF, KR_PREEMPT_ADAPTIVE, "off, return, tick or adaptive");
@@ -313,6 +322,7 @@ static int cmd_run(int argc, char **argv)
     c.ckpt_full_every = 10;
     c.state_mode = KR_STATE_FULL;
     c.gvt_period_ms = 5;
+    c.safe_events = true;
     c.arena_max = (size_t)64 << 20;
     c.progress = -1;
 #if defined(__SANITIZE_THREAD__)

@@ -1,0 +1,122 @@
+"""Safe events of the optimistic engine (--safe, issue 13): events below every other
+thread's clock run without a checkpoint and commit at once. They must never change what is
+committed: the same digest and output as the sequential engine with --safe on and off, at
+1-4 threads and in every state mode; --check verifies on the way that no message or
+antimessage ever arrives below a thread's safe time (an internal error otherwise); and an
+interrupted run still ends at one point of virtual time - the sequential engine run to that
+time commits the same events and digest."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from common import run, fail, digest, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+
+MODELS = [
+    ("airport", [f"{build}/libairport.so", "--lps", "256", "--end", "40"], ["full", "page"]),
+    ("seir", [f"{build}/libseir.so", "--lps", "128", "--end", "15"], ["full", "buddy"]),
+    ("life", [f"{build}/liblife.so", "--lps", "100", "--end", "15"], ["full"]),
+    ("pcs", ["pcs", "--lps", "16", "--end", "1"], ["full", "chunk"]),
+    ("phold", ["phold", "--lps", "256", "--end", "50"], ["full", "chunk"]),
+    ("chaos", [f"{build}/libchaos.so", "--lps", "24", "--end", "40"], ["full"]),
+]
+
+
+def stats_of(args):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        _, out, err = run(kairos, "run", *args, "--progress", "off", "--stats", f.name)
+        return out, err, json.load(open(f.name))
+
+
+def case_digests():
+    for name, margs, states in MODELS:
+        ref_out, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+        ref = digest(ref_err)
+        shares = []
+        for threads in ("1", "2", "3", "4"):
+            for state in states:
+                for safe in ("on", "off"):
+                    args = margs + ["--threads", threads, "--state", state, "--safe", safe]
+                    if threads == "3":
+                        args.append("--check")
+                    out, err, st = stats_of(args)
+                    if digest(err) != ref or out != ref_out:
+                        fail(f"{name} {' '.join(args)}: digest {digest(err)} vs sequential "
+                             f"{ref}, output equal: {out == ref_out}")
+                    if safe == "off" and st["safe_events"]:
+                        fail(f"{name}: --safe off ran {st['safe_events']} safe events")
+                    if safe == "on" and state == "full":
+                        shares.append(st["safe_events"] / max(st["processed_events"], 1))
+        t.ok(f"{name}: sequential digest and output at 1-4 threads, {'/'.join(states)}, "
+             f"safe on/off (--check at 3); safe share on full: "
+             + " ".join(f"{s:.0%}" for s in shares))
+
+
+def case_one_thread():
+    """One thread: nothing can reach an event from elsewhere, so every event is safe and no
+    checkpoint is taken after init."""
+    _, _, st = stats_of([f"{build}/libairport.so", "--lps", "256", "--end", "40", "--threads",
+                         "1"])
+    if st["safe_events"] != st["committed_events"] or st["rollbacks"]:
+        fail(f"1 thread: {st['safe_events']} safe of {st['committed_events']} committed")
+    t.ok(f"1 thread: all {st['committed_events']} events safe")
+    # two threads, a model with a lookahead: most are
+    _, _, st = stats_of([f"{build}/libairport.so", "--lps", "1024", "--end", "40", "--threads",
+                         "2"])
+    if st["safe_events"] < st["committed_events"] // 4:
+        fail(f"2 threads, lookahead 0.05: only {st['safe_events']} safe of "
+             f"{st['committed_events']}")
+    t.ok(f"2 threads, lookahead 0.05: {st['safe_events']} of {st['committed_events']} safe")
+    # done() decides the end later: no safe events, the digest as always
+    _, err, st = stats_of([f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
+                           "laps=40", "--threads", "2"])
+    _, ref, _ = stats_of([f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
+                          "laps=40", "--sync", "sequential"])
+    if st["safe_events"] or digest(err) != digest(ref):
+        fail(f"done() model: {st['safe_events']} safe events, digest {digest(err)} vs "
+             f"{digest(ref)}")
+    t.ok("a model with done(): no safe events, sequential digest")
+
+
+def case_interrupted():
+    """SIGINT mid-run: the run stops once GVT has passed every safe event; what it committed
+    is exactly what the sequential engine commits up to the reported time."""
+    for threads in ("1", "2"):
+        d = tempfile.mkdtemp(prefix="kr-safe-")
+        stats = os.path.join(d, "stats.json")
+        margs = [f"{build}/libairport.so", "--lps", "4096", "--end", "1e9"]
+        p = subprocess.Popen([kairos, "run", *margs, "--threads", threads, "--stats", stats,
+                              "--progress", "off"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        try:
+            _, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail(f"{threads} threads: no exit 20 s after SIGINT")
+        m = re.search(r"committed up to virtual time (\S+)", err)
+        if p.returncode != 130 or not m:
+            fail(f"{threads} threads: exit {p.returncode}\n{err}")
+        st = json.load(open(stats))
+        upto = m.group(1)
+        _, ref_err, ref = stats_of(margs[:-2] + ["--end", upto, "--sync", "sequential"])
+        if ref["committed_events"] != st["committed_events"] or digest(ref_err) != digest(err):
+            fail(f"{threads} threads, interrupted at {upto}: {st['committed_events']} events, "
+                 f"digest {digest(err)}; sequential to {upto}: {ref['committed_events']}, "
+                 f"{digest(ref_err)} ({st['safe_events']} safe)")
+        t.ok(f"{threads} thread(s) interrupted at virtual time {float(upto):.3f}: "
+             f"{st['committed_events']} events ({st['safe_events']} safe), the sequential "
+             f"digest to that time")
+
+
+case_digests()
+case_one_thread()
+case_interrupted()
+t.finish()
