@@ -25,6 +25,8 @@ struct kr__kv {
     const char *val;
 };
 
+enum kr__balance { KR_BALANCE_OFF, KR_BALANCE_AUTO, KR_BALANCE_STORM };
+
 struct kr__config {
     const char *model;          /* built-in name or path to a .so */
     enum kr__sync sync;
@@ -40,6 +42,7 @@ struct kr__config {
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     bool check;                 /* verify engine invariants while running (slower) */
+    int balance;                /* enum kr__balance: optimistic LP migration */
     bool safe_events;           /* optimistic: events no rollback can reach run without state
                                  * saving and commit at once (--safe on, default) */
     int preempt;                /* enum kr__preempt: time-sharing of the optimistic engine */
@@ -72,6 +75,7 @@ struct kr__run {
     /* results */
     double wall_seconds;
     kr_time final_gvt;
+    uint64_t migrations, balance_retired, balance_back; /* optimistic --balance */
     bool ended_by_done;
     int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
     int rc;                           /* what the engine returned (0: the run ended) */

@@ -200,7 +200,8 @@ void tw_commit_before_error(struct tw_thread *th)
 void tw_release_all(struct tw_thread *th)
 {
     struct kr__key h = th->g->horizon;
-    for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
+    for (kr_lp id = 0; id < th->r->n; id++) {
+        if (th->g->owner[id] != th->id) continue;
         struct kr__lp *lp = &th->r->lps[id];
         if ((lp->tail && !kr__key_lt(&lp->tail->k, &h)) || lp->ult)
             tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */

@@ -48,10 +48,17 @@ void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
     th->dirty[th->ndirty++] = id;
 }
 
+void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
+{
+    struct kr__lp *lp = &th->r->lps[id];
+    lp->dirty = false;
+    tw_mark_dirty(th, lp, id);
+}
+
 /* A positive event reaches its owner: a straggler rolls the LP back first. */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e)
 {
-    if (e->k.ts <= th->lvt[e->dest - th->lp_lo]) {
+    if (e->k.ts <= th->g->lvt[e->dest]) {
         struct kr__lp *lp = &th->r->lps[e->dest];
         if ((lp->tail && kr__key_lt(&e->k, &lp->tail->k)) ||
             (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
@@ -126,7 +133,7 @@ static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, boo
     if (!now && (++th->clock_turn & (TW_CLOCK_TURNS - 1))) return;
     struct tw_global *g = th->g;
     kr_time f = top ? top->k.ts : INFINITY;
-    if (th->safe < f) f = th->safe;
+    if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
     f += g->lookahead;
     if (f == th->clock_sent) return;
     if (g->check && f < th->clock_sent)
@@ -370,7 +377,9 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
     th->cnt->idle_sleeps++;
     tw_gvt_maybe_start(th, th->uncommitted > 0); /* idle with uncommitted work: commit it */
     struct timespec ts = { 0, 20000 };
+    uint64_t t0 = kr__clock_ns();
     nanosleep(&ts, NULL);
+    th->slept_ns += kr__clock_ns() - t0; /* (not running by choice: balance auto) */
 }
 
 /* Wait until every worker has left its loop, then apply the last published horizon: a GVT
@@ -383,6 +392,10 @@ static void tw_stop_together(struct tw_thread *th)
     struct tw_global *g = th->g;
     atomic_fetch_add_explicit(&g->left, 1, memory_order_acq_rel);
     while (atomic_load_explicit(&g->left, memory_order_acquire) < g->n) {
+        if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) { /* (planned before */
+            tw_migrate(th);                                            /* the others left) */
+            continue;
+        }
         struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
     }
@@ -412,6 +425,14 @@ static void *tw_worker(void *arg)
     unsigned spins = 0;
     uint64_t iter = 0;
     for (;;) {
+        if (th->retired) { /* no LPs: out of GVT; back when its core is free (migrate.c) */
+            if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
+            else if (atomic_load_explicit(&g->stop, memory_order_acquire)) break;
+            else if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed))
+                tw_safe_stop(th);
+            else tw_retired_wait(th);
+            continue;
+        }
         if (th->fast) tw_safe_read(th);
         tw_drain(th);
         tw_gvt_poll(th);
@@ -476,8 +497,15 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->g = g;
         th->pool = &r->pools[t];
         th->cnt = &r->counters[t];
-        th->lp_lo = (kr_lp)t * per < r->n ? (kr_lp)t * per : r->n;
-        th->lp_hi = th->lp_lo + per < r->n ? th->lp_lo + per : r->n;
+        kr_lp lo = (kr_lp)t * per < r->n ? (kr_lp)t * per : r->n;
+        kr_lp hi = lo + per < r->n ? lo + per : r->n;
+        th->nlps = hi - lo;
+        for (kr_lp id = lo; id < hi; id++) {
+            g->owner[id] = g->target[id] = (uint16_t)t;
+            g->lvt[id] = -INFINITY;
+        }
+        atomic_init(&th->cpu_share, -1.0);
+        atomic_init(&th->wants_back, 0);
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->ckpt_interval;
         /* (done() decides the end only later; page-tracked modes close an LP's written
@@ -488,9 +516,6 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
-        th->lvt = malloc((th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
-        if (!th->lvt) kr__fatal_oom("LVT table", (th->lp_hi - th->lp_lo + 1) * sizeof *th->lvt);
-        for (kr_lp i = 0; i < th->lp_hi - th->lp_lo; i++) th->lvt[i] = -INFINITY;
         pthread_mutex_init(&th->sink.mu, NULL);
         th->sink.upto = kr__key_at(-INFINITY);
         th->applied = kr__key_at(-INFINITY);
@@ -507,7 +532,8 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.ops = &tw_ops;
         kr__ctx.eng = th;
         kr__ctx.pool = th->pool;
-        for (kr_lp id = th->lp_lo; id < th->lp_hi; id++) {
+        for (kr_lp id = 0; id < r->n; id++) {
+            if (g->owner[id] != t) continue;
             kr__lp_run_init(r, id);
             tw_flush_local(th); /* same-thread sends of init */
             /* Its base checkpoint at once: page tracking closes its pages now, so they
@@ -625,6 +651,15 @@ int kr__tw_run(struct kr__run *r)
     g->inbox = aligned_alloc(64, g->n * sizeof *g->inbox);
     g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
     if (!g->th || !g->inbox || !g->clock) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
+    g->owner = malloc(r->n * sizeof *g->owner);
+    g->target = malloc(r->n * sizeof *g->target);
+    g->lvt = malloc(r->n * sizeof *g->lvt);
+    if (!g->owner || !g->target || !g->lvt)
+        kr__fatal_oom("LP tables", r->n * (2 * sizeof *g->owner + sizeof *g->lvt));
+    g->balance = r->cfg->balance;
+    g->storm = r->cfg->seed;
+    if (tw_page_tracked(r)) g->balance = KR_BALANCE_OFF; /* (see docs/guide.md) */
+    atomic_init(&g->active, g->n);
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
     g->ckpt_auto = r->cfg->ckpt_interval == 0;
     g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
@@ -656,6 +691,9 @@ int kr__tw_run(struct kr__run *r)
     r->interrupted = g->by_done || tw_gvt(g) >= r->cfg->end ? 0 : kr__interrupted();
     r->end_key = g->horizon;
     r->final_gvt = tw_gvt(g);
+    r->migrations = g->th[0].cnt->migrations;
+    r->balance_retired = g->cnt_retired;
+    r->balance_back = g->cnt_back;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         th->cnt->pool_bytes = th->pool->bytes;
@@ -666,11 +704,15 @@ int kr__tw_run(struct kr__run *r)
         kr__outvec_free(&th->sink.v);
         free(th->work);
         free(th->dirty);
-        free(th->lvt);
+        free(th->mig);
     }
     free(g->th);
     free(g->inbox);
     free(g->clock);
+    free(g->owner);
+    free(g->target);
+    free(g->lvt);
+    free(g->moves);
     free(g);
     return 0;
 }

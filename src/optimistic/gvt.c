@@ -24,7 +24,8 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt);
 
 static bool last_through(struct tw_global *g)
 {
-    return atomic_fetch_add_explicit(&g->count, 1, memory_order_acq_rel) + 1 == g->n;
+    return atomic_fetch_add_explicit(&g->count, 1, memory_order_acq_rel) + 1 ==
+           atomic_load_explicit(&g->active, memory_order_relaxed);
 }
 
 /* Start a round if none is running and the period has passed (or `force`: this thread has
@@ -33,8 +34,9 @@ static bool last_through(struct tw_global *g)
 void tw_gvt_maybe_start(struct tw_thread *th, bool force)
 {
     struct tw_global *g = th->g;
-    uint64_t s = atomic_load_explicit(&g->state, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (s & 3) return;
+    if (atomic_load_explicit(&g->mig_req, memory_order_relaxed)) return; /* (migrating) */
     uint64_t now = kr__clock_ns();
     if (!force && now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
         return;
@@ -59,6 +61,7 @@ static void publish_gvt(struct tw_thread *th, uint64_t s)
     struct tw_global *g = th->g;
     struct kr__key end = kr__key_at(th->r->cfg->end);
     bool done = !kr__key_lt(&g->gvt, &end);
+    if (!done && !atomic_load_explicit(&g->stop, memory_order_acquire)) tw_balance_plan(th);
     publish(g, done ? end : g->gvt, done, s);
 }
 
@@ -125,6 +128,7 @@ void tw_gvt_poll(struct tw_thread *th)
             tw_drain(th);
             th->report = local_min(th);
             th->cnt->gvt_rounds++; /* every thread reports in every round */
+            tw_balance_sample(th);
             if (last_through(g)) close_phase2(th, s);
             break;
         case 3:
@@ -139,6 +143,7 @@ void tw_gvt_poll(struct tw_thread *th)
     if (ep != th->seen_epoch) {
         th->seen_epoch = ep;
         tw_commit(th, &g->horizon);
+        if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
     }
 }
 
@@ -162,5 +167,18 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
             }
         }
     }
-    th->all_done = done == th->lp_hi - th->lp_lo;
+    th->all_done = done == th->nlps;
+    if (th->g->check) { /* what migrations keep per thread agrees with the owner table */
+        kr_lp own = 0, dn = 0;
+        for (kr_lp id = 0; id < th->r->n; id++) {
+            if (th->g->owner[id] != th->id) continue;
+            own++;
+            dn += th->r->lps[id].done_seen || th->r->lps[id].done_init;
+        }
+        if (own != th->nlps || dn != th->ndone)
+            kr__internal_error("thread %u owns %llu LPs (counted %llu), %llu of them done "
+                               "(counted %llu)", th->id, (unsigned long long)own,
+                               (unsigned long long)th->nlps, (unsigned long long)dn,
+                               (unsigned long long)th->ndone);
+    }
 }

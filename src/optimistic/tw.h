@@ -52,6 +52,20 @@ struct tw_clock {
     char pad_[64 - sizeof(uint64_t)];
 };
 
+/* Load balancing (migrate.c). */
+#define TW_BALANCE_NS (100u * 1000 * 1000)  /* a balancing decision at most this often */
+#define TW_PROBE_NS (10u * 1000 * 1000)     /* a retired worker's probe of its core (longer
+                                             * than the scheduler's wake-up credit) */
+#define TW_PROBE_EVERY_NS (250u * 1000 * 1000)
+#define TW_SHARED_SHARE 0.75                /* under this CPU share, a core is shared... */
+#define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
+#define TW_SHARED_WINDOWS 3                 /* windows of TW_BALANCE_NS / 2 it must last */
+
+struct tw_move {
+    kr_lp lp;
+    uint16_t from, to;
+};
+
 struct tw_thread {
     _Alignas(64) unsigned id;
     struct kr__run *r;
@@ -60,7 +74,18 @@ struct tw_thread {
     struct kr__pool *pool;
     struct kr__counters *cnt;
     struct kr__blobs blobs;
-    kr_lp lp_lo, lp_hi;
+    kr_lp nlps;               /* LPs this thread owns (g->owner) */
+    bool retired;             /* no LPs (a shared core): out of GVT and the clocks */
+    struct kr__ev **mig;      /* migration: pending events handed over... */
+    struct kr__key max_done_out; /* ...and max_done_committed as it was then */
+    size_t nmig, capmig;
+    /* balance auto: CPU share over the last window */
+    _Atomic double cpu_share;   /* -1: not measured yet */
+    _Atomic int wants_back;     /* retired, and its core is free again */
+    uint64_t bal_wall, bal_cpu, bal_slept, slept_ns;
+    double shares[TW_SHARED_WINDOWS];
+    unsigned nshares;
+    unsigned free_probes;
     unsigned ckpt_interval;   /* K: checkpoint an LP every K of its events (tuned if auto) */
     struct tw_tune tune;      /* what the last tuning step saw */
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
@@ -69,9 +94,6 @@ struct tw_thread {
     kr_time clock_sent;       /* what this thread last published as its clock */
     kr_time fast_hi;          /* latest safe event run: an interrupted run commits past it */
     unsigned clock_turn;
-    kr_time *lvt;             /* per owned LP: timestamp of its last processed event. A
-                               * compact array, so checking a delivery for a straggler does
-                               * not miss in cache on the LP itself (65536 LPs: 8 B vs 128 B) */
     struct tw_item *work;
     size_t wn, wcap;
     uint64_t uncommitted;     /* processed events not yet committed (flow control) */
@@ -137,7 +159,24 @@ struct tw_global {
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
     bool chained;                          /* checkpoints form chains (not --state full): they
                                             * are freed by trimming chains, else one by one */
-    kr_lp per_thread;                      /* LPs per thread (the last may have fewer) */
+    kr_lp per_thread;                      /* LPs per thread at the start (block mapping) */
+    uint16_t *owner;                       /* per LP: its thread (changed only in tw_migrate) */
+    uint16_t *target;                      /* per LP: its thread after the planned moves */
+    kr_time *lvt;                          /* per LP: timestamp of its last processed event,
+                                            * written by the owner. A compact array, so a
+                                            * straggler check does not miss on the LP itself
+                                            * (65536 LPs: 8 B vs 128 B) */
+    int balance;                           /* enum kr__balance */
+    _Atomic unsigned active;               /* threads in GVT rounds (with LPs) */
+    _Atomic int mig_req;                   /* moves planned: every worker enters tw_migrate */
+    _Atomic uint64_t mig_pushes;           /* messages pushed while migrating (quiescence) */
+    _Alignas(64) _Atomic unsigned bar_count;
+    _Atomic unsigned bar_gen;
+    struct tw_move *moves;
+    size_t nmoves, capmoves;
+    uint64_t storm;                        /* --balance storm: its random stream */
+    uint64_t bal_last_ns;
+    uint64_t cnt_retired, cnt_back;
     bool check;                            /* --check: verify invariants as we go */
     struct tw_clock *clock;                /* per thread (safe events) */
     kr_time lookahead;
@@ -163,12 +202,12 @@ static inline kr_time tw_gvt(const struct tw_global *g)
  * destination LP's memory). */
 static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
 {
-    return (unsigned)(id / g->per_thread);
+    return g->owner[id];
 }
 
 static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
 {
-    th->lvt[lp - th->r->lps - th->lp_lo] = lp->tail ? lp->tail->k.ts : -INFINITY;
+    th->g->lvt[lp - th->r->lps] = lp->tail ? lp->tail->k.ts : -INFINITY;
 }
 
 /* The one place a message (event or antimessage) leaves this thread: the seam where a
@@ -178,6 +217,8 @@ static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struc
     e->st = KR_EV_INFLIGHT;
     if (kr__key_lt(&e->k, &th->min_sent)) th->min_sent = e->k; /* GVT: in flight since phase 1 */
     kr__inbox_push(&th->g->inbox[owner], e, e->k.ts);
+    if (atomic_load_explicit(&th->g->mig_req, memory_order_relaxed))
+        atomic_fetch_add_explicit(&th->g->mig_pushes, 1, memory_order_release);
 }
 
 /* engine.c */
@@ -186,6 +227,7 @@ void tw_flush_local(struct tw_thread *th);
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_drain(struct tw_thread *th);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
+void tw_mark_dirty_again(struct tw_thread *th, kr_lp id); /* (an arriving LP, dirty already) */
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* After a model error unwound e's event: mark it failed and keep the message (a copy, made
  * outside any signal handler the error came from). */
@@ -222,6 +264,11 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
 void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
 void tw_tune_ckpt(struct tw_thread *th);
+/* migrate.c */
+void tw_migrate(struct tw_thread *th);
+bool tw_balance_plan(struct tw_thread *th);
+void tw_balance_sample(struct tw_thread *th);
+void tw_retired_wait(struct tw_thread *th);
 /* gvt.c */
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_maybe_start(struct tw_thread *th, bool force);

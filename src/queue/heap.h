@@ -29,6 +29,8 @@ struct kr__heap {
 void kr__heap_init(struct kr__heap *h);
 void kr__heap_destroy(struct kr__heap *h);
 void kr__heap_grow(struct kr__heap *h);
+/* Restore the heap order after slots were removed in place (LP migration). */
+void kr__heap_rebuild(struct kr__heap *h);
 
 static inline int kr__slot_lt(const struct kr__heap_slot *x, const struct kr__heap_slot *y)
 {

@@ -22,6 +22,8 @@ struct kr__counters {
     uint64_t restore_ns;                 /* time restoring (chain walks) */
     uint64_t coasted;                    /* events re-executed silently after a restore */
     uint64_t safe;                       /* safe events: no checkpoint, committed at once */
+    uint64_t migrations;                 /* migration rounds taken part in */
+    uint64_t migrated_out;               /* LPs this thread handed to another */
     uint64_t event_ns_sampled;           /* time in the events that were timed... */
     uint64_t events_timed;               /* ...one in TW_EVENT_SAMPLE */
     uint64_t remote_sent;                /* events sent to another thread */

@@ -26,9 +26,11 @@ void kr__totals(const struct kr__run *r, struct kr__totals *t)
         t->restores += c->restores;
         t->coasted += c->coasted;
         t->safe += c->safe;
+        t->migrated += c->migrated_out;
         t->remote_sent += c->remote_sent;
     }
-    t->gvt_rounds = r->nthreads ? r->counters[0].gvt_rounds : 0; /* each thread saw them all */
+    for (unsigned i = 0; i < r->nthreads; i++) /* (each saw them all, but a retired worker) */
+        if (r->counters[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = r->counters[i].gvt_rounds;
 }
 
 static const char *engine_name(const struct kr__run *r)
@@ -65,6 +67,11 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
         fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
                 (unsigned long long)t.safe,
                 t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
+        if (t.migrated || r->balance_retired)
+            fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
+                    "retired from a shared core, %llu returns\n", (unsigned long long)t.migrated,
+                    (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
+                    (unsigned long long)r->balance_back);
     }
     kr__state_summary(r, f);
     kr__timeshare_summary(r, f);
@@ -210,7 +217,8 @@ void kr__report_json(const struct kr__run *r, const char *path)
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
-            "  \"safe_events\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
+            "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
+            "  \"retired_workers\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
             "  \"run_digest\": \"%016llx\",\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
@@ -218,7 +226,9 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)t.rollbacks, (unsigned long long)t.rolled_back,
             (unsigned long long)t.antimessages, (unsigned long long)t.checkpoints,
             (unsigned long long)t.ckpt_bytes, (unsigned long long)t.coasted,
-            (unsigned long long)t.safe, (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
+            (unsigned long long)t.safe, (unsigned long long)t.migrated,
+            (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
+            (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
             (unsigned long long)r->run_digest);
     json_config(f, r);
     kr__state_json(r, f);

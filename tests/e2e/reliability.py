@@ -109,8 +109,9 @@ def case_messages():
                 "run", bare, "--end", "5", "--lps", "2", "-P", "foo=1")
     if KIND:  # (a sanitizer's shadow memory needs terabytes of address space)
         return
-    p = subprocess.run(f"ulimit -v 400000; exec '{kairos}' run phold --lps 200000 --end 5 --threads 2",
-                       shell=True, capture_output=True, text=True)
+    # (thread stacks that do not fit the limit: safe events left 200 000 LPs room to run)
+    p = subprocess.run(f"ulimit -v 400000; exec '{kairos}' run phold --lps 1000 --end 5 "
+                       "--threads 2 --stack-kb 150000", shell=True, capture_output=True, text=True)
     if p.returncode != 1 or "ulimit -v" not in p.stderr or "error message" in p.stderr:
         fail(f"under ulimit -v: exit {p.returncode}\n{p.stderr}")
     t.ok("under ulimit -v: the message names the address-space limit")

@@ -52,6 +52,9 @@ static void usage(FILE *f)
         "  --ckpt-full-every F  with chunk/page/buddy, every F-th checkpoint is full and the\n"
         "                       others incremental (default 10)\n"
         "  --gvt-period MS      milliseconds between GVT rounds (default 5)\n"
+        "  --balance MODE       optimistic: moving LPs between worker threads: off, or auto\n"
+        "                       (default: a worker whose core another process keeps busy\n"
+        "                       hands its LPs to the others until the core is free again)\n"
         "  --safe on|off        optimistic: an event that no straggler can reach any more\n"
         "                       (below what every other thread may still send, from their\n"
         "                       next events plus the lookahead) runs without a checkpoint\n"
@@ -231,6 +234,12 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else kr__usage_error("--progress must be on, off or auto, got '%s'", v);
     } else if (!strcmp(a, "--check")) {
         c->check = true;
+    } else if (!strcmp(a, "--balance")) {
+        const char *v = need_value(argc, argv, i);
+        if (!strcmp(v, "off")) c->balance = KR_BALANCE_OFF;
+        else if (!strcmp(v, "auto")) c->balance = KR_BALANCE_AUTO;
+        else if (!strcmp(v, "storm")) c->balance = KR_BALANCE_STORM; /* (tests: random moves) */
+        else kr__usage_error("--balance must be off or auto, got '%s'", v);
     } else if (!strcmp(a, "--safe")) {
         const char *v = need_value(argc, argv, i);
         if (!strcmp(v, "on")) c->safe_events = true;
@@ -323,6 +332,7 @@ static int cmd_run(int argc, char **argv)
     c.state_mode = KR_STATE_FULL;
     c.gvt_period_ms = 5;
     c.safe_events = true;
+    c.balance = KR_BALANCE_AUTO;
     c.arena_max = (size_t)64 << 20;
     c.progress = -1;
 #if defined(__SANITIZE_THREAD__)

@@ -1,0 +1,364 @@
+/* migrate.c - LP migration between worker threads, and the load balancer that plans it.
+ *
+ * An LP moves with its whole optimistic history: state, processed list, checkpoints,
+ * uncommitted output, parked events, and its pending events out of the old owner's heap.
+ * Moves happen when every worker is inside tw_migrate: the thread that closes a GVT round
+ * plans them and raises `mig_req` before it publishes the horizon, so each worker enters
+ * right after applying that horizon, and no round starts until all have left (state stays
+ * idle). Inside, the workers first drain their inboxes until a whole pass pushed nothing
+ * (rollbacks there send antimessages), so no message for a moving LP is in flight; then
+ * each hands over the pending events of the LPs it loses, the owner table changes, and
+ * each takes in what it gained. The ownership is a table (owner), so the mapping stays one
+ * function; what is committed cannot change.
+ *
+ * Policies (--balance): off; auto, which retires a worker whose core is shared (it gets
+ * well under its wall time as CPU while another worker gets nearly all of it): its LPs go
+ * to the other workers, it leaves GVT and sleeps, and it comes back (the first mapping is
+ * restored) once a probe finds its core free again; storm (tests), random moves at every
+ * round. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <time.h>
+#include "tw.h"
+#include "../core/error.h"
+
+/* ---- barrier (all n workers; spins, then sleeps: a worker may be descheduled) ---- */
+
+static void tw_barrier(struct tw_global *g)
+{
+    unsigned gen = atomic_load_explicit(&g->bar_gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&g->bar_count, 1, memory_order_acq_rel) + 1 == g->n) {
+        atomic_store_explicit(&g->bar_count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g->bar_gen, 1, memory_order_release);
+        return;
+    }
+    for (unsigned spin = 0; atomic_load_explicit(&g->bar_gen, memory_order_acquire) == gen;) {
+        if (++spin < 2048) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- the moves ---- */
+
+/* Drain until no worker pushed a message during a whole pass: then every message is in
+ * its destination's heap (or local queue, flushed by the drain). */
+static void quiesce(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    for (;;) {
+        tw_barrier(g);
+        tw_drain(th);
+        tw_barrier(g);
+        uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
+        tw_barrier(g);
+        if (th->id == 0) atomic_store_explicit(&g->mig_pushes, 0, memory_order_relaxed);
+        if (!pushed) break;
+    }
+}
+
+/* Processed events not yet committed on lp (the thread's `uncommitted` share). */
+static uint64_t lp_uncommitted(const struct kr__lp *lp)
+{
+    uint64_t n = 0;
+    for (const struct kr__ev *x = lp->first_unc; x; x = x->next) n++;
+    return n;
+}
+
+/* Checkpoint bytes lp holds (blob accounting moves with it). */
+static size_t lp_ckpt_bytes(const struct tw_thread *th, const struct kr__lp *lp)
+{
+    size_t n = 0;
+    if (th->g->chained) {
+        for (const struct kr__ckpt *c = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base; c; c = c->prev)
+            n += c->bytes;
+        return n;
+    }
+    for (const struct kr__ev *x = lp->head; x; x = x->next)
+        if (x->ckpt) n += x->ckpt->bytes;
+    return n + (lp->base ? lp->base->bytes : 0);
+}
+
+/* The old owner's side: suspended events of leaving LPs are abandoned (a stack does not
+ * move), their pending events leave the heap, their bookkeeping leaves this thread. */
+static void give_up(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    for (size_t i = 0; i < g->nmoves; i++) {
+        const struct tw_move *m = &g->moves[i];
+        struct kr__lp *lp = &th->r->lps[m->lp];
+        if (m->from != th->id || !lp->ult || !th->nsusp) continue;
+        tw_rollback(th, lp, &((struct kr__ev *)lp->ult->ev)->k, true);
+    }
+}
+
+static void hand_over(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    struct kr__heap *h = &th->heap;
+    size_t keep = 0;
+    th->nmig = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        struct kr__ev *e = h->a[i].e;
+        if (g->target[e->dest] == th->id) {
+            h->a[keep++] = h->a[i];
+            continue;
+        }
+        if (e->st == KR_EV_CANCELLED) { /* (dropped here rather than carried) */
+            kr__pool_put(th->pool, e);
+            continue;
+        }
+        if (th->nmig == th->capmig) {
+            th->capmig = th->capmig ? 2 * th->capmig : 256;
+            th->mig = realloc(th->mig, th->capmig * sizeof *th->mig);
+            if (!th->mig) kr__fatal_oom("migration buffer", th->capmig * sizeof *th->mig);
+        }
+        th->mig[th->nmig++] = e;
+    }
+    h->n = keep;
+    kr__heap_rebuild(h);
+    th->max_done_out = th->max_done_committed; /* (read by the new owners in take_in) */
+    size_t kd = 0;
+    for (size_t i = 0; i < th->ndirty; i++)
+        if (g->target[th->dirty[i]] == th->id) th->dirty[kd++] = th->dirty[i];
+    th->ndirty = kd;
+    for (size_t i = 0; i < g->nmoves; i++) {
+        const struct tw_move *m = &g->moves[i];
+        if (m->from != th->id) continue;
+        struct kr__lp *lp = &th->r->lps[m->lp];
+        th->uncommitted -= lp_uncommitted(lp);
+        th->ndone -= lp->done_seen || lp->done_init;
+        th->blobs.held -= lp_ckpt_bytes(th, lp);
+        th->nlps--;
+        th->cnt->migrated_out++;
+    }
+}
+
+/* The new owner's side: the LPs' pending events, bookkeeping and commit duties. */
+static void take_in(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct tw_thread *o = &g->th[t];
+        for (size_t i = 0; i < o->nmig; i++)
+            if (g->owner[o->mig[i]->dest] == th->id) kr__heap_push(&th->heap, o->mig[i]);
+    }
+    for (size_t i = 0; i < g->nmoves; i++) {
+        const struct tw_move *m = &g->moves[i];
+        if (m->to != th->id) continue;
+        struct kr__lp *lp = &th->r->lps[m->lp];
+        th->uncommitted += lp_uncommitted(lp);
+        th->ndone += lp->done_seen || lp->done_init;
+        th->blobs.held += lp_ckpt_bytes(th, lp);
+        if (kr__key_lt(&th->max_done_committed, &g->th[m->from].max_done_out))
+            th->max_done_committed = g->th[m->from].max_done_out;
+        th->nlps++;
+        if (lp->dirty) tw_mark_dirty_again(th, m->lp);
+    }
+}
+
+/* A worker without LPs leaves GVT and the clocks (it can receive nothing); one that gets
+ * LPs again rejoins at the current horizon. Run by each worker for itself, inside. */
+static void set_active(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    bool active = th->nlps > 0;
+    if (active == !th->retired) return;
+    th->retired = !active;
+    if (th->retired) {
+        th->report = kr__key_at(INFINITY);
+        th->all_done = true;
+        th->max_done = kr__key_at(-INFINITY);
+        atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(INFINITY),
+                              memory_order_release);
+        th->clock_sent = INFINITY;
+    }
+    if (!th->retired) { /* back: at the horizon every other worker has applied */
+        th->applied = g->horizon;
+        th->seen_epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+        atomic_store_explicit(&th->wants_back, 0, memory_order_relaxed);
+        th->free_probes = 0;
+        th->nshares = 0; /* (the shares measured before it left say nothing now) */
+        atomic_store_explicit(&th->cpu_share, -1.0, memory_order_relaxed);
+        th->bal_wall = 0;
+    }
+    pthread_mutex_lock(&th->sink.mu);
+    th->sink.upto = th->retired ? kr__key_at(INFINITY) : th->applied;
+    pthread_mutex_unlock(&th->sink.mu);
+}
+
+void tw_migrate(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    tw_barrier(g); /* everyone has applied the horizon the moves were planned at */
+    give_up(th);
+    quiesce(th);
+    kr_time lo = INFINITY; /* clocks: the least of all, read before anyone rewrites one */
+    for (unsigned t = 0; t < g->n; t++) {
+        kr_time c;
+        uint64_t b = atomic_load_explicit(&g->clock[t].bits, memory_order_acquire);
+        memcpy(&c, &b, sizeof c);
+        if (c < lo) lo = c;
+    }
+    hand_over(th);
+    tw_barrier(g);
+    if (th->id == 0) {
+        for (size_t i = 0; i < g->nmoves; i++) g->owner[g->moves[i].lp] = g->moves[i].to;
+        unsigned active = 0;
+        for (unsigned t = 0; t < g->n; t++) {
+            kr_lp n = g->th[t].nlps; /* (hand_over took the leaving LPs off already) */
+            for (size_t i = 0; i < g->nmoves; i++) n += g->moves[i].to == t;
+            active += n > 0;
+        }
+        atomic_store_explicit(&g->active, active, memory_order_relaxed);
+    }
+    tw_barrier(g);
+    take_in(th);
+    /* A thread that gained pending events may now send below its old clock, never below
+     * the least clock of all (those events lay in some heap, at or above its floor): every
+     * clock restarts there, and so does what this thread counts as safe. */
+    th->clock_sent = th->safe = th->safe_prev = lo;
+    atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
+    set_active(th);
+    th->cnt->migrations++;
+    tw_barrier(g);
+    if (th->id == 0) {
+        g->nmoves = 0;
+        atomic_store_explicit(&g->mig_req, 0, memory_order_release);
+    }
+    tw_barrier(g);
+}
+
+/* ---- planning (by the thread that closes a GVT round) ---- */
+
+static void add_move(struct tw_global *g, kr_lp lp, unsigned to)
+{
+    unsigned from = g->owner[lp];
+    if (from == to) return;
+    if (g->nmoves == g->capmoves) {
+        g->capmoves = g->capmoves ? 2 * g->capmoves : 1024;
+        g->moves = realloc(g->moves, g->capmoves * sizeof *g->moves);
+        if (!g->moves) kr__fatal_oom("migration plan", g->capmoves * sizeof *g->moves);
+    }
+    g->moves[g->nmoves++] = (struct tw_move){ lp, (uint16_t)from, (uint16_t)to };
+    g->target[lp] = (uint16_t)to;
+}
+
+/* storm: a few random LPs to random threads (a fixed stream: moves change no result). */
+static void plan_storm(struct tw_global *g)
+{
+    kr_lp n = g->r->n;
+    for (int k = 0; k < 8 && n; k++) {
+        g->storm = g->storm * 6364136223846793005ull + 1442695040888963407ull;
+        kr_lp lp = (kr_lp)((g->storm >> 33) % n);
+        unsigned to = (unsigned)((g->storm >> 13) % g->n);
+        if (g->target[lp] == g->owner[lp]) add_move(g, lp, to);
+    }
+}
+
+/* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
+ * retired workers back (the first mapping) once their probes find the core free. */
+static void plan_auto(struct tw_global *g, uint64_t now)
+{
+    if (now - g->bal_last_ns < TW_BALANCE_NS) return;
+    g->bal_last_ns = now;
+    int worst = -1, best = -1, back = 0;
+    double lo = 2, hi = -1;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        double s = atomic_load_explicit(&th->cpu_share, memory_order_relaxed);
+        if (th->retired) {
+            back += atomic_load_explicit(&th->wants_back, memory_order_relaxed);
+            continue;
+        }
+        if (s < 0) continue; /* (not measured yet) */
+        if (s < lo) lo = s, worst = (int)t;
+        if (s > hi) hi = s, best = (int)t;
+    }
+    if (back) { /* someone's core is free again: the first mapping */
+        for (kr_lp lp = 0; lp < g->r->n; lp++) add_move(g, lp, (unsigned)(lp / g->per_thread));
+        g->cnt_back++;
+        return;
+    }
+    if (worst < 0 || best < 0 || worst == best || lo > TW_SHARED_SHARE || hi < TW_FREE_SHARE)
+        return;
+    unsigned act = atomic_load_explicit(&g->active, memory_order_relaxed);
+    if (act < 2) return;
+    /* its LPs go round-robin to the other active workers */
+    unsigned k = 0;
+    for (kr_lp lp = 0; lp < g->r->n; lp++) {
+        if (g->owner[lp] != (unsigned)worst) continue;
+        unsigned to;
+        do to = k++ % g->n;
+        while (to == (unsigned)worst || g->th[to].retired);
+        add_move(g, lp, to);
+    }
+    g->cnt_retired++;
+}
+
+/* Called by the closer of a round before it publishes; true if moves were planned. */
+bool tw_balance_plan(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    if (g->balance == KR_BALANCE_OFF || g->n < 2) return false;
+    if (g->balance == KR_BALANCE_STORM) plan_storm(g);
+    else plan_auto(g, kr__clock_ns());
+    if (!g->nmoves) return false;
+    atomic_store_explicit(&g->mig_req, 1, memory_order_relaxed); /* (published with the epoch) */
+    return true;
+}
+
+/* ---- measuring: CPU time against wall time, per worker ---- */
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* At each GVT round this worker takes part in: over the last window, the share of the
+ * wall time it was not sleeping that it actually ran. Near 1 on a core of its own; near
+ * 1/2 when another busy process shares the core. */
+void tw_balance_sample(struct tw_thread *th)
+{
+    if (th->g->balance != KR_BALANCE_AUTO) return;
+    uint64_t now = kr__clock_ns();
+    if (now - th->bal_wall < TW_BALANCE_NS / 2) return;
+    uint64_t cpu = thread_cpu_ns();
+    uint64_t wall = now - th->bal_wall, slept = th->slept_ns - th->bal_slept;
+    if (th->bal_wall && wall > slept + TW_BALANCE_NS / 4) {
+        double s = (double)(cpu - th->bal_cpu) / (double)(wall - slept);
+        /* (a window alone may be a blip - a page-fault storm, the hypervisor: the share
+         * published is the best of the last TW_SHARED_WINDOWS) */
+        th->shares[th->nshares++ % TW_SHARED_WINDOWS] = s > 1 ? 1 : s;
+        double best = 0;
+        for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->nshares; i++)
+            if (th->shares[i] > best) best = th->shares[i];
+        if (th->nshares >= TW_SHARED_WINDOWS)
+            atomic_store_explicit(&th->cpu_share, best, memory_order_relaxed);
+    }
+    th->bal_wall = now;
+    th->bal_cpu = cpu;
+    th->bal_slept = th->slept_ns;
+}
+
+/* A retired worker: sleep, and now and then spin briefly to see whether the core is free
+ * again (three probes in a row). */
+void tw_retired_wait(struct tw_thread *th)
+{
+    struct timespec ts = { 0, 5 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    uint64_t now = kr__clock_ns();
+    if (now - th->bal_wall < TW_PROBE_EVERY_NS) return;
+    th->bal_wall = now;
+    uint64_t c0 = thread_cpu_ns(), w0 = kr__clock_ns();
+    while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
+    double s = (double)(thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
+    th->free_probes = s >= TW_FREE_SHARE ? th->free_probes + 1 : 0;
+    if (th->free_probes >= 3)
+        atomic_store_explicit(&th->wants_back, 1, memory_order_relaxed);
+}
