@@ -53,7 +53,7 @@ struct tw_clock {
 };
 
 /* Load balancing (migrate.c). */
-#define TW_BALANCE_NS (100u * 1000 * 1000)  /* a balancing decision at most this often */
+#define TW_BALANCE_NS (40u * 1000 * 1000)   /* a balancing decision at most this often */
 #define TW_PROBE_NS (10u * 1000 * 1000)     /* a retired worker's probe of its core (longer
                                              * than the scheduler's wake-up credit) */
 #define TW_PROBE_EVERY_NS (250u * 1000 * 1000)
