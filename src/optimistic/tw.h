@@ -57,9 +57,11 @@ struct tw_clock {
 #define TW_PROBE_NS (10u * 1000 * 1000)     /* a retired worker's probe of its core (longer
                                              * than the scheduler's wake-up credit) */
 #define TW_PROBE_EVERY_NS (250u * 1000 * 1000)
-#define TW_SHARED_SHARE 0.75                /* under this CPU share, a core is shared... */
+#define TW_SHARED_SHARE 0.6                 /* under this CPU share, a core is shared (one
+                                             * busy process beside: ~0.5; an idle machine
+                                             * shows 20 ms windows down to ~0.7)... */
 #define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
-#define TW_SHARED_WINDOWS 3                 /* windows of TW_BALANCE_NS / 2 it must last */
+#define TW_SHARED_WINDOWS 5                 /* windows of TW_BALANCE_NS / 2 it must last */
 
 struct tw_move {
     kr_lp lp;
