@@ -145,8 +145,9 @@ static void json_config(FILE *f, const struct kr__run *r)
             "\"ckpt_full_every\": %u, \"gvt_period_ms\": ", (unsigned long long)c->seed,
             c->ckpt_interval, kr__state_mode_name(c->state_mode), c->ckpt_full_every);
     json_num(f, c->gvt_period_ms);
-    fprintf(f, ", \"safe\": %s, \"arena_max\": %zu, \"params\": {",
-            c->safe_events ? "true" : "false", c->arena_max);
+    static const char *const balance[] = { "off", "auto", "storm" };
+    fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"arena_max\": %zu, \"params\": {",
+            c->safe_events ? "true" : "false", balance[c->balance], c->arena_max);
     for (size_t i = 0; i < c->nparams; i++) {
         if (i) fputs(", ", f);
         json_str(f, c->params[i].key);
