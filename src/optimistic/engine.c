@@ -358,6 +358,21 @@ static void tw_clock_start(struct tw_global *g)
     }
 }
 
+/* Run on while the next events lie below the safe time: nothing that arrives meanwhile can
+ * reach them, so the inbox, GVT and the stop flag can wait TW_SAFE_BURST events (the loop's
+ * turn around them cost queueing a tenth of its 0.3 us events). */
+#define TW_SAFE_BURST 32
+static void tw_safe_burst(struct tw_thread *th, kr_time end)
+{
+    struct kr__ev *e;
+    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && e->k.ts < th->safe &&
+                         e->k.ts < end && e->st == KR_EV_PENDING && tw_may_run(th, e); k++) {
+        kr__heap_pop(&th->heap);
+        kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
+        tw_process(th, e);
+    }
+}
+
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
  * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
  * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
@@ -449,6 +464,7 @@ static void *tw_worker(void *arg)
             kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
             if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
             else tw_process(th, e);
+            if (th->fast) tw_safe_burst(th, end);
             spins = 0;
             if ((++iter & 255) == 0) {
                 tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
