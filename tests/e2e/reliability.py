@@ -49,8 +49,10 @@ def case_pointer_digest():
         fail(f"state pointer into the C library heap, optimistic: no warning:\n{err}")
     t.ok("a state pointer into the C library heap: one warning naming LP (and event, --check)")
     # a payload struct with uninitialised padding: its bytes enter the digest; --check names it
-    expect_fail(1, ["model 'hazard', LP ", "payload byte 4 (of 16) differs between two runs",
-                    "padding of a struct"], *hazard_args(15, "--sync", "sequential", "--check"))
+    # (not under AddressSanitizer: its frames live on a fake stack that --check cannot vary)
+    if KIND != "asan":
+        expect_fail(1, ["model 'hazard', LP ", "payload byte 4 (of 16) differs between two runs",
+                        "padding of a struct"], *hazard_args(15, "--sync", "sequential", "--check"))
 
 
 def case_numbers():

@@ -130,7 +130,9 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         if (s->table == weights + 4) s->table = weights;
     }
     if (c == PADDED_PAYLOAD) {
-        struct padded m = { (uint32_t)s->events, now };   /* (padding: whatever was there) */
+        struct padded m;           /* (set member by member: the padding is what was there) */
+        m.tag = (uint32_t)s->events;
+        m.value = now;
         kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, &m, sizeof m);
         return;
     }
