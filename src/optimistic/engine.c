@@ -102,26 +102,12 @@ void tw_drain(struct tw_thread *th)
 
 /* ---- safe events (tw.h) ---- */
 
-static kr_time tw_time_of(uint64_t b)
-{
-    kr_time t;
-    memcpy(&t, &b, sizeof t);
-    return t;
-}
-
 /* Before draining: the least of the other threads' clocks. A message drained after this
  * was pushed after its sender published the clock read here, so it lies at or above it. */
 static void tw_safe_read(struct tw_thread *th)
 {
-    struct tw_global *g = th->g;
-    kr_time s = INFINITY;
-    for (unsigned i = 0; i < g->n; i++) {
-        if (i == th->id) continue;
-        kr_time c = tw_time_of(atomic_load_explicit(&g->clock[i].bits, memory_order_acquire));
-        if (c < s) s = c;
-    }
     th->safe_prev = th->safe;
-    th->safe = s;
+    th->safe = tw_clock_min(th->g, th->id);
 }
 
 /* After draining: publish floor + lookahead, where the floor bounds every event this

@@ -196,13 +196,7 @@ void tw_migrate(struct tw_thread *th)
     tw_barrier(g); /* everyone has applied the horizon the moves were planned at */
     give_up(th);
     quiesce(th);
-    kr_time lo = INFINITY; /* clocks: the least of all, read before anyone rewrites one */
-    for (unsigned t = 0; t < g->n; t++) {
-        kr_time c;
-        uint64_t b = atomic_load_explicit(&g->clock[t].bits, memory_order_acquire);
-        memcpy(&c, &b, sizeof c);
-        if (c < lo) lo = c;
-    }
+    kr_time lo = tw_clock_min(g, g->n); /* (read before anyone rewrites a clock) */
     hand_over(th);
     tw_barrier(g);
     if (th->id == 0) {

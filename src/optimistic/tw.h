@@ -192,12 +192,28 @@ struct tw_global {
     unsigned fast_threads;                 /* workers that run safe events (acks expected) */
 };
 
-static inline kr_time tw_gvt(const struct tw_global *g)
+static inline kr_time tw_time_of(uint64_t b)
 {
-    uint64_t b = atomic_load_explicit(&g->gvt_bits, memory_order_acquire);
     kr_time t;
     memcpy(&t, &b, sizeof t);
     return t;
+}
+
+static inline kr_time tw_gvt(const struct tw_global *g)
+{
+    return tw_time_of(atomic_load_explicit(&g->gvt_bits, memory_order_acquire));
+}
+
+/* The least clock of the workers other than `skip` (safe events; g->n: all of them). */
+static inline kr_time tw_clock_min(const struct tw_global *g, unsigned skip)
+{
+    kr_time s = INFINITY;
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == skip) continue;
+        kr_time c = tw_time_of(atomic_load_explicit(&g->clock[i].bits, memory_order_acquire));
+        if (c < s) s = c;
+    }
+    return s;
 }
 
 /* Block mapping: LP id / LPs per thread (arithmetic, so a send does not touch the

@@ -25,21 +25,7 @@ void kr__heap_destroy(struct kr__heap *h)
     kr__heap_init(h);
 }
 
-static void sift_down(struct kr__heap *h, size_t i)
-{
-    struct kr__heap_slot x = h->a[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && kr__slot_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!kr__slot_lt(&h->a[c], &x)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    h->a[i] = x;
-}
-
 void kr__heap_rebuild(struct kr__heap *h)
 {
-    for (size_t i = h->n / 2; i-- > 0;) sift_down(h, i);
+    for (size_t i = h->n / 2; i-- > 0;) kr__heap_sift_down(h, i, h->a[i]);
 }

@@ -57,21 +57,27 @@ static inline struct kr__ev *kr__heap_top(const struct kr__heap *h)
     return h->n ? h->a[0].e : NULL;
 }
 
+/* Put x into hole i, moving smaller children up (pop, and kr__heap_rebuild). */
+static inline void kr__heap_sift_down(struct kr__heap *h, size_t i, struct kr__heap_slot x)
+{
+    size_t n = h->n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && kr__slot_lt(&h->a[c + 1], &h->a[c])) c++;
+        if (!kr__slot_lt(&h->a[c], &x)) break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    h->a[i] = x;
+}
+
 static inline struct kr__ev *kr__heap_pop(struct kr__heap *h)
 {
     if (h->n == 0) return NULL;
     struct kr__ev *top = h->a[0].e;
     struct kr__heap_slot last = h->a[--h->n];
-    size_t n = h->n, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && kr__slot_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!kr__slot_lt(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (n) h->a[i] = last;
+    if (h->n) kr__heap_sift_down(h, 0, last);
     return top;
 }
 
