@@ -23,7 +23,8 @@ void kr__pool_init(struct kr__pool *p)
     memset(p, 0, sizeof *p);
     p->all = p;
     p->npools = 1;
-    atomic_init(&p->returned, NULL);
+    for (unsigned c = 0; c < KR_POOL_CLASSES; c++) atomic_init(&p->returned[c], NULL);
+    atomic_init(&p->returned_n, 0);
 }
 
 struct kr__pool *kr__pools_new(unsigned n)
@@ -35,7 +36,7 @@ struct kr__pool *kr__pools_new(unsigned n)
         pools[i].id = (uint16_t)i;
         pools[i].all = pools;
         pools[i].npools = n;
-        pools[i].out = calloc(n, sizeof *pools[i].out);
+        pools[i].out = calloc((size_t)n * KR_POOL_CLASSES, sizeof *pools[i].out);
         if (!pools[i].out) kr__fatal_oom("event pool batches", n * sizeof *pools[i].out);
     }
     return pools;
@@ -50,47 +51,44 @@ void kr__pools_free(struct kr__pool *pools, unsigned n)
     free(pools);
 }
 
-static void hand_over(struct kr__pool *p, unsigned owner)
+static void hand_over(struct kr__pool *p, unsigned owner, unsigned cls)
 {
-    struct kr__pool_batch *b = &p->out[owner];
+    struct kr__pool_batch *b = &p->out[owner * KR_POOL_CLASSES + cls];
     if (!b->n) return;
     struct kr__pool *o = &p->all[owner];
-    struct kr__ev *h = atomic_load_explicit(&o->returned, memory_order_relaxed);
+    struct kr__ev *h = atomic_load_explicit(&o->returned[cls], memory_order_relaxed);
     do {
         b->tail->next = h;
-    } while (!atomic_compare_exchange_weak_explicit(&o->returned, &h, b->head,
+    } while (!atomic_compare_exchange_weak_explicit(&o->returned[cls], &h, b->head,
                                                     memory_order_release, memory_order_relaxed));
+    atomic_fetch_add_explicit(&o->returned_n, b->n, memory_order_relaxed);
     b->head = b->tail = NULL;
     b->n = 0;
 }
 
 void kr__pool_give_back(struct kr__pool *p, struct kr__ev *e)
 {
-    struct kr__pool_batch *b = &p->out[e->pool];
+    struct kr__pool_batch *b = &p->out[e->pool * KR_POOL_CLASSES + e->cls];
     e->next = b->head;
     b->head = e;
     if (!b->tail) b->tail = e;
-    if (++b->n >= KR_POOL_BATCH) hand_over(p, e->pool);
+    if (++b->n >= KR_POOL_BATCH) hand_over(p, e->pool, e->cls);
 }
 
 void kr__pool_flush(struct kr__pool *p)
 {
-    for (unsigned o = 0; o < p->npools; o++) hand_over(p, o);
+    for (unsigned o = 0; o < p->npools; o++)
+        for (unsigned c = 0; c < KR_POOL_CLASSES; c++) hand_over(p, o, c);
 }
 
-/* Take back what other threads returned; true if class `cls` has a free event now. */
+/* Class `cls` ran empty: take back what other threads returned of it, whole. True if there
+ * was any. */
 static bool reclaim(struct kr__pool *p, unsigned cls)
 {
-    if (!atomic_load_explicit(&p->returned, memory_order_relaxed)) return false;
-    struct kr__ev *e = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
-    while (e) {
-        struct kr__ev *n = e->next;
-        e->next = p->free[e->cls];
-        p->free[e->cls] = e;
-        p->live--;
-        e = n;
-    }
-    return p->free[cls] != NULL;
+    if (!atomic_load_explicit(&p->returned[cls], memory_order_relaxed)) return false;
+    p->free[cls] = atomic_exchange_explicit(&p->returned[cls], NULL, memory_order_acquire);
+    p->live -= atomic_exchange_explicit(&p->returned_n, 0, memory_order_relaxed);
+    return true;
 }
 
 struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls)

@@ -1,5 +1,5 @@
-/* engine.c - the optimistic engine's worker loop: drain the inbox, take part in GVT,
- * run the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
+/* engine.c - the optimistic engine's worker loop: take in messages, take part in GVT, run
+ * the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <sched.h>
@@ -79,27 +79,6 @@ void tw_flush_local(struct tw_thread *th)
     th->wn = 0;
 }
 
-void tw_drain(struct tw_thread *th)
-{
-    struct kr__ev *e = kr__inbox_drain(&th->g->inbox[th->id]);
-    while (e) {
-        struct kr__ev *next = e->next;
-        if (th->g->check && e->k.ts < th->safe_prev)
-            kr__internal_error("thread %u received a%s at time %.17g below its safe time "
-                               "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
-                               "n antimessage" : " message", e->k.ts, th->safe_prev,
-                               (unsigned long long)e->dest);
-        if (e->flags & KR_EVF_ANTI) {
-            tw_cancel(th, e->child);
-            kr__pool_put(th->pool, e);
-        } else {
-            tw_deliver(th, e);
-        }
-        e = next;
-    }
-    tw_flush_local(th);
-}
-
 /* ---- safe events (tw.h) ---- */
 
 /* Before draining: the least of the other threads' clocks. A message drained after this
@@ -122,6 +101,9 @@ static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, boo
     if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
     f += g->lookahead;
     if (f == th->clock_sent) return;
+    /* (a message put before the clock moves must be visible by the time it has: a backlog
+     * the receiver has no room for yet holds the clock where it is) */
+    if (th->npost && !tw_post_publish(th)) return;
     if (g->check && f < th->clock_sent)
         kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
                            th->clock_sent, f);
@@ -345,7 +327,7 @@ static void tw_clock_start(struct tw_global *g)
 }
 
 /* Run on while the next events lie below the safe time: nothing that arrives meanwhile can
- * reach them, so the inbox, GVT and the stop flag can wait TW_SAFE_BURST events (the loop's
+ * reach them, so arrivals, GVT and the stop flag can wait TW_SAFE_BURST events (the loop's
  * turn around them cost queueing a tenth of its 0.3 us events). */
 #define TW_SAFE_BURST 32
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
@@ -370,6 +352,7 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
  * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
 static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
 {
+    if (th->npost) tw_post_publish(th);
     if (!oversubscribed && ++*spins < 4096) {
         __builtin_ia32_pause();
         return;
@@ -451,6 +434,7 @@ static void *tw_worker(void *arg)
             if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
             else tw_process(th, e);
             if (th->fast) tw_safe_burst(th, end);
+            tw_post_turn(th);
             spins = 0;
             if ((++iter & 255) == 0) {
                 tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
@@ -521,7 +505,10 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         pthread_mutex_init(&th->sink.mu, NULL);
         th->sink.upto = kr__key_at(-INFINITY);
         th->applied = kr__key_at(-INFINITY);
-        kr__inbox_init(&g->inbox[t]);
+        kr__arrivals_init(&g->arr[t]);
+        for (unsigned from = 0; from < g->n; from++) kr__chan_init(tw_chan(g, from, t));
+        th->post = malloc(g->n * sizeof *th->post);
+        if (!th->post) kr__fatal_oom("channels", g->n * sizeof *th->post);
     }
 }
 
@@ -550,14 +537,20 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
             th->ndone += r->lps[id].done_init;
         }
     }
-    /* Init sends to other threads went through their inboxes; move them in now. */
+    /* Init sends to other threads went into channels (their backlogs, past a ring's
+     * room); move them in now. */
+    for (bool left = true; left;) {
+        left = false;
+        for (unsigned t = 0; t < g->n; t++) left |= !tw_post_publish(&g->th[t]);
+        for (unsigned t = 0; t < g->n; t++) {
+            kr__ctx.eng = &g->th[t];
+            kr__ctx.pool = g->th[t].pool;
+            tw_drain(&g->th[t]);
+        }
+    }
     for (unsigned t = 0; t < g->n; t++) {
-        struct tw_thread *th = &g->th[t];
-        kr__ctx.eng = th;
-        kr__ctx.pool = th->pool;
-        tw_drain(th);
-        th->min_sent = kr__key_at(INFINITY);
-        th->max_done_committed = kr__key_at(-INFINITY);
+        g->th[t].min_sent = kr__key_at(INFINITY);
+        g->th[t].max_done_committed = kr__key_at(-INFINITY);
     }
 }
 
@@ -655,9 +648,11 @@ int kr__tw_run(struct kr__run *r)
     g->r = r;
     g->n = r->nthreads;
     g->th = aligned_alloc(64, g->n * sizeof *g->th);
-    g->inbox = aligned_alloc(64, g->n * sizeof *g->inbox);
+    g->chan = aligned_alloc(64, (size_t)g->n * g->n * sizeof *g->chan);
+    g->arr = aligned_alloc(64, g->n * sizeof *g->arr);
     g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
-    if (!g->th || !g->inbox || !g->clock) kr__fatal_oom("worker threads", g->n * sizeof *g->th);
+    if (!g->th || !g->chan || !g->arr || !g->clock)
+        kr__fatal_oom("worker threads", (size_t)g->n * g->n * sizeof *g->chan);
     g->owner = malloc(r->n * sizeof *g->owner);
     g->target = malloc(r->n * sizeof *g->target);
     g->lvt = malloc(r->n * sizeof *g->lvt);
@@ -712,9 +707,11 @@ int kr__tw_run(struct kr__run *r)
         free(th->work);
         free(th->dirty);
         free(th->mig);
+        free(th->post);
     }
     free(g->th);
-    free(g->inbox);
+    free(g->chan);
+    free(g->arr);
     free(g->clock);
     free(g->owner);
     free(g->target);

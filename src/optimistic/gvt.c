@@ -8,12 +8,14 @@
  * time than a thread may hold uncommitted would livelock.)
  *
  * A round has two phases (three when the model has done()). Phase 1: each thread, at its
- * next check, starts tracking the lowest key it sends to other threads (min_sent).
- * Phase 2, once all have passed phase 1: each thread drains its inbox and reports
- * min(lowest pending event, min_sent). GVT is the minimum of the reports. A message still in
- * an inbox at a report was either sent after its sender passed phase 1 (so it is in that
- * sender's min_sent) or before (so the receiver's phase-2 drain found it); anything sent
- * later descends from an event already counted. Phase 3 (done): each thread says whether
+ * next check, publishes its channels and starts tracking the lowest key it sends to other
+ * threads (min_sent, starting from what a full channel kept back). Phase 2, once all have
+ * passed phase 1: each thread takes in what was published to it and reports min(lowest
+ * pending event, min_sent). GVT is the minimum of the reports. A message not yet taken in at
+ * a report was either sent after its sender passed phase 1 (so it is in that sender's
+ * min_sent), or kept back in a full channel then (likewise), or published before (so the
+ * receiver's phase-2 drain found it); anything sent later descends from an event already
+ * counted. Phase 3 (done): each thread says whether
  * all its LPs are done at GVT and since which event. The last thread through a phase
  * closes it; the last of the round publishes the commit horizon. */
 #include <math.h>
@@ -118,7 +120,7 @@ void tw_gvt_poll(struct tw_thread *th)
         th->seen_state = s;
         switch (s & 3) {
         case 1:
-            th->min_sent = kr__key_at(INFINITY);
+            th->min_sent = tw_post_publish(th) ? kr__key_at(INFINITY) : tw_post_backlog_min(th);
             if (last_through(g)) {
                 atomic_store_explicit(&g->count, 0, memory_order_relaxed);
                 atomic_store_explicit(&g->state, (s & ~3ull) | 2, memory_order_release);

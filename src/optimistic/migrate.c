@@ -5,8 +5,9 @@
  * Moves happen when every worker is inside tw_migrate: the thread that closes a GVT round
  * plans them and raises `mig_req` before it publishes the horizon, so each worker enters
  * right after applying that horizon, and no round starts until all have left (state stays
- * idle). Inside, the workers first drain their inboxes until a whole pass pushed nothing
- * (rollbacks there send antimessages), so no message for a moving LP is in flight; then
+ * idle). Inside, the workers first publish their channels and take in what reached them
+ * until a whole pass sent nothing (rollbacks there send antimessages), so no message for a
+ * moving LP is in flight; then
  * each hands over the pending events of the LPs it loses, the owner table changes, and
  * each takes in what it gained. The ownership is a table (owner), so the mapping stays one
  * function; what is committed cannot change.
@@ -44,14 +45,18 @@ static void tw_barrier(struct tw_global *g)
 
 /* ---- the moves ---- */
 
-/* Drain until no worker pushed a message during a whole pass: then every message is in
- * its destination's heap (or local queue, flushed by the drain). */
+/* Publish and drain until no worker sent a message during a whole pass (or kept one back
+ * in a full channel): then every message is in its destination's heap (or local queue,
+ * flushed by the drain). */
 static void quiesce(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
+    if (!tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
     for (;;) {
         tw_barrier(g);
         tw_drain(th);
+        if (!tw_post_publish(th)) /* (what the drain sent was counted as it was sent) */
+            atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
         tw_barrier(g);
         uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
         tw_barrier(g);

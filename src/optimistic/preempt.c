@@ -1,10 +1,10 @@
 /* preempt.c - fine-grain time-sharing in the optimistic engine (paper 000, DESIGN 7).
  *
  * With --preempt other than off, an event runs on an event stack (src/ult). When it is
- * preempted - check-and-switch found a lower timestamp in the thread's inbox at a model
+ * preempted - check-and-switch found a lower timestamp arrived for the thread at a model
  * call's return or at an extra tick, or it held the CPU for a whole liveness slice - it goes
  * back into the thread's pending heap under its own key, marked SUSPENDED, and its LP keeps
- * the stack. The platform then drains the inbox (rolling back whatever the new messages
+ * the stack. The platform then takes in the arrivals (rolling back whatever the new messages
  * require), runs lower-timestamp events of other LPs, and resumes the event when it is again
  * the lowest: nothing done so far is lost. If the LP must roll back to before the event (a
  * straggler, or the event itself cancelled), the partial event is abandoned: its sends so far
@@ -93,7 +93,7 @@ void tw_ts_thread_start(struct tw_thread *th)
     kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE, TW_MAX_SUSPENDED,
                       ts_entry, th);
     struct kr__ult_self *s = &kr__ult_self;
-    s->bh_min = &th->g->inbox[th->id].bh_min;
+    s->bh_min = &th->g->arr[th->id].bh_min;
     s->slice_ns = TW_SLICE_NS;
     th->tick_ns = (uint64_t)(cfg->tick_us * 1000.0);
     th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);

@@ -1,7 +1,7 @@
 /* tw.h - internal structures of the optimistic (Time Warp) engine. A worker thread owns a
  * contiguous block of LPs, their pending events (one heap, lowest-timestamp-first), their
  * processed lists and checkpoints; nothing else touches them. Other threads reach it only
- * through its inbox. */
+ * through its channels (one per sender, transport.c). */
 #ifndef KR_OPTIMISTIC_TW_H
 #define KR_OPTIMISTIC_TW_H
 
@@ -12,7 +12,7 @@
 #include "../core/typetime.h"
 #include "../core/core.h"
 #include "../core/interrupt.h"
-#include "../msg/inbox.h"
+#include "../msg/channel.h"
 #include "../queue/heap.h"
 #include "../state/blob.h"
 #include "../stats/output.h"
@@ -98,6 +98,11 @@ struct tw_thread {
     unsigned clock_turn;
     struct tw_item *work;
     size_t wn, wcap;
+    /* Outgoing (transport.c): channels with messages put since they were last published. */
+    unsigned *post;
+    size_t npost;
+    unsigned post_n;          /* messages put since the last publish */
+    unsigned post_turns;      /* loop turns since then */
     uint64_t uncommitted;     /* processed events not yet committed (flow control) */
     uint64_t round_mark;      /* `processed` when this thread last asked for a GVT round */
     kr_lp *dirty;             /* LPs with uncommitted processed events */
@@ -136,7 +141,8 @@ struct tw_global {
     struct kr__run *r;
     unsigned n;
     struct tw_thread *th;
-    struct kr__inbox *inbox;
+    struct kr__chan *chan;                 /* n x n: [to * n + from] */
+    struct kr__arrivals *arr;              /* per receiver */
     _Alignas(64) _Atomic uint64_t state;   /* round * 4 + phase (0 idle, 1, 2, 3 done-check) */
     _Atomic unsigned count;                /* threads through the current phase */
     _Atomic uint64_t last_round_ns;
@@ -228,22 +234,48 @@ static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
     th->g->lvt[lp - th->r->lps] = lp->tail ? lp->tail->k.ts : -INFINITY;
 }
 
+static inline struct kr__chan *tw_chan(const struct tw_global *g, unsigned from, unsigned to)
+{
+    return &g->chan[(size_t)to * g->n + from];
+}
+
 /* The one place a message (event or antimessage) leaves this thread: the seam where a
- * distributed transport (MPI) will route messages for LPs of other processes. */
+ * distributed transport (MPI) will route messages for LPs of other processes. It is put
+ * into the (this thread, owner) channel and published later (transport.c). */
 static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struct kr__ev *e)
 {
     e->st = KR_EV_INFLIGHT;
     if (kr__key_lt(&e->k, &th->min_sent)) th->min_sent = e->k; /* GVT: in flight since phase 1 */
-    kr__inbox_push(&th->g->inbox[owner], e, e->k.ts);
+    struct kr__chan *c = tw_chan(th->g, th->id, owner);
+    if (!c->listed) {
+        c->listed = true;
+        th->post[th->npost++] = owner;
+    }
+    kr__chan_put(c, e);
+    th->post_n++;
     if (atomic_load_explicit(&th->g->mig_req, memory_order_relaxed))
         atomic_fetch_add_explicit(&th->g->mig_pushes, 1, memory_order_release);
+}
+
+/* transport.c */
+/* Publish every channel this thread has put messages into; false if a full one kept some. */
+bool tw_post_publish(struct tw_thread *th);
+/* The least key of the messages kept back that way (infinite when none). */
+struct kr__key tw_post_backlog_min(const struct tw_thread *th);
+void tw_drain(struct tw_thread *th);
+#define TW_POST_BATCH 32
+#define TW_POST_TURNS 8
+/* After a loop turn: publish once enough messages or turns have gathered. */
+static inline void tw_post_turn(struct tw_thread *th)
+{
+    if (th->npost && (th->post_n >= TW_POST_BATCH || ++th->post_turns >= TW_POST_TURNS))
+        tw_post_publish(th);
 }
 
 /* engine.c */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e);
 void tw_flush_local(struct tw_thread *th);
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
-void tw_drain(struct tw_thread *th);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id); /* (an arriving LP, dirty already) */
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);

@@ -48,11 +48,15 @@ int main(void)
     size_t slab_bytes = two[0].bytes;
     for (int i = 0; i < 3 * KR_POOL_BATCH; i++) kr__pool_put(&two[1], mine[i]); /* remote frees */
     CHECK(two[1].free[0] == NULL);               /* nothing kept by the freeing pool */
-    CHECK(atomic_load(&two[0].returned) != NULL); /* full batches already handed over */
+    CHECK(atomic_load(&two[0].returned[0]) != NULL); /* full batches already handed over */
+    CHECK(atomic_load(&two[0].returned[1]) == NULL); /* (per size class) */
     kr__pool_flush(&two[1]);
+    CHECK(atomic_load(&two[0].returned_n) == 3 * KR_POOL_BATCH);
     while (two[0].free[0]) kr__pool_get(&two[0], 8); /* use up the local free list */
+    size_t live0 = two[0].live;
     for (int i = 0; i < 3 * KR_POOL_BATCH; i++) CHECK(kr__pool_get(&two[0], 8)->pool == 0);
     CHECK(two[0].bytes == slab_bytes);            /* served by reclaimed events, no new slab */
+    CHECK(two[0].live == live0);                  /* (3 batches back, 3 batches out again) */
     kr__pools_free(two, 2);
     return check_done("pool");
 }

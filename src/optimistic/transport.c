@@ -1,0 +1,77 @@
+/* transport.c - how messages cross between worker threads: batched channels (msg/channel.h),
+ * when a sender publishes them, and how a receiver takes them in.
+ *
+ * A sender publishes its channels every TW_POST_TURNS loop turns or once TW_POST_BATCH
+ * messages wait, and always before anything that reasons about messages in flight: a GVT
+ * phase-1 pass (gvt.c), a new safe-event clock (engine.c), going idle, a migration. A
+ * message that waited in a full channel's backlog past such a point is counted by its
+ * sender instead (tw_post_backlog_min). */
+#include "tw.h"
+#include "../core/error.h"
+
+bool tw_post_publish(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    size_t keep = 0;
+    for (size_t i = 0; i < th->npost; i++) {
+        unsigned to = th->post[i];
+        struct kr__chan *c = tw_chan(g, th->id, to);
+        if (kr__chan_publish(c, &g->arr[to])) c->listed = false;
+        else th->post[keep++] = to; /* (a full ring: the rest waits for the receiver) */
+    }
+    th->npost = keep;
+    th->post_n = 0;
+    th->post_turns = 0;
+    return keep == 0;
+}
+
+struct kr__key tw_post_backlog_min(const struct tw_thread *th)
+{
+    struct kr__key m = kr__key_at(INFINITY);
+    for (size_t i = 0; i < th->npost; i++) {
+        struct kr__key b = kr__chan_backlog_min(tw_chan(th->g, th->id, th->post[i]));
+        if (kr__key_lt(&b, &m)) m = b;
+    }
+    return m;
+}
+
+static void tw_take(struct tw_thread *th, struct kr__ev *e)
+{
+    if (th->g->check && e->k.ts < th->safe_prev)
+        kr__internal_error("thread %u received a%s at time %.17g below its safe time "
+                           "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
+                           "n antimessage" : " message", e->k.ts, th->safe_prev,
+                           (unsigned long long)e->dest);
+    if (e->flags & KR_EVF_ANTI) {
+        tw_cancel(th, e->child);
+        kr__pool_put(th->pool, e);
+    } else {
+        tw_deliver(th, e);
+    }
+}
+
+/* Take in everything published to this thread. The events were written on other cores:
+ * the pointers come a cache line of 8 at a time, and each event is prefetched a few ahead
+ * of its use. */
+#define TW_TAKE_MAX 64
+#define TW_TAKE_AHEAD 4
+void tw_drain(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    kr__arrivals_reset(&g->arr[th->id]);
+    struct kr__ev *buf[TW_TAKE_MAX];
+    for (unsigned from = 0; from < g->n; from++) {
+        if (from == th->id) continue;
+        struct kr__chan *c = tw_chan(g, from, th->id);
+        size_t n;
+        while ((n = kr__chan_take(c, buf, TW_TAKE_MAX)) > 0) {
+            for (size_t i = 0; i < n && i < TW_TAKE_AHEAD; i++) __builtin_prefetch(buf[i]);
+            for (size_t i = 0; i < n; i++) {
+                if (i + TW_TAKE_AHEAD < n) __builtin_prefetch(buf[i + TW_TAKE_AHEAD]);
+                tw_take(th, buf[i]);
+            }
+            if (n < TW_TAKE_MAX) break;
+        }
+    }
+    tw_flush_local(th);
+}
