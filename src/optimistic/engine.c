@@ -326,6 +326,17 @@ static void tw_clock_start(struct tw_global *g)
     }
 }
 
+/* Every 256 loop turns: how many turns make TW_POST_NS, the longest a message waits. */
+static void tw_post_pace(struct tw_thread *th)
+{
+    uint64_t now = kr__clock_ns();
+    uint64_t turn_ns = (now - th->turns_t0) / 256 + 1;
+    th->turns_t0 = now;
+    th->post_every = turn_ns >= TW_POST_NS ? 1 :
+                     TW_POST_NS / turn_ns > TW_POST_TURNS_MAX ? TW_POST_TURNS_MAX :
+                     (unsigned)(TW_POST_NS / turn_ns);
+}
+
 /* Run on while the next events lie below the safe time: nothing that arrives meanwhile can
  * reach them, so arrivals, GVT and the stop flag can wait TW_SAFE_BURST events (the loop's
  * turn around them cost queueing a tenth of its 0.3 us events). */
@@ -408,6 +419,7 @@ static void *tw_worker(void *arg)
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0;
     uint64_t iter = 0;
+    th->turns_t0 = kr__clock_ns();
     for (;;) {
         if (th->retired) { /* no LPs: out of GVT; back when its core is free (migrate.c) */
             if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
@@ -437,6 +449,7 @@ static void *tw_worker(void *arg)
             tw_post_turn(th);
             spins = 0;
             if ((++iter & 255) == 0) {
+                tw_post_pace(th);
                 tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
                                            g->round_events);
                 if (g->ckpt_auto) tw_tune_ckpt(th);
@@ -499,6 +512,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->fast = r->cfg->safe_events && !r->model->done && !tw_page_tracked(r);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
+        th->post_every = 1; /* (until the turns are timed) */
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);

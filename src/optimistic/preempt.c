@@ -175,7 +175,9 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
      * stop or a stall must not turn a long event into a timeout. */
     bool cpu = th->timeout_ns && u->run_ns >= th->timeout_ns / 2;
     uint64_t c0 = cpu ? thread_cpu_ns() : 0;
+    kr__arrivals_listen(&th->g->arr[th->id], true); /* (check-and-switch) */
     kr__ult_run(u);
+    kr__arrivals_listen(&th->g->arr[th->id], false);
     u->run_ns += cpu ? thread_cpu_ns() - c0 : kr__clock_ns() - t0;
     u->calls += s->returns - calls0;
     th->armed = false;

@@ -58,7 +58,6 @@ static void tw_take(struct tw_thread *th, struct kr__ev *e)
 void tw_drain(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    kr__arrivals_reset(&g->arr[th->id]);
     struct kr__ev *buf[TW_TAKE_MAX];
     for (unsigned from = 0; from < g->n; from++) {
         if (from == th->id) continue;
