@@ -19,8 +19,7 @@ void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg 
 void kr__arena_destroy(struct kr__arena *a)
 {
     for (uint32_t i = 0; i < a->n; i++) free(a->areas[i]);
-    free(a->areas);
-    free(a->sorted);
+    if (a->areas) free(a->areas - 1); /* (the guard word; `sorted` shares the block) */
     memset(a, 0, sizeof *a);
 }
 
@@ -36,27 +35,64 @@ static int size_class(size_t size, uint32_t *cls)
     return 0;
 }
 
-/* First area of a class holds ~128 bytes of chunks; each next one doubles. */
+/* First area of a class holds ~64 bytes of chunks (a small state is one small block, and
+ * millions of LPs hold one each); each next one doubles. */
 static uint32_t area_chunks(uint32_t cls, uint32_t k)
 {
     size_t csz = kr__arena_class_bytes(cls);
-    size_t n = csz >= 128 ? 1 : 128 / csz;
+    size_t n = csz >= 64 ? 1 : 64 / csz;
     for (uint32_t i = 0; i < k && n * csz * 2 <= AREA_MAX_BYTES; i++) n *= 2;
     return (uint32_t)n;
 }
 
-static int index_area(struct kr__arena *a, struct kr__area *ar)
+/* The first area of class cls, or NULL. */
+static struct kr__area *class_head(const struct kr__arena *a, uint32_t cls)
 {
-    if (a->n == a->cap) {
-        uint32_t cap = a->cap ? a->cap * 2 : 4;
-        struct kr__area **x = realloc(a->areas, cap * sizeof *x);
+    uint8_t f = a->first[cls];
+    if (f != KR_ARENA_FIRST_FAR) return f ? a->areas[f - 1] : NULL;
+    for (uint32_t i = KR_ARENA_FIRST_FAR - 1; i < a->n; i++)
+        if (a->areas[i]->cls == cls) return a->areas[i];
+    return NULL; /* (unreachable: FAR is set only with an area) */
+}
+
+/* The index block starts with a guard word: a model writing past the end of an area may
+ * hit the C library's next block, and if that is an index, the overrun scan must not follow
+ * the pointers it wrote there (it skips that arena and names the one that overran). */
+static uint64_t index_guard(const void *block)
+{
+    return 0x4B6169726F734978ull ^ (uint64_t)(uintptr_t)block;
+}
+
+static bool index_intact(const struct kr__arena *a)
+{
+    uint64_t g;
+    memcpy(&g, a->areas - 1, sizeof g);
+    return g == index_guard(a->areas - 1);
+}
+
+/* Room for one more area in the index. Made before the area is allocated, so that the C
+ * library does not place the grown index right after the new area, where an overrun of
+ * that area would hide itself by breaking its own arena's guard. */
+static int index_reserve(struct kr__arena *a)
+{
+    if (a->n == a->cap) { /* one block: guard, areas[cap], sorted[cap] */
+        uint32_t cap = a->cap ? a->cap * 2 : 1;
+        struct kr__area **x = realloc(a->areas ? a->areas - 1 : NULL,
+                                      (2 * (size_t)cap + 1) * sizeof *x);
         if (!x) return -1;
+        uint64_t g = index_guard(x);
+        memcpy(x, &g, sizeof g);
+        x++;
+        memmove(x + cap, x + a->cap, a->n * sizeof *x);
         a->areas = x;
-        x = realloc(a->sorted, cap * sizeof *x);
-        if (!x) return -1;
-        a->sorted = x;
+        a->sorted = x + cap;
         a->cap = cap;
     }
+    return 0;
+}
+
+static void index_area(struct kr__arena *a, struct kr__area *ar)
+{
     ar->index = a->n;
     a->areas[a->n] = ar;
     uint32_t i = a->n++;
@@ -65,7 +101,6 @@ static int index_area(struct kr__arena *a, struct kr__area *ar)
         i--;
     }
     a->sorted[i] = ar;
-    return 0;
 }
 
 /* Tracked modes: an area's data is whole pages of the LP's slice, its header apart. */
@@ -120,13 +155,17 @@ static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
 static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
 {
     uint32_t k = 0, first = 0;
-    struct kr__area **tail = &a->head[cls];
-    while (*tail) {
-        first += (*tail)->nchunks;
-        tail = &(*tail)->next;
+    struct kr__area *last = class_head(a, cls);
+    for (struct kr__area *x = last; x; x = x->next) {
+        first += x->nchunks;
         k++;
+        last = x;
     }
     uint32_t n = area_chunks(cls, k);
+    if (index_reserve(a)) {
+        *err = KR_ARENA_NOMEM;
+        return NULL;
+    }
     struct kr__area *ar = a->seg ? new_seg_area(a, cls, n, err) : new_heap_area(cls, n, err);
     if (!ar) return NULL;
     size_t bytes = (size_t)ar->nchunks * kr__arena_class_bytes(cls);
@@ -134,12 +173,10 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     ar->rank = k;
     ar->first = first;
     ar->flags = KR_AF_META_DIRTY;
-    if (index_area(a, ar)) { /* (a carved range stays with the slice, unused) */
-        free(ar);
-        *err = KR_ARENA_NOMEM;
-        return NULL;
-    }
-    *tail = ar;
+    index_area(a, ar);
+    if (last) last->next = ar;
+    else a->first[cls] = ar->index + 1 < KR_ARENA_FIRST_FAR ? (uint8_t)(ar->index + 1)
+                                                           : KR_ARENA_FIRST_FAR;
     a->held += bytes;
     return ar;
 }
@@ -158,7 +195,7 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
         *err = KR_ARENA_EXHAUSTED;
         return NULL;
     }
-    struct kr__area *ar = a->head[cls];
+    struct kr__area *ar = class_head(a, cls);
     while (ar && ar->nused == ar->nchunks) ar = ar->next;
     if (!ar && !(ar = new_area(a, cls, err))) return NULL;
     for (uint32_t w = 0; w < ar->nwords; w++) {
@@ -278,7 +315,7 @@ uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__
 {
     uint64_t h = kr__mix(0x5EED, root ? canonical_word(a, (uint64_t)(uintptr_t)root, NULL) : 0);
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
-        for (const struct kr__area *ar = a->head[cls]; ar; ar = ar->next)
+        for (const struct kr__area *ar = class_head(a, cls); ar; ar = ar->next)
             if (ar->nused) h = hash_area(a, ar, h, alien);
     return h;
 }
@@ -324,7 +361,8 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
 
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
 {
-    if (a->seg) return NULL; /* (tracked modes: areas lie in the LP's own slice) */
+    if (a->seg || !a->areas) return NULL; /* (tracked modes: in the LP's own slice) */
+    if (!index_intact(a)) return NULL;    /* (overwritten by another's overrun) */
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = a->areas[i];
         /* an overrun from elsewhere may have clobbered this header: skip what it says */

@@ -37,16 +37,20 @@ enum { KR_AF_META_DIRTY = 1, KR_AF_META_MARK = 2 };
 #define KR_AREA_DIRTY(ar) ((ar)->bits + (ar)->nwords)
 #define KR_AREA_MARK(ar) ((ar)->bits + 2 * (size_t)(ar)->nwords)
 
+/* An arena lives in every LP, so it is kept small (millions of LPs): a class's first area
+ * is named by its creation index, not a pointer, and both area lists share one block. */
+#define KR_ARENA_FIRST_FAR 255    /* first[cls]: index too large to keep, search `areas` */
 struct kr__arena {
-    struct kr__area *head[KR_ARENA_CLASSES];
-    struct kr__area **areas;      /* creation order */
-    struct kr__area **sorted;     /* by data address, for free() and pointer lookup */
+    struct kr__area **areas;      /* creation order; then `cap` more: ... */
+    struct kr__area **sorted;     /* ...by data address, for free() and pointer lookup */
     uint32_t n, cap;
     size_t used;                  /* chunk bytes in use */
     size_t held;                  /* bytes of all areas */
     size_t limit;                 /* on `used`; 0 = unlimited */
-    uint8_t mode;                 /* enum kr__state_mode */
     struct kr__seg *seg;          /* tracked modes: the LP's slice, where areas are carved */
+    uint8_t mode;                 /* enum kr__state_mode */
+    uint8_t first[KR_ARENA_CLASSES]; /* per class: creation index + 1 of its first area (0:
+                                   * none); its next ones follow through `next` */
 };
 
 /* Failure codes of kr__arena_alloc / kr__arena_free. */

@@ -62,14 +62,14 @@ int main(void)
     void *q1 = kr__arena_alloc(&b1, 64, &err);
     void *p2 = kr__arena_alloc(&b2, 32, &err);
     void *extra[8];
-    for (int i = 0; i < 8; i++) extra[i] = kr__arena_alloc(&b2, 32, &err); /* a 2nd 32-B area */
+    for (int i = 0; i < 8; i++) extra[i] = kr__arena_alloc(&b2, 32, &err); /* more 32-B areas */
     for (int i = 0; i < 8; i++) kr__arena_free(&b2, extra[i]);
     void *q2 = kr__arena_alloc(&b2, 64, &err);
     memset(p1, 1, 32);
     memset(p2, 1, 32);
     memcpy(q1, &p1, sizeof p1); /* a pointer inside the state */
     memcpy(q2, &p2, sizeof p2);
-    CHECK(b1.n == 2 && b2.n == 3);
+    CHECK(b1.n == 2 && b2.n > 2); /* (b2: more 32-B areas, empty now) */
     CHECK(kr__arena_hash(&b1, q1, NULL) == kr__arena_hash(&b2, q2, NULL));
     kr__arena_destroy(&b1);
     kr__arena_destroy(&b2);
@@ -82,10 +82,12 @@ int main(void)
     char *c1[9], *c2[9];
     for (int i = 0; i < 9; i++) c1[i] = kr__arena_alloc(&b1, 16, &err);
     for (int i = 0; i < 9; i++) c2[i] = kr__arena_alloc(&b2, 16, &err);
-    CHECK(b1.n == 2 && c1[7] + 16 != c1[8]);
+    int k = 0; /* the last chunk of the first area */
+    while (k < 8 && c1[k] + 16 == c1[k + 1]) k++;
+    CHECK(b1.n == 2 && k < 8);
     void **h1 = kr__arena_alloc(&b1, 64, &err), **h2 = kr__arena_alloc(&b2, 64, &err);
-    h1[0] = c1[7] + 16;
-    h2[0] = c2[8];
+    h1[0] = c1[k] + 16;
+    h2[0] = c2[k + 1];
     h1[1] = h2[1] = (void *)"a literal";
     h1[2] = h2[2] = (void *)(uintptr_t)kr__arena_init;
     struct kr__alien al = { 0 };
