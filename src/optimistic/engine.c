@@ -262,6 +262,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     if (th->g->check && e->k.ts < tw_gvt(th->g))
         kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
+    th->last_ts = e->k.ts;
     if (tw_is_safe(th, lp, e)) {
         tw_process_safe(th, lp, e);
         return;
@@ -447,6 +448,9 @@ static void *tw_worker(void *arg)
             else tw_process(th, e);
             if (th->fast) tw_safe_burst(th, end);
             tw_post_turn(th);
+            if (!(++th->prog_turn & (TW_CLOCK_TURNS - 1)))
+                atomic_store_explicit(&g->clock[th->id].now_bits, kr__time_bits(th->last_ts),
+                                      memory_order_relaxed);
             spins = 0;
             if ((++iter & 255) == 0) {
                 tw_post_pace(th);
@@ -514,6 +518,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
         th->post_every = 1; /* (until the turns are timed) */
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
+        atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
+        th->last_ts = -INFINITY;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
         pthread_mutex_init(&th->sink.mu, NULL);
