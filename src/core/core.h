@@ -76,6 +76,7 @@ struct kr__run {
     double wall_seconds;
     kr_time final_gvt;
     uint64_t migrations, balance_retired, balance_back; /* optimistic --balance */
+    uint64_t balance_trials, balance_undone;             /* ...its thread-count trials */
     bool ended_by_done;
     int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
     int rc;                           /* what the engine returned (0: the run ended) */

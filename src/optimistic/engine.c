@@ -402,6 +402,22 @@ static void tw_stop_together(struct tw_thread *th)
     }
 }
 
+/* Every 256 turns that ran events: pacing, GVT, tuning, taking turns. */
+static void tw_every_256(struct tw_thread *th, bool over)
+{
+    tw_post_pace(th);
+    tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
+                               th->g->round_events);
+    if (th->g->ckpt_auto) tw_tune_ckpt(th);
+    /* More threads than cores: take turns often, or a descheduled thread's messages arrive
+     * as stragglers far in everyone's past. (Yielding when another process shares the core
+     * was measured too, and is much worse: it hands that process our time slice.) */
+    if (over) {
+        th->cnt->yields++;
+        sched_yield();
+    }
+}
+
 static void *tw_worker(void *arg)
 {
     struct tw_thread *th = arg;
@@ -448,24 +464,8 @@ static void *tw_worker(void *arg)
             else tw_process(th, e);
             if (th->fast) tw_safe_burst(th, end);
             tw_post_turn(th);
-            if (!(++th->prog_turn & (TW_CLOCK_TURNS - 1)))
-                atomic_store_explicit(&g->clock[th->id].now_bits, kr__time_bits(th->last_ts),
-                                      memory_order_relaxed);
             spins = 0;
-            if ((++iter & 255) == 0) {
-                tw_post_pace(th);
-                tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
-                                           g->round_events);
-                if (g->ckpt_auto) tw_tune_ckpt(th);
-                /* More threads than cores: take turns often, or a descheduled thread's
-                 * messages arrive as stragglers far in everyone's past. (Yielding when
-                 * another process shares the core was measured too, and is much worse:
-                 * it hands that process our time slice.) */
-                if (over) {
-                    th->cnt->yields++;
-                    sched_yield();
-                }
-            }
+            if ((++iter & 255) == 0) tw_every_256(th, over);
         } else {
             th->cnt->throttled += e && e->k.ts < end;
             if (th->fast) tw_clock_publish(th, e, true);
@@ -682,6 +682,7 @@ int kr__tw_run(struct kr__run *r)
     g->storm = r->cfg->seed;
     if (tw_page_tracked(r)) g->balance = KR_BALANCE_OFF; /* (see docs/guide.md) */
     atomic_init(&g->active, g->n);
+    g->trial_nact = g->n;
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
     g->ckpt_auto = r->cfg->ckpt_interval == 0;
     g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
@@ -716,6 +717,8 @@ int kr__tw_run(struct kr__run *r)
     r->migrations = g->th[0].cnt->migrations;
     r->balance_retired = g->cnt_retired;
     r->balance_back = g->cnt_back;
+    r->balance_trials = g->cnt_trials;
+    r->balance_undone = g->cnt_undone;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         th->cnt->pool_bytes = th->pool->bytes;

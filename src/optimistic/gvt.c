@@ -130,6 +130,9 @@ void tw_gvt_poll(struct tw_thread *th)
             tw_drain(th);
             th->report = local_min(th);
             th->cnt->gvt_rounds++; /* every thread reports in every round */
+            th->rep_committed = th->cnt->committed;
+            th->rep_processed = th->cnt->processed;
+            th->rep_rolled = th->cnt->rolled_back;
             tw_balance_sample(th);
             if (last_through(g)) close_phase2(th, s);
             break;

@@ -15,8 +15,9 @@
  * Policies (--balance): off; auto, which retires a worker whose core is shared (it gets
  * well under its wall time as CPU while another worker gets nearly all of it): its LPs go
  * to the other workers, it leaves GVT and sleeps, and it comes back (the first mapping is
- * restored) once a probe finds its core free again; storm (tests), random moves at every
- * round. */
+ * restored) once a probe finds its core free again; auto also tries one worker fewer when
+ * rollbacks undo much of the work, and keeps that only if more gets committed (the trial);
+ * storm (tests), random moves at every round. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <time.h>
@@ -258,44 +259,132 @@ static void plan_storm(struct tw_global *g)
     }
 }
 
-/* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
- * retired workers back (the first mapping) once their probes find the core free. */
-static void plan_auto(struct tw_global *g, uint64_t now)
+/* Worker w's LPs go round-robin to the other active workers. */
+static void retire_worker(struct tw_global *g, unsigned w)
 {
-    if (now - g->bal_last_ns < TW_BALANCE_NS) return;
-    g->bal_last_ns = now;
-    int worst = -1, best = -1, back = 0;
-    double lo = 2, hi = -1;
+    unsigned k = 0;
+    for (kr_lp lp = 0; lp < g->r->n; lp++) {
+        if (g->owner[lp] != w) continue;
+        unsigned to;
+        do to = k++ % g->n;
+        while (to == w || g->th[to].retired);
+        add_move(g, lp, to);
+    }
+}
+
+/* Contiguous blocks over the first `nact` workers (all of them: the first mapping). */
+static void block_mapping(struct tw_global *g, unsigned nact)
+{
+    kr_lp per = (g->r->n + nact - 1) / nact;
+    for (kr_lp lp = 0; lp < g->r->n; lp++) add_move(g, lp, (unsigned)(lp / per));
+}
+
+static void trial_set(struct tw_global *g, unsigned nact, int state, double rate)
+{
+    g->trial_rate = rate;
+    g->trial = state;
+    if (nact != g->trial_nact) block_mapping(g, nact);
+    g->trial_nact = nact;
+}
+
+/* A window after a change of the worker count: keep it if the committed rate says so. */
+static void trial_judge(struct tw_global *g, uint64_t now, double rate)
+{
+    bool fewer = g->trial == TW_TRIAL_RUNNING;
+    bool better = fewer ? rate >= g->trial_rate * TW_TRIAL_FEWER
+                        : rate > g->trial_rate * TW_TRIAL_MORE;
+    if (!g->trial_backoff_ns) g->trial_backoff_ns = TW_TRIAL_BACKOFF_NS;
+    uint64_t wait = g->trial_backoff_ns;
+    if (g->trial_backoff_ns < TW_TRIAL_MAX_NS) g->trial_backoff_ns *= 2;
+    unsigned nact = g->trial_nact;
+    if (fewer && better) { /* keep; one fewer again next window if still needed */
+        g->trial_next_ns = now;
+        g->trial_back_ns = now + wait;
+    } else if (fewer) { /* undo */
+        g->cnt_undone++;
+        nact++;
+        g->trial_next_ns = now + wait;
+    } else if (better) { /* back for good: as if new (and perhaps one more back) */
+        g->trial_backoff_ns = 0;
+        g->trial_back_ns = now;
+    } else { /* fewer was better after all */
+        nact--;
+        g->trial_back_ns = now + wait;
+    }
+    trial_set(g, nact, nact == g->n ? TW_TRIAL_NONE : TW_TRIAL_KEPT, rate);
+}
+
+/* The thread-count trial (tw.h): fewer workers can commit more when they mostly undo each
+ * other's work (few LPs, tight coupling) - the committed rate decides, window by window. */
+static void plan_trial(struct tw_global *g, uint64_t now)
+{
+    uint64_t c = 0, p = 0, rb = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        c += g->th[t].rep_committed;
+        p += g->th[t].rep_processed;
+        rb += g->th[t].rep_rolled;
+    }
+    if (g->win_t0 && now - g->win_t0 < TW_TRIAL_NS) return;
+    double rate = g->win_t0 ? (double)(c - g->win_c0) * 1e9 / (double)(now - g->win_t0) : 0;
+    double eff = p > g->win_p0 ? 1.0 - (double)(rb - g->win_r0) / (double)(p - g->win_p0) : 1;
+    bool first = !g->win_t0;
+    g->win_t0 = now, g->win_c0 = c, g->win_p0 = p, g->win_r0 = rb;
+    if (first) return;
+    if (g->trial == TW_TRIAL_RUNNING || g->trial == TW_TRIAL_BACK) {
+        trial_judge(g, now, rate);
+    } else if (eff < TW_TRIAL_EFF && g->trial_nact >= 2 && now >= g->trial_next_ns) {
+        g->cnt_trials++;
+        trial_set(g, g->trial_nact - 1, TW_TRIAL_RUNNING, rate);
+    } else if (g->trial == TW_TRIAL_KEPT && now >= g->trial_back_ns) {
+        trial_set(g, g->trial_nact + 1, TW_TRIAL_BACK, rate); /* has the model changed? */
+    }
+}
+
+/* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
+ * retired workers back (the first mapping) once their probes find their cores free; and the
+ * thread-count trial. */
+struct tw_shares {
+    int worst, best;          /* active workers with the least and most CPU share */
+    double lo, hi;
+    unsigned back, retired;   /* workers out of a shared core: wanting back, all */
+};
+
+static struct tw_shares read_shares(const struct tw_global *g)
+{
+    struct tw_shares v = { -1, -1, 2, -1, 0, 0 };
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         double s = atomic_load_explicit(&th->cpu_share, memory_order_relaxed);
         if (th->retired) {
-            back += atomic_load_explicit(&th->wants_back, memory_order_relaxed);
-            continue;
+            if (t >= g->trial_nact) continue; /* (out for the trial: its core is free) */
+            v.back += atomic_load_explicit(&th->wants_back, memory_order_relaxed);
+            v.retired++;
+        } else if (s >= 0) { /* (negative: not measured yet) */
+            if (s < v.lo) v.lo = s, v.worst = (int)t;
+            if (s > v.hi) v.hi = s, v.best = (int)t;
         }
-        if (s < 0) continue; /* (not measured yet) */
-        if (s < lo) lo = s, worst = (int)t;
-        if (s > hi) hi = s, best = (int)t;
     }
-    if (back) { /* someone's core is free again: the first mapping */
-        for (kr_lp lp = 0; lp < g->r->n; lp++) add_move(g, lp, (unsigned)(lp / g->per_thread));
+    return v;
+}
+
+static void plan_auto(struct tw_global *g, uint64_t now)
+{
+    if (now - g->bal_last_ns < TW_BALANCE_NS) return;
+    g->bal_last_ns = now;
+    struct tw_shares v = read_shares(g);
+    if (v.back) { /* someone's core is free again: the first mapping */
+        block_mapping(g, g->n);
         g->cnt_back++;
         return;
     }
-    if (worst < 0 || best < 0 || worst == best || lo > TW_SHARED_SHARE || hi < TW_FREE_SHARE)
+    if (g->trial == TW_TRIAL_NONE && v.worst >= 0 && v.worst != v.best &&
+        v.lo <= TW_SHARED_SHARE && v.hi >= TW_FREE_SHARE &&
+        atomic_load_explicit(&g->active, memory_order_relaxed) >= 2) {
+        retire_worker(g, (unsigned)v.worst);
+        g->cnt_retired++;
         return;
-    unsigned act = atomic_load_explicit(&g->active, memory_order_relaxed);
-    if (act < 2) return;
-    /* its LPs go round-robin to the other active workers */
-    unsigned k = 0;
-    for (kr_lp lp = 0; lp < g->r->n; lp++) {
-        if (g->owner[lp] != (unsigned)worst) continue;
-        unsigned to;
-        do to = k++ % g->n;
-        while (to == (unsigned)worst || g->th[to].retired);
-        add_move(g, lp, to);
     }
-    g->cnt_retired++;
+    if (!v.retired) plan_trial(g, now); /* (not beside a worker out of a shared core) */
 }
 
 /* Called by the closer of a round before it publishes; true if moves were planned. */

@@ -63,6 +63,19 @@ struct tw_clock {
                                              * shows 20 ms windows down to ~0.7)... */
 #define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
 #define TW_SHARED_WINDOWS 5                 /* windows of TW_BALANCE_NS / 2 it must last */
+/* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, a
+ * worker is retired for a window of TW_TRIAL_NS; it stays out unless the committed rate fell
+ * below TW_TRIAL_FEWER of what it was (fewer workers that commit as much waste less CPU,
+ * and a step that gains nothing may lead to one that does: PHOLD with 16 LPs on 4 threads
+ * gains nothing from 3 workers and 40x from 1). A retired worker is tried back after a
+ * backoff (doubling to TW_TRIAL_MAX_NS) and stays if the rate rose over TW_TRIAL_MORE. */
+#define TW_TRIAL_NS (100u * 1000 * 1000)
+#define TW_TRIAL_EFF 0.8
+#define TW_TRIAL_FEWER 0.97
+#define TW_TRIAL_MORE 1.05
+#define TW_TRIAL_BACKOFF_NS (1000ull * 1000 * 1000)
+#define TW_TRIAL_MAX_NS (16000ull * 1000 * 1000)
+enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
 
 struct tw_move {
     kr_lp lp;
@@ -89,6 +102,8 @@ struct tw_thread {
     double shares[TW_SHARED_WINDOWS];
     unsigned nshares;
     unsigned free_probes;
+    /* its counters at its last phase-2 report, read by the round's closer (the trial) */
+    uint64_t rep_committed, rep_processed, rep_rolled;
     unsigned ckpt_interval;   /* K: checkpoint an LP every K of its events (tuned if auto) */
     struct tw_tune tune;      /* what the last tuning step saw */
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
@@ -190,6 +205,15 @@ struct tw_global {
     uint64_t storm;                        /* --balance storm: its random stream */
     uint64_t bal_last_ns;
     uint64_t cnt_retired, cnt_back;
+    /* balance auto: the thread-count trial (migrate.c) */
+    int trial;
+    unsigned trial_nact;                   /* workers the trial uses (the first ones) */
+    double trial_rate;                     /* committed/s before the trial's change */
+    uint64_t win_t0, win_c0, win_p0, win_r0; /* the measuring window */
+    uint64_t trial_next_ns;                /* no trial (one fewer) before this... */
+    uint64_t trial_back_ns;                /* ...nor one more back */
+    uint64_t trial_backoff_ns;
+    uint64_t cnt_trials, cnt_undone;
     bool check;                            /* --check: verify invariants as we go */
     struct tw_clock *clock;                /* per thread (safe events) */
     kr_time lookahead;
@@ -287,6 +311,9 @@ static inline void tw_post_turn(struct tw_thread *th)
 {
     if (th->npost && (th->post_n >= TW_POST_BATCH || ++th->post_turns >= th->post_every))
         tw_post_publish(th);
+    if (!(++th->prog_turn & (TW_CLOCK_TURNS - 1))) /* (its progress, for the senders) */
+        atomic_store_explicit(&th->g->clock[th->id].now_bits, kr__time_bits(th->last_ts),
+                              memory_order_relaxed);
 }
 
 /* engine.c */

@@ -69,9 +69,11 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
         if (t.migrated || r->balance_retired)
             fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
-                    "retired from a shared core, %llu returns\n", (unsigned long long)t.migrated,
+                    "retired from a shared core, %llu returns; %llu trials of one worker fewer "
+                    "(%llu undone)\n", (unsigned long long)t.migrated,
                     (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
-                    (unsigned long long)r->balance_back);
+                    (unsigned long long)r->balance_back, (unsigned long long)r->balance_trials,
+                    (unsigned long long)r->balance_undone);
     }
     kr__state_summary(r, f);
     kr__timeshare_summary(r, f);
@@ -219,7 +221,8 @@ void kr__report_json(const struct kr__run *r, const char *path)
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
             "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
-            "  \"retired_workers\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
+            "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
+            "  \"worker_trials_undone\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
             "  \"run_digest\": \"%016llx\",\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
@@ -229,6 +232,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)t.ckpt_bytes, (unsigned long long)t.coasted,
             (unsigned long long)t.safe, (unsigned long long)t.migrated,
             (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
+            (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
             (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
             (unsigned long long)r->run_digest);
     json_config(f, r);
