@@ -35,12 +35,15 @@ static int size_class(size_t size, uint32_t *cls)
     return 0;
 }
 
-/* First area of a class holds ~64 bytes of chunks (a small state is one small block, and
- * millions of LPs hold one each); each next one doubles. */
-static uint32_t area_chunks(uint32_t cls, uint32_t k)
+/* The arena's very first area holds ~64 bytes of chunks, the first area of any other class
+ * ~128; each next one of a class doubles. (Most models allocate their state first and
+ * once: millions of LPs hold one small block each - PHOLD at 1 M LPs ran 1.1 M/s in 594
+ * bytes per LP against 0.7 M/s in 658 with 128 bytes. A class allocated again and again
+ * wants room: queueing's customers ran 4% slower with 64.) */
+static uint32_t area_chunks(const struct kr__arena *a, uint32_t cls, uint32_t k)
 {
-    size_t csz = kr__arena_class_bytes(cls);
-    size_t n = csz >= 64 ? 1 : 64 / csz;
+    size_t csz = kr__arena_class_bytes(cls), first = a->n ? 128 : 64;
+    size_t n = csz >= first ? 1 : first / csz;
     for (uint32_t i = 0; i < k && n * csz * 2 <= AREA_MAX_BYTES; i++) n *= 2;
     return (uint32_t)n;
 }
@@ -161,7 +164,7 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
         k++;
         last = x;
     }
-    uint32_t n = area_chunks(cls, k);
+    uint32_t n = area_chunks(a, cls, k);
     if (index_reserve(a)) {
         *err = KR_ARENA_NOMEM;
         return NULL;
