@@ -62,7 +62,9 @@ struct tw_clock {
                                              * busy process beside: ~0.5; an idle machine
                                              * shows 20 ms windows down to ~0.7)... */
 #define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
-#define TW_SHARED_WINDOWS 5                 /* windows of TW_BALANCE_NS / 2 it must last */
+#define TW_SHARED_WINDOWS 3                 /* windows of TW_BALANCE_NS / 2 it must last
+                                             * (5 cost short loaded runs 3-6%; 3 retired
+                                             * nobody in 42 idle runs of 7 models) */
 /* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, a
  * worker is retired for a window of TW_TRIAL_NS; it stays out unless the committed rate fell
  * below TW_TRIAL_FEWER of what it was (fewer workers that commit as much waste less CPU,
