@@ -5,12 +5,14 @@ prints the median committed events/s, efficiency (committed/processed) and peak 
 Markdown table ready for bench/RESULTS.md, with the commit and machine it ran on.
 
     python3 bench/phold_std.py [--kairos build/kairos] [--reps 5] [--events 10e6] [--only NAME]
-                               [--contended]
+                               [--contended] [--scale]
 
 The cross-core round trip (build/kr_pingpong, bench/tools/pingpong.c) is printed before and
 after the runs: on a VM it varies from ~90 ns to over a microsecond and decides how parallel
 runs fare. --contended runs every configuration with a busy loop pinned to the last core as
-well (a user's machine is never idle)."""
+well (a user's machine is never idle). --scale instead measures 65 536 and 1 048 576 LPs,
+sequential and optimistic on 1 thread, against the bare PHOLD loop of bench/limit (build/
+phold_limit), with the peak memory per LP."""
 import argparse
 import json
 import os
@@ -72,9 +74,14 @@ def main():
     ap.add_argument("--only", help="run only configurations whose name contains this")
     ap.add_argument("--contended", action="store_true",
                     help="also run each configuration beside a busy loop on the last core")
-    ap.add_argument("--pingpong", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                        "..", "build", "kr_pingpong"))
+    ap.add_argument("--scale", action="store_true",
+                    help="65536 and 1M LPs against the bare loop (bench/limit), bytes per LP")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--pingpong", default=os.path.join(here, "..", "build", "kr_pingpong"))
+    ap.add_argument("--limit", default=os.path.join(here, "..", "build", "phold_limit"))
     args = ap.parse_args()
+    if args.scale:
+        return scale(args)
     print(f"PHOLD-std, {args.reps} runs per configuration, ~{args.events / 1e6:.0f} M committed events each")
     print(f"commit {commit()}; machine: {machine()}")
     print(f"cross-core round trip before: {pingpong(args.pingpong)}\n")
@@ -83,6 +90,32 @@ def main():
     for contended in ([False, True] if args.contended else [False]):
         table(args, contended)
     print(f"\ncross-core round trip after: {pingpong(args.pingpong)}")
+
+
+def scale(args):
+    """Large LP counts: the engine against the bare loop (same events), and memory per LP."""
+    print(f"PHOLD-std at scale, {args.reps} runs each, ~{args.events / 1e6:.0f} M events")
+    print(f"commit {commit()}; machine: {machine()}\n")
+    print("| LPs | bare loop M ev/s | sequential M ev/s (of bare) | bytes/LP | "
+          "optimistic 1 thread M ev/s | bytes/LP |")
+    print("|---|---|---|---|---|---|")
+    for lps in (65536, 1048576):
+        bare, seq, opt = [], [], []
+        for _ in range(args.reps):  # (interleaved: the machine drifts)
+            out = subprocess.run([args.limit, str(lps), str(int(args.events))], check=True,
+                                 capture_output=True, text=True).stdout
+            bare.append(float(out.split()[0]))
+            seq.append(run_once(args.kairos, lps, ["--sync", "sequential"], args.events))
+            opt.append(run_once(args.kairos, lps, ["--threads", "1"], args.events))
+        def rate(runs):
+            r = [x["committed_per_second"] / 1e6 for x in runs]
+            return statistics.median(r), f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})"
+        def per_lp(runs):
+            return f"{statistics.median(x['peak_rss_bytes'] for x in runs) / lps:.0f}"
+        b = statistics.median(bare)
+        (sm, s), (_, o) = rate(seq), rate(opt)
+        print(f"| {lps} | {b:.2f} ({min(bare):.2f}-{max(bare):.2f}) | {s} **{sm / b:.0%}** | "
+              f"{per_lp(seq)} | {o} | {per_lp(opt)} |", flush=True)
 
 
 def pingpong(tool):
