@@ -99,6 +99,26 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
 
 /* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
  * the lowest failing key over all LPs is the error reported). */
+/* Committing x of a model with done(): did the LP become done? False if done() went back
+ * from true to false (a model error, reported at x). */
+static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *x)
+{
+    bool d = x->flags & KR_EVF_DONE_AFTER;
+    if (d && !lp->done_seen && !lp->done_init) {
+        lp->done_seen = true;
+        th->ndone++;
+        if (kr__key_lt(&th->max_done_committed, &x->k)) th->max_done_committed = x->k;
+    } else if (!d && (lp->done_seen || lp->done_init)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() returned "
+                 "false after it had returned true; done() must be monotone",
+                 th->r->model->name, (unsigned long long)x->dest, x->k.ts);
+        tw_fail_at_commit(th->g, msg, &x->k);
+        return false;
+    }
+    return true;
+}
+
 static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
 {
     const struct kr_model *m = th->r->model;
@@ -117,21 +137,9 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         th->cnt->committed++;
         th->uncommitted--;
         lp->nkept++;
-        if (m->done) {
-            bool d = x->flags & KR_EVF_DONE_AFTER;
-            if (d && !lp->done_seen && !lp->done_init) {
-                lp->done_seen = true;
-                th->ndone++;
-                if (kr__key_lt(&th->max_done_committed, &x->k)) th->max_done_committed = x->k;
-            } else if (!d && (lp->done_seen || lp->done_init)) {
-                char msg[256];
-                snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() "
-                         "returned false after it had returned true; done() must be monotone",
-                         m->name, (unsigned long long)x->dest, x->k.ts);
-                tw_fail_at_commit(th->g, msg, &x->k);
-                ok = false;
-                break;
-            }
+        if (m->done && !commit_done(th, lp, x)) {
+            ok = false;
+            break;
         }
         x = x->next;
     }

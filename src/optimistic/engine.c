@@ -418,13 +418,37 @@ static void tw_every_256(struct tw_thread *th, bool over)
     }
 }
 
-static void *tw_worker(void *arg)
+/* A retired worker's turn (no LPs: out of GVT; back when its core is free, migrate.c).
+ * False once the run stops. */
+static bool tw_retired_turn(struct tw_thread *th)
 {
-    struct tw_thread *th = arg;
     struct tw_global *g = th->g;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    bool over = ncpu > 0 && g->n > (unsigned)ncpu;
-    kr__pin_thread(th->id, g->n);
+    if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
+    else if (atomic_load_explicit(&g->stop, memory_order_acquire)) return false;
+    else if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed))
+        tw_safe_stop(th);
+    else tw_retired_wait(th);
+    return true;
+}
+
+/* Before running anything: messages in, GVT, the stop. False once the run stops. */
+static bool tw_platform_turn(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    if (th->fast) tw_safe_read(th);
+    tw_drain(th);
+    tw_gvt_poll(th);
+    if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
+        tw_gvt_poll(th);
+        return false;
+    }
+    if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed)) tw_safe_stop(th);
+    return true;
+}
+
+static void tw_worker_start(struct tw_thread *th)
+{
+    kr__pin_thread(th->id, th->g->n);
     kr__fault_thread_init();
     kr__watch_bind(&th->watch);
     tw_ts_thread_start(th);
@@ -433,28 +457,25 @@ static void *tw_worker(void *arg)
     kr__ctx.pool = th->pool;
     kr__ctx.eng = th;
     kr__ctx.mode = KR_MODE_NONE;
+    th->turns_t0 = kr__clock_ns();
+}
+
+static void *tw_worker(void *arg)
+{
+    struct tw_thread *th = arg;
+    struct tw_global *g = th->g;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    bool over = ncpu > 0 && g->n > (unsigned)ncpu;
+    tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0;
     uint64_t iter = 0;
-    th->turns_t0 = kr__clock_ns();
     for (;;) {
-        if (th->retired) { /* no LPs: out of GVT; back when its core is free (migrate.c) */
-            if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
-            else if (atomic_load_explicit(&g->stop, memory_order_acquire)) break;
-            else if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed))
-                tw_safe_stop(th);
-            else tw_retired_wait(th);
+        if (th->retired) {
+            if (!tw_retired_turn(th)) break;
             continue;
         }
-        if (th->fast) tw_safe_read(th);
-        tw_drain(th);
-        tw_gvt_poll(th);
-        if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
-            tw_gvt_poll(th);
-            break;
-        }
-        if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed))
-            tw_safe_stop(th);
+        if (!tw_platform_turn(th)) break;
         struct kr__ev *e = tw_top(th);
         if (th->fast) tw_clock_publish(th, e, false);
         if (e && e->k.ts < end && tw_may_run(th, e)) {
@@ -661,7 +682,8 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     kr__progress_stop(&prog);
 }
 
-int kr__tw_run(struct kr__run *r)
+/* The engine's shared part, before the threads are set up. */
+static struct tw_global *tw_global_new(struct kr__run *r)
 {
     struct tw_global *g = calloc(1, sizeof *g);
     if (!g) kr__fatal_oom("engine", sizeof *g);
@@ -695,21 +717,12 @@ int kr__tw_run(struct kr__run *r)
     pthread_mutex_init(&g->err_mu, NULL);
     pthread_mutex_init(&g->print_mu, NULL);
     atomic_init(&g->last_round_ns, kr__clock_ns());
-    if (r->cfg->preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
-    tw_setup_threads(r, g);
-    kr__set_salvage(tw_salvage, g);
-    tw_init_lps(r, g);
-    g->lookahead = r->lookahead; /* (init may have set it) */
-    g->fast_threads = g->th[0].fast ? g->n : 0;
-    tw_clock_start(g);
-    atomic_store(&g->running, g->n);
-    for (unsigned t = 0; t < g->n; t++)
-        kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb, "a worker");
-    tw_watch(r, g);
-    for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
-    kr__set_salvage(NULL, NULL);
-    tw_print_committed(g, g->err == NULL);
-    if (g->err) kr__die(g->err);
+    return g;
+}
+
+/* After the run: what the summary needs, then everything freed. */
+static void tw_global_end(struct kr__run *r, struct tw_global *g)
+{
     r->ended_by_done = g->by_done;
     r->interrupted = g->by_done || tw_gvt(g) >= r->cfg->end ? 0 : kr__interrupted();
     r->end_key = g->horizon;
@@ -741,5 +754,26 @@ int kr__tw_run(struct kr__run *r)
     free(g->lvt);
     free(g->moves);
     free(g);
+}
+
+int kr__tw_run(struct kr__run *r)
+{
+    struct tw_global *g = tw_global_new(r);
+    if (r->cfg->preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
+    tw_setup_threads(r, g);
+    kr__set_salvage(tw_salvage, g);
+    tw_init_lps(r, g);
+    g->lookahead = r->lookahead; /* (init may have set it) */
+    g->fast_threads = g->th[0].fast ? g->n : 0;
+    tw_clock_start(g);
+    atomic_store(&g->running, g->n);
+    for (unsigned t = 0; t < g->n; t++)
+        kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb, "a worker");
+    tw_watch(r, g);
+    for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
+    kr__set_salvage(NULL, NULL);
+    tw_print_committed(g, g->err == NULL);
+    if (g->err) kr__die(g->err);
+    tw_global_end(r, g);
     return 0;
 }
