@@ -13,6 +13,12 @@
 
 struct kr__ult;
 
+/* An LP frozen after a failed speculative event (optimistic): rare, so kept apart. */
+struct kr__lp_fail {
+    struct kr__ev *parked;        /* events held back while poisoned */
+    char *err;                    /* the deferred error message of `poison` */
+};
+
 struct kr__lp {
     /* Hot: touched by every event of this LP. The first two cache lines only, so that with a
      * large number of LPs an event costs as few cache misses as possible. */
@@ -32,15 +38,29 @@ struct kr__lp {
     uint64_t committed;
     struct kr__ckpt *base;        /* state before `head` */
     struct kr__ev *ckpt_ev;       /* latest processed event holding a checkpoint */
-    struct kr__outvec out;        /* speculative output not yet committed */
+    struct kr__outvec *out;       /* speculative output not yet committed (NULL: none
+                                   * yet; output is rare, and millions of LPs hold one) */
     /* Cold: memory management, errors, rarely used bookkeeping. */
-    _Alignas(64) struct kr__arena arena;
-    struct kr__ev *parked;        /* events held back while poisoned */
-    char *err;                    /* the deferred error message of `poison` */
+    struct kr__arena arena;
     struct kr__ult *ult;          /* time-sharing: the stack of its preempted event */
-};
+    struct kr__lp_fail *fail;     /* optimistic: set with `poison` (kr__lp_fail_of) */
+} __attribute__((aligned(64)));
 
-_Static_assert(offsetof(struct kr__lp, arena) == 128, "keep the hot part of an LP in two cache lines");
+/* Three cache lines an LP (PHOLD at 1 M LPs: 594 -> 530 bytes per LP, from four). */
+_Static_assert(sizeof(struct kr__lp) == 192, "an LP is three cache lines");
+_Static_assert(offsetof(struct kr__lp, arena) <= 128, "keep the hot part of an LP in two cache lines");
+
+static inline size_t kr__lp_out_n(const struct kr__lp *lp)
+{
+    return lp->out ? lp->out->n : 0;
+}
+
+/* lp's output buffer, made on first use. */
+struct kr__outvec *kr__lp_out(struct kr__lp *lp);
+/* lp's failure record, made on first use. */
+struct kr__lp_fail *kr__lp_fail_of(struct kr__lp *lp);
+/* Free both (the LP's run is over, or it is no longer poisoned: fail only). */
+void kr__lp_fail_clear(struct kr__lp *lp);
 
 static inline void kr__lp_save_words(const struct kr__lp *lp, uint64_t w[KR_CKPT_WORDS])
 {

@@ -27,6 +27,28 @@ void kr__lp_setup(struct kr__run *r, kr_lp id)
     lp->digest = kr__mix(0xD16E57ull, id);
 }
 
+struct kr__outvec *kr__lp_out(struct kr__lp *lp)
+{
+    if (!lp->out && !(lp->out = calloc(1, sizeof *lp->out)))
+        kr__fatal_oom("output buffer", sizeof *lp->out);
+    return lp->out;
+}
+
+struct kr__lp_fail *kr__lp_fail_of(struct kr__lp *lp)
+{
+    if (!lp->fail && !(lp->fail = calloc(1, sizeof *lp->fail)))
+        kr__fatal_oom("failure record", sizeof *lp->fail);
+    return lp->fail;
+}
+
+void kr__lp_fail_clear(struct kr__lp *lp)
+{
+    if (!lp->fail) return;
+    free(lp->fail->err);
+    free(lp->fail);
+    lp->fail = NULL;
+}
+
 void kr__lp_run_init(struct kr__run *r, kr_lp id)
 {
     struct kr__lp *lp = &r->lps[id];
@@ -267,7 +289,9 @@ int kr__run_main(const struct kr__config *cfg)
     kr__run_current = NULL;
     for (kr_lp id = 0; id < r.n; id++) {
         kr__arena_destroy(&r.lps[id].arena);
-        kr__outvec_free(&r.lps[id].out);
+        if (r.lps[id].out) kr__outvec_free(r.lps[id].out);
+        free(r.lps[id].out);
+        kr__lp_fail_clear(&r.lps[id]);
     }
     kr__region_destroy();
     kr__pools_free(r.pools, r.nthreads);

@@ -129,7 +129,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
             kr__internal_error("LP %llu commits out of order at time %.17g",
                                (unsigned long long)x->dest, x->k.ts);
         if (x->flags & KR_EVF_ERROR) {
-            tw_fail_at_commit(th->g, lp->err, &x->k);
+            tw_fail_at_commit(th->g, lp->fail->err, &x->k); /* (tw_keep_error made it) */
             ok = false;
             break;
         }
@@ -144,7 +144,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         x = x->next;
     }
     lp->first_unc = x;
-    if (lp->out.n) { /* output of what committed: before h, or up to the failed event
+    if (kr__lp_out_n(lp)) { /* output of what committed: before h, or up to the failed event
                       * (its own output included, as the sequential engine prints it) */
         struct kr__key past;
         const struct kr__key *upto = h;
@@ -154,7 +154,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
             upto = &past;
         }
         pthread_mutex_lock(&th->sink.mu);
-        kr__outvec_move_before(&lp->out, upto, &th->sink.v);
+        kr__outvec_move_before(lp->out, upto, &th->sink.v);
         pthread_mutex_unlock(&th->sink.mu);
     }
     if (ok) fossil(th, lp);
@@ -227,7 +227,6 @@ void tw_release_all(struct tw_thread *th)
         if (lp->base && !th->g->chained) kr__ckpt_release(&th->blobs, lp->base);
         lp->base = NULL;
         lp->ckpt_ev = NULL;
-        free(lp->err);
-        lp->err = NULL;
+        kr__lp_fail_clear(lp);
     }
 }

@@ -148,7 +148,7 @@ static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
         kr__emit_direct(c, text, len);
         return;
     }
-    kr__outvec_add(&c->lp->out, &c->ev->k, text, len);
+    kr__outvec_add(kr__lp_out(c->lp), &c->ev->k, text, len);
 }
 
 static void tw_fail(struct kr__ctx *c, const char *msg)
@@ -167,9 +167,10 @@ static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
     e->flags |= KR_EVF_ERROR;
-    free(lp->err);
-    lp->err = strdup(th->err_msg);
-    if (!lp->err) kr__die(th->err_msg);
+    struct kr__lp_fail *f = kr__lp_fail_of(lp);
+    free(f->err);
+    f->err = strdup(th->err_msg);
+    if (!f->err) kr__die(th->err_msg);
 }
 
 /* Run one event of lp (or re-run it silently when coasting). */
@@ -228,9 +229,9 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     th->fast_hi = e->k.ts;
     e->child = NULL;
     e->flags = 0;
-    size_t nout = lp->out.n;
+    size_t nout = kr__lp_out_n(lp);
     tw_run_sampled(th, lp, e);
-    if ((e->flags & KR_EVF_ERROR) || lp->out.n != nout) {
+    if ((e->flags & KR_EVF_ERROR) || kr__lp_out_n(lp) != nout) {
         tw_finish_event(th, lp, e);
         return;
     }
@@ -255,8 +256,9 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     struct kr__lp *lp = &th->r->lps[e->dest];
     if (lp->poison) { /* frozen after a failed speculative event until rolled back */
         e->st = KR_EV_PARKED;
-        e->next = lp->parked;
-        lp->parked = e;
+        struct kr__lp_fail *f = kr__lp_fail_of(lp); /* (made with the poison) */
+        e->next = f->parked;
+        f->parked = e;
         return;
     }
     if (th->g->check && e->k.ts < tw_gvt(th->g))

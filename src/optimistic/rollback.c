@@ -113,8 +113,8 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c)
 
 static void unpark(struct tw_thread *th, struct kr__lp *lp)
 {
-    struct kr__ev *p = lp->parked;
-    lp->parked = NULL;
+    struct kr__ev *p = lp->fail ? lp->fail->parked : NULL;
+    kr__lp_fail_clear(lp);
     while (p) {
         struct kr__ev *n = p->next;
         if (p->st == KR_EV_PARKED) p->st = KR_EV_PENDING;
@@ -138,9 +138,7 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     e->child = NULL;
     if (e == lp->poison) {
         lp->poison = NULL;
-        free(lp->err);
-        lp->err = NULL;
-        unpark(th, lp);
+        unpark(th, lp); /* (and the failure record goes) */
     }
     if (e == lp->first_unc) lp->first_unc = NULL;
     th->uncommitted--;
@@ -171,7 +169,7 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
         th->cnt->rollbacks++;
         th->cnt->rolled_back += undone;
     }
-    kr__outvec_drop_from(&lp->out, k);
+    if (lp->out) kr__outvec_drop_from(lp->out, k);
     struct kr__ev *c = lp->tail;
     while (c && !c->ckpt) c = c->prev;
     lp->ckpt_ev = c;

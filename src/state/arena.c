@@ -19,7 +19,7 @@ void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg 
 void kr__arena_destroy(struct kr__arena *a)
 {
     for (uint32_t i = 0; i < a->n; i++) free(a->areas[i]);
-    if (a->areas) free(a->areas - 1); /* (the guard word; `sorted` shares the block) */
+    if (a->areas) free(a->areas - 1); /* (the guard word; the sorted list shares the block) */
     memset(a, 0, sizeof *a);
 }
 
@@ -88,7 +88,6 @@ static int index_reserve(struct kr__arena *a)
         x++;
         memmove(x + cap, x + a->cap, a->n * sizeof *x);
         a->areas = x;
-        a->sorted = x + cap;
         a->cap = cap;
     }
     return 0;
@@ -99,11 +98,11 @@ static void index_area(struct kr__arena *a, struct kr__area *ar)
     ar->index = a->n;
     a->areas[a->n] = ar;
     uint32_t i = a->n++;
-    while (i > 0 && a->sorted[i - 1]->data > ar->data) {
-        a->sorted[i] = a->sorted[i - 1];
+    while (i > 0 && kr__arena_sorted(a)[i - 1]->data > ar->data) {
+        kr__arena_sorted(a)[i] = kr__arena_sorted(a)[i - 1];
         i--;
     }
-    a->sorted[i] = ar;
+    kr__arena_sorted(a)[i] = ar;
 }
 
 /* Tracked modes: an area's data is whole pages of the LP's slice, its header apart. */
@@ -171,7 +170,6 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     }
     struct kr__area *ar = a->seg ? new_seg_area(a, cls, n, err) : new_heap_area(cls, n, err);
     if (!ar) return NULL;
-    size_t bytes = (size_t)ar->nchunks * kr__arena_class_bytes(cls);
     ar->cls = cls;
     ar->rank = k;
     ar->first = first;
@@ -180,7 +178,6 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     if (last) last->next = ar;
     else a->first[cls] = ar->index + 1 < KR_ARENA_FIRST_FAR ? (uint8_t)(ar->index + 1)
                                                            : KR_ARENA_FIRST_FAR;
-    a->held += bytes;
     return ar;
 }
 
@@ -227,7 +224,7 @@ static struct kr__area *find_area(const struct kr__arena *a, const void *p)
     uint32_t lo = 0, hi = a->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        struct kr__area *ar = a->sorted[mid];
+        struct kr__area *ar = kr__arena_sorted(a)[mid];
         if (c < ar->data) hi = mid;
         else if (c >= ar->data + (size_t)ar->nchunks * kr__arena_class_bytes(ar->cls)) lo = mid + 1;
         else return ar;

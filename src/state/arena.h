@@ -41,17 +41,21 @@ enum { KR_AF_META_DIRTY = 1, KR_AF_META_MARK = 2 };
  * is named by its creation index, not a pointer, and both area lists share one block. */
 #define KR_ARENA_FIRST_FAR 255    /* first[cls]: index too large to keep, search `areas` */
 struct kr__arena {
-    struct kr__area **areas;      /* creation order; then `cap` more: ... */
-    struct kr__area **sorted;     /* ...by data address, for free() and pointer lookup */
+    struct kr__area **areas;      /* creation order; then `cap` more, by data address (for
+                                   * free() and pointer lookup): kr__arena_sorted */
     uint32_t n, cap;
     size_t used;                  /* chunk bytes in use */
-    size_t held;                  /* bytes of all areas */
     size_t limit;                 /* on `used`; 0 = unlimited */
     struct kr__seg *seg;          /* tracked modes: the LP's slice, where areas are carved */
     uint8_t mode;                 /* enum kr__state_mode */
     uint8_t first[KR_ARENA_CLASSES]; /* per class: creation index + 1 of its first area (0:
                                    * none); its next ones follow through `next` */
 };
+
+static inline struct kr__area **kr__arena_sorted(const struct kr__arena *a)
+{
+    return a->areas + a->cap;
+}
 
 /* Failure codes of kr__arena_alloc / kr__arena_free. */
 enum { KR_ARENA_OK = 0, KR_ARENA_EXHAUSTED, KR_ARENA_TOO_BIG, KR_ARENA_BAD_PTR, KR_ARENA_NOMEM,
