@@ -48,8 +48,10 @@ struct kr__arrivals {
 struct kr__chan {
     _Alignas(64) _Atomic uint64_t tail;   /* producer: slots below this are filled */
     _Alignas(64) _Atomic uint64_t head;   /* consumer: slots below this are taken */
+    uint64_t rmask;                       /* (the consumer's copy of `mask`) */
     /* the producer's own line */
     _Alignas(64) uint64_t wtail;          /* filled up to here, published or not */
+    uint64_t mask;                        /* slots used - 1 (a power of two - 1) */
     uint64_t head_seen;                   /* `head` when last read */
     struct kr__ev *back, *back_tail;      /* did not fit (in order, through e->next) */
     kr_time pend_min;                     /* least timestamp put since the last publish */
@@ -57,9 +59,11 @@ struct kr__chan {
     struct kr__ev *slot[KR_CHAN_SLOTS];
 };
 
-static inline void kr__chan_init(struct kr__chan *c)
+/* `slots`: a power of two up to KR_CHAN_SLOTS (tests use few, to fill rings). */
+static inline void kr__chan_init(struct kr__chan *c, unsigned slots)
 {
     memset(c, 0, sizeof *c);
+    c->mask = c->rmask = slots - 1;
     atomic_init(&c->tail, 0);
     atomic_init(&c->head, 0);
     c->pend_min = INFINITY;
@@ -73,9 +77,9 @@ static inline void kr__arrivals_init(struct kr__arrivals *a)
 
 static inline bool kr__chan_room(struct kr__chan *c)
 {
-    if (c->wtail - c->head_seen < KR_CHAN_SLOTS) return true;
+    if (c->wtail - c->head_seen <= c->mask) return true;
     c->head_seen = atomic_load_explicit(&c->head, memory_order_acquire);
-    return c->wtail - c->head_seen < KR_CHAN_SLOTS;
+    return c->wtail - c->head_seen <= c->mask;
 }
 
 /* Producer: queue e (not visible to the consumer until published). */
@@ -83,7 +87,7 @@ static inline void kr__chan_put(struct kr__chan *c, struct kr__ev *e)
 {
     if (e->k.ts < c->pend_min) c->pend_min = e->k.ts;
     if (!c->back && kr__chan_room(c)) {
-        c->slot[c->wtail++ & (KR_CHAN_SLOTS - 1)] = e;
+        c->slot[c->wtail++ & c->mask] = e;
         return;
     }
     e->next = NULL;
@@ -99,7 +103,7 @@ static inline bool kr__chan_publish(struct kr__chan *c, struct kr__arrivals *to)
     while (c->back && kr__chan_room(c)) {
         struct kr__ev *e = c->back;
         c->back = e->next;
-        c->slot[c->wtail++ & (KR_CHAN_SLOTS - 1)] = e;
+        c->slot[c->wtail++ & c->mask] = e;
     }
     if (c->wtail != atomic_load_explicit(&c->tail, memory_order_relaxed)) {
         atomic_store_explicit(&c->tail, c->wtail, memory_order_release);
@@ -134,7 +138,7 @@ static inline size_t kr__chan_take(struct kr__chan *c, struct kr__ev **out, size
     uint64_t h = atomic_load_explicit(&c->head, memory_order_relaxed);
     uint64_t t = atomic_load_explicit(&c->tail, memory_order_acquire);
     size_t n = t - h < max ? (size_t)(t - h) : max;
-    for (size_t i = 0; i < n; i++) out[i] = c->slot[(h + i) & (KR_CHAN_SLOTS - 1)];
+    for (size_t i = 0; i < n; i++) out[i] = c->slot[(h + i) & c->rmask];
     if (n) atomic_store_explicit(&c->head, h + n, memory_order_release);
     return n;
 }

@@ -549,7 +549,10 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->sink.upto = kr__key_at(-INFINITY);
         th->applied = kr__key_at(-INFINITY);
         kr__arrivals_init(&g->arr[t]);
-        for (unsigned from = 0; from < g->n; from++) kr__chan_init(tw_chan(g, from, t));
+        /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
+        for (unsigned from = 0; from < g->n; from++)
+            kr__chan_init(tw_chan(g, from, t),
+                          g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS);
         th->post = malloc(g->n * sizeof *th->post);
         if (!th->post) kr__fatal_oom("channels", g->n * sizeof *th->post);
     }

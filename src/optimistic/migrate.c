@@ -52,17 +52,33 @@ static void tw_barrier(struct tw_global *g)
 static void quiesce(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (!tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
+    if (tw_post_quiesce(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
     for (;;) {
         tw_barrier(g);
         tw_drain(th);
-        if (!tw_post_publish(th)) /* (what the drain sent was counted as it was sent) */
-            atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
+        /* (what the drain sent was counted as it was sent; but a backlog that only now
+         * fits its ring was not - without this, a pass could end with it unread) */
+        if (tw_post_quiesce(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
         tw_barrier(g);
         uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
         tw_barrier(g);
         if (th->id == 0) atomic_store_explicit(&g->mig_pushes, 0, memory_order_relaxed);
         if (!pushed) break;
+    }
+}
+
+/* --check: after quiescence nothing is left in a channel to this thread. */
+static void check_quiet(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    for (unsigned from = 0; from < g->n; from++) {
+        struct kr__chan *c = tw_chan(g, from, th->id);
+        uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
+        if (from != th->id && tail != atomic_load_explicit(&c->head, memory_order_relaxed))
+            kr__internal_error("migration: %llu messages from thread %u to thread %u were "
+                               "not taken in before the moves",
+                               (unsigned long long)(tail - atomic_load_explicit(
+                                   &c->head, memory_order_relaxed)), from, th->id);
     }
 }
 
@@ -203,6 +219,7 @@ void tw_migrate(struct tw_thread *th)
     give_up(th);
     quiesce(th);
     kr_time lo = tw_clock_min(g, g->n); /* (read before anyone rewrites a clock) */
+    if (g->check) check_quiet(th);
     hand_over(th);
     tw_barrier(g);
     if (th->id == 0) {

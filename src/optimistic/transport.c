@@ -25,6 +25,22 @@ bool tw_post_publish(struct tw_thread *th)
     return keep == 0;
 }
 
+bool tw_post_quiesce(struct tw_thread *th)
+{
+    uint64_t before = 0, after = 0;
+    for (size_t i = 0; i < th->npost; i++)
+        before += atomic_load_explicit(&tw_chan(th->g, th->id, th->post[i])->tail,
+                                       memory_order_relaxed);
+    size_t n = th->npost;
+    unsigned to[n ? n : 1];
+    memcpy(to, th->post, n * sizeof *to);
+    bool all = tw_post_publish(th);
+    for (size_t i = 0; i < n; i++)
+        after += atomic_load_explicit(&tw_chan(th->g, th->id, to[i])->tail,
+                                      memory_order_relaxed);
+    return !all || after != before;
+}
+
 struct kr__key tw_post_backlog_min(const struct tw_thread *th)
 {
     struct kr__key m = kr__key_at(INFINITY);

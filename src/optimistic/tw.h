@@ -297,6 +297,9 @@ static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struc
 /* transport.c */
 /* Publish every channel this thread has put messages into; false if a full one kept some. */
 bool tw_post_publish(struct tw_thread *th);
+/* The same, for quiescence: true if a receiver has something new to take (a backlog moved
+ * into a ring counts) or something is still kept back. */
+bool tw_post_quiesce(struct tw_thread *th);
 /* The least key of the messages kept back that way (infinite when none). */
 struct kr__key tw_post_backlog_min(const struct tw_thread *th);
 void tw_drain(struct tw_thread *th);
@@ -306,6 +309,7 @@ void tw_drain(struct tw_thread *th);
  * ~8 us events, 2 threads: 8 turns between publishes, 1.5x the rollbacks and now and then
  * a rollback storm at 1/6 the speed). */
 #define TW_POST_BATCH 32
+#define TW_STORM_SLOTS 8
 #define TW_POST_NS 2000
 #define TW_POST_TURNS_MAX 16
 /* After a loop turn: publish once enough messages or turns have gathered. */

@@ -35,7 +35,7 @@ static void concurrent(void)
 {
     evs = calloc(PRODUCERS * PER, sizeof *evs);
     CHECK(evs != NULL);
-    for (int p = 0; p < PRODUCERS; p++) kr__chan_init(&chan[p]);
+    for (int p = 0; p < PRODUCERS; p++) kr__chan_init(&chan[p], p ? KR_CHAN_SLOTS : 4);
     kr__arrivals_init(&arr);
     pthread_t t[PRODUCERS];
     for (uintptr_t p = 0; p < PRODUCERS; p++) pthread_create(&t[p], NULL, producer, (void *)p);
@@ -62,7 +62,7 @@ static void one_thread(void)
     static struct kr__chan c;
     static struct kr__ev ev[KR_CHAN_SLOTS + 100];
     struct kr__ev *buf[KR_CHAN_SLOTS];
-    kr__chan_init(&c);
+    kr__chan_init(&c, KR_CHAN_SLOTS);
     kr__arrivals_init(&arr);
     ev[0].k.ts = 7.5;
     ev[1].k.ts = 3.25;
