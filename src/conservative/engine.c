@@ -331,6 +331,48 @@ static bool pass_barrier(struct cons *c, struct kr__ev *b)
     return true;
 }
 
+/* Nothing may start now: no event before the end, a failure, an interrupt, or the lowest
+ * event may not go yet (may_offload). */
+static bool blocked(struct cons *c, const struct kr__ev *e, kr_time end)
+{
+    return !e || e->k.ts >= end || c->failed || kr__interrupted() || !may_offload(c, e);
+}
+
+/* A job taken before the run failed comes after the failed event in key order: it never
+ * runs, and retires empty. */
+static struct cons_job *drop_held(struct cons_job *held)
+{
+    held->out = held->out_tail = NULL;
+    held->err = NULL;
+    held->ntext = 0;
+    atomic_store_explicit(&held->complete, true, memory_order_release);
+    return NULL;
+}
+
+/* Hand the lowest event e to a worker, or run it on the scheduler (its own share of the
+ * work, or every worker busy), or hold it until a worker is free. RETIRE_MORE to go on,
+ * else how the run ended (run_direct). */
+static int dispatch(struct cons *c, struct kr__progress *prog, struct kr__ev *e,
+                    struct cons_job **held)
+{
+    if (c->scheduler_works && run_here(c, e)) {
+        if (c->nretire == 0) return run_direct(c, prog); /* (with barrier events: none left) */
+        struct cons_job *j = take(c);
+        c->r->counters[0].cons_sched_ran++;
+        cons_execute(c, &c->w[0], j);
+        return RETIRE_MORE;
+    }
+    struct cons_job *j = take(c);
+    if (cons_offload(c, j)) return RETIRE_MORE;
+    if (!c->scheduler_works) {
+        *held = j;
+        return RETIRE_MORE;
+    }
+    c->r->counters[0].cons_sched_ran++; /* every worker busy: run it here */
+    cons_execute(c, &c->w[0], j);
+    return RETIRE_MORE;
+}
+
 /* The scheduler (paper 003, Figure 4). Returns RETIRE_DONE, RETIRE_ERROR, or RETIRE_MORE
  * when the set has nothing left before the end time and every job has retired. */
 static int schedule(struct cons *c, struct kr__progress *prog)
@@ -343,13 +385,7 @@ static int schedule(struct cons *c, struct kr__progress *prog)
         int rr = retire(c, prog);
         if (rr == RETIRE_DONE) return rr;
         if (rr == RETIRE_ERROR && c->ninflight == 0) return rr;
-        if (held && c->failed) { /* after the failed event in key order: never runs */
-            held->out = held->out_tail = NULL;
-            held->err = NULL;
-            held->ntext = 0;
-            atomic_store_explicit(&held->complete, true, memory_order_release);
-            held = NULL;
-        }
+        if (held && c->failed) held = drop_held(held);
         if (held) {
             if (cons_offload(c, held)) held = NULL;
             else cons_wait(c, &spins);
@@ -360,31 +396,14 @@ static int schedule(struct cons *c, struct kr__progress *prog)
             if (!pass_barrier(c, e)) cons_wait(c, &spins);
             continue;
         }
-        if (!e || e->k.ts >= end || c->failed || kr__interrupted() || !may_offload(c, e)) {
+        if (blocked(c, e, end)) {
             if (c->nretire == 0) return RETIRE_MORE;
             cons_wait(c, &spins);
             continue;
         }
         spins = 0;
-        if (c->scheduler_works && run_here(c, e)) {
-            if (c->nretire == 0) { /* (with barrier events: no barrier left either) */
-                int rr2 = run_direct(c, prog);
-                if (rr2 != RETIRE_MORE) return rr2;
-                continue;
-            }
-            struct cons_job *j = take(c);
-            c->r->counters[0].cons_sched_ran++;
-            cons_execute(c, &c->w[0], j);
-            continue;
-        }
-        struct cons_job *j = take(c);
-        if (cons_offload(c, j)) continue;
-        if (!c->scheduler_works) {
-            held = j;
-            continue;
-        }
-        c->r->counters[0].cons_sched_ran++; /* every worker busy: run it here */
-        cons_execute(c, &c->w[0], j);
+        int rd = dispatch(c, prog, e, &held);
+        if (rd != RETIRE_MORE) return rd;
     }
 }
 

@@ -80,6 +80,38 @@ kr_time kr_now(void)
     return t;
 }
 
+/* Virtual time must advance: no endless zero-delay chain, nothing inside the lookahead. */
+static int check_progress(const char *fn, kr_lp dest, kr_time t, kr_time la)
+{
+    if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT && kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
+        kr__model_error("%s: %u events in a row at virtual time %.17g, each scheduling "
+                        "the next at the same time; virtual time cannot advance (a zero-delay "
+                        "loop in the model?)", fn, KR_MAX_ZERO_DELAY_HOPS, t);
+        return 0;
+    }
+    if (la > 0 && dest != kr__ctx.id && kr__ctx.mode != KR_MODE_INIT && t < kr__ctx.now + la) {
+        kr__model_error("%s: timestamp %.17g to LP %llu violates the model's declared "
+                        "lookahead %g (must be >= now + lookahead = %.17g)", fn, t,
+                        (unsigned long long)dest, la, kr__ctx.now + la);
+        return 0;
+    }
+    return 1;
+}
+
+static int check_payload(const char *fn, size_t size, const void *payload)
+{
+    if (size > KR_PAYLOAD_MAX) {
+        kr__model_error("%s: payload of %zu bytes is over the limit of %u bytes; send "
+                        "a smaller message or keep the data in LP state", fn, size, KR_PAYLOAD_MAX);
+        return 0;
+    }
+    if (size && !payload) {
+        kr__model_error("%s: payload is NULL but size is %zu", fn, size);
+        return 0;
+    }
+    return 1;
+}
+
 static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, const void *payload)
 {
     const struct kr__run *r = kr__ctx.run;
@@ -106,29 +138,8 @@ static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, co
                         kr__ctx.mode == KR_MODE_INIT ? 0.0 : kr__ctx.now);
         return 0;
     }
-    if (size > KR_PAYLOAD_MAX) {
-        kr__model_error("%s: payload of %zu bytes is over the limit of %u bytes; send "
-                        "a smaller message or keep the data in LP state", fn, size, KR_PAYLOAD_MAX);
-        return 0;
-    }
-    if (size && !payload) {
-        kr__model_error("%s: payload is NULL but size is %zu", fn, size);
-        return 0;
-    }
-    if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT && kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
-        kr__model_error("%s: %u events in a row at virtual time %.17g, each scheduling "
-                        "the next at the same time; virtual time cannot advance (a zero-delay "
-                        "loop in the model?)", fn, KR_MAX_ZERO_DELAY_HOPS, t);
-        return 0;
-    }
-    kr_time la = r->lookahead;
-    if (la > 0 && dest != kr__ctx.id && kr__ctx.mode != KR_MODE_INIT && t < kr__ctx.now + la) {
-        kr__model_error("%s: timestamp %.17g to LP %llu violates the model's declared "
-                        "lookahead %g (must be >= now + lookahead = %.17g)", fn, t,
-                        (unsigned long long)dest, la, kr__ctx.now + la);
-        return 0;
-    }
-    return 1;
+    if (!check_payload(fn, size, payload)) return 0;
+    return check_progress(fn, dest, t, r->lookahead);
 }
 
 /* kr_schedule and kr_schedule_span: `span` says the duration is the model's own. */

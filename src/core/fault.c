@@ -115,6 +115,25 @@ static void overrun_check(void)
     scanning = 0;
 }
 
+/* A SIGSEGV the model caused that has a name: a stack overflow, another LP's state. */
+static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
+{
+    /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
+     * frame, e.g. a tick arriving while the event's stack is all but full. */
+    const void *sp = si->si_code == SI_KERNEL ? (const void *)uc->uc_mcontext.gregs[REG_RSP] : NULL;
+    if (kr__ult_guard_hit(si->si_addr, sp) || thread_overflow(si, uc))
+        kr__model_error("the model overflowed its stack (--stack-kb %zu KiB, the same for model "
+                        "code on every engine): deep recursion or large local arrays; raise "
+                        "--stack-kb or move large arrays to kr_malloc",
+                        kr__run_current ? kr__run_current->cfg->stack_kb : 0);
+    uint64_t lp;
+    struct kr__seg *s = kr__region_find(si->si_addr, &lp);
+    if (s && s != kr__ctx.lp->arena.seg)
+        kr__model_error("the model wrote to address %p, in the state of LP %llu (%s): an LP's "
+                        "state is private to it; send that LP an event instead", si->si_addr,
+                        (unsigned long long)lp, sig_name(SIGSEGV));
+}
+
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
     if (sig != SIGFPE && sig != SIGILL) overrun_check();
@@ -125,20 +144,7 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
                         "failed assert in a library); the model's state is suspect");
     }
     if (in_libc(uc)) kr__ctx.fatal = true;
-    /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
-     * frame, e.g. a tick arriving while the event's stack is all but full. */
-    const void *sp = si->si_code == SI_KERNEL ? (const void *)uc->uc_mcontext.gregs[REG_RSP] : NULL;
-    if (sig == SIGSEGV && (kr__ult_guard_hit(si->si_addr, sp) || thread_overflow(si, uc)))
-        kr__model_error("the model overflowed its stack (--stack-kb %zu KiB, the same for model "
-                        "code on every engine): deep recursion or large local arrays; raise "
-                        "--stack-kb or move large arrays to kr_malloc",
-                        kr__run_current ? kr__run_current->cfg->stack_kb : 0);
-    uint64_t lp;
-    struct kr__seg *s = sig == SIGSEGV ? kr__region_find(si->si_addr, &lp) : NULL;
-    if (s && s != kr__ctx.lp->arena.seg)
-        kr__model_error("the model wrote to address %p, in the state of LP %llu (%s): an LP's "
-                        "state is private to it; send that LP an event instead", si->si_addr,
-                        (unsigned long long)lp, sig_name(sig));
+    if (sig == SIGSEGV) segv_diagnosis(si, uc);
     if (sig == SIGFPE)
         kr__model_error("the model crashed with SIGFPE (arithmetic error, e.g. an integer "
                         "division by zero) at instruction %p", si->si_addr);

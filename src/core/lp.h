@@ -55,6 +55,12 @@ static inline size_t kr__lp_out_n(const struct kr__lp *lp)
     return lp->out ? lp->out->n : 0;
 }
 
+/* Rollback: drop lp's speculative output from key k on. */
+static inline void kr__lp_out_drop_from(struct kr__lp *lp, const struct kr__key *k)
+{
+    if (lp->out) kr__outvec_drop_from(lp->out, k);
+}
+
 /* lp's output buffer, made on first use. */
 struct kr__outvec *kr__lp_out(struct kr__lp *lp);
 /* lp's failure record, made on first use. */

@@ -169,7 +169,7 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
         th->cnt->rollbacks++;
         th->cnt->rolled_back += undone;
     }
-    if (lp->out) kr__outvec_drop_from(lp->out, k);
+    kr__lp_out_drop_from(lp, k);
     struct kr__ev *c = lp->tail;
     while (c && !c->ckpt) c = c->prev;
     lp->ckpt_ev = c;
