@@ -1,6 +1,7 @@
 """LP migration of the optimistic engine (--balance, issue 13). `--balance storm` moves eight
 random LPs at every GVT round - with their histories, checkpoints and pending events, under
-rollbacks, with and without safe events, with time-sharing - and workers that lose all
+rollbacks, with and without safe events, with time-sharing, through channels between
+threads shrunk to 8 slots so that messages wait in backlogs - and workers that lose all
 their LPs leave GVT and come back when given some. No move may change what is committed:
 every run must give the sequential digest and output; --check verifies on the way that
 the per-thread LP and done counts agree with the owner table and that no message arrives

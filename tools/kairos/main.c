@@ -240,7 +240,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         const char *v = need_value(argc, argv, i);
         if (!strcmp(v, "off")) c->balance = KR_BALANCE_OFF;
         else if (!strcmp(v, "auto")) c->balance = KR_BALANCE_AUTO;
-        else if (!strcmp(v, "storm")) c->balance = KR_BALANCE_STORM; /* (tests: random moves) */
+        else if (!strcmp(v, "storm")) c->balance = KR_BALANCE_STORM; /* (tests: random moves,
+                                                                        * tiny channels) */
         else kr__usage_error("--balance must be off or auto, got '%s'", v);
     } else if (!strcmp(a, "--safe")) {
         const char *v = need_value(argc, argv, i);
