@@ -96,10 +96,14 @@ static inline void kr__chan_put(struct kr__chan *c, struct kr__ev *e)
     c->back_tail = e;
 }
 
+/* What a publish did (flags): made messages visible; kept some back (the ring is full). */
+enum { KR_CHAN_NEW = 1, KR_CHAN_KEPT = 2 };
+
 /* Producer: move the backlog into the ring as far as it fits and publish everything in the
- * ring. True when nothing is left unpublished. */
-static inline bool kr__chan_publish(struct kr__chan *c, struct kr__arrivals *to)
+ * ring. */
+static inline unsigned kr__chan_publish(struct kr__chan *c, struct kr__arrivals *to)
 {
+    unsigned done = 0;
     while (c->back && kr__chan_room(c)) {
         struct kr__ev *e = c->back;
         c->back = e->next;
@@ -107,6 +111,7 @@ static inline bool kr__chan_publish(struct kr__chan *c, struct kr__arrivals *to)
     }
     if (c->wtail != atomic_load_explicit(&c->tail, memory_order_relaxed)) {
         atomic_store_explicit(&c->tail, c->wtail, memory_order_release);
+        done = KR_CHAN_NEW;
         if (atomic_load_explicit(&to->listening, memory_order_relaxed)) {
             uint64_t bits = kr__time_bits(c->pend_min);
             uint64_t cur = atomic_load_explicit(&to->bh_min, memory_order_relaxed);
@@ -117,9 +122,9 @@ static inline bool kr__chan_publish(struct kr__chan *c, struct kr__arrivals *to)
             }
         }
     }
-    if (c->back) return false;
+    if (c->back) return done | KR_CHAN_KEPT;
     c->pend_min = INFINITY;
-    return true;
+    return done;
 }
 
 /* Producer: the least key still in the backlog (INFINITY timestamp when empty). */

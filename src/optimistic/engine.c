@@ -103,7 +103,7 @@ static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, boo
     if (f == th->clock_sent) return;
     /* (a message put before the clock moves must be visible by the time it has: a backlog
      * the receiver has no room for yet holds the clock where it is) */
-    if (th->npost && !tw_post_publish(th)) return;
+    if (th->npost && (tw_post_publish(th) & KR_CHAN_KEPT)) return;
     if (g->check && f < th->clock_sent)
         kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
                            th->clock_sent, f);
@@ -587,7 +587,7 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
      * room); move them in now. */
     for (bool left = true; left;) {
         left = false;
-        for (unsigned t = 0; t < g->n; t++) left |= !tw_post_publish(&g->th[t]);
+        for (unsigned t = 0; t < g->n; t++) left |= tw_post_publish(&g->th[t]) & KR_CHAN_KEPT;
         for (unsigned t = 0; t < g->n; t++) {
             kr__ctx.eng = &g->th[t];
             kr__ctx.pool = g->th[t].pool;

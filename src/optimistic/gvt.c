@@ -120,7 +120,8 @@ void tw_gvt_poll(struct tw_thread *th)
         th->seen_state = s;
         switch (s & 3) {
         case 1:
-            th->min_sent = tw_post_publish(th) ? kr__key_at(INFINITY) : tw_post_backlog_min(th);
+            th->min_sent = tw_post_publish(th) & KR_CHAN_KEPT ? tw_post_backlog_min(th)
+                                                              : kr__key_at(INFINITY);
             if (last_through(g)) {
                 atomic_store_explicit(&g->count, 0, memory_order_relaxed);
                 atomic_store_explicit(&g->state, (s & ~3ull) | 2, memory_order_release);

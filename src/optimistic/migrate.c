@@ -52,13 +52,14 @@ static void tw_barrier(struct tw_global *g)
 static void quiesce(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (tw_post_quiesce(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
+    if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
     for (;;) {
         tw_barrier(g);
         tw_drain(th);
-        /* (what the drain sent was counted as it was sent; but a backlog that only now
-         * fits its ring was not - without this, a pass could end with it unread) */
-        if (tw_post_quiesce(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
+        /* (what the drain sent was counted as it was sent; a backlog that only now fits
+         * its ring was not: any publish that made something visible, or kept something
+         * back, asks for another pass) */
+        if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
         tw_barrier(g);
         uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
         tw_barrier(g);

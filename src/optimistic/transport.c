@@ -9,36 +9,23 @@
 #include "tw.h"
 #include "../core/error.h"
 
-bool tw_post_publish(struct tw_thread *th)
+unsigned tw_post_publish(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     size_t keep = 0;
+    unsigned done = 0;
     for (size_t i = 0; i < th->npost; i++) {
         unsigned to = th->post[i];
         struct kr__chan *c = tw_chan(g, th->id, to);
-        if (kr__chan_publish(c, &g->arr[to])) c->listed = false;
-        else th->post[keep++] = to; /* (a full ring: the rest waits for the receiver) */
+        unsigned d = kr__chan_publish(c, &g->arr[to]);
+        done |= d;
+        if (d & KR_CHAN_KEPT) th->post[keep++] = to; /* (a full ring: the rest waits) */
+        else c->listed = false;
     }
     th->npost = keep;
     th->post_n = 0;
     th->post_turns = 0;
-    return keep == 0;
-}
-
-bool tw_post_quiesce(struct tw_thread *th)
-{
-    uint64_t before = 0, after = 0;
-    for (size_t i = 0; i < th->npost; i++)
-        before += atomic_load_explicit(&tw_chan(th->g, th->id, th->post[i])->tail,
-                                       memory_order_relaxed);
-    size_t n = th->npost;
-    unsigned to[n ? n : 1];
-    memcpy(to, th->post, n * sizeof *to);
-    bool all = tw_post_publish(th);
-    for (size_t i = 0; i < n; i++)
-        after += atomic_load_explicit(&tw_chan(th->g, th->id, to[i])->tail,
-                                      memory_order_relaxed);
-    return !all || after != before;
+    return done;
 }
 
 struct kr__key tw_post_backlog_min(const struct tw_thread *th)

@@ -295,11 +295,9 @@ static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struc
 }
 
 /* transport.c */
-/* Publish every channel this thread has put messages into; false if a full one kept some. */
-bool tw_post_publish(struct tw_thread *th);
-/* The same, for quiescence: true if a receiver has something new to take (a backlog moved
- * into a ring counts) or something is still kept back. */
-bool tw_post_quiesce(struct tw_thread *th);
+/* Publish every channel this thread has put messages into: KR_CHAN_NEW if that made some
+ * visible, KR_CHAN_KEPT if a full ring kept some back. */
+unsigned tw_post_publish(struct tw_thread *th);
 /* The least key of the messages kept back that way (infinite when none). */
 struct kr__key tw_post_backlog_min(const struct tw_thread *th);
 void tw_drain(struct tw_thread *th);

@@ -26,7 +26,7 @@ static void *producer(void *arg)
         kr__chan_put(&chan[p], e);
         if ((i * 7919 + p) % 37 == 0) kr__chan_publish(&chan[p], &arr);
     }
-    while (!kr__chan_publish(&chan[p], &arr)) {
+    while (kr__chan_publish(&chan[p], &arr) & KR_CHAN_KEPT) {
     }
     return NULL;
 }
@@ -69,7 +69,8 @@ static void one_thread(void)
     kr__chan_put(&c, &ev[0]);
     kr__chan_put(&c, &ev[1]);
     CHECK(kr__chan_take(&c, buf, 8) == 0);        /* put, not published */
-    CHECK(kr__chan_publish(&c, &arr));
+    CHECK(kr__chan_publish(&c, &arr) == KR_CHAN_NEW);
+    CHECK(kr__chan_publish(&c, &arr) == 0);       /* (nothing new) */
     CHECK(atomic_load(&arr.bh_min) == kr__time_bits(INFINITY)); /* (nobody listens) */
     CHECK(kr__chan_take(&c, buf, 8) == 2);
     CHECK(buf[0] == &ev[0] && buf[1] == &ev[1]);  /* oldest first */
@@ -77,7 +78,7 @@ static void one_thread(void)
     kr__chan_put(&c, &ev[0]);
     kr__chan_put(&c, &ev[1]);
     CHECK(atomic_load(&arr.bh_min) == kr__time_bits(INFINITY)); /* (not published yet) */
-    CHECK(kr__chan_publish(&c, &arr));
+    CHECK(kr__chan_publish(&c, &arr) == KR_CHAN_NEW);
     CHECK(atomic_load(&arr.bh_min) == kr__time_bits(3.25));
     kr__arrivals_listen(&arr, false);
     CHECK(atomic_load(&arr.bh_min) == kr__time_bits(INFINITY));
@@ -87,12 +88,12 @@ static void one_thread(void)
         ev[i].k.ts = 1000.0 - i;
         kr__chan_put(&c, &ev[i]);
     }
-    CHECK(!kr__chan_publish(&c, &arr));
+    CHECK(kr__chan_publish(&c, &arr) == (KR_CHAN_NEW | KR_CHAN_KEPT));
     struct kr__key m = kr__chan_backlog_min(&c);
     CHECK(m.ts == 1000.0 - (KR_CHAN_SLOTS + 99));
     CHECK(kr__chan_take(&c, buf, KR_CHAN_SLOTS) == KR_CHAN_SLOTS);
     CHECK(buf[KR_CHAN_SLOTS - 1] == &ev[KR_CHAN_SLOTS - 1]);
-    CHECK(kr__chan_publish(&c, &arr));            /* the backlog fits now */
+    CHECK(kr__chan_publish(&c, &arr) == KR_CHAN_NEW); /* the backlog fits now */
     CHECK(kr__chan_backlog_min(&c).ts == INFINITY);
     CHECK(kr__chan_take(&c, buf, KR_CHAN_SLOTS) == 100);
     CHECK(buf[0] == &ev[KR_CHAN_SLOTS] && buf[99] == &ev[KR_CHAN_SLOTS + 99]);
