@@ -48,7 +48,8 @@ struct kr__lp {
 
 /* Three cache lines an LP (PHOLD at 1 M LPs: 594 -> 530 bytes per LP, from four). */
 _Static_assert(sizeof(struct kr__lp) == 192, "an LP is three cache lines");
-_Static_assert(offsetof(struct kr__lp, arena) <= 128, "keep the hot part of an LP in two cache lines");
+_Static_assert(offsetof(struct kr__lp, arena) <= 128,
+               "keep the hot part of an LP in two cache lines");
 
 static inline size_t kr__lp_out_n(const struct kr__lp *lp)
 {

@@ -6,9 +6,11 @@
  * the chain over with one CAS onto the owner's `returned` stack of that class; when a class
  * runs empty, the owner takes that stack back whole as its free list before it would grow
  * (without walking it: every event there was last written on another core, and a walk
- * is one cache miss after another - measured 11% of PHOLD's cycles on 2 threads). (Freeing into the freeing thread's pool instead lets memory drift from one
- * pool to another without bound under asymmetric traffic: measured +500k events per 10 M
- * on PHOLD with 2 threads.) */
+ * is one cache miss after another - measured 11% of PHOLD's cycles on 2 threads).
+ * (Freeing into the freeing thread's pool instead lets memory drift from one pool to
+ * another without bound under asymmetric traffic: measured +500k events per 10 M on PHOLD
+ * with 2 threads; freeing a remote event into the receiver's pool was also measured for
+ * speed on PHOLD-std, 2 threads: no gain.) */
 #ifndef KR_MSG_POOL_H
 #define KR_MSG_POOL_H
 

@@ -97,8 +97,6 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
     if (th->g->chained) tw_trim_chain(th, lp->base);
 }
 
-/* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
- * the lowest failing key over all LPs is the error reported). */
 /* Committing x of a model with done(): did the LP become done? False if done() went back
  * from true to false (a model error, reported at x). */
 static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *x)
@@ -119,6 +117,8 @@ static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr
     return true;
 }
 
+/* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
+ * the lowest failing key over all LPs is the error reported). */
 static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
 {
     const struct kr_model *m = th->r->model;

@@ -514,7 +514,6 @@ static bool tw_page_tracked(const struct kr__run *r)
 static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 {
     kr_lp per = (r->n + g->n - 1) / g->n;
-    g->per_thread = per;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         memset(th, 0, sizeof *th);

@@ -358,9 +358,6 @@ static void plan_trial(struct tw_global *g, uint64_t now)
     }
 }
 
-/* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
- * retired workers back (the first mapping) once their probes find their cores free; and the
- * thread-count trial. */
 struct tw_shares {
     int worst, best;          /* active workers with the least and most CPU share */
     double lo, hi;
@@ -385,6 +382,9 @@ static struct tw_shares read_shares(const struct tw_global *g)
     return v;
 }
 
+/* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
+ * retired workers back (the first mapping) once their probes find their cores free; and the
+ * thread-count trial. */
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
     if (now - g->bal_last_ns < TW_BALANCE_NS) return;

@@ -1,11 +1,12 @@
 /* transport.c - how messages cross between worker threads: batched channels (msg/channel.h),
  * when a sender publishes them, and how a receiver takes them in.
  *
- * A sender publishes its channels every TW_POST_TURNS loop turns or once TW_POST_BATCH
- * messages wait, and always before anything that reasons about messages in flight: a GVT
- * phase-1 pass (gvt.c), a new safe-event clock (engine.c), going idle, a migration. A
- * message that waited in a full channel's backlog past such a point is counted by its
- * sender instead (tw_post_backlog_min). */
+ * A sender publishes its channels once TW_POST_BATCH messages wait or after about
+ * TW_POST_NS of its loop turns (tw_post_turn), at once for a message below its receiver's
+ * progress (tw_transport_send), and always before anything that reasons about messages in
+ * flight: a GVT phase-1 pass (gvt.c), a new safe-event clock (engine.c), going idle, a
+ * migration (migrate.c). A message that waited in a full channel's backlog past such a point
+ * is counted by its sender instead (tw_post_backlog_min). */
 #include "tw.h"
 #include "../core/error.h"
 

@@ -189,7 +189,6 @@ struct tw_global {
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
     bool chained;                          /* checkpoints form chains (not --state full): they
                                             * are freed by trimming chains, else one by one */
-    kr_lp per_thread;                      /* LPs per thread at the start (block mapping) */
     uint16_t *owner;                       /* per LP: its thread (changed only in tw_migrate) */
     uint16_t *target;                      /* per LP: its thread after the planned moves */
     kr_time *lvt;                          /* per LP: timestamp of its last processed event,
@@ -253,8 +252,8 @@ static inline kr_time tw_clock_min(const struct tw_global *g, unsigned skip)
     return s;
 }
 
-/* Block mapping: LP id / LPs per thread (arithmetic, so a send does not touch the
- * destination LP's memory). */
+/* An LP's thread: a compact table (2 bytes an LP, so a send does not touch the destination
+ * LP's memory), changed only by migration. */
 static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
 {
     return g->owner[id];
@@ -307,9 +306,10 @@ void tw_drain(struct tw_thread *th);
  * ~8 us events, 2 threads: 8 turns between publishes, 1.5x the rollbacks and now and then
  * a rollback storm at 1/6 the speed). */
 #define TW_POST_BATCH 32
-#define TW_STORM_SLOTS 8
 #define TW_POST_NS 2000
 #define TW_POST_TURNS_MAX 16
+/* --balance storm (tests) shrinks every channel to this, so that moves meet backlogs. */
+#define TW_STORM_SLOTS 8
 /* After a loop turn: publish once enough messages or turns have gathered. */
 static inline void tw_post_turn(struct tw_thread *th)
 {
