@@ -16,7 +16,7 @@ static bool paged(const struct kr__arena *a)
     return a->mode == KR_STATE_PAGE || a->mode == KR_STATE_BUDDY || a->mode == KR_STATE_SCAN;
 }
 
-static size_t bitmap_bytes(const struct kr__area *ar) { return (size_t)ar->nwords * 8; }
+static size_t bitmap_bytes(const struct kr__area *ar) { return (size_t)KR_AREA_NWORDS(ar) * 8; }
 
 /* Page modes save of a dirty page only its live chunks. A page lies within one area, so
  * it splits into n units of u = min(chunk size, page) bytes, unit k live when its chunk is. */
@@ -72,7 +72,7 @@ static uint32_t get32(const unsigned char **in)
 static size_t sel_bytes(const struct kr__area *ar, const uint64_t *sel, const uint64_t *and)
 {
     size_t n = 0;
-    for (uint32_t w = 0; w < ar->nwords; w++)
+    for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++)
         n += (size_t)__builtin_popcountll(sel[w] & (and ? and[w] : ~0ull));
     return n * kr__arena_class_bytes(ar->cls);
 }
@@ -82,7 +82,7 @@ static void put_chunks(unsigned char **o, const struct kr__area *ar, const uint6
                        const uint64_t *and)
 {
     size_t csz = kr__arena_class_bytes(ar->cls);
-    for (uint32_t w = 0; w < ar->nwords; w++)
+    for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++)
         for (uint64_t m = sel[w] & (and ? and[w] : ~0ull); m; m &= m - 1) {
             uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(m);
             put(o, ar->data + (size_t)idx * csz, csz);
@@ -124,7 +124,7 @@ static size_t incr_size(const struct kr__arena *a)
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = a->areas[i];
         if (ar->flags & KR_AF_META_DIRTY) bytes += 8 + (ar->nused ? bitmap_bytes(ar) : 0);
-        if (a->mode == KR_STATE_CHUNK && ar->nused && any_bits(KR_AREA_DIRTY(ar), ar->bits, ar->nwords))
+        if (a->mode == KR_STATE_CHUNK && ar->nused && any_bits(KR_AREA_DIRTY(ar), ar->bits, KR_AREA_NWORDS(ar)))
             bytes += 4 + bitmap_bytes(ar) + sel_bytes(ar, KR_AREA_DIRTY(ar), ar->bits);
     }
     if (paged(a))
@@ -156,9 +156,9 @@ static void write_incr(const struct kr__arena *a, unsigned char *o)
         for (uint32_t i = 0; i < a->n; i++) {
             const struct kr__area *ar = a->areas[i];
             const uint64_t *d = KR_AREA_DIRTY(ar);
-            if (!ar->nused || !any_bits(d, ar->bits, ar->nwords)) continue;
+            if (!ar->nused || !any_bits(d, ar->bits, KR_AREA_NWORDS(ar))) continue;
             put32(&o, i);
-            for (uint32_t w = 0; w < ar->nwords; w++) {
+            for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++) {
                 uint64_t sel = d[w] & ar->bits[w];
                 put(&o, &sel, 8);
             }
@@ -186,7 +186,7 @@ static void clear_tracking(struct kr__arena *a)
 {
     for (uint32_t i = 0; i < a->n; i++) {
         struct kr__area *ar = a->areas[i];
-        ar->flags &= ~(uint32_t)KR_AF_META_DIRTY;
+        ar->flags &= (uint8_t)~KR_AF_META_DIRTY;
         if (a->mode == KR_STATE_CHUNK) memset(KR_AREA_DIRTY(ar), 0, bitmap_bytes(ar));
     }
     if (paged(a)) kr__seg_protect_dirty(a->seg);
@@ -266,7 +266,8 @@ struct saved_chunks {
 static void saved_begin(struct saved_chunks *it, const struct kr__area *ar, const unsigned char *in)
 {
     *it = (struct saved_chunks){ .bits = in, .data = in + bitmap_bytes(ar),
-                                 .csz = kr__arena_class_bytes(ar->cls), .nwords = ar->nwords };
+                                 .csz = kr__arena_class_bytes(ar->cls),
+                                 .nwords = KR_AREA_NWORDS(ar) };
     if (it->nwords) memcpy(&it->m, it->bits, 8);
 }
 
@@ -397,7 +398,7 @@ bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c)
             struct kr__area *ar = a->areas[get32(&in)];
             uint64_t *d = KR_AREA_DIRTY(ar);
             size_t cnt = 0;
-            for (uint32_t w = 0; w < ar->nwords; w++) {
+            for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++) {
                 uint64_t m;
                 memcpy(&m, in + (size_t)w * 8, 8);
                 d[w] |= m;
