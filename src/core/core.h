@@ -43,6 +43,8 @@ struct kr__config {
     size_t arena_max;
     bool check;                 /* verify engine invariants while running (slower) */
     int balance;                /* enum kr__balance: optimistic LP migration */
+    unsigned window;            /* optimistic: uncommitted speculative events a thread may
+                                 * hold; 0: auto (adapted to cost, at most 8192) */
     bool safe_events;           /* optimistic: events no rollback can reach run without state
                                  * saving and commit at once (--safe on, default) */
     int preempt;                /* enum kr__preempt: time-sharing of the optimistic engine */

@@ -10,18 +10,14 @@
 #include "../core/error.h"
 #include "../stats/progress.h"
 
-/* A GVT round at least every TW_ROUND_EVENTS events of a thread keeps what it commits in
- * cache (measured on PHOLD-std: 1 thread 4.0 M/s with 5 ms rounds, 8.9 M/s with ~2k-event
- * rounds). A thread with TW_MAX_UNCOMMITTED uncommitted events waits for GVT instead of
- * speculating further: bounded optimism keeps memory bounded and stops rollback storms. */
-#define TW_ROUND_EVENTS 2048
-#define TW_MAX_UNCOMMITTED (4 * TW_ROUND_EVENTS)
-/* May thread th run e now? Within its optimism bound, or e is at GVT: the thread holding
- * the lowest pending event must always proceed, or a thread whose uncommitted events all
- * lie above GVT would wait for a GVT only it can advance. */
+/* May thread th run e now? Within its window (optimism.c), or e lies below the safe time
+ * (no rollback can reach it: it holds memory only until the next commit), or e is at GVT:
+ * the thread holding the lowest pending event must always proceed, or a thread whose
+ * uncommitted events all lie above GVT would wait for a GVT only it can advance. */
 static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 {
-    return th->uncommitted < TW_MAX_UNCOMMITTED || e->k.ts <= tw_gvt(th->g);
+    if (th->uncommitted < th->win.limit) return true;
+    return (th->fast && e->k.ts < th->safe) || e->k.ts <= tw_gvt(th->g);
 }
 
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
@@ -116,6 +112,7 @@ static void tw_safe_stop(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     th->fast = false;
+    tw_window_unsafe(th); /* (a window of 0 relied on safe events) */
     uint64_t b = th->fast_hi >= 0 ? kr__time_bits(th->fast_hi) + 1 : 0; /* (0: none) */
     uint64_t cur = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
     while (b > cur && !atomic_compare_exchange_weak_explicit(&g->safe_hi, &cur, b,
@@ -536,6 +533,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         /* (done() decides the end only later; page-tracked modes close an LP's written
          * pages at its checkpoints, and safe events take none) */
         th->fast = r->cfg->safe_events && !r->model->done && !tw_page_tracked(r);
+        tw_window_init(th, r->cfg->window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
         th->post_every = 1; /* (until the turns are timed) */
@@ -741,6 +739,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
         th->cnt->pool_bytes = th->pool->bytes;
         th->cnt->ckpt_peak_bytes = th->blobs.peak;
         th->cnt->ckpt_interval_final = th->ckpt_interval;
+        th->cnt->window_final = th->win.limit;
         kr__heap_destroy(&th->heap);
         kr__blobs_destroy(&th->blobs);
         kr__outvec_free(&th->sink.v);

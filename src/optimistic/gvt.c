@@ -134,6 +134,7 @@ void tw_gvt_poll(struct tw_thread *th)
             th->rep_committed = th->cnt->committed;
             th->rep_processed = th->cnt->processed;
             th->rep_rolled = th->cnt->rolled_back;
+            th->rep_cuts = th->cnt->window_cuts;
             tw_balance_sample(th);
             if (last_through(g)) close_phase2(th, s);
             break;
@@ -149,6 +150,7 @@ void tw_gvt_poll(struct tw_thread *th)
     if (ep != th->seen_epoch) {
         th->seen_epoch = ep;
         tw_commit(th, &g->horizon);
+        tw_window_adapt(th);
         if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
     }
 }

@@ -336,21 +336,22 @@ static void trial_judge(struct tw_global *g, uint64_t now, double rate)
  * other's work (few LPs, tight coupling) - the committed rate decides, window by window. */
 static void plan_trial(struct tw_global *g, uint64_t now)
 {
-    uint64_t c = 0, p = 0, rb = 0;
+    uint64_t c = 0, p = 0, rb = 0, cuts = 0;
     for (unsigned t = 0; t < g->n; t++) {
         c += g->th[t].rep_committed;
         p += g->th[t].rep_processed;
         rb += g->th[t].rep_rolled;
+        cuts += g->th[t].rep_cuts;
     }
     if (g->win_t0 && now - g->win_t0 < TW_TRIAL_NS) return;
     double rate = g->win_t0 ? (double)(c - g->win_c0) * 1e9 / (double)(now - g->win_t0) : 0;
     double eff = p > g->win_p0 ? 1.0 - (double)(rb - g->win_r0) / (double)(p - g->win_p0) : 1;
-    bool first = !g->win_t0;
-    g->win_t0 = now, g->win_c0 = c, g->win_p0 = p, g->win_r0 = rb;
+    bool first = !g->win_t0, coupled = eff < TW_TRIAL_EFF || cuts > g->win_x0;
+    g->win_t0 = now, g->win_c0 = c, g->win_p0 = p, g->win_r0 = rb, g->win_x0 = cuts;
     if (first) return;
     if (g->trial == TW_TRIAL_RUNNING || g->trial == TW_TRIAL_BACK) {
         trial_judge(g, now, rate);
-    } else if (eff < TW_TRIAL_EFF && g->trial_nact >= 2 && now >= g->trial_next_ns) {
+    } else if (coupled && g->trial_nact >= 2 && now >= g->trial_next_ns) {
         g->cnt_trials++;
         trial_set(g, g->trial_nact - 1, TW_TRIAL_RUNNING, rate);
     } else if (g->trial == TW_TRIAL_KEPT && now >= g->trial_back_ns) {

@@ -33,6 +33,24 @@ struct tw_tune {
     uint64_t processed, checkpoints /* timed */, ckpt_ns, rollbacks, coasted, event_ns, timed;
 };
 
+/* A GVT round at least every TW_ROUND_EVENTS events of a thread keeps what it commits in
+ * cache (measured on PHOLD-std: 1 thread 4.0 M/s with 5 ms rounds, 8.9 M/s with ~2k-event
+ * rounds). A thread with TW_MAX_UNCOMMITTED uncommitted events waits for GVT instead of
+ * speculating further: bounded optimism keeps memory bounded and stops rollback storms.
+ * The window (optimism.c) lowers this bound while speculation costs more than it gains. */
+#define TW_ROUND_EVENTS 2048
+#define TW_MAX_UNCOMMITTED (4 * TW_ROUND_EVENTS)
+
+/* Adaptive optimism (optimism.c): the thread's window and what it was judged on. */
+struct tw_window {
+    uint64_t limit;           /* uncommitted speculative events allowed (0: safe events only) */
+    uint64_t max_bytes;       /* checkpoint bytes this thread may hold while speculating */
+    bool fixed;               /* --window N: never adapted */
+    bool resting;             /* cut: no probe before probe_ns */
+    uint64_t probe_ns, rest_ns;
+    uint64_t t0, committed, safe, restore_ns, undone; /* counters at the period's start */
+};
+
 /* Deliveries between LPs of the same thread are queued and run after the current event,
  * so a rollback never starts inside a model handler. */
 struct tw_item {
@@ -65,8 +83,8 @@ struct tw_clock {
 #define TW_SHARED_WINDOWS 3                 /* windows of TW_BALANCE_NS / 2 it must last
                                              * (5 cost short loaded runs 3-6%; 3 retired
                                              * nobody in 42 idle runs of 7 models) */
-/* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, a
- * worker is retired for a window of TW_TRIAL_NS; it stays out unless the committed rate fell
+/* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, or
+ * a worker's speculation cost more than it gained (optimism.c), a worker is retired for a window of TW_TRIAL_NS; it stays out unless the committed rate fell
  * below TW_TRIAL_FEWER of what it was (fewer workers that commit as much waste less CPU,
  * and a step that gains nothing may lead to one that does: PHOLD with 16 LPs on 4 threads
  * gains nothing from 3 workers and 40x from 1). A retired worker is tried back after a
@@ -105,7 +123,7 @@ struct tw_thread {
     unsigned nshares;
     unsigned free_probes;
     /* its counters at its last phase-2 report, read by the round's closer (the trial) */
-    uint64_t rep_committed, rep_processed, rep_rolled;
+    uint64_t rep_committed, rep_processed, rep_rolled, rep_cuts;
     unsigned ckpt_interval;   /* K: checkpoint an LP every K of its events (tuned if auto) */
     struct tw_tune tune;      /* what the last tuning step saw */
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
@@ -126,6 +144,7 @@ struct tw_thread {
     unsigned post_every;      /* publish after this many turns (TW_POST_NS) */
     uint64_t turns_t0;        /* when the last 256 loop turns began */
     uint64_t uncommitted;     /* processed events not yet committed (flow control) */
+    struct tw_window win;     /* ...and how many may be (optimism.c) */
     uint64_t round_mark;      /* `processed` when this thread last asked for a GVT round */
     kr_lp *dirty;             /* LPs with uncommitted processed events */
     size_t ndirty, capdirty;
@@ -210,7 +229,7 @@ struct tw_global {
     int trial;
     unsigned trial_nact;                   /* workers the trial uses (the first ones) */
     double trial_rate;                     /* committed/s before the trial's change */
-    uint64_t win_t0, win_c0, win_p0, win_r0; /* the measuring window */
+    uint64_t win_t0, win_c0, win_p0, win_r0, win_x0; /* the measuring window */
     uint64_t trial_next_ns;                /* no trial (one fewer) before this... */
     uint64_t trial_back_ns;                /* ...nor one more back */
     uint64_t trial_backoff_ns;
@@ -362,6 +381,10 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
 void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
 void tw_tune_ckpt(struct tw_thread *th);
+/* optimism.c */
+void tw_window_init(struct tw_thread *th, unsigned fixed);
+void tw_window_adapt(struct tw_thread *th);
+void tw_window_unsafe(struct tw_thread *th);
 /* migrate.c */
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);

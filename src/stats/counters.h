@@ -30,6 +30,8 @@ struct kr__counters {
     uint64_t gvt_rounds;
     uint64_t fossil_freed;
     uint64_t throttled;                  /* loop turns held back by the optimism bound */
+    uint64_t window_cuts;                /* times speculation lost and the window was cut */
+    uint64_t window_final;               /* the window at the end (optimism.c) */
     uint64_t idle_sleeps;                /* times the thread slept or yielded for lack of work */
     uint64_t yields;                     /* turns given up because threads outnumber cores */
     uint64_t ckpt_interval_final;        /* K in effect at the end (tuned if auto) */

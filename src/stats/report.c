@@ -28,6 +28,7 @@ void kr__totals(const struct kr__run *r, struct kr__totals *t)
         t->safe += c->safe;
         t->migrated += c->migrated_out;
         t->remote_sent += c->remote_sent;
+        t->window_cuts += c->window_cuts;
     }
     for (unsigned i = 0; i < r->nthreads; i++) /* (each saw them all, but a retired worker) */
         if (r->counters[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = r->counters[i].gvt_rounds;
@@ -67,6 +68,13 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
         fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
                 (unsigned long long)t.safe,
                 t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
+        if (t.window_cuts) {
+            fprintf(f, "  window:           speculation cut %llu times (it cost more than it "
+                    "gained); at the end", (unsigned long long)t.window_cuts);
+            for (unsigned i = 0; i < r->nthreads; i++)
+                fprintf(f, " %llu", (unsigned long long)r->counters[i].window_final);
+            fputc('\n', f);
+        }
         if (t.migrated || r->balance_retired)
             fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
                     "retired from a shared core, %llu returns; %llu trials of one worker fewer "
@@ -148,8 +156,11 @@ static void json_config(FILE *f, const struct kr__run *r)
             c->ckpt_interval, kr__state_mode_name(c->state_mode), c->ckpt_full_every);
     json_num(f, c->gvt_period_ms);
     static const char *const balance[] = { "off", "auto", "storm" };
-    fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"arena_max\": %zu, \"params\": {",
-            c->safe_events ? "true" : "false", balance[c->balance], c->arena_max);
+    fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"window\": ", c->safe_events ? "true" : "false",
+            balance[c->balance]);
+    if (c->window) fprintf(f, "%u", c->window);
+    else fputs("\"auto\"", f);
+    fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
     for (size_t i = 0; i < c->nparams; i++) {
         if (i) fputs(", ", f);
         json_str(f, c->params[i].key);
@@ -184,7 +195,8 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
                 "\"coasted\": %llu, \"safe\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
-                "\"throttled\": %llu, \"idle_sleeps\": %llu, \"yields\": %llu}",
+                "\"throttled\": %llu, \"window\": %llu, \"window_cuts\": %llu, "
+                "\"idle_sleeps\": %llu, \"yields\": %llu}",
                 i ? "," : "", i, (unsigned long long)c->processed,
                 (unsigned long long)c->committed, (unsigned long long)c->rolled_back,
                 (unsigned long long)c->rollbacks, (unsigned long long)c->antimessages,
@@ -192,7 +204,8 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 (unsigned long long)c->restores, (unsigned long long)c->coasted,
                 (unsigned long long)c->safe, (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
-                (unsigned long long)c->throttled, (unsigned long long)c->idle_sleeps,
+                (unsigned long long)c->throttled, (unsigned long long)c->window_final,
+                (unsigned long long)c->window_cuts, (unsigned long long)c->idle_sleeps,
                 (unsigned long long)c->yields);
     }
     fputs("\n  ]\n", f);
@@ -222,7 +235,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
             "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
             "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
-            "  \"worker_trials_undone\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
+            "  \"worker_trials_undone\": %llu,\n  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
             "  \"run_digest\": \"%016llx\",\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
@@ -233,7 +246,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)t.safe, (unsigned long long)t.migrated,
             (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
             (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
-            (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
+            (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
             (unsigned long long)r->run_digest);
     json_config(f, r);
     kr__state_json(r, f);

@@ -8,7 +8,7 @@
 
 struct kr__totals {
     uint64_t processed, committed, rolled_back, rollbacks, antimessages, checkpoints,
-        ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated;
+        ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts;
 };
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t);

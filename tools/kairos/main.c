@@ -55,12 +55,17 @@ static void usage(FILE *f)
         "  --balance MODE       optimistic: moving LPs between worker threads: off, or auto\n"
         "                       (default: a worker whose core another process keeps busy\n"
         "                       hands its LPs to the others until the core is free again;\n"
-        "                       when rollbacks undo much of the work, one worker fewer is\n"
-        "                       tried and kept while it commits as much per second)\n"
+        "                       when rollbacks undo much of the work or speculation does\n"
+        "                       not pay (--window), one worker fewer is tried and kept\n"
+        "                       while it commits as much per second)\n"
         "  --safe on|off        optimistic: an event that no straggler can reach any more\n"
         "                       (below what every other thread may still send, from their\n"
         "                       next events plus the lookahead) runs without a checkpoint\n"
         "                       and commits at once (default on; off: plain Time Warp)\n"
+        "  --window N|auto      optimistic: speculative events a thread may hold uncommitted\n"
+        "                       before it waits for GVT (default auto: up to 8192, cut to\n"
+        "                       safe events only while checkpoints, restores and undone\n"
+        "                       events cost more time than the speculation that committed)\n"
         "  --preempt MODE       time-sharing (event preemption) of the optimistic engine:\n"
         "                         off       plain Time Warp: an event runs to its end\n"
         "                         return    events on their own stacks, preempted when a\n"
@@ -243,6 +248,9 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         else if (!strcmp(v, "storm")) c->balance = KR_BALANCE_STORM; /* (tests: random moves,
                                                                         * tiny channels) */
         else kr__usage_error("--balance must be off or auto, got '%s'", v);
+    } else if (!strcmp(a, "--window")) {
+        const char *v = need_value(argc, argv, i);
+        c->window = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1, 1u << 30);
     } else if (!strcmp(a, "--safe")) {
         const char *v = need_value(argc, argv, i);
         if (!strcmp(v, "on")) c->safe_events = true;

@@ -1,0 +1,115 @@
+/* optimism.c - adaptive optimism: how many speculative events a thread may hold uncommitted
+ * (its window), judged by what rollbacks waste against what speculation gains.
+ *
+ * Both are measured per thread in time: the gain is the speculative events that committed
+ * times the mean event time, the waste is the time restoring state plus the events rolled
+ * back or coasted again times the mean event time. Checkpoints are not counted: they are the
+ * price of running ahead at all, and without them a thread would only wait (pcs, 79 KiB
+ * states, 2 threads: checkpoints cost several times the events, rollbacks almost nothing,
+ * and cutting speculation halved the rate). A thread whose rollbacks wasted more than four
+ * times what its speculation gained over a period stops speculating: with safe events on
+ * it runs only those (and the event at GVT), which need no checkpoint; otherwise it keeps a
+ * small window. After a rest (doubling on every failed try) it probes with a small window
+ * and doubles it while speculation gains at least twice what it wastes. Measured: PHOLD
+ * with 1 MiB of state per LP, 64 LPs, 2 threads, --state full: each restore takes ~110 us
+ * against 0.17 us events; with the fixed bound of 8192 it ran at 0.11-0.6 M/s, with the
+ * window 1.0-1.2 M/s (and page mode 0.0075 -> 0.035 M/s).
+ *
+ * Memory: a thread also stops speculating while the checkpoints it holds exceed its share of
+ * a quarter of the machine's memory (speculation never pays for swapping); the window, not a
+ * hard stop, so that checkpoints no rollback needs any more still get freed by commits. */
+#include <unistd.h>
+#include "tw.h"
+
+#define TW_WINDOW_NS (20u * 1000 * 1000)    /* a decision at most this often... */
+#define TW_WINDOW_EVENTS 64                 /* ...and on at least this many events */
+#define TW_WINDOW_LOSS 4                    /* cut when rollbacks waste this many times what
+                                             * speculation gains (datastore and pcs on 2
+                                             * threads waste up to 1.5x in some periods and
+                                             * gain from speculating all the same) */
+#define TW_WINDOW_FLOOR 64                  /* without safe events: the least window */
+#define TW_WINDOW_PROBE 256                 /* the window a probe starts with */
+#define TW_WINDOW_REST_NS (40ull * 1000 * 1000)   /* first rest; doubles on each failed try */
+#define TW_WINDOW_REST_MAX_NS (1280ull * 1000 * 1000)
+
+static void snapshot(struct tw_window *w, const struct kr__counters *c, uint64_t now)
+{
+    w->t0 = now;
+    w->committed = c->committed;
+    w->safe = c->safe;
+    w->restore_ns = c->restore_ns;
+    w->undone = c->rolled_back + c->coasted;
+}
+
+void tw_window_init(struct tw_thread *th, unsigned fixed)
+{
+    struct tw_window *w = &th->win;
+    memset(w, 0, sizeof *w);
+    w->fixed = fixed != 0;
+    w->limit = fixed ? fixed : TW_MAX_UNCOMMITTED;
+    w->rest_ns = TW_WINDOW_REST_NS;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    w->max_bytes = mem ? mem / 4 / th->g->n : UINT64_MAX;
+    snapshot(w, th->cnt, kr__clock_ns());
+}
+
+/* The least window: 0 (safe events only) when there are safe events. (Judging by how many of
+ * a thread's events were safe does not work: a thread that speculates runs its events
+ * before they become safe.) */
+static uint64_t floor_of(const struct tw_thread *th)
+{
+    return th->fast ? 0 : TW_WINDOW_FLOOR;
+}
+
+/* Speculation lost: stop (or keep the floor) and rest before the next try. */
+static void cut(struct tw_thread *th, uint64_t now, uint64_t floor)
+{
+    struct tw_window *w = &th->win;
+    w->limit = floor;
+    w->resting = true;
+    w->probe_ns = now + w->rest_ns;
+    if (w->rest_ns < TW_WINDOW_REST_MAX_NS) w->rest_ns *= 2;
+    th->cnt->window_cuts++;
+}
+
+/* Safe events went off (the run is stopping): a window of 0 would leave only the event at
+ * GVT to run. */
+void tw_window_unsafe(struct tw_thread *th)
+{
+    if (th->win.limit < TW_WINDOW_FLOOR) th->win.limit = TW_WINDOW_FLOOR;
+}
+
+/* At each commit: judge the last period's speculation and set the window for the next. */
+void tw_window_adapt(struct tw_thread *th)
+{
+    struct tw_window *w = &th->win;
+    if (w->fixed) return;
+    const struct kr__counters *c = th->cnt;
+    uint64_t now = kr__clock_ns();
+    uint64_t spec = (c->committed - w->committed) - (c->safe - w->safe);
+    if (th->blobs.held > w->max_bytes) { /* memory first: no more speculation for now */
+        w->limit = floor_of(th);
+        snapshot(w, c, now);
+        return;
+    }
+    if (w->resting && now < w->probe_ns) return;
+    if (w->resting || w->limit < TW_WINDOW_PROBE) { /* probe (after a rest, or memory) */
+        w->resting = false;
+        w->limit = TW_WINDOW_PROBE;
+        snapshot(w, c, now);
+        return;
+    }
+    uint64_t undone = c->rolled_back + c->coasted - w->undone;
+    if (now - w->t0 < TW_WINDOW_NS || spec + undone < TW_WINDOW_EVENTS) return;
+    double ev = c->events_timed ? (double)c->event_ns_sampled / (double)c->events_timed : 0;
+    double gain = (double)spec * ev;
+    double cost = (double)(c->restore_ns - w->restore_ns) + (double)undone * ev;
+    snapshot(w, c, now);
+    if (cost > TW_WINDOW_LOSS * gain) {
+        cut(th, now, floor_of(th));
+    } else if (2 * cost < gain && w->limit < TW_MAX_UNCOMMITTED) {
+        w->limit = w->limit * 2 < TW_MAX_UNCOMMITTED ? w->limit * 2 : TW_MAX_UNCOMMITTED;
+        if (w->limit == TW_MAX_UNCOMMITTED) w->rest_ns = TW_WINDOW_REST_NS; /* (paid off) */
+    }
+}

@@ -1,0 +1,85 @@
+"""Adaptive optimism (--window, issue 13 item 5). A thread whose rollbacks waste far more
+than its speculation gains stops speculating and runs safe events only: PHOLD with a large
+state per LP, whose every restore copies it, must see its window cut (release builds: the
+decision is on measured times, which sanitizers distort) and still commit the sequential
+history. Windows fixed by the user are never changed, and the smallest ones still make
+progress without safe events (the event at GVT always runs). An efficient run keeps its
+window."""
+import json
+import sys
+import tempfile
+from common import run, fail, digest, Tally, build_kind, expect_exit
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+RELEASE = not build_kind(kairos)
+
+
+def stats_of(args):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        _, out, err = run(kairos, "run", *args, "--progress", "off", "--stats", f.name)
+        return out, err, json.load(open(f.name))
+
+
+def same_as_sequential(name, margs, configs):
+    ref_out, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+    runs = []
+    for cfg in configs:
+        out, err, st = stats_of(margs + cfg)
+        if digest(err) != digest(ref_err) or out != ref_out:
+            fail(f"{name} {' '.join(cfg)}: digest {digest(err)} vs sequential "
+                 f"{digest(ref_err)}, output equal: {out == ref_out}")
+        runs.append(st)
+    return runs
+
+
+def heavy_state():
+    margs = ["phold", "--lps", "64", "--end", "3000", "-P", "state_bytes=262144"]
+    runs = same_as_sequential("PHOLD, 256 KiB per LP", margs,
+                              [["--threads", "2"], ["--threads", "2", "--state", "chunk"],
+                               ["--threads", "3", "--check"]])
+    cuts = sum(st["window_cuts"] for st in runs)
+    if RELEASE and not cuts:
+        fail(f"PHOLD with 256 KiB per LP: no window cut in {len(runs)} runs "
+             f"(efficiency {[st['efficiency'] for st in runs]})")
+    for st in runs:
+        if st["config"]["window"] != "auto":
+            fail(f"config window {st['config']['window']!r}, want 'auto'")
+    t.ok(f"PHOLD, 256 KiB per LP: sequential digest; {cuts} window cuts in {len(runs)} runs")
+
+
+def fixed_windows():
+    margs = ["phold", "--lps", "64", "--end", "200", "-P", "state_bytes=65536"]
+    runs = same_as_sequential("PHOLD, fixed windows", margs,
+                              [["--threads", "2", "--window", "8192"],
+                               ["--threads", "2", "--window", "1"],
+                               ["--threads", "3", "--window", "1", "--safe", "off"],
+                               ["--threads", "2", "--window", "3", "--state", "page"]])
+    for st in runs:
+        w = st["config"]["window"]
+        if st["window_cuts"] or any(x["window"] != w for x in st["threads_detail"]):
+            fail(f"--window {w}: changed ({st['window_cuts']} cuts, windows "
+                 f"{[x['window'] for x in st['threads_detail']]})")
+    t.ok("--window 8192, 1 (also without safe events), 3 (page): sequential digest, unchanged")
+
+
+def efficient_run():
+    if not RELEASE:
+        return
+    _, _, st = stats_of(["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
+    if st["window_cuts"]:
+        fail(f"PHOLD 1024 LPs, 2 threads, efficiency {st['efficiency']}: "
+             f"{st['window_cuts']} window cuts")
+    t.ok("PHOLD 1024 LPs, 2 threads: no window cut")
+
+
+def bad_input():
+    for v in ["0", "x", "-3"]:
+        expect_exit(kairos, t, 2, ["--window"], "run", "phold", "--window", v)
+
+
+heavy_state()
+fixed_windows()
+efficient_run()
+bad_input()
+t.finish()
