@@ -54,12 +54,13 @@ void tw_window_init(struct tw_thread *th, unsigned fixed)
     snapshot(w, th->cnt, kr__clock_ns());
 }
 
-/* The least window: 0 (safe events only) when there are safe events. (Judging by how many of
- * a thread's events were safe does not work: a thread that speculates runs its events
- * before they become safe.) */
+/* The least window: 0 (safe events only) when there can be safe events - they are on and
+ * the lookahead is positive (with none, a model gets no safe events on more threads than
+ * one). (Judging by how many of a thread's events were safe does not work: a thread that
+ * speculates runs its events before they become safe.) */
 static uint64_t floor_of(const struct tw_thread *th)
 {
-    return th->fast ? 0 : TW_WINDOW_FLOOR;
+    return th->fast && th->g->lookahead > 0 ? 0 : TW_WINDOW_FLOOR;
 }
 
 /* Speculation lost: stop (or keep the floor) and rest before the next try. */
