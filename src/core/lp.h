@@ -34,6 +34,8 @@ struct kr__lp {
     bool done_init;               /* done() after init */
     bool done_seen;               /* done() has held on committed state */
     bool ckpt_full_next;          /* the next checkpoint must be full (dirty set unknown) */
+    bool pages_open;              /* page/buddy: pages left open by safe events (on its
+                                   * thread's list of them, tw_close_pages) */
     uint64_t digest;              /* committed history */
     uint64_t committed;
     struct kr__ckpt *base;        /* state before `head` */

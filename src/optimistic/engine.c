@@ -216,6 +216,41 @@ static void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__e
     if (type) tw_ts_sampled(th, e->type, dt); /* long enough for stacks now? */
 }
 
+/* Page and buddy modes: a safe event takes no checkpoint, so the pages it wrote stay open
+ * (writable), and every run of open pages is a kernel mapping of its own, which the kernel
+ * limits (vm.max_map_count). The LPs left with open pages are listed, and once the threads
+ * together have TW_OPEN_MAX of them, each is closed by a checkpoint as its new base. (Closing
+ * them at every commit cost airport in page mode half its rate: a checkpoint for nearly
+ * every event. Scan mode protects nothing by hand.) */
+#define TW_OPEN_MAX 8192
+void tw_close_pages(struct tw_thread *th)
+{
+    for (size_t i = 0; i < th->nopen; i++) {
+        struct kr__lp *lp = &th->r->lps[th->open[i]];
+        lp->pages_open = false;
+        /* With history, its own next checkpoint closes them; mid-event, the state is not
+         * an event's. */
+        if (lp->head || (th->nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
+        tw_take_ckpt(th, lp, NULL); /* its state is all committed: the new base */
+        tw_trim_chain(th, lp->base);
+    }
+    th->nopen = 0;
+}
+
+static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
+{
+    const struct kr__seg *s = lp->arena.seg;
+    if (!s || s->scan || !s->ndirty || lp->pages_open) return;
+    if (th->nopen == th->capopen) {
+        th->capopen = th->capopen ? th->capopen * 2 : 256;
+        th->open = realloc(th->open, th->capopen * sizeof *th->open);
+        if (!th->open) kr__fatal_oom("list of LPs with open pages", th->capopen * sizeof *th->open);
+    }
+    lp->pages_open = true;
+    th->open[th->nopen++] = id;
+    if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
+}
+
 /* A safe event (tw.h): no checkpoint, committed at once and freed while hot. One that
  * failed or printed joins the processed list instead, to commit (and be reported or
  * printed) in key order with the rest at GVT; it cannot be rolled back either way. */
@@ -237,6 +272,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     th->cnt->committed++;
     th->cnt->safe++;
     e->child = NULL;
+    tw_keep_open(th, lp, e->dest);
     kr__pool_put(th->pool, e);
     tw_flush_local(th);
 }
@@ -530,9 +566,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&th->wants_back, 0);
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->ckpt_interval;
-        /* (done() decides the end only later; page-tracked modes close an LP's written
-         * pages at its checkpoints, and safe events take none) */
-        th->fast = r->cfg->safe_events && !r->model->done && !tw_page_tracked(r);
+        /* (done() decides the end only later) */
+        th->fast = r->cfg->safe_events && !r->model->done;
         tw_window_init(th, r->cfg->window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
@@ -704,7 +739,6 @@ static struct tw_global *tw_global_new(struct kr__run *r)
         kr__fatal_oom("LP tables", r->n * (2 * sizeof *g->owner + sizeof *g->lvt));
     g->balance = r->cfg->balance;
     g->storm = r->cfg->seed;
-    if (tw_page_tracked(r)) g->balance = KR_BALANCE_OFF; /* (see docs/guide.md) */
     atomic_init(&g->active, g->n);
     g->trial_nact = g->n;
     g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
@@ -745,6 +779,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
         kr__outvec_free(&th->sink.v);
         free(th->work);
         free(th->dirty);
+        free(th->open);
         free(th->mig);
         free(th->post);
     }

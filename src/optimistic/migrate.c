@@ -217,6 +217,7 @@ void tw_migrate(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     tw_barrier(g); /* everyone has applied the horizon the moves were planned at */
+    tw_close_pages(th); /* (page modes: the list of LPs with open pages is per thread) */
     give_up(th);
     quiesce(th);
     kr_time lo = tw_clock_min(g, g->n); /* (read before anyone rewrites a clock) */

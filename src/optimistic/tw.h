@@ -148,6 +148,8 @@ struct tw_thread {
     uint64_t round_mark;      /* `processed` when this thread last asked for a GVT round */
     kr_lp *dirty;             /* LPs with uncommitted processed events */
     size_t ndirty, capdirty;
+    kr_lp *open;              /* page/buddy: LPs whose safe events left pages open */
+    size_t nopen, capopen;
     /* GVT participation. */
     uint64_t seen_state;
     uint64_t seen_epoch;
@@ -345,6 +347,7 @@ void tw_flush_local(struct tw_thread *th);
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id); /* (an arriving LP, dirty already) */
+void tw_close_pages(struct tw_thread *th);
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* After a model error unwound e's event: mark it failed and keep the message (a copy, made
  * outside any signal handler the error came from). */

@@ -2,7 +2,7 @@
 than its speculation gains stops speculating and runs safe events only: PHOLD with a large
 state per LP, whose every restore copies it, must see its window cut (release builds: the
 decision is on measured times, which sanitizers distort) and still commit the sequential
-history. Windows fixed by the user are never changed, and the smallest ones still make
+history (also in page and buddy modes, which run safe events). Windows fixed by the user are never changed, and the smallest ones still make
 progress without safe events (the event at GVT always runs). An efficient run keeps its
 window."""
 import json
@@ -37,7 +37,12 @@ def heavy_state():
     margs = ["phold", "--lps", "64", "--end", "3000", "-P", "state_bytes=262144"]
     runs = same_as_sequential("PHOLD, 256 KiB per LP", margs,
                               [["--threads", "2"], ["--threads", "2", "--state", "chunk"],
-                               ["--threads", "3", "--check"]])
+                               ["--threads", "3", "--check"],
+                               ["--threads", "2", "--state", "page"],
+                               ["--threads", "2", "--state", "buddy"]])
+    for st in runs[3:]:  # page-tracked modes run safe events too (pages closed at commits)
+        if not st["safe_events"]:
+            fail(f"--state {st['config']['state']}: no safe events")
     cuts = sum(st["window_cuts"] for st in runs)
     if RELEASE and not cuts:
         fail(f"PHOLD with 256 KiB per LP: no window cut in {len(runs)} runs "
