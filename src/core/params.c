@@ -10,6 +10,16 @@
 static const struct kr__config *cur_cfg;
 static const struct kr_model *cur_model;
 
+/* The declared parameters' values, parsed once: models read them in init, once per LP (16 M
+ * LPs spent a tenth of their init in string compares and strtod). Read-only during the run,
+ * so every thread may read them. */
+struct param_val {
+    bool is_int, is_dbl;
+    int64_t i;
+    double d;
+};
+static struct param_val *vals;
+
 /* Decimal only: with base 0, "010" would be 8 and "08" an error, which no modeller means. */
 static int parse_int(const char *s, int64_t *out)
 {
@@ -33,6 +43,8 @@ static int parse_double(const char *s, double *out)
 
 static const struct kr_param *table_find(const struct kr_model *m, const char *name)
 {
+    for (const struct kr_param *p = m->params; p && p->name; p++) /* (often the same literal) */
+        if (p->name == name) return p;
     for (const struct kr_param *p = m->params; p && p->name; p++)
         if (!strcmp(p->name, name)) return p;
     return NULL;
@@ -44,6 +56,23 @@ static const char *given(const char *name)
     for (size_t i = 0; cur_cfg && i < cur_cfg->nparams; i++)
         if (!strcmp(cur_cfg->params[i].key, name)) v = cur_cfg->params[i].val; /* last wins */
     return v;
+}
+
+/* Parse every declared parameter's value once (the last -P, else the default). */
+static void cache_values(const struct kr_model *m)
+{
+    free(vals);
+    vals = NULL;
+    size_t n = 0;
+    while (m->params && m->params[n].name) n++;
+    if (!n || !(vals = calloc(n, sizeof *vals))) return; /* (no cache: parsed per call) */
+    for (size_t k = 0; k < n; k++) {
+        const char *v = given(m->params[k].name);
+        if (!v) v = m->params[k].def;
+        if (!v) continue;
+        vals[k].is_int = !parse_int(v, &vals[k].i);
+        vals[k].is_dbl = !parse_double(v, &vals[k].d);
+    }
 }
 
 void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
@@ -69,12 +98,16 @@ void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
             kr__usage_error("parameter '%s' of model '%s' must be a number, got '%s'", kv->key,
                             m->name, kv->val);
     }
+    cache_values(m);
 }
 
 int64_t kr_param_int(const char *name, int64_t fallback)
 {
-    const char *v = given(name);
     const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
+    const struct param_val *c = p && vals ? &vals[p - cur_model->params] : NULL;
+    if (c && c->is_int) return c->i;
+    if (c && c->is_dbl && c->d == (double)(int64_t)c->d) return (int64_t)c->d;
+    const char *v = given(name);
     if (!v && p) v = p->def;
     if (!v) return fallback;
     int64_t out;
@@ -87,8 +120,10 @@ int64_t kr_param_int(const char *name, int64_t fallback)
 
 double kr_param_double(const char *name, double fallback)
 {
-    const char *v = given(name);
     const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
+    const struct param_val *c = p && vals ? &vals[p - cur_model->params] : NULL;
+    if (c && c->is_dbl) return c->d;
+    const char *v = given(name);
     if (!v && p) v = p->def;
     if (!v) return fallback;
     double out;
