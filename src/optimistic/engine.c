@@ -1,6 +1,7 @@
 /* engine.c - the optimistic engine's worker loop: take in messages, take part in GVT, run
  * the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -493,6 +494,7 @@ static void tw_worker_start(struct tw_thread *th)
     kr__ctx.eng = th;
     kr__ctx.mode = KR_MODE_NONE;
     th->turns_t0 = kr__clock_ns();
+    th->sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC); /* (balance) */
 }
 
 static void *tw_worker(void *arg)
@@ -532,6 +534,7 @@ static void *tw_worker(void *arg)
     tw_commit_before_error(th);
     tw_release_all(th);
     tw_ts_thread_end(th);
+    if (th->sched_fd >= 0) close(th->sched_fd);
     kr__pool_flush(th->pool);
     kr__fault_thread_fini();
     atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);

@@ -19,8 +19,10 @@
  * rollbacks undo much of the work, and keeps that only if more gets committed (the trial);
  * storm (tests), random moves at every round. */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include "tw.h"
 #include "../core/error.h"
 
@@ -431,26 +433,48 @@ static uint64_t thread_cpu_ns(void)
 /* At each GVT round this worker takes part in: over the last window, the share of the
  * wall time it was not sleeping that it actually ran. Near 1 on a core of its own; near
  * 1/2 when another busy process shares the core. */
+/* This thread's time waiting on a run queue so far (ns), from the kernel's schedstat; the
+ * last value when it cannot be read (so a window without it shows no wait). */
+static uint64_t thread_waited_ns(const struct tw_thread *th)
+{
+    char buf[96];
+    ssize_t n = th->sched_fd >= 0 ? pread(th->sched_fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0) return th->bal_waited;
+    buf[n] = 0;
+    unsigned long long run, wait;
+    return sscanf(buf, "%llu %llu", &run, &wait) == 2 && wait >= th->bal_waited ? wait
+                                                                                : th->bal_waited;
+}
+
+/* Publish the window's share s: a low one only once it has lasted TW_SHARED_WINDOWS (a
+ * window alone may be a blip - a page-fault storm, the hypervisor), unless the run queue
+ * says another process shares the core; a high one at once (blips only go down). */
+static void publish_share(struct tw_thread *th, double s, bool queued)
+{
+    th->shares[th->nshares++ % TW_SHARED_WINDOWS] = s;
+    double best = 0;
+    for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->nshares; i++)
+        if (th->shares[i] > best) best = th->shares[i];
+    if (queued) best = s;
+    if (queued || best >= TW_FREE_SHARE || th->nshares >= TW_SHARED_WINDOWS)
+        atomic_store_explicit(&th->cpu_share, best, memory_order_relaxed);
+}
+
 void tw_balance_sample(struct tw_thread *th)
 {
     if (th->g->balance != KR_BALANCE_AUTO) return;
     uint64_t now = kr__clock_ns();
     if (now - th->bal_wall < TW_BALANCE_NS / 2) return;
-    uint64_t cpu = thread_cpu_ns();
+    uint64_t cpu = thread_cpu_ns(), waited = thread_waited_ns(th);
     uint64_t wall = now - th->bal_wall, slept = th->slept_ns - th->bal_slept;
     if (th->bal_wall && wall > slept + TW_BALANCE_NS / 4) {
         double s = (double)(cpu - th->bal_cpu) / (double)(wall - slept);
-        /* (a window alone may be a blip - a page-fault storm, the hypervisor: the share
-         * published is the best of the last TW_SHARED_WINDOWS) */
-        th->shares[th->nshares++ % TW_SHARED_WINDOWS] = s > 1 ? 1 : s;
-        double best = 0;
-        for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->nshares; i++)
-            if (th->shares[i] > best) best = th->shares[i];
-        if (th->nshares >= TW_SHARED_WINDOWS)
-            atomic_store_explicit(&th->cpu_share, best, memory_order_relaxed);
+        bool queued = (double)(waited - th->bal_waited) >= TW_WAIT_SHARED * (double)wall;
+        publish_share(th, s > 1 ? 1 : s, queued);
     }
     th->bal_wall = now;
     th->bal_cpu = cpu;
+    th->bal_waited = waited;
     th->bal_slept = th->slept_ns;
 }
 

@@ -80,6 +80,10 @@ struct tw_clock {
                                              * busy process beside: ~0.5; an idle machine
                                              * shows 20 ms windows down to ~0.7)... */
 #define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
+#define TW_WAIT_SHARED 0.25                 /* run-queue wait over this share of a window:
+                                             * another process on the core, seen at once
+                                             * (a busy loop beside: 0.4-0.6; an idle VM:
+                                             * ~0, the hypervisor's steal is not in it) */
 #define TW_SHARED_WINDOWS 3                 /* windows of TW_BALANCE_NS / 2 it must last
                                              * (5 cost short loaded runs 3-6%; 3 retired
                                              * nobody in 42 idle runs of 7 models) */
@@ -119,6 +123,8 @@ struct tw_thread {
     _Atomic double cpu_share;   /* -1: not measured yet */
     _Atomic int wants_back;     /* retired, and its core is free again */
     uint64_t bal_wall, bal_cpu, bal_slept, slept_ns;
+    int sched_fd;             /* /proc/thread-self/schedstat (-1: none), ... */
+    uint64_t bal_waited;      /* ...its run-queue wait at the window's start */
     double shares[TW_SHARED_WINDOWS];
     unsigned nshares;
     unsigned free_probes;
