@@ -482,6 +482,18 @@ static bool tw_platform_turn(struct tw_thread *th)
     return true;
 }
 
+/* Open path read-only on a descriptor above 2: with stdout closed by the caller, a plain
+ * open would take descriptor 1 and the committed output would go into this file. (A write
+ * to it in the moment before it moves fails with EBADF, as on the closed descriptor.) */
+static int tw_open_high(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fd > 2) return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return high;
+}
+
 static void tw_worker_start(struct tw_thread *th)
 {
     kr__pin_thread(th->id, th->g->n);
@@ -494,7 +506,7 @@ static void tw_worker_start(struct tw_thread *th)
     kr__ctx.eng = th;
     kr__ctx.mode = KR_MODE_NONE;
     th->turns_t0 = kr__clock_ns();
-    th->sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC); /* (balance) */
+    th->sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
 }
 
 static void *tw_worker(void *arg)
