@@ -7,7 +7,7 @@
  * price of running ahead at all, and without them a thread would only wait (pcs, 79 KiB
  * states, 2 threads: checkpoints cost several times the events, rollbacks almost nothing,
  * and cutting speculation halved the rate). A thread whose rollbacks wasted more than four
- * times what its speculation gained over a period stops speculating: with safe events on
+ * times what its speculation gained in two periods in a row stops speculating: with safe events on
  * it runs only those (and the event at GVT), which need no checkpoint; otherwise it keeps a
  * small window. After a rest (doubling on every failed try) it probes with a small window
  * and doubles it while speculation gains at least twice what it wastes. Measured: PHOLD
@@ -107,8 +107,12 @@ void tw_window_adapt(struct tw_thread *th)
     double gain = (double)spec * ev;
     double cost = (double)(c->restore_ns - w->restore_ns) + (double)undone * ev;
     snapshot(w, c, now);
-    if (cost > TW_WINDOW_LOSS * gain) {
+    w->bad = cost > TW_WINDOW_LOSS * gain ? w->bad + 1 : 0;
+    if (w->bad >= 2) { /* (two periods in a row: one may be a descheduled thread's) */
+        w->bad = 0;
         cut(th, now, floor_of(th));
+    } else if (w->bad) {
+        return;
     } else if (2 * cost < gain && w->limit < TW_MAX_UNCOMMITTED) {
         w->limit = w->limit * 2 < TW_MAX_UNCOMMITTED ? w->limit * 2 : TW_MAX_UNCOMMITTED;
         if (w->limit == TW_MAX_UNCOMMITTED) w->rest_ns = TW_WINDOW_REST_NS; /* (paid off) */

@@ -47,6 +47,7 @@ struct tw_window {
     uint64_t max_bytes;       /* checkpoint bytes this thread may hold while speculating */
     bool fixed;               /* --window N: never adapted */
     bool resting;             /* cut: no probe before probe_ns */
+    unsigned bad;             /* periods in a row whose rollbacks wasted too much */
     uint64_t probe_ns, rest_ns;
     uint64_t t0, committed, safe, restore_ns, undone; /* counters at the period's start */
 };

@@ -71,11 +71,17 @@ def fixed_windows():
 def efficient_run():
     if not RELEASE:
         return
-    _, _, st = stats_of(["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
-    if st["window_cuts"]:
-        fail(f"PHOLD 1024 LPs, 2 threads, efficiency {st['efficiency']}: "
-             f"{st['window_cuts']} window cuts")
-    t.ok("PHOLD 1024 LPs, 2 threads: no window cut")
+    # (the decision is on measured times: a run beside other tests on a busy machine may see
+    # its threads descheduled; a cut in two runs out of two is the engine's doing)
+    cuts = []
+    for _ in range(2):
+        _, _, st = stats_of(["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
+        cuts.append((st["window_cuts"], st["efficiency"]))
+        if not st["window_cuts"]:
+            break
+    if all(c for c, _ in cuts):
+        fail(f"PHOLD 1024 LPs, 2 threads: window cuts (cuts, efficiency) {cuts}")
+    t.ok(f"PHOLD 1024 LPs, 2 threads: no window cut ({len(cuts)} run(s))")
 
 
 def bad_input():
