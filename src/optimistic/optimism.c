@@ -1,23 +1,22 @@
-/* optimism.c - adaptive optimism: how many speculative events a thread may hold uncommitted
- * (its window), judged by what rollbacks waste against what speculation gains.
+/* optimism.c - adaptive optimism: how many speculative events a thread may hold uncommitted (its
+ * window), judged by what rollbacks waste against what speculation gains.
  *
- * Both are measured per thread in time: the gain is the speculative events that committed
- * times the mean event time, the waste is the time restoring state plus the events rolled
- * back or coasted again times the mean event time. Checkpoints are not counted: they are the
- * price of running ahead at all, and without them a thread would only wait (pcs, 79 KiB
- * states, 2 threads: checkpoints cost several times the events, rollbacks almost nothing,
- * and cutting speculation halved the rate). A thread whose rollbacks wasted more than four
- * times what its speculation gained in two periods in a row stops speculating: with safe events on
- * it runs only those (and the event at GVT), which need no checkpoint; otherwise it keeps a
- * small window. After a rest (doubling on every failed try) it probes with a small window
- * and doubles it while speculation gains at least twice what it wastes. Measured: PHOLD
- * with 1 MiB of state per LP, 64 LPs, 2 threads, --state full: each restore takes ~110 us
- * against 0.17 us events; with the fixed bound of 8192 it ran at 0.11-0.6 M/s, with the
- * window 1.0-1.2 M/s (and page mode 0.0075 -> 0.035 M/s).
+ * Both are measured per thread in time: the gain is the speculative events that committed times
+ * the mean event time, the waste is the time restoring state plus the events rolled back or
+ * coasted again times the mean event time. Checkpoints are not counted: they are the price of
+ * running ahead at all, and without them a thread would only wait (pcs, 79 KiB states, 2 threads:
+ * checkpoints cost several times the events, rollbacks almost nothing, and cutting speculation
+ * halved the rate). A thread whose rollbacks wasted more than four times what its speculation
+ * gained, in two periods in a row, stops speculating: with safe events on it runs only those (and
+ * the event at GVT), which need no checkpoint; otherwise it keeps a small window. After a rest
+ * (doubling on every failed try) it probes with a small window and doubles it while speculation
+ * gains at least twice what it wastes. Measured: PHOLD with 1 MiB of state per LP, 64 LPs, 2
+ * threads, --state full: each restore takes ~110 us against 0.17 us events; with the fixed bound
+ * of 8192 it ran at 0.11-0.6 M/s, with the window 1.0-1.2 M/s (and page mode 0.0075 -> 0.035 M/s).
  *
- * Memory: a thread also stops speculating while the checkpoints it holds exceed its share of
- * a quarter of the machine's memory (speculation never pays for swapping); the window, not a
- * hard stop, so that checkpoints no rollback needs any more still get freed by commits. */
+ * Memory: a thread also stops speculating while the checkpoints it holds exceed its share of a
+ * quarter of the machine's memory (speculation never pays for swapping); the window, not a hard
+ * stop, so that checkpoints no rollback needs any more still get freed by commits. */
 #include <unistd.h>
 #include "tw.h"
 
