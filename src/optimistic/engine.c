@@ -240,8 +240,7 @@ void tw_close_pages(struct tw_thread *th)
 
 static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 {
-    const struct kr__seg *s = lp->arena.seg;
-    if (!s || s->scan || !s->ndirty || lp->pages_open) return;
+    if (!lp->arena.seg->ndirty || lp->pages_open) return;
     if (th->nopen == th->capopen) {
         th->capopen = th->capopen ? th->capopen * 2 : 256;
         th->open = realloc(th->open, th->capopen * sizeof *th->open);
@@ -273,7 +272,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     th->cnt->committed++;
     th->cnt->safe++;
     e->child = NULL;
-    tw_keep_open(th, lp, e->dest);
+    if (th->g->open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
     kr__pool_put(th->pool, e);
     tw_flush_local(th);
 }
@@ -760,6 +759,7 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->ckpt_auto = r->cfg->ckpt_interval == 0;
     g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
     g->chained = r->state_mode != KR_STATE_FULL;
+    g->open_pages = r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY;
     g->round_events = TW_ROUND_EVENTS;
     g->check = r->cfg->check;
     g->horizon = kr__key_at(-INFINITY);

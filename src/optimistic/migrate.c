@@ -430,9 +430,6 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* At each GVT round this worker takes part in: over the last window, the share of the
- * wall time it was not sleeping that it actually ran. Near 1 on a core of its own; near
- * 1/2 when another busy process shares the core. */
 /* This thread's time waiting on a run queue so far (ns), from the kernel's schedstat; the
  * last value when it cannot be read (so a window without it shows no wait). */
 static uint64_t thread_waited_ns(const struct tw_thread *th)
@@ -460,6 +457,9 @@ static void publish_share(struct tw_thread *th, double s, bool queued)
         atomic_store_explicit(&th->cpu_share, best, memory_order_relaxed);
 }
 
+/* At each GVT round this worker takes part in: over the last window, the share of the
+ * wall time it was not sleeping that it actually ran. Near 1 on a core of its own; near
+ * 1/2 when another busy process shares the core. */
 void tw_balance_sample(struct tw_thread *th)
 {
     if (th->g->balance != KR_BALANCE_AUTO) return;

@@ -87,7 +87,6 @@ void tw_window_adapt(struct tw_thread *th)
     if (w->fixed) return;
     const struct kr__counters *c = th->cnt;
     uint64_t now = kr__clock_ns();
-    uint64_t spec = (c->committed - w->committed) - (c->safe - w->safe);
     if (th->blobs.held > w->max_bytes) { /* memory first: no more speculation for now */
         w->limit = floor_of(th);
         snapshot(w, c, now);
@@ -100,6 +99,7 @@ void tw_window_adapt(struct tw_thread *th)
         snapshot(w, c, now);
         return;
     }
+    uint64_t spec = (c->committed - w->committed) - (c->safe - w->safe);
     uint64_t undone = c->rolled_back + c->coasted - w->undone;
     if (now - w->t0 < TW_WINDOW_NS || spec + undone < TW_WINDOW_EVENTS) return;
     double ev = c->events_timed ? (double)c->event_ns_sampled / (double)c->events_timed : 0;

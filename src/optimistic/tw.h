@@ -89,10 +89,11 @@ struct tw_clock {
                                              * (5 cost short loaded runs 3-6%; 3 retired
                                              * nobody in 42 idle runs of 7 models) */
 /* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, or
- * a worker's speculation cost more than it gained (optimism.c), a worker is retired for a window of TW_TRIAL_NS; it stays out unless the committed rate fell
- * below TW_TRIAL_FEWER of what it was (fewer workers that commit as much waste less CPU,
- * and a step that gains nothing may lead to one that does: PHOLD with 16 LPs on 4 threads
- * gains nothing from 3 workers and 40x from 1). A retired worker is tried back after a
+ * a worker's speculation was cut (optimism.c), a worker is retired for a window of
+ * TW_TRIAL_NS; it stays out unless the committed rate fell below TW_TRIAL_FEWER of what it
+ * was (fewer workers that commit as much waste less CPU, and a step that gains nothing may
+ * lead to one that does: PHOLD with 16 LPs on 4 threads gains nothing from 3 workers and
+ * 40x from 1). A retired worker is tried back after a
  * backoff (doubling to TW_TRIAL_MAX_NS) and stays if the rate rose over TW_TRIAL_MORE. */
 #define TW_TRIAL_NS (100u * 1000 * 1000)
 #define TW_TRIAL_EFF 0.8
@@ -215,6 +216,8 @@ struct tw_global {
     uint64_t round_events;                 /* ...or when a thread processed this many events */
     bool ckpt_auto;                        /* --ckpt-interval auto: threads tune their K */
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
+    bool open_pages;                       /* page/buddy: safe events leave written pages
+                                            * open (tw_keep_open) */
     bool chained;                          /* checkpoints form chains (not --state full): they
                                             * are freed by trimming chains, else one by one */
     uint16_t *owner;                       /* per LP: its thread (changed only in tw_migrate) */

@@ -124,7 +124,8 @@ static size_t incr_size(const struct kr__arena *a)
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = a->areas[i];
         if (ar->flags & KR_AF_META_DIRTY) bytes += 8 + (ar->nused ? bitmap_bytes(ar) : 0);
-        if (a->mode == KR_STATE_CHUNK && ar->nused && any_bits(KR_AREA_DIRTY(ar), ar->bits, KR_AREA_NWORDS(ar)))
+        if (a->mode == KR_STATE_CHUNK && ar->nused &&
+            any_bits(KR_AREA_DIRTY(ar), ar->bits, KR_AREA_NWORDS(ar)))
             bytes += 4 + bitmap_bytes(ar) + sel_bytes(ar, KR_AREA_DIRTY(ar), ar->bits);
     }
     if (paged(a))

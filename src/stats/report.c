@@ -156,8 +156,8 @@ static void json_config(FILE *f, const struct kr__run *r)
             c->ckpt_interval, kr__state_mode_name(c->state_mode), c->ckpt_full_every);
     json_num(f, c->gvt_period_ms);
     static const char *const balance[] = { "off", "auto", "storm" };
-    fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"window\": ", c->safe_events ? "true" : "false",
-            balance[c->balance]);
+    fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"window\": ",
+            c->safe_events ? "true" : "false", balance[c->balance]);
     if (c->window) fprintf(f, "%u", c->window);
     else fputs("\"auto\"", f);
     fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
@@ -235,7 +235,8 @@ void kr__report_json(const struct kr__run *r, const char *path)
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
             "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
             "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
-            "  \"worker_trials_undone\": %llu,\n  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
+            "  \"worker_trials_undone\": %llu,\n  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n"
+            "  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
             "  \"run_digest\": \"%016llx\",\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
@@ -246,7 +247,8 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)t.safe, (unsigned long long)t.migrated,
             (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
             (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
-            (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds, r->peak_rss,
+            (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds,
+            r->peak_rss,
             (unsigned long long)r->run_digest);
     json_config(f, r);
     kr__state_json(r, f);

@@ -2,7 +2,8 @@
 than its speculation gains stops speculating and runs safe events only: PHOLD with a large
 state per LP, whose every restore copies it, must see its window cut (release builds: the
 decision is on measured times, which sanitizers distort) and still commit the sequential
-history (also in page and buddy modes, which run safe events). Windows fixed by the user are never changed, and the smallest ones still make
+history (also in page and buddy modes, which run safe events). Windows fixed by the user
+are never changed, and the smallest ones still make
 progress without safe events (the event at GVT always runs). An efficient run keeps its
 window."""
 import json
