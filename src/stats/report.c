@@ -69,8 +69,8 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 (unsigned long long)t.safe,
                 t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
         if (t.window_cuts) {
-            fprintf(f, "  window:           speculation cut %llu times (it cost more than it "
-                    "gained); at the end", (unsigned long long)t.window_cuts);
+            fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
+                    "what it gained); at the end", (unsigned long long)t.window_cuts);
             for (unsigned i = 0; i < r->nthreads; i++)
                 fprintf(f, " %llu", (unsigned long long)r->counters[i].window_final);
             fputc('\n', f);

@@ -77,9 +77,8 @@ def page_tracked(configs):
             moved = 0
             for cfg in configs[:3] + configs[4:5]:
                 args = margs + cfg + ["--state", state, "--balance", "storm"]
-                with tempfile.NamedTemporaryFile(suffix=".json") as f:
-                    _, out, err = run(kairos, "run", *args, "--progress", "off", "--stats", f.name)
-                    moved += json.load(open(f.name))["migrated_lps"]
+                out, err, st = stats_of(args)
+                moved += st["migrated_lps"]
                 if digest(err) != digest(ref_err) or out != ref_out:
                     fail(f"{name} {' '.join(args)}: digest {digest(err)} vs sequential "
                          f"{digest(ref_err)}, output equal: {out == ref_out}")
