@@ -103,5 +103,8 @@ void cons_wait(struct cons *c, unsigned *spins);
 /* Run job j's event (and done()) on the calling thread (a worker, or the scheduler itself),
  * catching a model error in the job. */
 void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j);
+/* The engine's summary line and --stats object (report.c). */
+void cons_summary(const struct kr__run *r, FILE *f);
+void cons_json(const struct kr__run *r, FILE *f);
 
 #endif

@@ -412,11 +412,11 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     memset(c, 0, sizeof *c);
     c->r = r;
     c->nw = r->nthreads - 1;
-    c->push = !r->cfg->handoff_pull;
-    c->barrier_events = r->cfg->barrier_events;
-    c->scheduler_works = r->cfg->scheduler_works && c->push;
-    c->offload_auto = !r->cfg->offload_always;
-    c->offload_ns = (float)(r->cfg->offload_us * 1000.0);
+    c->push = !r->cfg->cons.handoff_pull;
+    c->barrier_events = r->cfg->cons.barrier_events;
+    c->scheduler_works = r->cfg->cons.scheduler_works && c->push;
+    c->offload_auto = !r->cfg->cons.offload_always;
+    c->offload_ns = (float)(r->cfg->cons.offload_us * 1000.0);
     kr__typetime_init(&c->types);
     kr__heap_init(&c->heap);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
@@ -454,7 +454,7 @@ static void cons_teardown(struct cons *c)
     free(c->w);
 }
 
-int kr__cons_run(struct kr__run *r)
+static int cons_run(struct kr__run *r)
 {
     struct cons c;
     cons_setup(&c, r);
@@ -490,3 +490,33 @@ int kr__cons_run(struct kr__run *r)
     cons_teardown(&c);
     return 0;
 }
+
+/* The scheduler takes a core of its own: cores - 1 workers. */
+static unsigned cons_default_threads(unsigned ncpu)
+{
+    return ncpu > 1 ? ncpu - 1 : 1;
+}
+
+static unsigned cons_threads(const struct kr__config *cfg, uint64_t lps)
+{
+    (void)lps;
+    return cfg->threads + 1; /* + the scheduler */
+}
+
+static void cons_validate(const struct kr__config *cfg)
+{
+    if (cfg->check)
+        kr__usage_error("--check is for the sequential and optimistic engines; the conservative "
+                        "engine never re-executes an event (check the model with --sync "
+                        "sequential --check)");
+}
+
+const struct kr__engine kr__cons_engine = {
+    .name = "conservative",
+    .default_threads = cons_default_threads,
+    .threads = cons_threads,
+    .validate = cons_validate,
+    .run = cons_run,
+    .summary = cons_summary,
+    .json = cons_json,
+};

@@ -12,53 +12,32 @@
 #include "lp.h"
 #include "../msg/pool.h"
 #include "../stats/counters.h"
-
-enum kr__sync { KR_SYNC_SEQUENTIAL, KR_SYNC_OPTIMISTIC, KR_SYNC_CONSERVATIVE };
-
-/* --preempt: plain Time Warp, or events on their own stacks preempted at model-call returns
- * (return), also by extra ticks always (tick) or while the adaptive rule says so. */
-enum kr__preempt { KR_PREEMPT_OFF, KR_PREEMPT_RETURN, KR_PREEMPT_TICK, KR_PREEMPT_ADAPTIVE };
-const char *kr__preempt_name(int p);
+#include "../optimistic/options.h"
+#include "../conservative/options.h"
 
 struct kr__kv {
     const char *key;
     const char *val;
 };
 
-enum kr__balance { KR_BALANCE_OFF, KR_BALANCE_AUTO, KR_BALANCE_STORM };
+struct kr__engine;
 
+/* The run's configuration: what every engine reads, then each engine's own options. */
 struct kr__config {
     const char *model;          /* built-in name or path to a .so */
-    enum kr__sync sync;
+    const struct kr__engine *engine;   /* --sync */
     unsigned threads;
     uint64_t lps;
     double end;
     uint64_t seed;
-    unsigned ckpt_interval;     /* 0: auto (tuned at run time) */
-    unsigned ckpt_full_every;   /* every F-th checkpoint is full (tracked modes) */
-    int state_mode;             /* enum kr__state_mode: how the optimistic engine saves state */
-    double gvt_period_ms;
     const char *stats_path;
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     bool check;                 /* verify engine invariants while running (slower) */
-    int balance;                /* enum kr__balance: optimistic LP migration */
-    unsigned window;            /* optimistic: uncommitted speculative events a thread may
-                                 * hold; 0: auto (adapted to cost, at most 8192) */
-    bool safe_events;           /* optimistic: events no rollback can reach run without state
-                                 * saving and commit at once (--safe on, default) */
-    int preempt;                /* enum kr__preempt: time-sharing of the optimistic engine */
-    double tick_us;             /* extra-tick period ΔET */
-    const char *tick_from;      /* where tick_us came from: option, calibration or default */
-    double alpha;               /* adaptive rule: ticks while Δe/(APMS+1) >= (1+alpha) ΔET */
-    size_t stack_kb;            /* event stack size (time-sharing) */
+    size_t stack_kb;            /* stack for model code (engine threads, event stacks) */
     double event_timeout;       /* seconds an event may run on the committed path; 0: none */
-    bool scheduler_works;       /* conservative: the scheduler runs an event when every
-                                 * worker is busy */
-    bool handoff_pull;          /* conservative: locked work queue instead of job slots */
-    bool barrier_events;        /* conservative: completions as queued events */
-    bool offload_always;        /* conservative: hand out even events too short to pay */
-    double offload_us;          /* conservative, offload auto: "too short" means under this */
+    struct kr__tw_options tw;   /* --sync optimistic */
+    struct kr__cons_options cons; /* --sync conservative */
     struct kr__kv *params;
     size_t nparams;
 };
@@ -143,10 +122,34 @@ static inline void kr__ctx_event(struct kr__lp *lp, struct kr__ev *e, int mode)
     kr__ctx.mode = (uint8_t)mode;
 }
 
-/* Engines. */
-int kr__seq_run(struct kr__run *r);
-int kr__tw_run(struct kr__run *r);
-int kr__cons_run(struct kr__run *r);
+/* An engine: one descriptor each, chosen by name from one table (engines.c). Nothing
+ * outside the table and the engine itself branches on which engine runs. */
+struct kr__engine {
+    const char *name;           /* --sync value; the summary's and --stats' "engine" */
+    bool restores_state;        /* rolls LP state back: --state applies (the others run in
+                                 * full mode, or chunk mode to verify marks under --check) */
+    /* --threads when the command line gives none, on a machine of ncpu cores. */
+    unsigned (*default_threads)(unsigned ncpu);
+    /* Threads of the run (a counters block and an event pool each) for cfg and lps LPs. */
+    unsigned (*threads)(const struct kr__config *cfg, uint64_t lps);
+    /* A usage error for what this engine cannot do with cfg (NULL: anything goes). */
+    void (*validate)(const struct kr__config *cfg);
+    int (*run)(struct kr__run *r);          /* 0: the run ended (or was interrupted) */
+    /* Its lines of the summary after the event counts, and its --stats sections (NULL:
+     * none). */
+    void (*summary)(const struct kr__run *r, FILE *f);
+    void (*json)(const struct kr__run *r, FILE *f);
+};
+
+extern const struct kr__engine kr__seq_engine, kr__tw_engine, kr__cons_engine;
+/* The engine named `name`, or NULL; the default engine is the first of the table. */
+const struct kr__engine *kr__engine_find(const char *name);
+const struct kr__engine *kr__engine_default(void);
+/* The names, for messages: "optimistic, conservative or sequential". */
+const char *kr__engine_names(void);
+/* The engine's threads that run LPs' events on one core each: cfg->threads workers, at
+ * most one per LP (the sequential engine: one). Shared by the descriptors. */
+unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps);
 
 int kr__run_main(const struct kr__config *cfg);
 /* The run in progress (from any thread, for messages), NULL before and after it. */

@@ -203,13 +203,13 @@ static double now_seconds(void)
 static void setup_state(struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
-    if (cfg->state_mode == KR_STATE_CHUNK && !(r->model->flags & KR_MODEL_MARKS_WRITES))
+    if (cfg->tw.state_mode == KR_STATE_CHUNK && !(r->model->flags & KR_MODEL_MARKS_WRITES))
         kr__usage_error("--state chunk: model '%s' does not declare that it marks its writes "
                         "(KR_MODEL_MARKS_WRITES), so incremental checkpoints would miss "
                         "changes; use --state page or buddy, which need no help from the "
                         "model, or --state full", r->model->name);
-    r->state_mode = cfg->sync == KR_SYNC_OPTIMISTIC ? cfg->state_mode : KR_STATE_FULL;
-    if (cfg->state_mode == KR_STATE_CHUNK && cfg->check) /* sequential --check verifies marks */
+    r->state_mode = cfg->engine->restores_state ? cfg->tw.state_mode : KR_STATE_FULL;
+    if (cfg->tw.state_mode == KR_STATE_CHUNK && cfg->check) /* sequential --check verifies marks */
         r->state_mode = KR_STATE_CHUNK;
     kr__chunk_marking = r->state_mode == KR_STATE_CHUNK;
     if (r->state_mode == KR_STATE_FULL) return;
@@ -223,7 +223,7 @@ static void setup_state(struct kr__run *r)
                             strerror(errno));
         kr__usage_error("--state %s: cannot reserve address space for %llu LPs of up to %zu "
                         "bytes each (%s); lower --arena-max or --lps, or use --state full",
-                        kr__state_mode_name(cfg->state_mode), (unsigned long long)r->n, slice,
+                        kr__state_mode_name(cfg->tw.state_mode), (unsigned long long)r->n, slice,
                         strerror(errno));
     }
     if (r->state_mode == KR_STATE_BUDDY) kr__buddy_calibrate();
@@ -239,8 +239,7 @@ static void *run_engine(void *arg)
     kr__watch_bind(&kr__watch_callbacks);
     double t0 = now_seconds();
     const struct kr__config *cfg = r->cfg;
-    r->rc = cfg->sync == KR_SYNC_SEQUENTIAL ? kr__seq_run(r)
-            : cfg->sync == KR_SYNC_CONSERVATIVE ? kr__cons_run(r) : kr__tw_run(r);
+    r->rc = cfg->engine->run(r);
     r->wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
     if (!r->rc) kr__run_finish(r);
@@ -257,9 +256,7 @@ int kr__run_main(const struct kr__config *cfg)
     kr__params_check(cfg, r.model);
     r.n = cfg->lps;
     r.lookahead = r.model->lookahead;
-    r.nthreads = cfg->sync == KR_SYNC_SEQUENTIAL ? 1 : cfg->threads;
-    if (r.nthreads > r.n) r.nthreads = (unsigned)r.n;
-    if (cfg->sync == KR_SYNC_CONSERVATIVE) r.nthreads = cfg->threads + 1; /* + the scheduler */
+    r.nthreads = cfg->engine->threads(cfg, r.n);
     r.lps = calloc(r.n, sizeof *r.lps);
     r.counters = aligned_alloc(64, r.nthreads * sizeof *r.counters);
     r.pools = kr__pools_new(r.nthreads);

@@ -579,10 +579,10 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&th->cpu_share, -1.0);
         atomic_init(&th->wants_back, 0);
         th->min_sent = kr__key_at(INFINITY);
-        th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->ckpt_interval;
+        th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
         /* (done() decides the end only later) */
-        th->fast = r->cfg->safe_events && !r->model->done;
-        tw_window_init(th, r->cfg->window);
+        th->fast = r->cfg->tw.safe_events && !r->model->done;
+        tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
         th->post_every = 1; /* (until the turns are timed) */
@@ -723,7 +723,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
         tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
         for (unsigned t = 0; t < g->n; t++)
-            kr__watch_poll(&g->th[t].watch, r, r->cfg->preempt == KR_PREEMPT_OFF ?
+            kr__watch_poll(&g->th[t].watch, r, r->cfg->tw.preempt == KR_PREEMPT_OFF ?
                            " (with --preempt off an event cannot be preempted: if it loops only "
                            "on a wrong speculative path, --preempt return or tick breaks the loop)" :
                            " (it ran on the worker's stack, where events shorter than 5 us on "
@@ -751,13 +751,13 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->lvt = malloc(r->n * sizeof *g->lvt);
     if (!g->owner || !g->target || !g->lvt)
         kr__fatal_oom("LP tables", r->n * (2 * sizeof *g->owner + sizeof *g->lvt));
-    g->balance = r->cfg->balance;
+    g->balance = r->cfg->tw.balance;
     g->storm = r->cfg->seed;
     atomic_init(&g->active, g->n);
     g->trial_nact = g->n;
-    g->period_ns = (uint64_t)(r->cfg->gvt_period_ms * 1e6);
-    g->ckpt_auto = r->cfg->ckpt_interval == 0;
-    g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->ckpt_full_every;
+    g->period_ns = (uint64_t)(r->cfg->tw.gvt_period_ms * 1e6);
+    g->ckpt_auto = r->cfg->tw.ckpt_interval == 0;
+    g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->tw.ckpt_full_every;
     g->chained = r->state_mode != KR_STATE_FULL;
     g->open_pages = r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY;
     g->round_events = TW_ROUND_EVENTS;
@@ -809,10 +809,10 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g);
 }
 
-int kr__tw_run(struct kr__run *r)
+static int tw_run(struct kr__run *r)
 {
     struct tw_global *g = tw_global_new(r);
-    if (r->cfg->preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
+    if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_setup_threads(r, g);
     kr__set_salvage(tw_salvage, g);
     tw_init_lps(r, g);
@@ -830,3 +830,34 @@ int kr__tw_run(struct kr__run *r)
     tw_global_end(r, g);
     return 0;
 }
+
+static unsigned tw_default_threads(unsigned ncpu)
+{
+    return ncpu;
+}
+
+/* ThreadSanitizer delivers asynchronous signals only at its own interception points and
+ * does not follow a stack switch made inside a signal handler: time-sharing cannot run in a
+ * ThreadSanitizer build (AddressSanitizer builds run it). */
+static void tw_validate(const struct kr__config *cfg)
+{
+#if defined(__SANITIZE_THREAD__)
+    if (cfg->tw.preempt != KR_PREEMPT_OFF)
+        kr__usage_error("--preempt %s is not available in a ThreadSanitizer build (it defers "
+                        "signals); use --preempt off, or a normal build",
+                        kr__preempt_name(cfg->tw.preempt));
+#else
+    (void)cfg;
+#endif
+}
+
+const struct kr__engine kr__tw_engine = {
+    .name = "optimistic",
+    .restores_state = true,
+    .default_threads = tw_default_threads,
+    .threads = kr__engine_workers,
+    .validate = tw_validate,
+    .run = tw_run,
+    .summary = tw_summary,
+    .json = tw_json,
+};

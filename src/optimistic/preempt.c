@@ -88,20 +88,20 @@ static void arm(struct tw_thread *th, bool fine)
 void tw_ts_thread_start(struct tw_thread *th)
 {
     const struct kr__config *cfg = th->r->cfg;
-    th->preempt = (uint8_t)cfg->preempt;
+    th->preempt = (uint8_t)cfg->tw.preempt;
     if (th->preempt == KR_PREEMPT_OFF) return;
     kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE, TW_MAX_SUSPENDED,
                       ts_entry, th);
     struct kr__ult_self *s = &kr__ult_self;
     s->bh_min = &th->g->arr[th->id].bh_min;
     s->slice_ns = TW_SLICE_NS;
-    th->tick_ns = (uint64_t)(cfg->tick_us * 1000.0);
+    th->tick_ns = (uint64_t)(cfg->tw.tick_us * 1000.0);
     th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
-    th->rule_ns = (1.0 + cfg->alpha) * (double)th->tick_ns;
+    th->rule_ns = (1.0 + cfg->tw.alpha) * (double)th->tick_ns;
     kr__typetime_init(&th->types); /* (each type on stacks until timed) */
     if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
     arm(th, th->preempt == KR_PREEMPT_TICK ||
-                (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->alpha <= -1));
+                (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->tw.alpha <= -1));
 }
 
 void tw_ts_thread_end(struct tw_thread *th)

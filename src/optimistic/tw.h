@@ -415,4 +415,8 @@ void tw_release_all(struct tw_thread *th);
 void tw_commit_before_error(struct tw_thread *th);
 void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k);
 
+/* The engine's part of the summary and of --stats (report.c). */
+void tw_summary(const struct kr__run *r, FILE *f);
+void tw_json(const struct kr__run *r, FILE *f);
+
 #endif

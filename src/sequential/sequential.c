@@ -88,7 +88,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
     return false;
 }
 
-int kr__seq_run(struct kr__run *r)
+static int seq_run(struct kr__run *r)
 {
     struct seq s;
     struct kr__recheck check;
@@ -123,3 +123,23 @@ int kr__seq_run(struct kr__run *r)
     if (s.check) kr__recheck_destroy(s.check);
     return 0;
 }
+
+static unsigned seq_default_threads(unsigned ncpu)
+{
+    (void)ncpu;
+    return 1;
+}
+
+static unsigned seq_threads(const struct kr__config *cfg, uint64_t lps)
+{
+    (void)cfg;
+    (void)lps;
+    return 1;
+}
+
+const struct kr__engine kr__seq_engine = {
+    .name = "sequential",
+    .default_threads = seq_default_threads,
+    .threads = seq_threads,
+    .run = seq_run,
+};

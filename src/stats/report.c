@@ -8,8 +8,6 @@
 #include <unistd.h>
 #include "../core/error.h"
 #include "statesave.h"
-#include "timeshare.h"
-#include "horizon.h"
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t)
 {
@@ -34,22 +32,13 @@ void kr__totals(const struct kr__run *r, struct kr__totals *t)
         if (r->counters[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = r->counters[i].gvt_rounds;
 }
 
-static const char *engine_name(const struct kr__run *r)
-{
-    switch (r->cfg->sync) {
-    case KR_SYNC_SEQUENTIAL: return "sequential";
-    case KR_SYNC_CONSERVATIVE: return "conservative";
-    default: return "optimistic";
-    }
-}
-
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
     kr__totals(r, &t);
     double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
     fprintf(f, "kairos: model %s, engine %s, %u thread%s, %llu LPs, end time %g, seed %llu\n",
-            r->model->name, engine_name(r), r->nthreads, r->nthreads == 1 ? "" : "s",
+            r->model->name, r->cfg->engine->name, r->nthreads, r->nthreads == 1 ? "" : "s",
             (unsigned long long)r->n, r->cfg->end, (unsigned long long)r->cfg->seed);
     if (r->interrupted)
         fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
@@ -60,32 +49,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed, rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
-    if (r->cfg->sync == KR_SYNC_OPTIMISTIC) {
-        fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
-                "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
-                (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
-                (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
-        fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
-                (unsigned long long)t.safe,
-                t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
-        if (t.window_cuts) {
-            fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
-                    "what it gained); at the end", (unsigned long long)t.window_cuts);
-            for (unsigned i = 0; i < r->nthreads; i++)
-                fprintf(f, " %llu", (unsigned long long)r->counters[i].window_final);
-            fputc('\n', f);
-        }
-        if (t.migrated || r->balance_retired)
-            fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
-                    "retired from a shared core, %llu returns; %llu trials of one worker fewer "
-                    "(%llu undone)\n", (unsigned long long)t.migrated,
-                    (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
-                    (unsigned long long)r->balance_back, (unsigned long long)r->balance_trials,
-                    (unsigned long long)r->balance_undone);
-    }
-    kr__state_summary(r, f);
-    kr__timeshare_summary(r, f);
-    kr__horizon_summary(r, f);
+    if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -148,17 +112,17 @@ static void json_config(FILE *f, const struct kr__run *r)
     const struct kr__config *c = r->cfg;
     fprintf(f, "  \"config\": {\"model\": ");
     json_str(f, c->model);
-    fprintf(f, ", \"sync\": \"%s\", \"threads\": %u, \"lps\": %llu, \"end\": ", engine_name(r),
+    fprintf(f, ", \"sync\": \"%s\", \"threads\": %u, \"lps\": %llu, \"end\": ", r->cfg->engine->name,
             c->threads, (unsigned long long)c->lps);
     json_num(f, c->end);
     fprintf(f, ", \"seed\": %llu, \"ckpt_interval\": %u, \"state\": \"%s\", "
             "\"ckpt_full_every\": %u, \"gvt_period_ms\": ", (unsigned long long)c->seed,
-            c->ckpt_interval, kr__state_mode_name(c->state_mode), c->ckpt_full_every);
-    json_num(f, c->gvt_period_ms);
+            c->tw.ckpt_interval, kr__state_mode_name(c->tw.state_mode), c->tw.ckpt_full_every);
+    json_num(f, c->tw.gvt_period_ms);
     static const char *const balance[] = { "off", "auto", "storm" };
     fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"window\": ",
-            c->safe_events ? "true" : "false", balance[c->balance]);
-    if (c->window) fprintf(f, "%u", c->window);
+            c->tw.safe_events ? "true" : "false", balance[c->tw.balance]);
+    if (c->tw.window) fprintf(f, "%u", c->tw.window);
     else fputs("\"auto\"", f);
     fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
     for (size_t i = 0; i < c->nparams; i++) {
@@ -223,7 +187,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
     json_str(f, r->model->name);
     fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"lps\": %llu,\n  \"end_time\": ",
-            engine_name(r), r->nthreads, (unsigned long long)r->n);
+            r->cfg->engine->name, r->nthreads, (unsigned long long)r->n);
     json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"ended_by\": \"%s\",\n  \"final_gvt\": ",
             (unsigned long long)r->cfg->seed,
@@ -252,8 +216,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
             (unsigned long long)r->run_digest);
     json_config(f, r);
     kr__state_json(r, f);
-    kr__timeshare_json(r, f);
-    kr__horizon_json(r, f);
+    if (r->cfg->engine->json) r->cfg->engine->json(r, f);
     json_machine(f);
     json_series(f, r);
     json_threads(f, r);

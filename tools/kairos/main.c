@@ -208,10 +208,8 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
     const char *a = argv[*i];
     if (!strcmp(a, "--sync")) {
         const char *v = need_value(argc, argv, i);
-        if (!strcmp(v, "sequential")) c->sync = KR_SYNC_SEQUENTIAL;
-        else if (!strcmp(v, "optimistic")) c->sync = KR_SYNC_OPTIMISTIC;
-        else if (!strcmp(v, "conservative")) c->sync = KR_SYNC_CONSERVATIVE;
-        else kr__usage_error("--sync must be optimistic, conservative or sequential, got '%s'", v);
+        if (!(c->engine = kr__engine_find(v)))
+            kr__usage_error("--sync must be %s, got '%s'", kr__engine_names(), v);
     } else if (!strcmp(a, "--threads")) {
         c->threads = (unsigned)parse_u64(a, need_value(argc, argv, i), 1, 1024);
     } else if (!strcmp(a, "--lps")) {
@@ -222,14 +220,14 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         c->seed = parse_u64(a, need_value(argc, argv, i), 0, UINT64_MAX);
     } else if (!strcmp(a, "--ckpt-interval")) {
         const char *v = need_value(argc, argv, i);
-        c->ckpt_interval = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1, 1000000);
+        c->tw.ckpt_interval = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1, 1000000);
     } else if (!strcmp(a, "--ckpt-full-every")) {
-        c->ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1, 65535);
+        c->tw.ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1, 65535);
     } else if (!strcmp(a, "--state")) {
-        c->state_mode = parse_choice(a, need_value(argc, argv, i), kr__state_mode_name,
+        c->tw.state_mode = parse_choice(a, need_value(argc, argv, i), kr__state_mode_name,
                                      KR_STATE_FULL, KR_STATE_SCAN, "full, chunk, page, buddy or scan");
     } else if (!strcmp(a, "--gvt-period")) {
-        c->gvt_period_ms = parse_time(a, need_value(argc, argv, i));
+        c->tw.gvt_period_ms = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--arena-max")) {
         c->arena_max = parse_bytes(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--stats")) {
@@ -244,31 +242,31 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         c->check = true;
     } else if (!strcmp(a, "--balance")) {
         const char *v = need_value(argc, argv, i);
-        if (!strcmp(v, "off")) c->balance = KR_BALANCE_OFF;
-        else if (!strcmp(v, "auto")) c->balance = KR_BALANCE_AUTO;
-        else if (!strcmp(v, "storm")) c->balance = KR_BALANCE_STORM; /* (tests: random moves,
+        if (!strcmp(v, "off")) c->tw.balance = KR_BALANCE_OFF;
+        else if (!strcmp(v, "auto")) c->tw.balance = KR_BALANCE_AUTO;
+        else if (!strcmp(v, "storm")) c->tw.balance = KR_BALANCE_STORM; /* (tests: random moves,
                                                                         * tiny channels) */
         else kr__usage_error("--balance must be off or auto, got '%s'", v);
     } else if (!strcmp(a, "--window")) {
         const char *v = need_value(argc, argv, i);
-        c->window = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1, 1u << 30);
+        c->tw.window = !strcmp(v, "auto") ? 0 : (unsigned)parse_u64(a, v, 1, 1u << 30);
     } else if (!strcmp(a, "--safe")) {
         const char *v = need_value(argc, argv, i);
-        if (!strcmp(v, "on")) c->safe_events = true;
-        else if (!strcmp(v, "off")) c->safe_events = false;
+        if (!strcmp(v, "on")) c->tw.safe_events = true;
+        else if (!strcmp(v, "off")) c->tw.safe_events = false;
         else kr__usage_error("--safe must be on or off, got '%s'", v);
     } else if (!strcmp(a, "--preempt")) {
-        c->preempt = parse_choice(a, need_value(argc, argv, i), kr__preempt_name,
+        c->tw.preempt = parse_choice(a, need_value(argc, argv, i), kr__preempt_name,
                                   KR_PREEMPT_OFF, KR_PREEMPT_ADAPTIVE, "off, return, tick or adaptive");
     } else if (!strcmp(a, "--tick-us")) {
-        c->tick_us = parse_time(a, need_value(argc, argv, i));
-        c->tick_from = "option";
-        if (c->tick_us < KR_TICK_US_MIN || c->tick_us > 1e6)
+        c->tw.tick_us = parse_time(a, need_value(argc, argv, i));
+        c->tw.tick_from = "option";
+        if (c->tw.tick_us < KR_TICK_US_MIN || c->tw.tick_us > 1e6)
             kr__usage_error("--tick-us must be from %d to 1000000 microseconds (shorter ticks "
                             "leave the worker no time between them), got %g", KR_TICK_US_MIN,
-                            c->tick_us);
+                            c->tw.tick_us);
     } else if (!strcmp(a, "--alpha")) {
-        c->alpha = parse_real(need_value(argc, argv, i), -1,
+        c->tw.alpha = parse_real(need_value(argc, argv, i), -1,
                               "--alpha needs a number of at least -1 (-1: ticks always on)");
     } else if (!strcmp(a, "--stack-kb")) {
         c->stack_kb = parse_u64(a, need_value(argc, argv, i), 16, 1u << 20);
@@ -276,16 +274,16 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
         c->event_timeout = parse_real(need_value(argc, argv, i), 0,
                                       "--event-timeout needs seconds (0: no limit)");
     } else if (!strcmp(a, "--handoff")) {
-        c->handoff_pull = parse_two(a, need_value(argc, argv, i), "push", "pull");
+        c->cons.handoff_pull = parse_two(a, need_value(argc, argv, i), "push", "pull");
     } else if (!strcmp(a, "--barriers")) {
-        c->barrier_events = parse_two(a, need_value(argc, argv, i), "free", "events");
+        c->cons.barrier_events = parse_two(a, need_value(argc, argv, i), "free", "events");
     } else if (!strcmp(a, "--offload")) {
-        c->offload_always = parse_two(a, need_value(argc, argv, i), "auto", "always");
+        c->cons.offload_always = parse_two(a, need_value(argc, argv, i), "auto", "always");
     } else if (!strcmp(a, "--offload-us")) {
-        c->offload_us = parse_real(need_value(argc, argv, i), 0,
+        c->cons.offload_us = parse_real(need_value(argc, argv, i), 0,
                                    "--offload-us needs microseconds (0: hand out every event)");
     } else if (!strcmp(a, "--scheduler-works")) {
-        c->scheduler_works = !parse_two(a, need_value(argc, argv, i), "on", "off");
+        c->cons.scheduler_works = !parse_two(a, need_value(argc, argv, i), "on", "off");
     } else if (!strcmp(a, "-P")) {
         add_param(c, need_value(argc, argv, i));
     } else if (!strncmp(a, "-P", 2)) {
@@ -295,9 +293,6 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
     }
 }
 
-/* ThreadSanitizer delivers asynchronous signals only at its own interception points and
- * does not follow a stack switch made inside a signal handler: time-sharing cannot run in a
- * ThreadSanitizer build (AddressSanitizer builds run it). */
 /* An output file that cannot be written fails now, not after the whole run. */
 static void check_output_path(const char *opt, const char *path)
 {
@@ -318,46 +313,35 @@ static void check_output_path(const char *opt, const char *path)
                         errno == ENOENT ? "does not exist" : "is not writable");
 }
 
-static void check_preempt_build(const struct kr__config *c)
-{
-#if defined(__SANITIZE_THREAD__)
-    if (c->preempt != KR_PREEMPT_OFF)
-        kr__usage_error("--preempt %s is not available in a ThreadSanitizer build (it defers "
-                        "signals); use --preempt off, or a normal build", kr__preempt_name(c->preempt));
-#else
-    (void)c;
-#endif
-}
-
 static int cmd_run(int argc, char **argv)
 {
     if (argc < 3 || argv[2][0] == '-') kr__usage_error("'kairos run' needs a MODEL first (see 'kairos models')");
     struct kr__config c = { 0 };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c.model = argv[2];
-    c.sync = KR_SYNC_OPTIMISTIC;
+    c.engine = kr__engine_default();
     c.lps = 1024;
     c.end = 1000;
     c.seed = 1;
-    c.ckpt_interval = 16;
-    c.ckpt_full_every = 10;
-    c.state_mode = KR_STATE_FULL;
-    c.gvt_period_ms = 5;
-    c.safe_events = true;
-    c.balance = KR_BALANCE_AUTO;
+    c.tw.ckpt_interval = 16;
+    c.tw.ckpt_full_every = 10;
+    c.tw.state_mode = KR_STATE_FULL;
+    c.tw.gvt_period_ms = 5;
+    c.tw.safe_events = true;
+    c.tw.balance = KR_BALANCE_AUTO;
     c.arena_max = (size_t)64 << 20;
     c.progress = -1;
 #if defined(__SANITIZE_THREAD__)
-    c.preempt = KR_PREEMPT_OFF; /* see check_preempt_build */
+    c.tw.preempt = KR_PREEMPT_OFF; /* see tw_validate (src/optimistic/engine.c) */
 #else
-    c.preempt = KR_PREEMPT_ADAPTIVE;
+    c.tw.preempt = KR_PREEMPT_ADAPTIVE;
 #endif
-    c.tick_us = kr__calibrated_tick_us(&c.tick_from);
-    c.alpha = -0.5;
+    c.tw.tick_us = kr__calibrated_tick_us(&c.tw.tick_from);
+    c.tw.alpha = -0.5;
     c.stack_kb = 8192;
     c.event_timeout = 60;
-    c.scheduler_works = true;
-    c.offload_us = 2;
+    c.cons.scheduler_works = true;
+    c.cons.offload_us = 2;
     c.threads = 0; /* the engine's default, below */
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -367,15 +351,9 @@ static int cmd_run(int argc, char **argv)
         }
     }
     for (int i = 3; i < argc; i++) parse_option(&c, argc, argv, &i);
-    check_preempt_build(&c);
+    if (c.engine->validate) c.engine->validate(&c);
     check_output_path("--stats", c.stats_path);
-    if (c.threads == 0) /* conservative: the scheduler takes a core of its own */
-        c.threads = c.sync != KR_SYNC_CONSERVATIVE ? (ncpu > 0 ? (unsigned)ncpu : 1)
-                    : (ncpu > 1 ? (unsigned)ncpu - 1 : 1);
-    if (c.sync == KR_SYNC_CONSERVATIVE && c.check)
-        kr__usage_error("--check is for the sequential and optimistic engines; the conservative "
-                        "engine never re-executes an event (check the model with --sync "
-                        "sequential --check)");
+    if (c.threads == 0) c.threads = c.engine->default_threads(ncpu > 0 ? (unsigned)ncpu : 1);
     if (isinf(c.end)) {
         const struct kr_model *m = kr__model_load(c.model);
         if (!m->done)

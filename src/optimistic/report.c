@@ -1,6 +1,10 @@
-/* timeshare.c - see timeshare.h. */
-#include "timeshare.h"
+/* report.c - the optimistic engine's part of the summary (rollbacks, safe events, the
+ * window, balance, state saving, time-sharing) and of the --stats JSON ("time_sharing";
+ * "state_saving" is every engine's, stats/statesave.c). */
 #include <string.h>
+#include "tw.h"
+#include "../stats/report.h"
+#include "../stats/statesave.h"
 
 struct ts_totals {
     uint64_t ult_events, by_return, by_tick, by_slice, resumed, abandoned, switches;
@@ -34,21 +38,18 @@ static void totals(const struct kr__run *r, struct ts_totals *t)
     }
 }
 
-static bool shown(const struct kr__run *r)
+/* Time-sharing (--preempt): preemptions by trigger, resumed vs abandoned, ticks, armed
+ * time, event time and model calls per event. */
+static void timeshare_summary(const struct kr__run *r, FILE *f)
 {
-    return r->cfg->sync == KR_SYNC_OPTIMISTIC && r->cfg->preempt != KR_PREEMPT_OFF;
-}
-
-void kr__timeshare_summary(const struct kr__run *r, FILE *f)
-{
-    if (!shown(r)) return;
+    if (r->cfg->tw.preempt == KR_PREEMPT_OFF) return;
     struct ts_totals t;
     totals(r, &t);
     uint64_t pre = t.by_return + t.by_tick + t.by_slice;
     fprintf(f, "  time sharing:     %s, tick %g us%s, %llu preemptions (%llu at model calls, %llu "
             "by ticks, %llu slices), %llu resumed, %llu rolled back; ticks armed %.3f s; "
-            "event %.2f us, %.1f calls/event\n", kr__preempt_name(r->cfg->preempt),
-            r->cfg->tick_us, strcmp(r->cfg->tick_from, "default") ? "" :
+            "event %.2f us, %.1f calls/event\n", kr__preempt_name(r->cfg->tw.preempt),
+            r->cfg->tw.tick_us, strcmp(r->cfg->tw.tick_from, "default") ? "" :
             " (uncalibrated default: run 'kairos calibrate')", (unsigned long long)pre,
             (unsigned long long)t.by_return,
             (unsigned long long)t.by_tick, (unsigned long long)t.by_slice,
@@ -56,9 +57,9 @@ void kr__timeshare_summary(const struct kr__run *r, FILE *f)
             (double)t.armed_ns * 1e-9 / (r->nthreads ? r->nthreads : 1), t.de_ns / 1e3, t.apms);
 }
 
-void kr__timeshare_json(const struct kr__run *r, FILE *f)
+void tw_json(const struct kr__run *r, FILE *f)
 {
-    if (!shown(r)) return;
+    if (r->cfg->tw.preempt == KR_PREEMPT_OFF) return;
     struct ts_totals t;
     totals(r, &t);
     fprintf(f, "  \"time_sharing\": {\"preempt\": \"%s\", \"tick_us\": %.17g, \"tick_from\": \"%s\", "
@@ -69,7 +70,7 @@ void kr__timeshare_json(const struct kr__run *r, FILE *f)
             "\"ticks_in_platform\": %llu, \"ticks_outside_model\": %llu, "
             "\"ticks_armed_seconds\": %.6f, \"event_us_mean\": %.4f, \"calls_per_event\": %.4f, "
             "\"stacks_peak\": %llu},\n",
-            kr__preempt_name(r->cfg->preempt), r->cfg->tick_us, r->cfg->tick_from, r->cfg->alpha,
+            kr__preempt_name(r->cfg->tw.preempt), r->cfg->tw.tick_us, r->cfg->tw.tick_from, r->cfg->tw.alpha,
             r->cfg->stack_kb,
             (unsigned long long)t.ult_events, (unsigned long long)t.by_return,
             (unsigned long long)t.by_tick, (unsigned long long)t.by_slice,
@@ -77,4 +78,38 @@ void kr__timeshare_json(const struct kr__run *r, FILE *f)
             (unsigned long long)t.switches, (unsigned long long)t.ticks,
             (unsigned long long)t.ticks_platform, (unsigned long long)t.ticks_outside,
             (double)t.armed_ns * 1e-9, t.de_ns / 1e3, t.apms, (unsigned long long)t.stacks_peak);
+}
+
+static void balance_summary(const struct kr__run *r, const struct kr__totals *t, FILE *f)
+{
+    if (!t->migrated && !r->balance_retired) return;
+    fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
+            "retired from a shared core, %llu returns; %llu trials of one worker fewer "
+            "(%llu undone)\n", (unsigned long long)t->migrated,
+            (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
+            (unsigned long long)r->balance_back, (unsigned long long)r->balance_trials,
+            (unsigned long long)r->balance_undone);
+}
+
+void tw_summary(const struct kr__run *r, FILE *f)
+{
+    struct kr__totals t;
+    kr__totals(r, &t);
+    fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
+            "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
+            (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
+            (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
+    fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
+            (unsigned long long)t.safe,
+            t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
+    if (t.window_cuts) {
+        fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
+                "what it gained); at the end", (unsigned long long)t.window_cuts);
+        for (unsigned i = 0; i < r->nthreads; i++)
+            fprintf(f, " %llu", (unsigned long long)r->counters[i].window_final);
+        fputc('\n', f);
+    }
+    balance_summary(r, &t, f);
+    kr__state_summary(r, f);
+    timeshare_summary(r, f);
 }

@@ -1,0 +1,36 @@
+/* engines.c - the table of engines: the one place that knows them all. The command finds
+ * an engine here by its --sync name; the run calls it through its descriptor (core.h). */
+#include <string.h>
+#include "core.h"
+
+/* The first is the default. */
+static const struct kr__engine *const table[] = { &kr__tw_engine, &kr__cons_engine,
+                                                  &kr__seq_engine };
+#define NENGINES (sizeof table / sizeof table[0])
+
+const struct kr__engine *kr__engine_find(const char *name)
+{
+    for (size_t i = 0; i < NENGINES; i++)
+        if (!strcmp(table[i]->name, name)) return table[i];
+    return NULL;
+}
+
+const struct kr__engine *kr__engine_default(void)
+{
+    return table[0];
+}
+
+const char *kr__engine_names(void)
+{
+    static char buf[128];
+    if (buf[0]) return buf;
+    for (size_t i = 0; i < NENGINES; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s",
+                 i == 0 ? "" : i + 1 == NENGINES ? " or " : ", ", table[i]->name);
+    return buf;
+}
+
+unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps)
+{
+    return cfg->threads > lps ? (unsigned)lps : cfg->threads;
+}
