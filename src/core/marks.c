@@ -19,7 +19,7 @@ static inline struct kr__arena *chunk_arena(void)
 {
     if (!kr__chunk_marking) return NULL;
     struct kr__lp *lp = kr__ctx.lp;
-    return lp && lp->arena.mode == KR_STATE_CHUNK ? &lp->arena : NULL;
+    return lp && kr__arena_marks(&lp->arena) ? &lp->arena : NULL;
 }
 
 void kr_touch(void *p, size_t n)

@@ -11,7 +11,7 @@
 #include "watchdog.h"
 #include "interrupt.h"
 #include "../state/addrmap.h"
-#include "../state/buddy.h"
+#include "../state/mode.h"
 #include "../stats/statesave.h"
 #include "../stats/progress.h"
 #include "../stats/report.h"
@@ -22,7 +22,8 @@ void kr__lp_setup(struct kr__run *r, kr_lp id)
     memset(lp, 0, sizeof *lp);
     struct kr__seg *seg = kr__region_seg(id);
     kr__arena_init(&lp->arena, r->cfg->arena_max, r->state_mode, seg);
-    if (r->state_mode == KR_STATE_BUDDY && !seg->bud) kr__buddy_init(seg);
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
+    if (m->lp_ready) m->lp_ready(seg);
     lp->rng = kr__mix(kr__mix(0x6b61697273ull, r->cfg->seed), id);
     lp->digest = kr__mix(0xD16E57ull, id);
 }
@@ -203,30 +204,31 @@ static double now_seconds(void)
 static void setup_state(struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
-    if (cfg->tw.state_mode == KR_STATE_CHUNK && !(r->model->flags & KR_MODEL_MARKS_WRITES))
-        kr__usage_error("--state chunk: model '%s' does not declare that it marks its writes "
+    const struct kr__state_ops *want = kr__state_ops(cfg->tw.state_mode);
+    if (want->marks && !(r->model->flags & KR_MODEL_MARKS_WRITES))
+        kr__usage_error("--state %s: model '%s' does not declare that it marks its writes "
                         "(KR_MODEL_MARKS_WRITES), so incremental checkpoints would miss "
                         "changes; use --state page or buddy, which need no help from the "
-                        "model, or --state full", r->model->name);
-    r->state_mode = cfg->engine->restores_state ? cfg->tw.state_mode : KR_STATE_FULL;
-    if (cfg->tw.state_mode == KR_STATE_CHUNK && cfg->check) /* sequential --check verifies marks */
-        r->state_mode = KR_STATE_CHUNK;
-    kr__chunk_marking = r->state_mode == KR_STATE_CHUNK;
-    if (r->state_mode == KR_STATE_FULL) return;
+                        "model, or --state full", want->name, r->model->name);
+    /* (sequential --check verifies the marks in the mode that needs them) */
+    bool used = cfg->engine->restores_state || (want->marks && cfg->check);
+    const struct kr__state_ops *m = kr__state_ops(used ? want->id : KR_STATE_FULL);
+    r->state_mode = m->id;
+    kr__chunk_marking = m->marks;
+    if (!m->region) return;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);
-    int rc = kr__region_init(r->n, slice, r->state_mode);
+    int rc = kr__region_init(r->n, slice, m->id);
     if (rc) {
         if (rc == -2)
-            kr__usage_error("--state scan: the kernel's write tracking is not available (%s): it "
+            kr__usage_error("--state %s: the kernel's write tracking is not available (%s): it "
                             "needs Linux 6.7 or later with userfaultfd allowed; use --state page",
-                            strerror(errno));
+                            m->name, strerror(errno));
         kr__usage_error("--state %s: cannot reserve address space for %llu LPs of up to %zu "
                         "bytes each (%s); lower --arena-max or --lps, or use --state full",
-                        kr__state_mode_name(cfg->tw.state_mode), (unsigned long long)r->n, slice,
-                        strerror(errno));
+                        m->name, (unsigned long long)r->n, slice, strerror(errno));
     }
-    if (r->state_mode == KR_STATE_BUDDY) kr__buddy_calibrate();
+    if (m->region_ready) m->region_ready();
 }
 
 struct kr__run *_Atomic kr__run_current;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tw.h"
+#include "../state/mode.h"
 #include "../core/error.h"
 #include "../stats/progress.h"
 
@@ -554,8 +555,7 @@ static void *tw_worker(void *arg)
 
 static bool tw_page_tracked(const struct kr__run *r)
 {
-    return r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY ||
-           r->state_mode == KR_STATE_SCAN;
+    return kr__state_ops(r->state_mode)->by_pages;
 }
 
 static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
@@ -757,9 +757,10 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->trial_nact = g->n;
     g->period_ns = (uint64_t)(r->cfg->tw.gvt_period_ms * 1e6);
     g->ckpt_auto = r->cfg->tw.ckpt_interval == 0;
-    g->ckpt_full_every = r->state_mode == KR_STATE_FULL ? 1 : r->cfg->tw.ckpt_full_every;
-    g->chained = r->state_mode != KR_STATE_FULL;
-    g->open_pages = r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY;
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
+    g->ckpt_full_every = m->incremental ? r->cfg->tw.ckpt_full_every : 1;
+    g->chained = m->incremental;
+    g->open_pages = m->open_pages;
     g->round_events = TW_ROUND_EVENTS;
     g->check = r->cfg->check;
     g->horizon = kr__key_at(-INFINITY);

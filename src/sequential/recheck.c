@@ -183,7 +183,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
     scribble_stack(0x5A);
     run_once(c, r, lp, e);
-    if (lp->arena.mode == KR_STATE_CHUNK) check_marks(lp, saved);
+    if (kr__arena_marks(&lp->arena)) check_marks(lp, saved);
     struct kr__alien al = { 0 };
     kr__arena_find_alien(&lp->arena, &al);
     if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);

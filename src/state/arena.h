@@ -57,6 +57,12 @@ struct kr__arena {
                                    * none); its next ones follow through `next` */
 };
 
+/* The model marks its writes in this arena (chunk mode): it keeps dirty bits per chunk. */
+static inline bool kr__arena_marks(const struct kr__arena *a)
+{
+    return a->mode == KR_STATE_CHUNK;
+}
+
 static inline struct kr__area **kr__arena_sorted(const struct kr__arena *a)
 {
     return a->areas + a->cap;

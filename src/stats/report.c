@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "../core/error.h"
 #include "statesave.h"
+#include "../state/mode.h"
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t)
 {
@@ -117,7 +118,7 @@ static void json_config(FILE *f, const struct kr__run *r)
     json_num(f, c->end);
     fprintf(f, ", \"seed\": %llu, \"ckpt_interval\": %u, \"state\": \"%s\", "
             "\"ckpt_full_every\": %u, \"gvt_period_ms\": ", (unsigned long long)c->seed,
-            c->tw.ckpt_interval, kr__state_mode_name(c->tw.state_mode), c->tw.ckpt_full_every);
+            c->tw.ckpt_interval, kr__state_ops(c->tw.state_mode)->name, c->tw.ckpt_full_every);
     json_num(f, c->tw.gvt_period_ms);
     static const char *const balance[] = { "off", "auto", "storm" };
     fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"window\": ",

@@ -2,13 +2,8 @@
 #include "statesave.h"
 #include <string.h>
 #include "../state/buddy.h"
+#include "../state/mode.h"
 #include "../state/seg.h"
-
-const char *kr__state_mode_name(int mode)
-{
-    static const char *const names[] = { "full", "chunk", "page", "buddy", "scan" };
-    return mode >= 0 && mode <= KR_STATE_SCAN ? names[mode] : "?";
-}
 
 void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
 {
@@ -46,36 +41,23 @@ static double per(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0
 
 void kr__state_summary(const struct kr__run *r, FILE *f)
 {
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
     struct kr__state_totals t;
     kr__state_totals(r, &t);
     uint64_t incr = t.checkpoints - t.full;
     fprintf(f, "  state saving:     %s, K %s%.0f, %llu full (mean %.1f KiB), %llu incremental "
             "(mean %.1f KiB), checkpoint %.2f us, restore %.2f us, event %.2f us\n",
-            kr__state_mode_name(r->state_mode), r->cfg->tw.ckpt_interval ? "" : "auto ~",
+            m->name, r->cfg->tw.ckpt_interval ? "" : "auto ~",
             t.interval_mean, (unsigned long long)t.full, per(t.full_bytes, t.full) / 1024,
             (unsigned long long)incr, per(t.incr_bytes, incr) / 1024,
             per(t.ckpt_ns, t.ckpt_timed) / 1e3, per(t.restore_ns, t.restores) / 1e3,
             per(t.event_ns, t.events_timed) / 1e3);
-    if (r->state_mode == KR_STATE_SCAN)
-        fprintf(f, "  page tracking:    by the kernel, %llu scans\n", (unsigned long long)t.mprotects);
-    else if (r->state_mode == KR_STATE_PAGE || r->state_mode == KR_STATE_BUDDY)
-        fprintf(f, "  page tracking:    %llu write faults, %llu mprotect calls%s\n",
-                (unsigned long long)t.faults, (unsigned long long)t.mprotects,
-                r->state_mode == KR_STATE_BUDDY ? ", buddy partitions re-planned" : "");
-}
-
-static void json_costs(FILE *f)
-{
-    const struct kr__buddy_costs *c = kr__buddy_costs();
-    fprintf(f, ", \"buddy_costs\": {\"fault_ns\": %.1f, \"mprotect_ns\": [", c->fault_ns);
-    for (int k = 0; k < KR_BUDDY_CAL_ORDERS; k++) fprintf(f, "%s%.1f", k ? ", " : "", c->mprotect_ns[k]);
-    fputs("], \"copy_ns\": [", f);
-    for (int k = 0; k < KR_BUDDY_CAL_ORDERS; k++) fprintf(f, "%s%.1f", k ? ", " : "", c->copy_ns[k]);
-    fputs("]}", f);
+    if (m->summary) m->summary(f, t.faults, t.mprotects);
 }
 
 void kr__state_json(const struct kr__run *r, FILE *f)
 {
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
     struct kr__state_totals t;
     kr__state_totals(r, &t);
     uint64_t incr = t.checkpoints - t.full;
@@ -87,8 +69,8 @@ void kr__state_json(const struct kr__run *r, FILE *f)
             "\"mean_restore_ns\": %.1f, \"events_timed\": %llu, \"mean_event_ns\": %.1f, "
             "\"write_faults\": %llu, \"mprotect_calls\": %llu, \"partitions\": %llu, "
             "\"plans\": %llu, \"mean_state_bytes\": %.1f",
-            kr__state_mode_name(r->state_mode), r->cfg->tw.ckpt_interval ? "false" : "true",
-            t.interval_mean, r->state_mode == KR_STATE_FULL ? 1u : r->cfg->tw.ckpt_full_every,
+            m->name, r->cfg->tw.ckpt_interval ? "false" : "true",
+            t.interval_mean, m->incremental ? r->cfg->tw.ckpt_full_every : 1u,
             (unsigned long long)t.full, (unsigned long long)incr,
             (unsigned long long)t.full_bytes, (unsigned long long)t.incr_bytes,
             per(t.full_bytes, t.full), per(t.incr_bytes, incr), (unsigned long long)(per(t.ckpt_ns, t.ckpt_timed) * (double)t.checkpoints),
@@ -97,6 +79,6 @@ void kr__state_json(const struct kr__run *r, FILE *f)
             (unsigned long long)t.events_timed, per(t.event_ns, t.events_timed),
             (unsigned long long)t.faults, (unsigned long long)t.mprotects,
             (unsigned long long)t.partitions, (unsigned long long)t.plans, t.state_bytes_mean);
-    if (r->state_mode == KR_STATE_BUDDY) json_costs(f);
+    if (m->json) m->json(f);
     fputs("},\n", f);
 }

@@ -15,7 +15,6 @@ struct kr__state_totals {
 };
 
 void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t);
-const char *kr__state_mode_name(int mode);
 void kr__state_summary(const struct kr__run *r, FILE *f);
 void kr__state_json(const struct kr__run *r, FILE *f);
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "../../src/core/core.h"
 #include "../../src/core/error.h"
-#include "../../src/stats/statesave.h"
+#include "../../src/state/mode.h"
 
 #define KAIROS_VERSION "0.1.0"
 
@@ -224,8 +224,10 @@ static void parse_option(struct kr__config *c, int argc, char **argv, int *i)
     } else if (!strcmp(a, "--ckpt-full-every")) {
         c->tw.ckpt_full_every = (unsigned)parse_u64(a, need_value(argc, argv, i), 1, 65535);
     } else if (!strcmp(a, "--state")) {
-        c->tw.state_mode = parse_choice(a, need_value(argc, argv, i), kr__state_mode_name,
-                                     KR_STATE_FULL, KR_STATE_SCAN, "full, chunk, page, buddy or scan");
+        const char *v = need_value(argc, argv, i);
+        const struct kr__state_ops *m = kr__state_ops_find(v);
+        if (!m) kr__usage_error("--state must be %s, got '%s'", kr__state_mode_names(), v);
+        c->tw.state_mode = m->id;
     } else if (!strcmp(a, "--gvt-period")) {
         c->tw.gvt_period_ms = parse_time(a, need_value(argc, argv, i));
     } else if (!strcmp(a, "--arena-max")) {
