@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PHOLD-std benchmark (DESIGN.md section 10): 1 initial event per LP, increment
+"""PHOLD-std benchmark (docs/references.md): 1 initial event per LP, increment
 0.1 + exponential(1.0), uniform destinations. Each configuration runs REPS times (default 5);
 prints the median committed events/s, efficiency (committed/processed) and peak memory, as a
 Markdown table ready for bench/RESULTS.md, with the commit and machine it ran on.

@@ -1,7 +1,7 @@
 /* phold.c - PHOLD, the standard synthetic PDES benchmark. Each LP starts `population`
  * events; every event schedules one more at now + lookahead + exponential(mean), to a
  * uniformly random LP with probability `remote`, else to itself. Defaults are PHOLD-std
- * (DESIGN.md section 10): 1 event per LP, lookahead 0.1, mean 1.0, all destinations random.
+ * (docs/references.md): 1 event per LP, lookahead 0.1, mean 1.0, all destinations random.
  *
  * PHOLD-phases (paper 000, section 3.2): `mesh` M puts the LPs on an M x M torus and sends
  * every job to one of the 4 neighbours; `phase_length` L splits virtual time into three

@@ -1,4 +1,4 @@
-/* ult.h - user-level threads (ULTs) for time-sharing (paper 000, DESIGN 7): events run on
+/* ult.h - user-level threads (ULTs) for time-sharing (paper 000; docs/design.md section 6): events run on
  * their own stacks so that the platform can take the CPU back in the middle of an event
  * and resume it later.
  *
