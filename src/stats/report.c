@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include "../core/error.h"
 #include "statesave.h"
-#include "../state/mode.h"
+#include "../core/options.h"
 
 void kr__totals(const struct kr__run *r, struct kr__totals *t)
 {
@@ -110,29 +110,9 @@ static void json_machine(FILE *f)
 
 static void json_config(FILE *f, const struct kr__run *r)
 {
-    const struct kr__config *c = r->cfg;
-    fprintf(f, "  \"config\": {\"model\": ");
-    json_str(f, c->model);
-    fprintf(f, ", \"sync\": \"%s\", \"threads\": %u, \"lps\": %llu, \"end\": ", r->cfg->engine->name,
-            c->threads, (unsigned long long)c->lps);
-    json_num(f, c->end);
-    fprintf(f, ", \"seed\": %llu, \"ckpt_interval\": %u, \"state\": \"%s\", "
-            "\"ckpt_full_every\": %u, \"gvt_period_ms\": ", (unsigned long long)c->seed,
-            c->tw.ckpt_interval, kr__state_ops(c->tw.state_mode)->name, c->tw.ckpt_full_every);
-    json_num(f, c->tw.gvt_period_ms);
-    static const char *const balance[] = { "off", "auto", "storm" };
-    fprintf(f, ", \"safe\": %s, \"balance\": \"%s\", \"window\": ",
-            c->tw.safe_events ? "true" : "false", balance[c->tw.balance]);
-    if (c->tw.window) fprintf(f, "%u", c->tw.window);
-    else fputs("\"auto\"", f);
-    fprintf(f, ", \"arena_max\": %zu, \"params\": {", c->arena_max);
-    for (size_t i = 0; i < c->nparams; i++) {
-        if (i) fputs(", ", f);
-        json_str(f, c->params[i].key);
-        fputs(": ", f);
-        json_str(f, c->params[i].val);
-    }
-    fputs("}},\n", f);
+    fputs("  \"config\": {", f);
+    kr__options_json(f, r->cfg);
+    fputs("},\n", f);
 }
 
 static void json_series(FILE *f, const struct kr__run *r)

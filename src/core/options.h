@@ -1,0 +1,23 @@
+/* options.h - the options of 'kairos run' in one table (options.c): each binds its name, its
+ * field of struct kr__config, how its value is read and checked, its default, the engines it
+ * is for, its help text and its name in the --stats "config" object. Parsing, defaults,
+ * --help and that object are all made from the table, so an option is written once. */
+#ifndef KR_CORE_OPTIONS_H
+#define KR_CORE_OPTIONS_H
+
+#include <stdio.h>
+#include "core.h"
+
+/* Defaults of every option (the engine's thread count is left 0: kr__options_finish). */
+void kr__options_defaults(struct kr__config *c);
+/* Read the option at argv[*i] (and its value, moving *i past it); a usage error if it is
+ * not one or its value is bad. */
+void kr__option_parse(struct kr__config *c, int argc, char **argv, int *i);
+/* After parsing: the engine's checks and its default thread count (ncpu cores). */
+void kr__options_finish(struct kr__config *c, unsigned ncpu);
+/* The "Options of 'run':" part of kairos --help. */
+void kr__options_help(FILE *f);
+/* The members of --stats "config" (after its opening brace; no trailing comma). */
+void kr__options_json(FILE *f, const struct kr__config *c);
+
+#endif
