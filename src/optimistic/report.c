@@ -3,7 +3,6 @@
  * "state_saving" is every engine's, stats/statesave.c). */
 #include <string.h>
 #include "tw.h"
-#include "../stats/report.h"
 #include "../stats/statesave.h"
 
 struct ts_totals {
@@ -94,7 +93,7 @@ static void balance_summary(const struct kr__run *r, const struct kr__totals *t,
 void tw_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
-    kr__totals(r, &t);
+    kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
             "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
             (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,

@@ -73,4 +73,12 @@ static inline void kr__counters_publish(struct kr__counters *c)
                           memory_order_relaxed);
 }
 
+/* The threads' counters summed (GVT rounds: the most any thread saw; each saw them all,
+ * but a retired worker). */
+struct kr__totals {
+    uint64_t processed, committed, rolled_back, rollbacks, antimessages, checkpoints,
+        ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts;
+};
+void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t);
+
 #endif

@@ -10,33 +10,10 @@
 #include "statesave.h"
 #include "../core/options.h"
 
-void kr__totals(const struct kr__run *r, struct kr__totals *t)
-{
-    memset(t, 0, sizeof *t);
-    for (unsigned i = 0; i < r->nthreads; i++) {
-        const struct kr__counters *c = &r->counters[i];
-        t->processed += c->processed;
-        t->committed += c->committed;
-        t->rolled_back += c->rolled_back;
-        t->rollbacks += c->rollbacks;
-        t->antimessages += c->antimessages;
-        t->checkpoints += c->checkpoints;
-        t->ckpt_bytes += c->ckpt_bytes;
-        t->restores += c->restores;
-        t->coasted += c->coasted;
-        t->safe += c->safe;
-        t->migrated += c->migrated_out;
-        t->remote_sent += c->remote_sent;
-        t->window_cuts += c->window_cuts;
-    }
-    for (unsigned i = 0; i < r->nthreads; i++) /* (each saw them all, but a retired worker) */
-        if (r->counters[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = r->counters[i].gvt_rounds;
-}
-
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
-    kr__totals(r, &t);
+    kr__totals(r->counters, r->nthreads, &t);
     double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
     fprintf(f, "kairos: model %s, engine %s, %u thread%s, %llu LPs, end time %g, seed %llu\n",
             r->model->name, r->cfg->engine->name, r->nthreads, r->nthreads == 1 ? "" : "s",
@@ -164,7 +141,7 @@ void kr__report_json(const struct kr__run *r, const char *path)
         kr__exit_now(KR_EXIT_MODEL);
     }
     struct kr__totals t;
-    kr__totals(r, &t);
+    kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
     json_str(f, r->model->name);
     fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"lps\": %llu,\n  \"end_time\": ",

@@ -1,0 +1,48 @@
+"""What the kairos executable shows a loaded model (src/exports.list): every function of the
+model API in include/kairos.h (but kr_model_entry, which the model defines), and nothing of the engine's internals (kr__*, tw_*, cons_*,
+the models' helpers). Also runs tools/check_layers.py: includes between layers point down
+(docs/design.md section 2)."""
+import fnmatch
+import os
+import re
+import subprocess
+import sys
+from common import fail, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+t = Tally()
+
+ALLOWED = ["kr_[a-z]*", "__wrap_*", "__asan_store*", "__asan_handle_no_return", "exit", "_exit",
+           "abort"]
+nm = subprocess.run(["nm", "-D", "--defined-only", kairos], capture_output=True, text=True,
+                    check=True).stdout
+exported = set()
+for line in nm.splitlines():
+    parts = line.split()
+    if len(parts) < 3 or "@" in parts[2]:  # (the C library's data, copied into the binary)
+        continue
+    name = parts[2]
+    exported.add(name)
+    if not any(fnmatch.fnmatchcase(name, p) for p in ALLOWED) or name.startswith("kr__"):
+        fail(f"the kairos binary exports '{name}' to loaded models: only the model API and the "
+             "hooks of src/exports.list may be exported")
+t.ok(f"{len(exported)} exported symbols, all of them the model API or its hooks")
+
+header = open(os.path.join(root, "include", "kairos.h")).read()
+# every kr_ name called or declared in the header (kr_builtin_ names are made by a macro)
+api = {n for n in re.findall(r"\b(kr_[a-z][a-z0-9_]*)\s*\(", header)
+       if n != "kr_model_entry" and not n.startswith("kr_builtin")}
+if len(api) < 20:
+    fail(f"found only {len(api)} kr_ functions in include/kairos.h: the pattern is stale")
+missing = sorted(api - exported)
+if missing:
+    fail(f"the model API is not exported, a model cannot link: {', '.join(missing)}")
+t.ok(f"all {len(api)} functions of include/kairos.h exported")
+
+p = subprocess.run([sys.executable, os.path.join(root, "tools", "check_layers.py"), root],
+                   capture_output=True, text=True)
+if p.returncode:
+    fail(f"includes between layers:\n{p.stdout}")
+t.ok("tools/check_layers.py: every include points down")
+t.finish()

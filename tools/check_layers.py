@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Check that includes between the layers of src/ only point down (docs/design.md section 2).
+
+    python3 tools/check_layers.py [ROOT]     exit 0 if every include is allowed, else 1
+
+Each file of src/ and tools/ belongs to a layer (LAYERS below, the first matching pattern
+wins); a file may include a header of its own layer or of a lower one, never a higher one.
+Engines never include one another, and no two folders of one layer include each other (a
+cycle). What still points the wrong way is listed in KNOWN with the reason: the check fails
+on anything else, and on a KNOWN entry that no longer exists (so the list only shrinks)."""
+import fnmatch
+import os
+import re
+import sys
+
+# (pattern of a path under the root, layer); lower numbers are lower layers.
+LAYERS = [
+    # leaves: errors, hashing, time, per-type timing, each engine's options
+    ("src/core/error.h", 0), ("src/core/digest.h", 0), ("src/core/clock.h", 0),
+    ("src/core/typetime.h", 0), ("src/optimistic/options.h", 0),
+    ("src/conservative/options.h", 0),
+    # events and pools, the future-event set, LP memory and checkpoints, event stacks
+    ("src/ult/calibrate.c", 5), ("src/msg/*", 1), ("src/queue/*", 1), ("src/state/*", 1),
+    ("src/ult/*", 1),
+    # the run and the model API, the option and engine tables (above the engines)
+    ("src/core/run.c", 4), ("src/core/api.c", 4), ("src/core/engines.c", 4),
+    ("src/core/options.*", 4), ("src/stats/report.*", 4),
+    # the engine interface: the run's and LP's structures, faults, timeouts, statistics
+    ("src/core/*", 2), ("src/stats/*", 2),
+    # the engines
+    ("src/sequential/*", 3), ("src/optimistic/*", 3), ("src/conservative/*", 3),
+    # the command
+    ("tools/*", 5),
+]
+ENGINES = ("src/sequential/", "src/optimistic/", "src/conservative/")
+
+# What still points the wrong way, each with its reason: an include (file, file) or a cycle
+# between two folders of one layer (folder, folder). Issue 14 item 3 empties this.
+KNOWN = {
+    ("src/core", "src/stats"): "struct kr__run holds the per-thread counters (stats/counters.h)"
+                               " and an LP its output buffer (stats/output.h), while the"
+                               " statistics read the run (core/core.h)",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of(path):
+    for pattern, layer in LAYERS:
+        if fnmatch.fnmatch(path, pattern):
+            return layer
+    return None
+
+
+def includes(root, path):
+    text = open(os.path.join(root, path), encoding="utf-8").read()
+    for inc in INCLUDE.findall(text):
+        target = os.path.normpath(os.path.join(os.path.dirname(path), inc))
+        if os.path.exists(os.path.join(root, target)) and not target.startswith("include/"):
+            yield target
+
+
+def sources(root):
+    for top in ("src", "tools"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    yield os.path.relpath(os.path.join(d, f), root)
+
+
+def engine_of(path):
+    return next((e for e in ENGINES if path.startswith(e)), None)
+
+
+def check(root):
+    bad, seen, folders = [], set(), {}
+    for src in sources(root):
+        ls = layer_of(src)
+        if ls is None:
+            bad.append(f"{src}: in no layer (add it to LAYERS in tools/check_layers.py)")
+            continue
+        for dst in includes(root, src):
+            ld = layer_of(dst)
+            a, b = os.path.dirname(src), os.path.dirname(dst)
+            if a != b and ld == ls:
+                folders.setdefault(a, set()).add(b)
+            cross = engine_of(src) and engine_of(dst) and engine_of(src) != engine_of(dst)
+            if ld is not None and ld <= ls and not (cross and ld > 0):
+                continue
+            seen.add((src, dst))
+            if (src, dst) not in KNOWN:
+                why = "one engine includes another" if cross else \
+                      f"layer {ls} includes layer {ld}: an upward include"
+                bad.append(f"{src} includes {dst}: {why} (docs/design.md section 2)")
+    for a, outs in folders.items():
+        for b in outs:
+            if a in folders.get(b, set()) and a < b:
+                seen.add((a, b))
+                if (a, b) not in KNOWN:
+                    bad.append(f"{a} and {b} include each other (a cycle within a layer)")
+    for k in KNOWN:
+        if k not in seen:
+            bad.append(f"{k[0]} and {k[1]}: fixed, drop it from KNOWN")
+    return bad
+
+
+if __name__ == "__main__":
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))
+    problems = check(root)
+    for p in problems:
+        print("FAIL:", p)
+    print(f"{len(problems)} problem(s)" if problems else "layers: every include points down")
+    sys.exit(1 if problems else 0)
