@@ -33,13 +33,25 @@ typedef uint64_t kr_lp;   /* logical process id, 0 .. kr_lp_count()-1 */
 enum kr_param_type { KR_PARAM_INT, KR_PARAM_DOUBLE };
 
 /* One entry of a model's parameter table; the table ends with an entry whose name is NULL.
- * `def` is the default as text ("1024", "0.5"); `help` is one line for `kairos run M --help`. */
+ * `def` is the default as text ("1024", "0.5"); `help` is one line for `kairos run M --help`.
+ * Optional range: when min < max, a value (given with -P, or the default) outside
+ * [min, max] is refused before the run starts, naming the parameter. */
 struct kr_param {
     const char *name;
     enum kr_param_type type;
     const char *def;
     const char *help;
+    double min, max;
 };
+
+/* The layout of this header's structures. A model built against another layout is refused
+ * when it is loaded (rebuild it) rather than misread. Every file that includes this header
+ * defines the same weak symbol, so each model carries the version it was built with. */
+#define KR_ABI_VERSION 2
+#ifdef __cplusplus
+extern
+#endif
+__attribute__((weak, visibility("default"))) const unsigned kr_abi_version = KR_ABI_VERSION;
 
 /* What a model exports. Callbacks other than `event` may be NULL. */
 struct kr_model {

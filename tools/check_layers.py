@@ -72,6 +72,31 @@ def engine_of(path):
     return next((e for e in ENGINES if path.startswith(e)), None)
 
 
+def check_include(src, dst, ls, seen):
+    """The problem with src (of layer ls) including dst, or None."""
+    ld = layer_of(dst)
+    cross = engine_of(src) and engine_of(dst) and engine_of(src) != engine_of(dst)
+    if ld is not None and ld <= ls and not (cross and ld > 0):
+        return None
+    seen.add((src, dst))
+    if (src, dst) in KNOWN:
+        return None
+    why = "one engine includes another" if cross else \
+        f"layer {ls} includes layer {ld}: an upward include"
+    return f"{src} includes {dst}: {why} (docs/design.md section 2)"
+
+
+def check_cycles(folders, seen):
+    bad = []
+    for a, outs in folders.items():
+        for b in outs:
+            if a in folders.get(b, set()) and a < b:
+                seen.add((a, b))
+                if (a, b) not in KNOWN:
+                    bad.append(f"{a} and {b} include each other (a cycle within a layer)")
+    return bad
+
+
 def check(root):
     bad, seen, folders = [], set(), {}
     for src in sources(root):
@@ -80,27 +105,13 @@ def check(root):
             bad.append(f"{src}: in no layer (add it to LAYERS in tools/check_layers.py)")
             continue
         for dst in includes(root, src):
-            ld = layer_of(dst)
-            a, b = os.path.dirname(src), os.path.dirname(dst)
-            if a != b and ld == ls:
-                folders.setdefault(a, set()).add(b)
-            cross = engine_of(src) and engine_of(dst) and engine_of(src) != engine_of(dst)
-            if ld is not None and ld <= ls and not (cross and ld > 0):
-                continue
-            seen.add((src, dst))
-            if (src, dst) not in KNOWN:
-                why = "one engine includes another" if cross else \
-                      f"layer {ls} includes layer {ld}: an upward include"
-                bad.append(f"{src} includes {dst}: {why} (docs/design.md section 2)")
-    for a, outs in folders.items():
-        for b in outs:
-            if a in folders.get(b, set()) and a < b:
-                seen.add((a, b))
-                if (a, b) not in KNOWN:
-                    bad.append(f"{a} and {b} include each other (a cycle within a layer)")
-    for k in KNOWN:
-        if k not in seen:
-            bad.append(f"{k[0]} and {k[1]}: fixed, drop it from KNOWN")
+            if os.path.dirname(src) != os.path.dirname(dst) and layer_of(dst) == ls:
+                folders.setdefault(os.path.dirname(src), set()).add(os.path.dirname(dst))
+            problem = check_include(src, dst, ls, seen)
+            if problem:
+                bad.append(problem)
+    bad += check_cycles(folders, seen)
+    bad += [f"{k[0]} and {k[1]}: fixed, drop it from KNOWN" for k in KNOWN if k not in seen]
     return bad
 
 

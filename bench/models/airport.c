@@ -37,12 +37,12 @@ struct flight {
 };
 
 static const struct kr_param airport_params[] = {
-    { "planes", KR_PARAM_INT, "4", "planes starting at each airport" },
-    { "runways", KR_PARAM_INT, "1", "runways per airport" },
-    { "land_mean", KR_PARAM_DOUBLE, "0.2", "mean runway occupation, hours" },
-    { "ground_mean", KR_PARAM_DOUBLE, "1.0", "mean time on the ground, hours" },
-    { "flight_mean", KR_PARAM_DOUBLE, "2.0", "mean flight time, hours" },
-    { NULL, 0, NULL, NULL },
+    { "planes", KR_PARAM_INT, "4", "planes starting at each airport", 0, 0 },
+    { "runways", KR_PARAM_INT, "1", "runways per airport", 0, 0 },
+    { "land_mean", KR_PARAM_DOUBLE, "0.2", "mean runway occupation, hours", 0, 0 },
+    { "ground_mean", KR_PARAM_DOUBLE, "1.0", "mean time on the ground, hours", 0, 0 },
+    { "flight_mean", KR_PARAM_DOUBLE, "2.0", "mean flight time, hours", 0, 0 },
+    { 0 },
 };
 
 static void airport_init(kr_lp me)

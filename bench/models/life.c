@@ -30,10 +30,10 @@ struct note {
 };
 
 static const struct kr_param life_params[] = {
-    { "width", KR_PARAM_INT, "0", "grid width (0: the square root of --lps)" },
-    { "density", KR_PARAM_DOUBLE, "0.35", "share of cells alive at the start" },
-    { "print", KR_PARAM_INT, "10", "LP 0 prints the live count every this many generations" },
-    { NULL, 0, NULL, NULL },
+    { "width", KR_PARAM_INT, "0", "grid width (0: the square root of --lps)", 0, 0 },
+    { "density", KR_PARAM_DOUBLE, "0.35", "share of cells alive at the start", 0, 0 },
+    { "print", KR_PARAM_INT, "10", "LP 0 prints the live count every this many generations", 0, 0 },
+    { 0 },
 };
 
 static kr_lp width(void)

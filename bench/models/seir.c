@@ -38,14 +38,15 @@ struct town {
 };
 
 static const struct kr_param seir_params[] = {
-    { "people", KR_PARAM_INT, "100", "people per town" },
-    { "degree", KR_PARAM_INT, "6", "neighbour towns per town" },
-    { "contact_mean", KR_PARAM_DOUBLE, "1.0", "mean time between contacts of an infectious person" },
-    { "latent_mean", KR_PARAM_DOUBLE, "3.0", "mean time exposed" },
-    { "infectious_mean", KR_PARAM_DOUBLE, "5.0", "mean time infectious" },
-    { "immune_mean", KR_PARAM_DOUBLE, "20.0", "mean time recovered" },
-    { "travel", KR_PARAM_DOUBLE, "0.3", "share of contacts in a neighbour town" },
-    { NULL, 0, NULL, NULL },
+    { "people", KR_PARAM_INT, "100", "people per town", 0, 0 },
+    { "degree", KR_PARAM_INT, "6", "neighbour towns per town", 0, 0 },
+    { "contact_mean", KR_PARAM_DOUBLE, "1.0",
+      "mean time between contacts of an infectious person", 0, 0 },
+    { "latent_mean", KR_PARAM_DOUBLE, "3.0", "mean time exposed", 0, 0 },
+    { "infectious_mean", KR_PARAM_DOUBLE, "5.0", "mean time infectious", 0, 0 },
+    { "immune_mean", KR_PARAM_DOUBLE, "20.0", "mean time recovered", 0, 0 },
+    { "travel", KR_PARAM_DOUBLE, "0.3", "share of contacts in a neighbour town", 0, 0 },
+    { 0 },
 };
 
 static void seir_init(kr_lp me)

@@ -74,19 +74,21 @@ struct ds_params {
 };
 
 static const struct kr_param ds_params[] = {
-    { "batch", KR_PARAM_INT, "10", "transactions per batch (batching factor; paper: 10, 20)" },
-    { "ops", KR_PARAM_INT, "8", "accesses per transaction" },
-    { "keys", KR_PARAM_INT, "4096", "records per node partition" },
-    { "locality", KR_PARAM_DOUBLE, "0.75", "probability that an access is to the local partition" },
-    { "write_ratio", KR_PARAM_DOUBLE, "0.5", "probability that an access is a write" },
-    { "batch_mean", KR_PARAM_DOUBLE, "1.0", "mean virtual time between a node's batches" },
-    { "net_delay", KR_PARAM_DOUBLE, "0.02", "fixed network delay (the lookahead)" },
-    { "net_mean", KR_PARAM_DOUBLE, "0.05", "mean of the exponential part of the delay" },
-    { "op_us", KR_PARAM_DOUBLE, "4", "busy work per access, microseconds" },
-    { "lock_hold", KR_PARAM_DOUBLE, "0.2", "virtual time a write keeps its record locked" },
+    { "batch", KR_PARAM_INT, "10",
+      "transactions per batch (batching factor; paper: 10, 20)", 1, BATCH_MAX },
+    { "ops", KR_PARAM_INT, "8", "accesses per transaction", 1, 1000 },
+    { "keys", KR_PARAM_INT, "4096", "records per node partition", 1, 16777216 },
+    { "locality", KR_PARAM_DOUBLE, "0.75",
+      "probability that an access is to the local partition", 0, 1 },
+    { "write_ratio", KR_PARAM_DOUBLE, "0.5", "probability that an access is a write", 0, 1 },
+    { "batch_mean", KR_PARAM_DOUBLE, "1.0", "mean virtual time between a node's batches", 0, 0 },
+    { "net_delay", KR_PARAM_DOUBLE, "0.02", "fixed network delay (the lookahead)", 0, 0 },
+    { "net_mean", KR_PARAM_DOUBLE, "0.05", "mean of the exponential part of the delay", 0, 0 },
+    { "op_us", KR_PARAM_DOUBLE, "4", "busy work per access, microseconds", 0, 0 },
+    { "lock_hold", KR_PARAM_DOUBLE, "0.2", "virtual time a write keeps its record locked", 0, 0 },
     { "clustered", KR_PARAM_INT, "0", "1: allocate a batch's metadata at its start, not in "
-      "round-robin order" },
-    { NULL, 0, NULL, NULL },
+      "round-robin order", 0, 1 },
+    { 0 },
 };
 
 static const struct ds_params *params(void)
@@ -96,12 +98,8 @@ static const struct ds_params *params(void)
     if (loaded) return &p;
     int64_t batch = kr_param_int("batch", 10), ops = kr_param_int("ops", 8);
     int64_t keys = kr_param_int("keys", 4096), clustered = kr_param_int("clustered", 0);
-    if (batch < 1 || batch > BATCH_MAX) kr_error("batch must be 1..%d, got %lld", BATCH_MAX,
-                                                 (long long)batch);
-    if (ops < 1 || ops > 1000) kr_error("ops must be 1..1000, got %lld", (long long)ops);
-    if (keys < 1 || keys > (1 << 24)) kr_error("keys must be 1..16777216, got %lld",
-                                               (long long)keys);
-    if (clustered != 0 && clustered != 1) kr_error("clustered must be 0 or 1");
+    /* (the ranges of batch, ops, keys, clustered, locality and write_ratio are the table's,
+     * checked before the run) */
     p.batch = (uint32_t)batch;
     p.ops = (uint32_t)ops;
     p.keys = (uint32_t)keys;
@@ -113,8 +111,6 @@ static const struct ds_params *params(void)
     p.net_mean = kr_param_double("net_mean", 0.05);
     p.op_us = kr_param_double("op_us", 4);
     p.lock_hold = kr_param_double("lock_hold", 0.2);
-    if (!(p.locality >= 0 && p.locality <= 1 && p.write_ratio >= 0 && p.write_ratio <= 1))
-        kr_error("locality and write_ratio must lie in [0, 1]");
     if (!(p.batch_mean > 0 && p.net_delay > 0 && p.net_mean >= 0 && p.op_us >= 0 &&
           p.lock_hold >= 0))
         kr_error("batch_mean and net_delay must be positive; net_mean, op_us and lock_hold "

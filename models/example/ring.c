@@ -13,9 +13,9 @@ struct ring_state {
 };
 
 static const struct kr_param ring_params[] = {
-    { "laps", KR_PARAM_INT, "1000", "tokens each LP forwards before it is done" },
-    { "tokens", KR_PARAM_INT, "1", "tokens each LP starts" },
-    { NULL, 0, NULL, NULL },
+    { "laps", KR_PARAM_INT, "1000", "tokens each LP forwards before it is done", 0, 0 },
+    { "tokens", KR_PARAM_INT, "1", "tokens each LP starts", 0, 0 },
+    { 0 },
 };
 
 static void ring_init(kr_lp me)

@@ -13,11 +13,11 @@ struct module {
 };
 
 static const struct kr_param null_params[] = {
-    { "modules", KR_PARAM_INT, "110", "LPs that run events (at most --lps; the rest idle)" },
-    { "events", KR_PARAM_INT, "50000", "events per module" },
-    { "duration", KR_PARAM_DOUBLE, "1", "virtual time each event lasts" },
-    { "interval", KR_PARAM_DOUBLE, "20", "virtual time between a module's events" },
-    { NULL, 0, NULL, NULL },
+    { "modules", KR_PARAM_INT, "110", "LPs that run events (at most --lps; the rest idle)", 0, 0 },
+    { "events", KR_PARAM_INT, "50000", "events per module", 0, 0 },
+    { "duration", KR_PARAM_DOUBLE, "1", "virtual time each event lasts", 0, 0 },
+    { "interval", KR_PARAM_DOUBLE, "20", "virtual time between a module's events", 0, 0 },
+    { 0 },
 };
 
 struct null_params {

@@ -79,18 +79,18 @@ struct pcs_params {
 };
 
 static const struct kr_param pcs_params[] = {
-    { "channels", KR_PARAM_INT, "1000", "channels per cell" },
-    { "utilization", KR_PARAM_DOUBLE, "0.5", "target share of busy channels" },
-    { "call_mean", KR_PARAM_DOUBLE, "2.0", "mean call duration, minutes" },
-    { "residence_mean", KR_PARAM_DOUBLE, "5.0", "mean residence time in a cell, minutes" },
-    { "fading_period", KR_PARAM_DOUBLE, "0.1", "minutes between fading recalculations" },
-    { "stats_period", KR_PARAM_DOUBLE, "1.0", "minutes per statistics period" },
-    { "periods", KR_PARAM_INT, "64", "statistics periods kept (cyclic)" },
-    { "handoff_delay", KR_PARAM_DOUBLE, "0.001", "handoff signalling delay (the lookahead)" },
-    { "width", KR_PARAM_INT, "0", "grid width in cells (0: near-square divisor of --lps)" },
+    { "channels", KR_PARAM_INT, "1000", "channels per cell", 1, 1000000 },
+    { "utilization", KR_PARAM_DOUBLE, "0.5", "target share of busy channels", 0, 0 },
+    { "call_mean", KR_PARAM_DOUBLE, "2.0", "mean call duration, minutes", 0, 0 },
+    { "residence_mean", KR_PARAM_DOUBLE, "5.0", "mean residence time in a cell, minutes", 0, 0 },
+    { "fading_period", KR_PARAM_DOUBLE, "0.1", "minutes between fading recalculations", 0, 0 },
+    { "stats_period", KR_PARAM_DOUBLE, "1.0", "minutes per statistics period", 0, 0 },
+    { "periods", KR_PARAM_INT, "64", "statistics periods kept (cyclic)", 1, 100000 },
+    { "handoff_delay", KR_PARAM_DOUBLE, "0.001", "handoff signalling delay (the lookahead)", 0, 0 },
+    { "width", KR_PARAM_INT, "0", "grid width in cells (0: near-square divisor of --lps)", 0, 0 },
     { "spans", KR_PARAM_INT, "0", "1: expanded events (send times drawn by the sender), "
-      "runnable with --sync conservative" },
-    { NULL, 0, NULL, NULL },
+      "runnable with --sync conservative", 0, 0 },
+    { 0 },
 };
 
 #define NOISE 0.05
@@ -114,13 +114,12 @@ static const struct pcs_params *params(void)
     p.delay = kr_param_double("handoff_delay", 0.001);
     p.width = (uint32_t)kr_param_int("width", 0);
     p.spans = kr_param_int("spans", 0) != 0;
-    if (p.channels < 1 || p.channels > 1000000) kr_error("channels must be 1..1000000");
+    /* (channels and periods: the table's ranges, checked before the run) */
     if (!(p.utilization > 0 && p.utilization < 1)) kr_error("utilization must lie in (0, 1)");
     if (!(p.call_mean > 0 && p.residence_mean > 0 && p.fading_period > 0 &&
           p.stats_period > 0 && p.delay > 0))
         kr_error("call_mean, residence_mean, fading_period, stats_period and handoff_delay "
                  "must be positive");
-    if (p.periods < 1 || p.periods > 100000) kr_error("periods must be 1..100000");
     if (!p.width)
         for (p.width = (uint32_t)sqrt((double)kr_lp_count()); kr_lp_count() % p.width;) p.width--;
     if (kr_lp_count() % p.width)

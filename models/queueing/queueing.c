@@ -41,12 +41,12 @@ struct visit {                   /* spans=1 payload of ARRIVAL */
 };
 
 static const struct kr_param queueing_params[] = {
-    { "arrival_mean", KR_PARAM_DOUBLE, "1.0", "mean time between customers from A" },
-    { "service_mean", KR_PARAM_DOUBLE, "0.5", "mean service time at B, C and D" },
-    { "to_d", KR_PARAM_DOUBLE, "0.9", "probability that a customer leaving B goes to D" },
+    { "arrival_mean", KR_PARAM_DOUBLE, "1.0", "mean time between customers from A", 0, 0 },
+    { "service_mean", KR_PARAM_DOUBLE, "0.5", "mean service time at B, C and D", 0, 0 },
+    { "to_d", KR_PARAM_DOUBLE, "0.9", "probability that a customer leaving B goes to D", 0, 1 },
     { "spans", KR_PARAM_INT, "0", "1: expanded events (service times drawn by the sender), "
-      "runnable with --sync conservative" },
-    { NULL, 0, NULL, NULL },
+      "runnable with --sync conservative", 0, 0 },
+    { 0 },
 };
 
 static kr_lp station_of(kr_lp me) { return me % 4; }

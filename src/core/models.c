@@ -80,6 +80,15 @@ const struct kr_model *kr__model_load(const char *name)
         kr__usage_error("model '%s' does not export kr_model_entry(); an outside model defines "
                         "it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
     }
+    const unsigned *abi = dlsym(h, "kr_abi_version");
+    if (!abi || *abi != KR_ABI_VERSION) {
+        kr__model_loading = NULL;
+        char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
+        if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);
+        kr__usage_error("model '%s' was built against %s, and this kairos reads KR_ABI_VERSION "
+                        "%u: its tables would be misread; rebuild it against this kairos's "
+                        "include/kairos.h", name, built, (unsigned)KR_ABI_VERSION);
+    }
     const struct kr_model *m = entry();
     kr__model_loading = NULL;
     return check(m, name);

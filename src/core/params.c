@@ -41,10 +41,38 @@ static int parse_double(const char *s, double *out)
     return 0;
 }
 
+/* A model usually asks with the very string literal its table holds (the compiler merges
+ * equal literals of a file): those names are found by their address in one probe of a small
+ * open-addressed table, built before the run and read-only during it. Any other pointer to
+ * the same text is found by comparing names. */
+#define NAME_SLOTS 256
+static struct {
+    const char *name;
+    const struct kr_param *p;
+} slots[NAME_SLOTS];
+
+static size_t slot_of(const char *name)
+{
+    return (size_t)(((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> 56); /* (top 8 bits) */
+}
+
+static void slots_build(const struct kr_model *m)
+{
+    memset(slots, 0, sizeof slots);
+    size_t used = 0;
+    for (const struct kr_param *p = m->params; p && p->name && used < NAME_SLOTS / 2; p++) {
+        size_t h = slot_of(p->name);
+        while (slots[h].name && slots[h].name != p->name) h = (h + 1) % NAME_SLOTS;
+        if (!slots[h].name) used++;
+        if (!slots[h].name) slots[h].p = p; /* (a name twice in a table: the first wins) */
+        slots[h].name = p->name;
+    }
+}
+
 static const struct kr_param *table_find(const struct kr_model *m, const char *name)
 {
-    for (const struct kr_param *p = m->params; p && p->name; p++) /* (often the same literal) */
-        if (p->name == name) return p;
+    for (size_t h = slot_of(name); slots[h].name; h = (h + 1) % NAME_SLOTS)
+        if (slots[h].name == name) return slots[h].p;
     for (const struct kr_param *p = m->params; p && p->name; p++)
         if (!strcmp(p->name, name)) return p;
     return NULL;
@@ -75,10 +103,26 @@ static void cache_values(const struct kr_model *m)
     }
 }
 
+/* A declared range (min < max) holds for the value in effect: the last -P, else the default. */
+static void check_range(const struct kr_model *m, const struct kr_param *p)
+{
+    if (!(p->min < p->max)) return;
+    const char *v = given(p->name);
+    const char *from = v ? "-P" : "its default";
+    if (!v) v = p->def;
+    double d;
+    if (!v || parse_double(v, &d)) return; /* (no value: the model's fallback; bad: below) */
+    if (d >= p->min && d <= p->max) return;
+    kr__usage_error("parameter '%s' of model '%s' must be from %.15g to %.15g, got %s (%s)%s",
+                    p->name, m->name, p->min, p->max, v, from,
+                    v == p->def ? ": the model's table is wrong" : "");
+}
+
 void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
 {
     cur_cfg = cfg;
     cur_model = m;
+    slots_build(m);
     for (size_t i = 0; i < cfg->nparams; i++) {
         const struct kr__kv *kv = &cfg->params[i];
         const struct kr_param *p = table_find(m, kv->key);
@@ -98,6 +142,7 @@ void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
             kr__usage_error("parameter '%s' of model '%s' must be a number, got '%s'", kv->key,
                             m->name, kv->val);
     }
+    for (const struct kr_param *p = m->params; p && p->name; p++) check_range(m, p);
     cache_values(m);
 }
 
@@ -139,9 +184,12 @@ void kr__params_print(FILE *f, const struct kr_model *m)
         return;
     }
     fprintf(f, "Parameters of model '%s' (set with -P name=value):\n", m->name);
-    for (const struct kr_param *p = m->params; p->name; p++)
-        fprintf(f, "  %-14s %-6s default %-10s %s\n", p->name,
+    for (const struct kr_param *p = m->params; p->name; p++) {
+        fprintf(f, "  %-14s %-6s default %-10s %s", p->name,
                 p->type == KR_PARAM_INT ? "int" : "double", p->def ? p->def : "-",
                 p->help ? p->help : "");
+        if (p->min < p->max) fprintf(f, " (%.15g to %.15g)", p->min, p->max);
+        fputc('\n', f);
+    }
     if (m->lookahead > 0) fprintf(f, "Declared lookahead: %g\n", m->lookahead);
 }

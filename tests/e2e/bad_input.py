@@ -134,9 +134,15 @@ expect(2, ["--tick-us needs a positive number"], "run", "phold", "--tick-us", "f
 expect(2, ["--alpha needs a number of at least -1"], "run", "phold", "--alpha", "-2")
 expect(2, ["--stack-kb must be from 16 to 1048576"], "run", "phold", "--stack-kb", "4")
 expect(2, ["--event-timeout needs seconds"], "run", "phold", "--event-timeout", "-1")
-expect(1, ["model 'datastore', LP 0, in init", "batch must be 1..1024, got 0"], "run", "datastore",
-       "--lps", "4", "--end", "1", "-P", "batch=0")
+# a parameter's declared range (struct kr_param min, max) is checked before the run
+expect(2, ["parameter 'batch' of model 'datastore' must be from 1 to 1024, got 0 (-P)"], "run",
+       "datastore", "--lps", "4", "--end", "1", "-P", "batch=0")
+expect(2, ["parameter 'locality' of model 'datastore' must be from 0 to 1, got 1.5"], "run",
+       "datastore", "--lps", "4", "--end", "1", "-P", "locality=1.5")
 expect(1, ["remote accesses need at least 2 nodes"], "run", "datastore", "--lps", "1", "--end", "1")
+# a model built against another layout of kairos.h is refused, not misread
+expect(2, ["built against an older kairos.h", "rebuild it"], "run",
+       os.path.join(build, "liboldabi.so"), "--end", "1")
 expect(2, ["calibrate: unknown option '--bogus'"], "calibrate", "--bogus", "1")
 expect(2, ["--ticks needs a comma-separated list"], "calibrate", "--ticks", "50,x")
 expect(2, ["--seconds takes one number", "'0.5,0.6'"], "calibrate", "--seconds", "0.5,0.6")

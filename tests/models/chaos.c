@@ -94,10 +94,10 @@ static bool chaos_done(kr_lp me, const void *state)
 }
 
 static const struct kr_param chaos_params[] = {
-    { "done_after", KR_PARAM_INT, "0", "events after which an LP is done (0: never)" },
+    { "done_after", KR_PARAM_INT, "0", "events after which an LP is done (0: never)", 0, 0 },
     { "span", KR_PARAM_DOUBLE, "0", "> 0: every event lasts this long (kr_schedule_span) and "
-      "sends nothing earlier than its end, so the conservative engine can run it" },
-    { NULL, 0, NULL, NULL },
+      "sends nothing earlier than its end, so the conservative engine can run it", 0, 0 },
+    { 0 },
 };
 
 static void chaos_finish(kr_lp me, void *state)

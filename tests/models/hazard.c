@@ -37,11 +37,11 @@ struct padded {                     /* case 15: 4 bytes of padding after `tag` *
 };
 
 static const struct kr_param params[] = {
-    { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)" },
-    { "at", KR_PARAM_DOUBLE, "5", "virtual time at which cases 3, 4 and 8 strike" },
-    { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array" },
-    { "work", KR_PARAM_INT, "0", "busy-loop iterations per event (slows a run down)" },
-    { NULL, 0, NULL, NULL },
+    { "case", KR_PARAM_INT, "0", "which hazard (see hazard.c)", 0, 0 },
+    { "at", KR_PARAM_DOUBLE, "5", "virtual time at which cases 3, 4 and 8 strike", 0, 0 },
+    { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array", 0, 0 },
+    { "work", KR_PARAM_INT, "0", "busy-loop iterations per event (slows a run down)", 0, 0 },
+    { 0 },
 };
 
 static const double weights[4] = { 0.5, 0.25, 0.125, 0.125 };

@@ -40,10 +40,10 @@ static int recurse(volatile int depth)
 }
 
 static const struct kr_param params[] = {
-    { "case", KR_PARAM_INT, "0", "which misuse to commit (see misuse.c)" },
+    { "case", KR_PARAM_INT, "0", "which misuse to commit (see misuse.c)", 0, 0 },
     { "spans", KR_PARAM_INT, "0", "1: every event lasts 0 (kr_schedule_span), so that the "
-      "conservative engine runs the model" },
-    { NULL, 0, NULL, NULL },
+      "conservative engine runs the model", 0, 0 },
+    { 0 },
 };
 
 struct st {

@@ -17,9 +17,9 @@ struct spin_state { int gate; uint64_t seen; };
 
 static const struct kr_param spin_params[] = {
     { "case", KR_PARAM_INT, "0", "0: speculative endless loop, 1: committed endless loop, "
-      "2: committed endless loop after 199 quick events of its type" },
-    { "delay_ms", KR_PARAM_DOUBLE, "30", "wall time LP 2 works before opening the gate" },
-    { NULL, 0, NULL, NULL },
+      "2: committed endless loop after 199 quick events of its type", 0, 0 },
+    { "delay_ms", KR_PARAM_DOUBLE, "30", "wall time LP 2 works before opening the gate", 0, 0 },
+    { 0 },
 };
 
 static void work_ms(double ms)

@@ -8,8 +8,8 @@
 struct tick_state { uint64_t ticks, msgs, sum; };
 
 static const struct kr_param ticks_params[] = {
-    { "payload", KR_PARAM_INT, "8", "bytes of payload in each message (8..1024)" },
-    { NULL, 0, NULL, NULL },
+    { "payload", KR_PARAM_INT, "8", "bytes of payload in each message", 8, 1024 },
+    { 0 },
 };
 
 static void ticks_init(kr_lp me)
