@@ -503,12 +503,13 @@ static unsigned cons_threads(const struct kr__config *cfg, uint64_t lps)
     return cfg->threads + 1; /* + the scheduler */
 }
 
-static void cons_validate(const struct kr__config *cfg)
+static int cons_validate(const struct kr__config *cfg, struct kr__error *err)
 {
     if (cfg->check)
-        kr__usage_error("--check is for the sequential and optimistic engines; the conservative "
-                        "engine never re-executes an event (check the model with --sync "
-                        "sequential --check)");
+        return kr__fail(err, KR_ERR_USAGE, "--check is for the sequential and optimistic "
+                        "engines; the conservative engine never re-executes an event (check "
+                        "the model with --sync sequential --check)");
+    return KR_OK;
 }
 
 const struct kr__engine kr__cons_engine = {

@@ -241,7 +241,8 @@ void cons_handoff_start(struct cons *c)
     atomic_store(&c->stop, false);
     kr__pin_thread(0, c->nw + 1);
     for (unsigned i = 1; i <= c->nw; i++)
-        kr__thread_start(&c->w[i].tid, worker_main, &c->w[i], c->r->cfg->stack_kb, "a worker");
+        kr__thread_start_or_die(&c->w[i].tid, worker_main, &c->w[i], c->r->cfg->stack_kb,
+                                "a worker");
 }
 
 void cons_handoff_stop(struct cons *c)

@@ -21,6 +21,7 @@ struct kr__kv {
 };
 
 struct kr__engine;
+struct kr__error;
 
 /* The run's configuration: what every engine reads, then each engine's own options. */
 struct kr__config {
@@ -132,8 +133,8 @@ struct kr__engine {
     unsigned (*default_threads)(unsigned ncpu);
     /* Threads of the run (a counters block and an event pool each) for cfg and lps LPs. */
     unsigned (*threads)(const struct kr__config *cfg, uint64_t lps);
-    /* A usage error for what this engine cannot do with cfg (NULL: anything goes). */
-    void (*validate)(const struct kr__config *cfg);
+    /* KR_ERR_USAGE in err for what this engine cannot do with cfg (NULL: anything goes). */
+    int (*validate)(const struct kr__config *cfg, struct kr__error *err);
     int (*run)(struct kr__run *r);          /* 0: the run ended (or was interrupted) */
     /* Its lines of the summary after the event counts, and its --stats sections (NULL:
      * none). */
@@ -151,17 +152,23 @@ const char *kr__engine_names(void);
  * most one per LP (the sequential engine: one). Shared by the descriptors. */
 unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps);
 
-int kr__run_main(const struct kr__config *cfg);
+/* The whole run: KR_OK, or the failure in err (before the engine starts or after it ends;
+ * during the run a failure still ends the process, error.h). *interrupted: the signal
+ * that stopped the run early, else 0. */
+int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted);
 /* The run in progress (from any thread, for messages), NULL before and after it. */
 extern struct kr__run *_Atomic kr__run_current;
 /* Stack beside a callback's --stack-kb, on engine threads and event stacks alike (the
  * engine's own frames, a boot frame), so that both hold about the same before overflowing. */
 #define KR_STACK_ENGINE ((size_t)64 << 10)
 /* Start an engine thread that runs model callbacks: --stack-kb plus the engine's share,
- * the large guard below it (pin.c). Exits 1 with a message naming `what` and the likely
- * cause if the thread cannot be started. */
-void kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
-                      const char *what);
+ * the large guard below it (pin.c). KR_ERR_RESOURCE in err, naming `what` and the likely
+ * cause, if the thread cannot be started. */
+int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
+                     const char *what, struct kr__error *err);
+/* The same inside a run, where a failure still ends the process (error.h). */
+void kr__thread_start_or_die(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
+                             const char *what);
 /* The bottom of the calling engine thread's stack, for the fault handler's overflow test. */
 extern __thread char *kr__stack_lo;
 void kr__stack_note(void);
@@ -219,8 +226,11 @@ static inline bool kr__run_done(const struct kr__run *r, struct kr__lp *lp, kr_l
 }
 
 /* Params and models. */
-void kr__params_check(const struct kr__config *cfg, const struct kr_model *m);
-const struct kr_model *kr__model_load(const char *name);
+/* Both return the failure in err (KR_ERR_USAGE): a model that cannot be loaded or is
+ * incomplete, a -P the model does not declare, a value of the wrong type or range. */
+int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
+                     struct kr__error *err);
+const struct kr_model *kr__model_load(const char *name, struct kr__error *err);
 /* The path of the outside model being loaded (its constructors and kr_model_entry() run),
  * else NULL: a crash or exit() then is the model's (fault.c, interpose.c). */
 extern const char *volatile kr__model_loading;

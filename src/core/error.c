@@ -22,6 +22,16 @@ static atomic_flag dying = ATOMIC_FLAG_INIT;
 static char last_words[2048];   /* the message, for the deadline handler */
 static int last_status;
 
+int kr__fail(struct kr__error *e, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->status = status;
+    return status;
+}
+
 void kr__set_salvage(void (*fn)(void *), void *arg)
 {
     salvage_arg = arg;

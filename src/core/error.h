@@ -1,6 +1,10 @@
 /* error.h - how Kairos reports bad input and model misuse: one clear message saying what
- * was wrong, where (model, LP, virtual time, event type) and what to do, then a non-zero
- * exit. Usage errors exit 2, model and run-time errors exit 1. */
+ * was wrong, where (model, LP, virtual time, event type) and what to do. Before the engine
+ * starts and after it ends, a failure is a status returned up to the command, which prints
+ * it and exits (struct kr__error). During a run, a failure on any thread ends the process
+ * from here, after printing the committed output (kr__die): unwinding every worker thread
+ * is still to come (issue 14, item 4). Usage errors exit 2, model, run-time and resource
+ * errors 1, internal errors 3. */
 #ifndef KR_CORE_ERROR_H
 #define KR_CORE_ERROR_H
 
@@ -8,6 +12,29 @@
 
 #define KR_EXIT_MODEL 1
 #define KR_EXIT_USAGE 2
+
+/* What a library call that can fail returns: the kind of failure, which the command (and
+ * only the command) maps to an exit status (tools/kairos/main.c). */
+enum kr__status {
+    KR_OK = 0,
+    KR_ERR_MODEL,       /* the model misbehaved (exit 1) */
+    KR_ERR_USAGE,       /* the command line or the model's declarations are wrong (exit 2) */
+    KR_ERR_RESOURCE,    /* memory, threads, address space, a file that cannot be written
+                         * (exit 1) */
+    KR_ERR_INTERNAL,    /* an engine invariant failed: a Kairos bug (exit 3) */
+};
+
+/* A failure's kind and message. Whoever calls a function that takes one owns it (usually on
+ * its stack) and reads `msg` only when the status is not KR_OK; the message says what was
+ * wrong, where and what to do, without the "kairos: error: " prefix. */
+struct kr__error {
+    int status;
+    char msg[1536];
+};
+
+/* Fill e and return its status, so that a failing function can `return kr__fail(...)`. */
+int kr__fail(struct kr__error *e, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 _Noreturn void kr__fatal_oom(const char *what, size_t bytes);
 _Noreturn void kr__usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -36,28 +36,51 @@ void kr__models_list(FILE *f)
         fprintf(f, "  %-10s %s\n", builtins[i].name, builtins[i].what);
 }
 
-static const struct kr_model *check(const struct kr_model *m, const char *from)
+static const struct kr_model *check(const struct kr_model *m, const char *from,
+                                   struct kr__error *err)
 {
-    if (!m) kr__usage_error("%s returned no model (kr_model_entry() gave NULL)", from);
-    if (!m->name || !m->event)
-        kr__usage_error("model from %s is incomplete: struct kr_model needs a name and an event "
-                        "handler", from);
-    if (m->lookahead < 0 || m->lookahead != m->lookahead)
-        kr__usage_error("model '%s' declares a negative or NaN lookahead", m->name);
-    return m;
+    if (!m) kr__fail(err, KR_ERR_USAGE, "%s returned no model (kr_model_entry() gave NULL)", from);
+    else if (!m->name || !m->event)
+        kr__fail(err, KR_ERR_USAGE, "model from %s is incomplete: struct kr_model needs a name "
+                 "and an event handler", from);
+    else if (m->lookahead < 0 || m->lookahead != m->lookahead)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a negative or NaN lookahead", m->name);
+    else return m;
+    return NULL;
 }
 
 const char *volatile kr__model_loading;
 
-const struct kr_model *kr__model_load(const char *name)
+static const struct kr_model *builtin(const char *name, struct kr__error *err)
 {
-    if (!strchr(name, '/') && !strstr(name, ".so")) {
-        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-            if (!strcmp(builtins[i].name, name)) return check(builtins[i].entry(), name);
-        fprintf(stderr, "kairos: error: unknown model '%s'. Built-in models:\n", name);
-        kr__models_list(stderr);
-        kr__usage_error("or give the path of a model shared object, e.g. ./mymodel.so");
+    char names[256] = "";
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        if (!strcmp(builtins[i].name, name)) return check(builtins[i].entry(), name, err);
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 builtins[i].name);
     }
+    kr__fail(err, KR_ERR_USAGE, "unknown model '%s'; the built-in models are %s ('kairos "
+             "models' says what they are), or give the path of a model shared object, e.g. "
+             "./mymodel.so", name, names);
+    return NULL;
+}
+
+/* The loaded object's layout version (kairos.h): another one would be misread. */
+static bool same_layout(void *h, const char *name, struct kr__error *err)
+{
+    const unsigned *abi = dlsym(h, "kr_abi_version");
+    if (abi && *abi == KR_ABI_VERSION) return true;
+    char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
+    if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);
+    kr__fail(err, KR_ERR_USAGE, "model '%s' was built against %s, and this kairos reads "
+             "KR_ABI_VERSION %u: its tables would be misread; rebuild it against this "
+             "kairos's include/kairos.h", name, built, (unsigned)KR_ABI_VERSION);
+    return false;
+}
+
+const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
+{
+    if (!strchr(name, '/') && !strstr(name, ".so")) return builtin(name, err);
     /* dlopen searches the library path for a name without a slash, never the current
      * directory: "x.so" means the file here, as it would for any other command. */
     char path[4096];
@@ -68,28 +91,19 @@ const struct kr_model *kr__model_load(const char *name)
     kr__fault_install(); /* a crash in the model's constructor or entry is the model's */
     kr__model_loading = name;
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    const struct kr_model *(*entry)(void) = NULL;
     if (!h) {
-        kr__model_loading = NULL;
-        kr__usage_error("cannot load model '%s': %s", name, dlerror());
+        kr__fail(err, KR_ERR_USAGE, "cannot load model '%s': %s", name, dlerror());
+    } else {
+        dlerror();
+        *(void **)&entry = dlsym(h, "kr_model_entry");
+        if (!entry)
+            kr__fail(err, KR_ERR_USAGE, "model '%s' does not export kr_model_entry(); an outside "
+                     "model defines it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
+        else if (!same_layout(h, name, err))
+            entry = NULL;
     }
-    dlerror();
-    const struct kr_model *(*entry)(void);
-    *(void **)&entry = dlsym(h, "kr_model_entry");
-    if (!entry) {
-        kr__model_loading = NULL;
-        kr__usage_error("model '%s' does not export kr_model_entry(); an outside model defines "
-                        "it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
-    }
-    const unsigned *abi = dlsym(h, "kr_abi_version");
-    if (!abi || *abi != KR_ABI_VERSION) {
-        kr__model_loading = NULL;
-        char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
-        if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);
-        kr__usage_error("model '%s' was built against %s, and this kairos reads KR_ABI_VERSION "
-                        "%u: its tables would be misread; rebuild it against this kairos's "
-                        "include/kairos.h", name, built, (unsigned)KR_ABI_VERSION);
-    }
-    const struct kr_model *m = entry();
+    const struct kr_model *m = entry ? entry() : NULL;
     kr__model_loading = NULL;
-    return check(m, name);
+    return entry ? check(m, name, err) : NULL;
 }

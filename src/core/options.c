@@ -2,6 +2,8 @@
 #include "options.h"
 #include <errno.h>
 #include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,24 @@ struct opt {
 };
 
 #define F(field) offsetof(struct kr__config, field)
+
+/* A bad value unwinds to the entry point that is reading it (kr__option_parse, ...), which
+ * returns the error to its caller: the readers below just return values. */
+struct reading {
+    jmp_buf back;
+    struct kr__error *err;
+};
+static __thread struct reading *reading;
+
+static _Noreturn __attribute__((format(printf, 1, 2))) void bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reading->err->msg, sizeof reading->err->msg, fmt, ap);
+    va_end(ap);
+    reading->err->status = KR_ERR_USAGE;
+    longjmp(reading->back, 1);
+}
 
 /* (an on/off switch is a JSON boolean; other switches write their names) */
 static const char *const on_off[] = { "on", "off", NULL };
@@ -210,13 +230,13 @@ static uint64_t read_whole(const struct opt *o, const char *v)
     char *end;
     errno = 0;
     if (!*v || *v == '-' || *v == '+' || *v == ' ')
-        kr__usage_error("%s needs a whole number, got '%s'", o->name, v);
+        bad("%s needs a whole number, got '%s'", o->name, v);
     unsigned long long x = strtoull(v, &end, 10);
-    if (*end) kr__usage_error("%s needs a whole number, got '%s'", o->name, v);
+    if (*end) bad("%s needs a whole number, got '%s'", o->name, v);
     if (errno || (double)x < o->min || (double)x > o->max)
-        kr__usage_error("%s must be from %llu to %llu, got %s", o->name,
-                        (unsigned long long)o->min,
-                        o->max >= 0x1p64 ? UINT64_MAX : (unsigned long long)o->max, v);
+        bad("%s must be from %llu to %llu, got %s", o->name,
+            (unsigned long long)o->min,
+            o->max >= 0x1p64 ? UINT64_MAX : (unsigned long long)o->max, v);
     return x;
 }
 
@@ -226,10 +246,10 @@ static double read_time(const struct opt *o, const char *v)
     errno = 0;
     double x = strtod(v, &end);
     if (errno || end == v || *end || isnan(x) || x <= 0)
-        kr__usage_error("%s needs a positive number (or 'inf'), got '%s'", o->name, v);
+        bad("%s needs a positive number (or 'inf'), got '%s'", o->name, v);
     if (x < o->min || x > o->max)
-        kr__usage_error("%s must be from %.15g to %.15g%s%s, got %s", o->name, o->min, o->max,
-                        o->what ? " " : "", o->what ? o->what : "", v);
+        bad("%s must be from %.15g to %.15g%s%s, got %s", o->name, o->min, o->max,
+            o->what ? " " : "", o->what ? o->what : "", v);
     return x;
 }
 
@@ -239,7 +259,7 @@ static double read_real(const struct opt *o, const char *v)
     errno = 0;
     double x = strtod(v, &end);
     if (errno || end == v || *end || !isfinite(x) || x < o->min)
-        kr__usage_error("%s needs %s, got '%s'", o->name, o->what, v);
+        bad("%s needs %s, got '%s'", o->name, o->what, v);
     return x;
 }
 
@@ -250,14 +270,14 @@ static size_t read_bytes(const struct opt *o, const char *v)
     errno = 0;
     double x = strtod(v, &end);
     if (errno || end == v || !isfinite(x))
-        kr__usage_error("%s needs a size like 64M, got '%s'", o->name, v);
+        bad("%s needs a size like 64M, got '%s'", o->name, v);
     static const char suffix[] = "KMG";
     const char *s = *end ? strchr(suffix, *end & ~0x20) : NULL;
     double mul = s ? (double)((size_t)1 << (10 * (s - suffix + 1))) : 1;
     if (*end && (!s || end[1]))
-        kr__usage_error("%s needs a size like 64M, got '%s'", o->name, v);
+        bad("%s needs a size like 64M, got '%s'", o->name, v);
     if (!(x * mul >= o->min && x * mul <= o->max))
-        kr__usage_error("%s must be from 16 bytes to 1024G, got '%s'", o->name, v);
+        bad("%s must be from 16 bytes to 1024G, got '%s'", o->name, v);
     return (size_t)(x * mul);
 }
 
@@ -285,19 +305,19 @@ static unsigned read_choice(const struct opt *o, const char *v)
         if (!strcmp(v, o->names[k])) return k;
     char buf[128];
     unsigned shown = o->names_shown ? o->names_shown : count_names(o);
-    kr__usage_error("%s must be %s, got '%s'", o->name, list_names(o, shown, buf, sizeof buf), v);
+    bad("%s must be %s, got '%s'", o->name, list_names(o, shown, buf, sizeof buf), v);
 }
 
 static void set_engine(struct kr__config *c, const char *v)
 {
     if (!(c->engine = kr__engine_find(v)))
-        kr__usage_error("--sync must be %s, got '%s'", kr__engine_names(), v);
+        bad("--sync must be %s, got '%s'", kr__engine_names(), v);
 }
 
 static void set_state(struct kr__config *c, const char *v)
 {
     const struct kr__state_ops *m = kr__state_ops_find(v);
-    if (!m) kr__usage_error("--state must be %s, got '%s'", kr__state_mode_names(), v);
+    if (!m) bad("--state must be %s, got '%s'", kr__state_mode_names(), v);
     c->tw.state_mode = m->id;
 }
 
@@ -348,19 +368,26 @@ static void set(struct kr__config *c, const struct opt *o, const char *v)
     }
 }
 
-void kr__options_defaults(struct kr__config *c)
+int kr__options_defaults(struct kr__config *c, struct kr__error *err)
 {
+    struct reading rd = { .err = err };
+    reading = &rd;
+    if (setjmp(rd.back)) { /* (a default the table cannot read: a Kairos bug) */
+        err->status = KR_ERR_INTERNAL;
+        return err->status;
+    }
     for (size_t k = 0; k < NOPTS; k++)
         if (table[k].def) set(c, &table[k], table[k].def);
     c->tw.tick_us = kr__calibrated_tick_us(&c->tw.tick_from);
+    return KR_OK;
 }
 
 static void add_param(struct kr__config *c, const char *kv)
 {
     const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv) kr__usage_error("-P needs name=value, got '%s'", kv);
+    if (!eq || eq == kv) bad("-P needs name=value, got '%s'", kv);
     c->params = realloc(c->params, (c->nparams + 1) * sizeof *c->params);
-    if (!c->params) kr__fatal_oom("parameters", 0);
+    if (!c->params) bad("out of memory for the -P parameters");
     c->params[c->nparams].key = strndup(kv, (size_t)(eq - kv));
     c->params[c->nparams].val = eq + 1;
     c->nparams++;
@@ -368,31 +395,36 @@ static void add_param(struct kr__config *c, const char *kv)
 
 static const char *need_value(int argc, char **argv, int *i)
 {
-    if (*i + 1 >= argc) kr__usage_error("option %s needs a value", argv[*i]);
+    if (*i + 1 >= argc) bad("option %s needs a value", argv[*i]);
     return argv[++*i];
 }
 
-void kr__option_parse(struct kr__config *c, int argc, char **argv, int *i)
+int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
+                     struct kr__error *err)
 {
+    struct reading rd = { .err = err };
+    reading = &rd;
+    if (setjmp(rd.back)) return err->status;
     const char *a = argv[*i];
     if (!strcmp(a, "-P") || !strncmp(a, "-P", 2)) {
         add_param(c, a[2] ? a + 2 : need_value(argc, argv, i));
-        return;
+        return KR_OK;
     }
     for (size_t k = 0; k < NOPTS; k++) {
         const struct opt *o = &table[k];
         if (strcmp(a, o->name)) continue;
         set(c, o, o->kind == K_FLAG ? "" : need_value(argc, argv, i));
         if (o->after) o->after(c);
-        return;
+        return KR_OK;
     }
-    kr__usage_error("unknown option '%s' for 'kairos run'", a);
+    bad("unknown option '%s' for 'kairos run'", a);
 }
 
-void kr__options_finish(struct kr__config *c, unsigned ncpu)
+int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *err)
 {
-    if (c->engine->validate) c->engine->validate(c);
+    if (c->engine->validate && c->engine->validate(c, err)) return err->status;
     if (c->threads == 0) c->threads = c->engine->default_threads(ncpu);
+    return KR_OK;
 }
 
 /* Help texts start at column HELP_COL ("  --name ARG" is padded to it, or followed by two

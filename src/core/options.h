@@ -7,14 +7,18 @@
 
 #include <stdio.h>
 #include "core.h"
+#include "error.h"
+
+/* Each returns KR_OK or fills err (error.h). */
 
 /* Defaults of every option (the engine's thread count is left 0: kr__options_finish). */
-void kr__options_defaults(struct kr__config *c);
-/* Read the option at argv[*i] (and its value, moving *i past it); a usage error if it is
- * not one or its value is bad. */
-void kr__option_parse(struct kr__config *c, int argc, char **argv, int *i);
+int kr__options_defaults(struct kr__config *c, struct kr__error *err);
+/* Read the option at argv[*i] (and its value, moving *i past it); KR_ERR_USAGE if it is not
+ * one or its value is bad. */
+int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
+                     struct kr__error *err);
 /* After parsing: the engine's checks and its default thread count (ncpu cores). */
-void kr__options_finish(struct kr__config *c, unsigned ncpu);
+int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *err);
 /* The "Options of 'run':" part of kairos --help. */
 void kr__options_help(FILE *f);
 /* The members of --stats "config" (after its opening brace; no trailing comma). */

@@ -104,46 +104,56 @@ static void cache_values(const struct kr_model *m)
 }
 
 /* A declared range (min < max) holds for the value in effect: the last -P, else the default. */
-static void check_range(const struct kr_model *m, const struct kr_param *p)
+static int check_range(const struct kr_model *m, const struct kr_param *p, struct kr__error *err)
 {
-    if (!(p->min < p->max)) return;
+    if (!(p->min < p->max)) return KR_OK;
     const char *v = given(p->name);
     const char *from = v ? "-P" : "its default";
     if (!v) v = p->def;
     double d;
-    if (!v || parse_double(v, &d)) return; /* (no value: the model's fallback; bad: below) */
-    if (d >= p->min && d <= p->max) return;
-    kr__usage_error("parameter '%s' of model '%s' must be from %.15g to %.15g, got %s (%s)%s",
-                    p->name, m->name, p->min, p->max, v, from,
+    if (!v || parse_double(v, &d)) return KR_OK; /* (no value: the model's fallback) */
+    if (d >= p->min && d <= p->max) return KR_OK;
+    return kr__fail(err, KR_ERR_USAGE, "parameter '%s' of model '%s' must be from %.15g to "
+                    "%.15g, got %s (%s)%s", p->name, m->name, p->min, p->max, v, from,
                     v == p->def ? ": the model's table is wrong" : "");
 }
 
-void kr__params_check(const struct kr__config *cfg, const struct kr_model *m)
+/* A -P that names a declared parameter and reads as its type. */
+static int check_given(const struct kr__config *cfg, const struct kr_model *m,
+                       const struct kr__kv *kv, struct kr__error *err)
+{
+    const struct kr_param *p = table_find(m, kv->key);
+    if (!m->params || !m->params[0].name)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares no parameters (-P %s=%s): a "
+                        "model lists what it reads in struct kr_model.params", m->name,
+                        kv->key, kv->val);
+    if (!p)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' has no parameter '%s' (-P %s=%s); "
+                        "'kairos run %s --help' lists its parameters", m->name, kv->key,
+                        kv->key, kv->val, cfg->model);
+    int64_t iv;
+    double dv;
+    if (p->type == KR_PARAM_INT && parse_int(kv->val, &iv))
+        return kr__fail(err, KR_ERR_USAGE, "parameter '%s' of model '%s' must be an integer, "
+                        "got '%s'", kv->key, m->name, kv->val);
+    if (p->type == KR_PARAM_DOUBLE && parse_double(kv->val, &dv))
+        return kr__fail(err, KR_ERR_USAGE, "parameter '%s' of model '%s' must be a number, got "
+                        "'%s'", kv->key, m->name, kv->val);
+    return KR_OK;
+}
+
+int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
+                     struct kr__error *err)
 {
     cur_cfg = cfg;
     cur_model = m;
     slots_build(m);
-    for (size_t i = 0; i < cfg->nparams; i++) {
-        const struct kr__kv *kv = &cfg->params[i];
-        const struct kr_param *p = table_find(m, kv->key);
-        if (!m->params || !m->params[0].name)
-            kr__usage_error("model '%s' declares no parameters (-P %s=%s): a model lists what it "
-                            "reads in struct kr_model.params", m->name, kv->key, kv->val);
-        if (!p)
-            kr__usage_error("model '%s' has no parameter '%s' (-P %s=%s); 'kairos run %s --help' "
-                            "lists its parameters", m->name, kv->key, kv->key, kv->val, cfg->model);
-        if (!p) continue;
-        int64_t iv;
-        double dv;
-        if (p->type == KR_PARAM_INT && parse_int(kv->val, &iv))
-            kr__usage_error("parameter '%s' of model '%s' must be an integer, got '%s'", kv->key,
-                            m->name, kv->val);
-        if (p->type == KR_PARAM_DOUBLE && parse_double(kv->val, &dv))
-            kr__usage_error("parameter '%s' of model '%s' must be a number, got '%s'", kv->key,
-                            m->name, kv->val);
-    }
-    for (const struct kr_param *p = m->params; p && p->name; p++) check_range(m, p);
+    for (size_t i = 0; i < cfg->nparams; i++)
+        if (check_given(cfg, m, &cfg->params[i], err)) return err->status;
+    for (const struct kr_param *p = m->params; p && p->name; p++)
+        if (check_range(m, p, err)) return err->status;
     cache_values(m);
+    return KR_OK;
 }
 
 int64_t kr_param_int(const char *name, int64_t fallback)

@@ -37,11 +37,11 @@ static void *trampoline(void *arg)
     return s.fn(s.arg);
 }
 
-void kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
-                      const char *what)
+int kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
+                     const char *what, struct kr__error *err)
 {
     struct start *s = malloc(sizeof *s);
-    if (!s) kr__fatal_oom("a thread", sizeof *s);
+    if (!s) return kr__fail(err, KR_ERR_RESOURCE, "out of memory starting %s", what);
     s->fn = fn;
     s->arg = arg;
     pthread_attr_t a;
@@ -50,14 +50,19 @@ void kr__thread_start(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack
     pthread_attr_setguardsize(&a, KR_STACK_GUARD);
     int rc = pthread_create(t, &a, trampoline, s);
     pthread_attr_destroy(&a);
-    if (!rc) return;
+    if (!rc) return KR_OK;
     free(s);
-    char msg[512];
-    snprintf(msg, sizeof msg, "cannot start %s (%s): each engine thread reserves --stack-kb "
-             "(%zu KiB) of stack and a %zu MiB guard of address space; lower --stack-kb or "
-             "--threads, or raise the limit on address space (ulimit -v) or threads", what,
-             strerror(rc), stack_kb, KR_STACK_GUARD >> 20);
-    kr__die(msg);
+    return kr__fail(err, KR_ERR_RESOURCE, "cannot start %s (%s): each engine thread reserves "
+                    "--stack-kb (%zu KiB) of stack and a %zu MiB guard of address space; lower "
+                    "--stack-kb or --threads, or raise the limit on address space (ulimit -v) "
+                    "or threads", what, strerror(rc), stack_kb, KR_STACK_GUARD >> 20);
+}
+
+void kr__thread_start_or_die(pthread_t *t, void *(*fn)(void *), void *arg, size_t stack_kb,
+                             const char *what)
+{
+    struct kr__error err;
+    if (kr__thread_start(t, fn, arg, stack_kb, what, &err)) kr__die(err.msg);
 }
 
 void kr__pin_thread(unsigned id, unsigned nthreads)

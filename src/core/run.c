@@ -201,34 +201,35 @@ static double now_seconds(void)
 /* Tracked state saving (optimistic engine only: the sequential engine never restores)
  * needs every LP's slice reserved up front: room for twice --arena-max plus slack, since
  * areas are carved in whole pages and never returned. */
-static void setup_state(struct kr__run *r)
+static int setup_state(struct kr__run *r, struct kr__error *err)
 {
     const struct kr__config *cfg = r->cfg;
     const struct kr__state_ops *want = kr__state_ops(cfg->tw.state_mode);
     if (want->marks && !(r->model->flags & KR_MODEL_MARKS_WRITES))
-        kr__usage_error("--state %s: model '%s' does not declare that it marks its writes "
-                        "(KR_MODEL_MARKS_WRITES), so incremental checkpoints would miss "
-                        "changes; use --state page or buddy, which need no help from the "
-                        "model, or --state full", want->name, r->model->name);
+        return kr__fail(err, KR_ERR_USAGE, "--state %s: model '%s' does not declare that it "
+                        "marks its writes (KR_MODEL_MARKS_WRITES), so incremental checkpoints "
+                        "would miss changes; use --state page or buddy, which need no help "
+                        "from the model, or --state full", want->name, r->model->name);
     /* (sequential --check verifies the marks in the mode that needs them) */
     bool used = cfg->engine->restores_state || (want->marks && cfg->check);
     const struct kr__state_ops *m = kr__state_ops(used ? want->id : KR_STATE_FULL);
     r->state_mode = m->id;
     kr__chunk_marking = m->marks;
-    if (!m->region) return;
+    if (!m->region) return KR_OK;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);
     int rc = kr__region_init(r->n, slice, m->id);
-    if (rc) {
-        if (rc == -2)
-            kr__usage_error("--state %s: the kernel's write tracking is not available (%s): it "
-                            "needs Linux 6.7 or later with userfaultfd allowed; use --state page",
-                            m->name, strerror(errno));
-        kr__usage_error("--state %s: cannot reserve address space for %llu LPs of up to %zu "
-                        "bytes each (%s); lower --arena-max or --lps, or use --state full",
-                        m->name, (unsigned long long)r->n, slice, strerror(errno));
-    }
+    if (rc == -2)
+        return kr__fail(err, KR_ERR_USAGE, "--state %s: the kernel's write tracking is not "
+                        "available (%s): it needs Linux 6.7 or later with userfaultfd allowed; "
+                        "use --state page", m->name, strerror(errno));
+    if (rc)
+        return kr__fail(err, KR_ERR_RESOURCE, "--state %s: cannot reserve address space for "
+                        "%llu LPs of up to %zu bytes each (%s); lower --arena-max or --lps, or "
+                        "use --state full", m->name, (unsigned long long)r->n, slice,
+                        strerror(errno));
     if (m->region_ready) m->region_ready();
+    return KR_OK;
 }
 
 struct kr__run *_Atomic kr__run_current;
@@ -249,53 +250,73 @@ static void *run_engine(void *arg)
     return NULL;
 }
 
-int kr__run_main(const struct kr__config *cfg)
+/* The run's structures and everything the engine needs before it starts. */
+static int run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {
-    struct kr__run r;
-    memset(&r, 0, sizeof r);
-    r.cfg = cfg;
-    r.model = kr__model_load(cfg->model);
-    kr__params_check(cfg, r.model);
-    r.n = cfg->lps;
-    r.lookahead = r.model->lookahead;
-    r.nthreads = cfg->engine->threads(cfg, r.n);
-    r.lps = calloc(r.n, sizeof *r.lps);
-    r.counters = aligned_alloc(64, r.nthreads * sizeof *r.counters);
-    r.pools = kr__pools_new(r.nthreads);
-    if (!r.lps || !r.counters) kr__fatal_oom("LP table", r.n * sizeof *r.lps);
-    memset(r.counters, 0, r.nthreads * sizeof *r.counters);
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    if (!(r->model = kr__model_load(cfg->model, err))) return err->status;
+    if (kr__params_check(cfg, r->model, err)) return err->status;
+    r->n = cfg->lps;
+    r->lookahead = r->model->lookahead;
+    r->nthreads = cfg->engine->threads(cfg, r->n);
+    r->lps = calloc(r->n, sizeof *r->lps);
+    r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
+    r->pools = kr__pools_new(r->nthreads);
+    if (!r->lps || !r->counters || !r->pools)
+        return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating %zu bytes for the LP "
+                        "table; reduce --lps or run on a machine with more memory",
+                        (size_t)r->n * sizeof *r->lps);
+    memset(r->counters, 0, r->nthreads * sizeof *r->counters);
     kr__fault_install();
     kr__interrupt_install();
-    kr__run_current = &r;
-    kr__watch_thread_start(&r);
-    setup_state(&r);
+    kr__run_current = r;
+    kr__watch_thread_start(r);
+    return setup_state(r, err);
+}
 
+static void run_free(struct kr__run *r)
+{
+    kr__run_current = NULL;
+    for (kr_lp id = 0; r->lps && id < r->n; id++) {
+        kr__arena_destroy(&r->lps[id].arena);
+        if (r->lps[id].out) kr__outvec_free(r->lps[id].out);
+        free(r->lps[id].out);
+        kr__lp_fail_clear(&r->lps[id]);
+    }
+    kr__region_destroy();
+    if (r->pools) kr__pools_free(r->pools, r->nthreads);
+    free(r->series);
+    free(r->counters);
+    free(r->lps);
+}
+
+int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)
+{
+    struct kr__run r;
+    *interrupted = 0;
+    err->status = KR_OK;
+    if (run_setup(&r, cfg, err)) {
+        kr__watch_thread_stop();
+        run_free(&r);
+        return err->status;
+    }
     /* The engine runs on a thread of its own, so that model code has --stack-kb of stack
      * with the large guard below on every engine (the main thread's stack is whatever the
      * shell's limit says). */
     pthread_t t;
-    kr__thread_start(&t, run_engine, &r, cfg->stack_kb, "the engine thread");
-    pthread_join(t, NULL);
+    if (!kr__thread_start(&t, run_engine, &r, cfg->stack_kb, "the engine thread", err))
+        pthread_join(t, NULL);
     kr__watch_thread_stop();
-    if (r.rc) {
-        kr__run_current = NULL;
-        return r.rc;
+    if (!err->status && !r.rc) {
+        r.peak_rss = kr__peak_rss_bytes();
+        kr__report_summary(&r, stderr);
+        if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
+        *interrupted = r.interrupted;
+    } else if (!err->status) {
+        kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d", cfg->engine->name,
+                 r.rc);
     }
-    r.peak_rss = kr__peak_rss_bytes();
-    kr__report_summary(&r, stderr);
-    if (cfg->stats_path) kr__report_json(&r, cfg->stats_path);
-    int status = r.interrupted ? 128 + r.interrupted : 0;
-    kr__run_current = NULL;
-    for (kr_lp id = 0; id < r.n; id++) {
-        kr__arena_destroy(&r.lps[id].arena);
-        if (r.lps[id].out) kr__outvec_free(r.lps[id].out);
-        free(r.lps[id].out);
-        kr__lp_fail_clear(&r.lps[id]);
-    }
-    kr__region_destroy();
-    kr__pools_free(r.pools, r.nthreads);
-    free(r.series);
-    free(r.counters);
-    free(r.lps);
-    return status;
+    run_free(&r);
+    return err->status;
 }

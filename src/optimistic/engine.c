@@ -822,7 +822,8 @@ static int tw_run(struct kr__run *r)
     tw_clock_start(g);
     atomic_store(&g->running, g->n);
     for (unsigned t = 0; t < g->n; t++)
-        kr__thread_start(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb, "a worker");
+        kr__thread_start_or_die(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb,
+                                "a worker");
     tw_watch(r, g);
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
     kr__set_salvage(NULL, NULL);
@@ -840,16 +841,18 @@ static unsigned tw_default_threads(unsigned ncpu)
 /* ThreadSanitizer delivers asynchronous signals only at its own interception points and
  * does not follow a stack switch made inside a signal handler: time-sharing cannot run in a
  * ThreadSanitizer build (AddressSanitizer builds run it). */
-static void tw_validate(const struct kr__config *cfg)
+static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 {
 #if defined(__SANITIZE_THREAD__)
     if (cfg->tw.preempt != KR_PREEMPT_OFF)
-        kr__usage_error("--preempt %s is not available in a ThreadSanitizer build (it defers "
-                        "signals); use --preempt off, or a normal build",
+        return kr__fail(err, KR_ERR_USAGE, "--preempt %s is not available in a ThreadSanitizer "
+                        "build (it defers signals); use --preempt off, or a normal build",
                         kr__preempt_name(cfg->tw.preempt));
 #else
     (void)cfg;
+    (void)err;
 #endif
+    return KR_OK;
 }
 
 const struct kr__engine kr__tw_engine = {

@@ -1,5 +1,6 @@
 /* report.c - see report.h. */
 #include "report.h"
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -133,13 +134,12 @@ static void json_threads(FILE *f, const struct kr__run *r)
     fputs("\n  ]\n", f);
 }
 
-void kr__report_json(const struct kr__run *r, const char *path)
+int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err)
 {
     FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "kairos: error: cannot write statistics to '%s': %m\n", path);
-        kr__exit_now(KR_EXIT_MODEL);
-    }
+    if (!f)
+        return kr__fail(err, KR_ERR_RESOURCE, "cannot write statistics to '%s': %s", path,
+                        strerror(errno));
     struct kr__totals t;
     kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
@@ -179,9 +179,8 @@ void kr__report_json(const struct kr__run *r, const char *path)
     json_series(f, r);
     json_threads(f, r);
     fputs("}\n", f);
-    if (fclose(f)) {
-        fprintf(stderr, "kairos: error: writing statistics to '%s' failed: %m\n", path);
-        fflush(stdout);
-        kr__exit_now(KR_EXIT_MODEL);
-    }
+    if (fclose(f))
+        return kr__fail(err, KR_ERR_RESOURCE, "writing statistics to '%s' failed: %s", path,
+                        strerror(errno));
+    return KR_OK;
 }

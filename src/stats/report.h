@@ -7,6 +7,7 @@
 #include "../core/core.h"
 
 void kr__report_summary(const struct kr__run *r, FILE *f);
-void kr__report_json(const struct kr__run *r, const char *path);
+/* KR_ERR_RESOURCE in err if the file cannot be written. */
+int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err);
 
 #endif

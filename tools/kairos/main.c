@@ -44,13 +44,14 @@ static void usage(FILE *f)
 }
 
 /* An output file that cannot be written fails now, not after the whole run. */
-static void check_output_path(const char *opt, const char *path)
+static int check_output_path(const char *opt, const char *path, struct kr__error *err)
 {
-    if (!path) return;
+    if (!path) return KR_OK;
     if (access(path, F_OK) == 0) {
         if (access(path, W_OK) != 0)
-            kr__usage_error("%s %s: cannot write it (%s)", opt, path, strerror(errno));
-        return;
+            return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot write it (%s)", opt, path,
+                            strerror(errno));
+        return KR_OK;
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
@@ -59,37 +60,67 @@ static void check_output_path(const char *opt, const char *path)
     else if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
     if (access(dir, W_OK | X_OK) != 0)
-        kr__usage_error("%s %s: cannot create it: directory %s %s", opt, path, dir,
-                        errno == ENOENT ? "does not exist" : "is not writable");
+        return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot create it: directory %s %s", opt,
+                        path, dir, errno == ENOENT ? "does not exist" : "is not writable");
+    return KR_OK;
+}
+
+/* The exit status of a failure (README, kairos --help): the one place statuses become
+ * exit codes. */
+static int fail_exit(const struct kr__error *err)
+{
+    fprintf(stderr, "kairos: %s%s\n", err->status == KR_ERR_INTERNAL
+            ? "internal error (engine invariant violated, please report): " : "error: ",
+            err->msg);
+    if (err->status == KR_ERR_USAGE) fputs("(see 'kairos --help')\n", stderr);
+    return err->status == KR_ERR_USAGE ? KR_EXIT_USAGE
+           : err->status == KR_ERR_INTERNAL ? KR_EXIT_INTERNAL : KR_EXIT_MODEL;
+}
+
+/* kairos run MODEL --help: the model's parameters. */
+static int model_help(const char *model, struct kr__error *err)
+{
+    const struct kr_model *m = kr__model_load(model, err);
+    if (!m) return err->status;
+    kr__params_print(stdout, m);
+    return KR_OK;
+}
+
+/* The configuration from the command line. */
+static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (kr__options_defaults(c, err)) return err->status;
+    for (int i = 3; i < argc; i++)
+        if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
+    if (kr__options_finish(c, ncpu > 0 ? (unsigned)ncpu : 1, err)) return err->status;
+    if (check_output_path("--stats", c->stats_path, err)) return err->status;
+    if (isinf(c->end)) {
+        const struct kr_model *m = kr__model_load(c->model, err);
+        if (!m) return err->status;
+        if (!m->done)
+            return kr__fail(err, KR_ERR_USAGE, "--end inf needs a model with a done() test, "
+                            "and model '%s' has none; give a finite --end", m->name);
+    }
+    return KR_OK;
 }
 
 static int cmd_run(int argc, char **argv)
 {
-    if (argc < 3 || argv[2][0] == '-') kr__usage_error("'kairos run' needs a MODEL first (see 'kairos models')");
-    struct kr__config c = { 0 };
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    c.model = argv[2];
-    kr__options_defaults(&c);
-    for (int i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            const struct kr_model *m = kr__model_load(c.model);
-            kr__params_print(stdout, m);
-            return 0;
-        }
-    }
-    for (int i = 3; i < argc; i++) kr__option_parse(&c, argc, argv, &i);
-    kr__options_finish(&c, ncpu > 0 ? (unsigned)ncpu : 1);
-    check_output_path("--stats", c.stats_path);
-    if (isinf(c.end)) {
-        const struct kr_model *m = kr__model_load(c.model);
-        if (!m->done)
-            kr__usage_error("--end inf needs a model with a done() test, and model '%s' has none; "
-                            "give a finite --end", m->name);
-    }
-    int rc = kr__run_main(&c);
+    struct kr__error err = { 0 };
+    if (argc < 3 || argv[2][0] == '-')
+        return fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a MODEL first "
+                                              "(see 'kairos models')" });
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return model_help(argv[2], &err) ? fail_exit(&err) : 0;
+    struct kr__config c = { .model = argv[2] };
+    int interrupted = 0;
+    if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
     for (size_t i = 0; i < c.nparams; i++) free((void *)c.params[i].key);
     free(c.params);
-    return rc;
+    if (err.status) return fail_exit(&err);
+    return interrupted ? 128 + interrupted : 0;
 }
 
 int main(int argc, char **argv)
