@@ -197,7 +197,8 @@ static const struct opt table[] = {
               "average run on the scheduler, where they cost less than a\n"
               "hand-out; needs --scheduler-works on) or always" },
     { "--offload-us", "US", K_REAL, F(cons.offload_us), "2", 0, .engines = E_CONS,
-      .json = "offload_us", .what = "microseconds (0: hand out every event)", .help = "the bound of --offload auto (default 2)" },
+      .json = "offload_us", .what = "microseconds (0: hand out every event)",
+      .help = "the bound of --offload auto (default 2)" },
     { "--arena-max", "BYTES", K_BYTES, F(arena_max), "64M", 16, (double)((size_t)1 << 40),
       .json = "arena_max",
       .help = "limit on one LP's state in use (kr_malloc, rounded up to\n"

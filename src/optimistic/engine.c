@@ -181,7 +181,8 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
     kr__watch_begin(&th->watch, e);
     if (_setjmp(th->jmp) == 0) {
         kr__run_event(th->r, lp, e);
-        if (mode == KR_MODE_EVENT && kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
+        if (mode == KR_MODE_EVENT && kr__run_done(th->r, lp, e->dest))
+            e->flags |= KR_EVF_DONE_AFTER;
     } else {
         tw_keep_error(th, lp, e);
     }
@@ -509,12 +510,34 @@ static void tw_worker_start(struct tw_thread *th)
     th->sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
 }
 
+/* A turn that runs e, the thread's lowest pending event. */
+static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
+{
+    kr__heap_pop(&th->heap);
+    kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
+    if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
+    else tw_process(th, e);
+    if (th->fast) tw_safe_burst(th, end);
+    tw_post_turn(th);
+}
+
+static void tw_worker_end(struct tw_thread *th)
+{
+    tw_stop_together(th);
+    tw_commit_before_error(th);
+    tw_release_all(th);
+    tw_ts_thread_end(th);
+    if (th->sched_fd >= 0) close(th->sched_fd);
+    kr__pool_flush(th->pool);
+    kr__fault_thread_fini();
+    atomic_fetch_sub_explicit(&th->g->running, 1, memory_order_release);
+}
+
 static void *tw_worker(void *arg)
 {
     struct tw_thread *th = arg;
-    struct tw_global *g = th->g;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    bool over = ncpu > 0 && g->n > (unsigned)ncpu;
+    bool over = ncpu > 0 && th->g->n > (unsigned)ncpu;
     tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0;
@@ -528,12 +551,7 @@ static void *tw_worker(void *arg)
         struct kr__ev *e = tw_top(th);
         if (th->fast) tw_clock_publish(th, e, false);
         if (e && e->k.ts < end && tw_may_run(th, e)) {
-            kr__heap_pop(&th->heap);
-            kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
-            if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
-            else tw_process(th, e);
-            if (th->fast) tw_safe_burst(th, end);
-            tw_post_turn(th);
+            tw_run_top(th, e, end);
             spins = 0;
             if ((++iter & 255) == 0) tw_every_256(th, over);
         } else {
@@ -542,14 +560,7 @@ static void *tw_worker(void *arg)
             tw_idle(th, &spins, over);
         }
     }
-    tw_stop_together(th);
-    tw_commit_before_error(th);
-    tw_release_all(th);
-    tw_ts_thread_end(th);
-    if (th->sched_fd >= 0) close(th->sched_fd);
-    kr__pool_flush(th->pool);
-    kr__fault_thread_fini();
-    atomic_fetch_sub_explicit(&g->running, 1, memory_order_release);
+    tw_worker_end(th);
     return NULL;
 }
 
@@ -725,7 +736,8 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
         for (unsigned t = 0; t < g->n; t++)
             kr__watch_poll(&g->th[t].watch, r, r->cfg->tw.preempt == KR_PREEMPT_OFF ?
                            " (with --preempt off an event cannot be preempted: if it loops only "
-                           "on a wrong speculative path, --preempt return or tick breaks the loop)" :
+                           "on a wrong speculative path, --preempt return or tick breaks the "
+                           "loop)" :
                            " (it ran on the worker's stack, where events shorter than 5 us on "
                            "average run under --preempt adaptive: --preempt return or tick "
                            "preempts every event)");

@@ -80,6 +80,40 @@ void tw_window_unsafe(struct tw_thread *th)
     if (th->win.limit < TW_WINDOW_FLOOR) th->win.limit = TW_WINDOW_FLOOR;
 }
 
+/* A period's verdict: the window cut after two wasteful periods in a row (one may be a
+ * descheduled thread's), doubled while speculation gains twice what it wastes. */
+static void judge(struct tw_thread *th, uint64_t now, double gain, double cost)
+{
+    struct tw_window *w = &th->win;
+    w->bad = cost > TW_WINDOW_LOSS * gain ? w->bad + 1 : 0;
+    if (w->bad >= 2) {
+        w->bad = 0;
+        cut(th, now, floor_of(th));
+    } else if (!w->bad && 2 * cost < gain && w->limit < TW_MAX_UNCOMMITTED) {
+        w->limit = w->limit * 2 < TW_MAX_UNCOMMITTED ? w->limit * 2 : TW_MAX_UNCOMMITTED;
+        if (w->limit == TW_MAX_UNCOMMITTED) w->rest_ns = TW_WINDOW_REST_NS; /* (paid off) */
+    }
+}
+
+/* Memory first, then the rest and the probe after it: true if one of them set the window. */
+static bool window_held(struct tw_thread *th, uint64_t now)
+{
+    struct tw_window *w = &th->win;
+    if (th->blobs.held > w->max_bytes) { /* no more speculation for now */
+        w->limit = floor_of(th);
+        snapshot(w, th->cnt, now);
+        return true;
+    }
+    if (w->resting && now < w->probe_ns) return true;
+    if (w->resting || w->limit < TW_WINDOW_PROBE) { /* probe (after a rest, or memory) */
+        w->resting = false;
+        w->limit = TW_WINDOW_PROBE;
+        snapshot(w, th->cnt, now);
+        return true;
+    }
+    return false;
+}
+
 /* At each commit: judge the last period's speculation and set the window for the next. */
 void tw_window_adapt(struct tw_thread *th)
 {
@@ -87,18 +121,7 @@ void tw_window_adapt(struct tw_thread *th)
     if (w->fixed) return;
     const struct kr__counters *c = th->cnt;
     uint64_t now = kr__clock_ns();
-    if (th->blobs.held > w->max_bytes) { /* memory first: no more speculation for now */
-        w->limit = floor_of(th);
-        snapshot(w, c, now);
-        return;
-    }
-    if (w->resting && now < w->probe_ns) return;
-    if (w->resting || w->limit < TW_WINDOW_PROBE) { /* probe (after a rest, or memory) */
-        w->resting = false;
-        w->limit = TW_WINDOW_PROBE;
-        snapshot(w, c, now);
-        return;
-    }
+    if (window_held(th, now)) return;
     uint64_t spec = (c->committed - w->committed) - (c->safe - w->safe);
     uint64_t undone = c->rolled_back + c->coasted - w->undone;
     if (now - w->t0 < TW_WINDOW_NS || spec + undone < TW_WINDOW_EVENTS) return;
@@ -106,14 +129,5 @@ void tw_window_adapt(struct tw_thread *th)
     double gain = (double)spec * ev;
     double cost = (double)(c->restore_ns - w->restore_ns) + (double)undone * ev;
     snapshot(w, c, now);
-    w->bad = cost > TW_WINDOW_LOSS * gain ? w->bad + 1 : 0;
-    if (w->bad >= 2) { /* (two periods in a row: one may be a descheduled thread's) */
-        w->bad = 0;
-        cut(th, now, floor_of(th));
-    } else if (w->bad) {
-        return;
-    } else if (2 * cost < gain && w->limit < TW_MAX_UNCOMMITTED) {
-        w->limit = w->limit * 2 < TW_MAX_UNCOMMITTED ? w->limit * 2 : TW_MAX_UNCOMMITTED;
-        if (w->limit == TW_MAX_UNCOMMITTED) w->rest_ns = TW_WINDOW_REST_NS; /* (paid off) */
-    }
+    judge(th, now, gain, cost);
 }

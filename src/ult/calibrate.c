@@ -255,105 +255,144 @@ static void cal_usage(void)
          "  --no-save        print only; do not save the recommendation");
 }
 
-int kr__calibrate_main(int argc, char **argv)
+struct cal_opts {
+    double threads[MAX_LIST], ticks[MAX_LIST];
+    unsigned nt, nk, reps;
+    double seconds, limit;
+    bool save;
+};
+
+/* The options of 'kairos calibrate' into o; 1 if --help was printed. */
+static int cal_options(int argc, char **argv, struct cal_opts *o)
 {
-    double threads[MAX_LIST], ticks[MAX_LIST] = { 2000, 1000, 500, 200, 100, 50, 20 };
+    static const double ticks[] = { 2000, 1000, 500, 200, 100, 50, 20 };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned nt = 0, nk = 7;
-    for (long t = 1; t <= (ncpu > 0 ? ncpu : 1) && nt < 8; t++) threads[nt++] = (double)t;
-    double seconds = 0.5, limit = 3;
-    unsigned reps = 5;
-    bool do_save = true;
+    *o = (struct cal_opts){ .nk = 7, .reps = 5, .seconds = 0.5, .limit = 3, .save = true };
+    memcpy(o->ticks, ticks, sizeof ticks);
+    for (long t = 1; t <= (ncpu > 0 ? ncpu : 1) && o->nt < 8; t++) o->threads[o->nt++] = (double)t;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             cal_usage();
-            return 0;
+            return 1;
         }
         if (!strcmp(a, "--no-save")) {
-            do_save = false;
+            o->save = false;
             continue;
         }
         if (!v) kr__usage_error("calibrate: option %s needs a value (or unknown option)", a);
         i++;
-        if (!strcmp(a, "--threads")) nt = parse_list(a, v, threads, 1, 64, true);
-        else if (!strcmp(a, "--ticks")) nk = parse_list(a, v, ticks, KR_TICK_US_MIN, 1e6, false);
-        else if (!strcmp(a, "--seconds")) seconds = parse_one(a, v, 0.01, 600, false);
-        else if (!strcmp(a, "--limit")) limit = parse_one(a, v, 0.01, 100, false);
-        else if (!strcmp(a, "--reps")) reps = (unsigned)parse_one(a, v, 1, 101, true);
+        if (!strcmp(a, "--threads")) o->nt = parse_list(a, v, o->threads, 1, 64, true);
+        else if (!strcmp(a, "--ticks"))
+            o->nk = parse_list(a, v, o->ticks, KR_TICK_US_MIN, 1e6, false);
+        else if (!strcmp(a, "--seconds")) o->seconds = parse_one(a, v, 0.01, 600, false);
+        else if (!strcmp(a, "--limit")) o->limit = parse_one(a, v, 0.01, 100, false);
+        else if (!strcmp(a, "--reps")) o->reps = (unsigned)parse_one(a, v, 1, 101, true);
         else kr__usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
     }
-    setvbuf(stdout, NULL, _IOLBF, 0); /* rows as they are measured */
-    kr__tick_install(NULL);
-    /* Size the loop so one baseline run on one thread takes about `seconds`. */
+    return 0;
+}
+
+/* Loop iterations that make one baseline run on one thread take about `seconds`. */
+static uint64_t cal_size(double seconds)
+{
     uint64_t iters = 1u << 20, dummy;
     double t1 = run_once(1, iters, 0, 0, &dummy);
     while (t1 < 0.02) {
         iters *= 4;
         t1 = run_once(1, iters, 0, 0, &dummy);
     }
-    iters = (uint64_t)((double)iters * seconds / t1);
-    printf("extra-tick cost: busy loop of %.2f s per thread, median of %u interleaved runs\n",
-           seconds, reps);
-    printf("%-8s %-10s %-12s %-12s %s\n", "threads", "tick_us", "baseline_s", "ticked_s",
-           "slowdown");
-    double best = 0, largest = 0;
-    double worst[MAX_LIST] = { 0 };
-    char summary[4096] = "";
-    size_t sl = 0;
-    /* Longest period first, so a period whose ticks leave no time for the loop ends the
-     * row: at shorter ones the interrupts alone can starve every thread, even this one. */
-    qsort(ticks, nk, sizeof *ticks, cmp_double_desc);
-    for (unsigned ti = 0; ti < nt; ti++) {
-        unsigned n = (unsigned)threads[ti];
-        bool gave_up = false;
-        for (unsigned k = 0; k < nk; k++) {
-            double base[101], tick[101];
-            uint64_t got = 0, tk;
-            bool cut = false;
-            for (unsigned r = 0; r < reps && !cut && !gave_up; r++) { /* interleaved: drift hits both alike */
-                base[r] = run_once(n, iters, 0, 0, &tk);
-                tick[r] = run_once(n, iters, (uint64_t)(ticks[k] * 1000), GIVE_UP * base[r], &tk);
-                got += tk;
-                cut = tick[r] < 0;
-            }
-            if (cut || gave_up) { /* shorter periods after one that failed: worse still */
-                worst[k] = 1e9;
-                if (gave_up) {
-                    printf("%-8u %-10g %-12s %-12s skipped (a longer period gave up)\n", n,
-                           ticks[k], "-", "-");
-                    continue;
-                }
-                gave_up = true;
-                printf("%-8u %-10g %-12s %-12s > +%.0f%%   (gave up: the ticks leave the loop "
-                       "almost no time)\n", n, ticks[k], "-", "-", (GIVE_UP - 1) * 100);
-                continue;
-            }
-            qsort(base, reps, sizeof *base, cmp_double);
-            qsort(tick, reps, sizeof *tick, cmp_double);
-            double b = base[reps / 2], t = tick[reps / 2], slow = (t / b - 1) * 100;
-            if (slow > worst[k]) worst[k] = slow;
-            printf("%-8u %-10g %-12.4f %-12.4f %+.2f%%   (%.0f ticks/s/thread)\n", n, ticks[k], b, t,
-                   slow, (double)got / reps / n / t);
-            if (sl < sizeof summary - 128)
-                sl += (size_t)snprintf(summary + sl, sizeof summary - sl,
-                                       "# threads %u tick_us %g slowdown %.2f%%\n", n, ticks[k],
-                                       slow);
-        }
+    return (uint64_t)((double)iters * seconds / t1);
+}
+
+/* What the measurements of one row say so far, and the summary saved with the result. */
+struct cal_row {
+    unsigned n;                  /* threads */
+    bool gave_up;                /* a longer period left the loop no time */
+    double *worst;               /* per period: the worst slowdown over thread counts */
+    char *summary;
+    size_t cap, len;
+};
+
+/* One cell: n threads, period ticks[k], reps interleaved runs with and without ticks. */
+static void cal_cell(const struct cal_opts *o, uint64_t iters, unsigned k, struct cal_row *row)
+{
+    double base[101], tick[101];
+    uint64_t got = 0, tk;
+    bool cut = false;
+    for (unsigned r = 0; r < o->reps && !cut && !row->gave_up; r++) { /* interleaved: drift
+                                                                     * hits both alike */
+        base[r] = run_once(row->n, iters, 0, 0, &tk);
+        tick[r] = run_once(row->n, iters, (uint64_t)(o->ticks[k] * 1000), GIVE_UP * base[r], &tk);
+        got += tk;
+        cut = tick[r] < 0;
     }
-    for (unsigned k = 0; k < nk; k++) {
-        if (worst[k] <= limit && (best == 0 || ticks[k] < best)) best = ticks[k];
-        if (ticks[k] > largest) largest = ticks[k];
+    if (cut || row->gave_up) { /* shorter periods after one that failed: worse still */
+        row->worst[k] = 1e9;
+        if (row->gave_up)
+            printf("%-8u %-10g %-12s %-12s skipped (a longer period gave up)\n", row->n,
+                   o->ticks[k], "-", "-");
+        else
+            printf("%-8u %-10g %-12s %-12s > +%.0f%%   (gave up: the ticks leave the loop "
+                   "almost no time)\n", row->n, o->ticks[k], "-", "-", (GIVE_UP - 1) * 100);
+        row->gave_up = true;
+        return;
+    }
+    qsort(base, o->reps, sizeof *base, cmp_double);
+    qsort(tick, o->reps, sizeof *tick, cmp_double);
+    double b = base[o->reps / 2], t = tick[o->reps / 2], slow = (t / b - 1) * 100;
+    if (slow > row->worst[k]) row->worst[k] = slow;
+    printf("%-8u %-10g %-12.4f %-12.4f %+.2f%%   (%.0f ticks/s/thread)\n", row->n, o->ticks[k],
+           b, t, slow, (double)got / o->reps / row->n / t);
+    if (row->len < row->cap - 128)
+        row->len += (size_t)snprintf(row->summary + row->len, row->cap - row->len,
+                                     "# threads %u tick_us %g slowdown %.2f%%\n", row->n,
+                                     o->ticks[k], slow);
+}
+
+/* The shortest period under the limit on every thread count, else the longest measured. */
+static double cal_recommend(const struct cal_opts *o, const double *worst)
+{
+    double best = 0, largest = 0;
+    for (unsigned k = 0; k < o->nk; k++) {
+        if (worst[k] <= o->limit && (best == 0 || o->ticks[k] < best)) best = o->ticks[k];
+        if (o->ticks[k] > largest) largest = o->ticks[k];
     }
     if (best == 0) {
-        best = largest;
         printf("no period kept the slowdown under %g%%: ticks are costly here. Recommended "
                "--tick-us %g (the longest measured); --preempt adaptive arms ticks only for "
-               "events several times longer, and --preempt return avoids them\n", limit, best);
-    } else {
-        printf("recommended --tick-us %g (the shortest period under %g%% slowdown on every "
-               "thread count)\n", best, limit);
+               "events several times longer, and --preempt return avoids them\n", o->limit,
+               largest);
+        return largest;
     }
-    if (do_save) save(best, summary);
+    printf("recommended --tick-us %g (the shortest period under %g%% slowdown on every "
+           "thread count)\n", best, o->limit);
+    return best;
+}
+
+int kr__calibrate_main(int argc, char **argv)
+{
+    struct cal_opts o;
+    if (cal_options(argc, argv, &o)) return 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows as they are measured */
+    kr__tick_install(NULL);
+    uint64_t iters = cal_size(o.seconds);
+    printf("extra-tick cost: busy loop of %.2f s per thread, median of %u interleaved runs\n",
+           o.seconds, o.reps);
+    printf("%-8s %-10s %-12s %-12s %s\n", "threads", "tick_us", "baseline_s", "ticked_s",
+           "slowdown");
+    double worst[MAX_LIST] = { 0 };
+    char summary[4096] = "";
+    struct cal_row row = { .worst = worst, .summary = summary, .cap = sizeof summary };
+    /* Longest period first, so a period whose ticks leave no time for the loop ends the
+     * row: at shorter ones the interrupts alone can starve every thread, even this one. */
+    qsort(o.ticks, o.nk, sizeof *o.ticks, cmp_double_desc);
+    for (unsigned ti = 0; ti < o.nt; ti++) {
+        row.n = (unsigned)o.threads[ti];
+        row.gave_up = false;
+        for (unsigned k = 0; k < o.nk; k++) cal_cell(&o, iters, k, &row);
+    }
+    double best = cal_recommend(&o, worst);
+    if (o.save) save(best, summary);
     return 0;
 }
