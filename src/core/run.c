@@ -14,7 +14,7 @@
 #include "../state/mode.h"
 #include "../stats/statesave.h"
 #include "../stats/progress.h"
-#include "../stats/report.h"
+#include "report.h"
 
 void kr__lp_setup(struct kr__run *r, kr_lp id)
 {

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include "../core/error.h"
-#include "statesave.h"
-#include "../core/options.h"
+#include "error.h"
+#include "../stats/statesave.h"
+#include "options.h"
 
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {

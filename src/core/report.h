@@ -1,10 +1,10 @@
 /* report.h - the end-of-run summary (stderr) and the --stats JSON file (schema in
  * docs/stats-schema.md; version 1). */
-#ifndef KR_STATS_REPORT_H
-#define KR_STATS_REPORT_H
+#ifndef KR_CORE_REPORT_H
+#define KR_CORE_REPORT_H
 
 #include <stdio.h>
-#include "../core/core.h"
+#include "core.h"
 
 void kr__report_summary(const struct kr__run *r, FILE *f);
 /* KR_ERR_RESOURCE in err if the file cannot be written. */
