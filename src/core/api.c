@@ -10,7 +10,6 @@
 #include "error.h"
 #include "../ult/ult.h"
 
-__thread struct kr__ctx kr__ctx;
 
 /* A chain of events at one timestamp longer than this is reported as a zero-delay loop
  * instead of running forever (the chain length is the tie key's `gen`). */
@@ -22,17 +21,6 @@ __thread struct kr__ctx kr__ctx;
  * store. */
 #define KR_API_ENTER() sig_atomic_t kr__was_app_ = kr__ult_enter()
 #define KR_API_LEAVE() kr__ult_leave(kr__was_app_)
-
-static const char *mode_name(int mode)
-{
-    switch (mode) {
-    case KR_MODE_INIT: return "init";
-    case KR_MODE_FINISH: return "finish";
-    case KR_MODE_DONE: return "done()";
-    case KR_MODE_NONE: return "no LP context";
-    default: return "an event";
-    }
-}
 
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
@@ -330,31 +318,6 @@ int kr_printf(const char *fmt, ...)
     if (text != small) free(text);
     KR_API_LEAVE();
     return len;
-}
-
-void kr__ctx_where(char *buf, size_t cap)
-{
-    const struct kr__ctx *c = &kr__ctx;
-    const char *model = c->run && c->run->model ? c->run->model->name : "?";
-    if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev) {
-        kr__event_where(buf, cap, c->run, c->ev);
-    } else if (c->mode == KR_MODE_DONE && c->ev) {
-        char ev[224];
-        kr__event_where(ev, sizeof ev, c->run, c->ev);
-        snprintf(buf, cap, "%s, in done() after the event", ev);
-    } else if (c->mode == KR_MODE_DONE) {
-        snprintf(buf, cap, "model '%s', LP %llu, in done() after init", model,
-                 (unsigned long long)c->id);
-    }
-    else
-        snprintf(buf, cap, "model '%s', LP %llu, in %s", model, (unsigned long long)c->id,
-                 mode_name(c->mode));
-}
-
-void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e)
-{
-    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u",
-             r && r->model ? r->model->name : "?", (unsigned long long)e->dest, e->k.ts, e->type);
 }
 
 void kr_error(const char *fmt, ...)

@@ -149,8 +149,11 @@ const struct kr__engine *kr__engine_default(void);
 /* The names, for messages: "optimistic, conservative or sequential". */
 const char *kr__engine_names(void);
 /* The engine's threads that run LPs' events on one core each: cfg->threads workers, at
- * most one per LP (the sequential engine: one). Shared by the descriptors. */
-unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps);
+ * most one per LP. Shared by the descriptors. */
+static inline unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps)
+{
+    return cfg->threads > lps ? (unsigned)lps : cfg->threads;
+}
 
 /* The whole run: KR_OK, or the failure in err (before the engine starts or after it ends;
  * during the run a failure still ends the process, error.h). *interrupted: the signal

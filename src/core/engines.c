@@ -29,8 +29,3 @@ const char *kr__engine_names(void)
                  i == 0 ? "" : i + 1 == NENGINES ? " or " : ", ", table[i]->name);
     return buf;
 }
-
-unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps)
-{
-    return cfg->threads > lps ? (unsigned)lps : cfg->threads;
-}

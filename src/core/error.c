@@ -2,7 +2,8 @@
  * kr__internal_error: the committed output is printed first (the engine's salvage hook),
  * under a deadline, since a crash may leave locks held (a fault inside malloc, a thread
  * stuck inside stdio); past it the message is written with write(2) alone and the process
- * exits all the same. Nothing on this path allocates. */
+ * exits all the same. Nothing on this path allocates. A leaf: it knows nothing of runs or
+ * LPs (kr__model_error and kr__usage_error, which do, are in lp.c). */
 #include "error.h"
 #include <errno.h>
 #include <signal.h>
@@ -11,8 +12,8 @@
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
-#include "core.h"
 
 #define SALVAGE_DEADLINE_S 3
 
@@ -21,6 +22,12 @@ static void *salvage_arg;
 static atomic_flag dying = ATOMIC_FLAG_INIT;
 static char last_words[2048];   /* the message, for the deadline handler */
 static int last_status;
+
+/* (the system call itself: _exit() is the model's, caught by interpose.c) */
+_Noreturn void kr__exit_now(int status)
+{
+    for (;;) syscall(SYS_exit_group, status);
+}
 
 int kr__fail(struct kr__error *e, int status, const char *fmt, ...)
 {
@@ -87,33 +94,6 @@ _Noreturn void kr__fatal_oom(const char *what, size_t bytes)
     char msg[256];
     snprintf(msg, sizeof msg, "out of memory allocating %zu bytes for %s; reduce --lps or the "
              "model's state, or run on a machine with more memory", bytes, what);
-    kr__die(msg);
-}
-
-_Noreturn void kr__usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    kr__run_current = NULL; /* (exit() below is not a model's) */
-    fputs("kairos: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see 'kairos --help')\n", stderr);
-    va_end(ap);
-    exit(KR_EXIT_USAGE);
-}
-
-/* The message is formatted into a per-thread buffer, not the heap: a model crash inside
- * malloc leaves its lock held. Engines that keep the message copy it. */
-void kr__model_error(const char *fmt, ...)
-{
-    static __thread char where[256], what[1024], msg[1312];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    kr__ctx_where(where, sizeof where);
-    snprintf(msg, sizeof msg, "%s: %s", where, what);
-    if (kr__ctx.ops && kr__ctx.ops->fail && !kr__ctx.fatal) kr__ctx.ops->fail(&kr__ctx, msg);
     kr__die(msg);
 }
 

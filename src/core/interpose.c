@@ -16,11 +16,6 @@
 #include "core.h"
 #include "error.h"
 
-_Noreturn void kr__exit_now(int status)
-{
-    for (;;) syscall(SYS_exit_group, status);
-}
-
 /* While a model is loaded or a run is in progress, the call is the model's: a model error
  * (deferred by the engines that defer errors, which then unwind and never return here), or
  * fatal from a thread of the model. Returns only outside a run: the C library's call goes on. */

@@ -1,5 +1,6 @@
-/* run.c - the life of a run shared by all engines: LP set-up and init at virtual time -inf,
- * committing an event into an LP's history digest, finish at +inf, and the run digest. */
+/* run.c - a run from start to end, above the engines: its set-up (model, parameters, LP
+ * table, state region), the engine on a thread of its own, finish at virtual time +inf on
+ * the committed states, the run digest, the report, and freeing it all. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <math.h>
@@ -16,103 +17,6 @@
 #include "../stats/progress.h"
 #include "report.h"
 
-void kr__lp_setup(struct kr__run *r, kr_lp id)
-{
-    struct kr__lp *lp = &r->lps[id];
-    memset(lp, 0, sizeof *lp);
-    struct kr__seg *seg = kr__region_seg(id);
-    kr__arena_init(&lp->arena, r->cfg->arena_max, r->state_mode, seg);
-    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
-    if (m->lp_ready) m->lp_ready(seg);
-    lp->rng = kr__mix(kr__mix(0x6b61697273ull, r->cfg->seed), id);
-    lp->digest = kr__mix(0xD16E57ull, id);
-}
-
-struct kr__outvec *kr__lp_out(struct kr__lp *lp)
-{
-    if (!lp->out && !(lp->out = calloc(1, sizeof *lp->out)))
-        kr__fatal_oom("output buffer", sizeof *lp->out);
-    return lp->out;
-}
-
-struct kr__lp_fail *kr__lp_fail_of(struct kr__lp *lp)
-{
-    if (!lp->fail && !(lp->fail = calloc(1, sizeof *lp->fail)))
-        kr__fatal_oom("failure record", sizeof *lp->fail);
-    return lp->fail;
-}
-
-void kr__lp_fail_clear(struct kr__lp *lp)
-{
-    if (!lp->fail) return;
-    free(lp->fail->err);
-    free(lp->fail);
-    lp->fail = NULL;
-}
-
-void kr__lp_run_init(struct kr__run *r, kr_lp id)
-{
-    struct kr__lp *lp = &r->lps[id];
-    kr__ctx.run = r;
-    kr__ctx.lp = lp;
-    kr__ctx.id = id;
-    kr__ctx.ev = NULL;
-    kr__ctx.now = -INFINITY;
-    kr__ctx.gen = 0;
-    kr__ctx.mode = KR_MODE_INIT;
-    kr__watch_begin_callback(&kr__watch_callbacks, id, KR_MODE_INIT);
-    if (r->model->init) r->model->init(id);
-    lp->done_init = kr__run_done(r, lp, id);
-    kr__watch_end(&kr__watch_callbacks);
-    kr__ctx.mode = KR_MODE_NONE;
-}
-
-uint64_t kr__lps_init_all(struct kr__run *r)
-{
-    uint64_t ndone = 0;
-    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
-    for (kr_lp id = 0; id < r->n; id++) {
-        kr__lp_run_init(r, id);
-        r->lps[id].done_seen = r->lps[id].done_init;
-        ndone += r->lps[id].done_init;
-    }
-    return ndone;
-}
-
-bool kr__lp_done_step(struct kr__lp *lp, bool done)
-{
-    if (done && !lp->done_seen) {
-        lp->done_seen = true;
-        return true;
-    }
-    if (!done && lp->done_seen)
-        kr__model_error("done() returned false after it had returned true; done() must be "
-                        "monotone (once done, an LP stays done)");
-    return false;
-}
-
-void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
-{
-    uint64_t t;
-    memcpy(&t, &e->k.ts, sizeof t);
-    uint64_t h = kr__mix(lp->digest, t);
-    h = kr__mix(h, e->type);
-    lp->digest = kr__mix_bytes(h, e->payload, e->size);
-    lp->committed++;
-}
-
-void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
-{
-    (void)c;
-    fwrite(text, 1, len, stdout);
-}
-
-void kr__fail_fatal(struct kr__ctx *c, const char *msg)
-{
-    (void)c;
-    kr__die(msg);
-}
-
 static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 {
     (void)c;
@@ -120,41 +24,6 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 }
 
 static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, kr__fail_fatal };
-
-bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
-{
-    const struct kr__run *r = kr__run_current;
-    if (!r || !r->lps || id >= r->n) return false;
-    const struct kr__area *ar = kr__arena_overrun(&r->lps[id].arena);
-    if (!ar) return false;
-    snprintf(buf, cap, "model '%s', LP %llu: its state was written past the end of its "
-             "kr_malloc memory (beyond the last %zu-byte block of an area), which corrupted the "
-             "heap; run with --sync sequential --check to find the event", r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
-    return true;
-}
-
-bool kr__overrun_find(char *buf, size_t cap)
-{
-    const struct kr__run *r = kr__run_current;
-    for (kr_lp id = 0; r && id < r->n; id++)
-        if (kr__overrun_lp(id, buf, cap)) return true;
-    return false;
-}
-
-void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al)
-{
-    static _Atomic bool said;
-    if (atomic_exchange(&said, true)) return; /* one warning a run */
-    char where[256];
-    if (kr__ctx.mode == KR_MODE_EVENT) kr__ctx_where(where, sizeof where);
-    else snprintf(where, sizeof where, "model '%s', LP %llu", r->model->name, (unsigned long long)id);
-    fprintf(stderr, "kairos: warning: %s: its state holds an address (%#llx, byte %zu of a "
-            "%zu-byte block) that points outside its kr_malloc memory and the program image, "
-            "into %s: the run digest cannot name what it points at, so it may differ from run "
-            "to run. Keep pointers to kr_malloc memory, constants and functions in the state; "
-            "keep anything else out of it (a number that only looks like an address is "
-            "harmless)\n", where, (unsigned long long)al->word, al->offset, al->block, al->where);
-}
 
 void kr__run_finish(struct kr__run *r)
 {
@@ -231,8 +100,6 @@ static int setup_state(struct kr__run *r, struct kr__error *err)
     if (m->region_ready) m->region_ready();
     return KR_OK;
 }
-
-struct kr__run *_Atomic kr__run_current;
 
 /* The engine's thread: the run, then finish on the committed states. */
 static void *run_engine(void *arg)

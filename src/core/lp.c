@@ -1,0 +1,215 @@
+/* lp.c - the life of an LP that every engine shares (declared in core.h): set-up and init
+ * at virtual time -inf, committing an event into its history digest, done() steps, its
+ * output and failure records, and the reports that name an LP (a state written past its
+ * memory, an address the digest cannot name), the calling thread's context (kr__ctx), the
+ * strings that say where it is, and the errors that need them (kr__model_error,
+ * kr__usage_error; error.c is the leaf below). Below the engines: they call it. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include "core.h"
+#include "digest.h"
+#include "error.h"
+#include "watchdog.h"
+#include "../state/mode.h"
+
+struct kr__run *_Atomic kr__run_current;
+__thread struct kr__ctx kr__ctx;
+
+static const char *mode_name(int mode)
+{
+    switch (mode) {
+    case KR_MODE_INIT: return "init";
+    case KR_MODE_FINISH: return "finish";
+    case KR_MODE_DONE: return "done()";
+    case KR_MODE_NONE: return "no LP context";
+    default: return "an event";
+    }
+}
+
+void kr__ctx_where(char *buf, size_t cap)
+{
+    const struct kr__ctx *c = &kr__ctx;
+    const char *model = c->run && c->run->model ? c->run->model->name : "?";
+    if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev) {
+        kr__event_where(buf, cap, c->run, c->ev);
+    } else if (c->mode == KR_MODE_DONE && c->ev) {
+        char ev[224];
+        kr__event_where(ev, sizeof ev, c->run, c->ev);
+        snprintf(buf, cap, "%s, in done() after the event", ev);
+    } else if (c->mode == KR_MODE_DONE) {
+        snprintf(buf, cap, "model '%s', LP %llu, in done() after init", model,
+                 (unsigned long long)c->id);
+    }
+    else
+        snprintf(buf, cap, "model '%s', LP %llu, in %s", model, (unsigned long long)c->id,
+                 mode_name(c->mode));
+}
+
+void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e)
+{
+    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u",
+             r && r->model ? r->model->name : "?", (unsigned long long)e->dest, e->k.ts, e->type);
+}
+
+
+void kr__lp_setup(struct kr__run *r, kr_lp id)
+{
+    struct kr__lp *lp = &r->lps[id];
+    memset(lp, 0, sizeof *lp);
+    struct kr__seg *seg = kr__region_seg(id);
+    kr__arena_init(&lp->arena, r->cfg->arena_max, r->state_mode, seg);
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
+    if (m->lp_ready) m->lp_ready(seg);
+    lp->rng = kr__mix(kr__mix(0x6b61697273ull, r->cfg->seed), id);
+    lp->digest = kr__mix(0xD16E57ull, id);
+}
+
+struct kr__outvec *kr__lp_out(struct kr__lp *lp)
+{
+    if (!lp->out && !(lp->out = calloc(1, sizeof *lp->out)))
+        kr__fatal_oom("output buffer", sizeof *lp->out);
+    return lp->out;
+}
+
+struct kr__lp_fail *kr__lp_fail_of(struct kr__lp *lp)
+{
+    if (!lp->fail && !(lp->fail = calloc(1, sizeof *lp->fail)))
+        kr__fatal_oom("failure record", sizeof *lp->fail);
+    return lp->fail;
+}
+
+void kr__lp_fail_clear(struct kr__lp *lp)
+{
+    if (!lp->fail) return;
+    free(lp->fail->err);
+    free(lp->fail);
+    lp->fail = NULL;
+}
+
+void kr__lp_run_init(struct kr__run *r, kr_lp id)
+{
+    struct kr__lp *lp = &r->lps[id];
+    kr__ctx.run = r;
+    kr__ctx.lp = lp;
+    kr__ctx.id = id;
+    kr__ctx.ev = NULL;
+    kr__ctx.now = -INFINITY;
+    kr__ctx.gen = 0;
+    kr__ctx.mode = KR_MODE_INIT;
+    kr__watch_begin_callback(&kr__watch_callbacks, id, KR_MODE_INIT);
+    if (r->model->init) r->model->init(id);
+    lp->done_init = kr__run_done(r, lp, id);
+    kr__watch_end(&kr__watch_callbacks);
+    kr__ctx.mode = KR_MODE_NONE;
+}
+
+uint64_t kr__lps_init_all(struct kr__run *r)
+{
+    uint64_t ndone = 0;
+    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
+    for (kr_lp id = 0; id < r->n; id++) {
+        kr__lp_run_init(r, id);
+        r->lps[id].done_seen = r->lps[id].done_init;
+        ndone += r->lps[id].done_init;
+    }
+    return ndone;
+}
+
+bool kr__lp_done_step(struct kr__lp *lp, bool done)
+{
+    if (done && !lp->done_seen) {
+        lp->done_seen = true;
+        return true;
+    }
+    if (!done && lp->done_seen)
+        kr__model_error("done() returned false after it had returned true; done() must be "
+                        "monotone (once done, an LP stays done)");
+    return false;
+}
+
+void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
+{
+    uint64_t t;
+    memcpy(&t, &e->k.ts, sizeof t);
+    uint64_t h = kr__mix(lp->digest, t);
+    h = kr__mix(h, e->type);
+    lp->digest = kr__mix_bytes(h, e->payload, e->size);
+    lp->committed++;
+}
+
+void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
+{
+    (void)c;
+    fwrite(text, 1, len, stdout);
+}
+
+void kr__fail_fatal(struct kr__ctx *c, const char *msg)
+{
+    (void)c;
+    kr__die(msg);
+}
+
+bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
+{
+    const struct kr__run *r = kr__run_current;
+    if (!r || !r->lps || id >= r->n) return false;
+    const struct kr__area *ar = kr__arena_overrun(&r->lps[id].arena);
+    if (!ar) return false;
+    snprintf(buf, cap, "model '%s', LP %llu: its state was written past the end of its "
+             "kr_malloc memory (beyond the last %zu-byte block of an area), which corrupted the "
+             "heap; run with --sync sequential --check to find the event", r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
+    return true;
+}
+
+bool kr__overrun_find(char *buf, size_t cap)
+{
+    const struct kr__run *r = kr__run_current;
+    for (kr_lp id = 0; r && id < r->n; id++)
+        if (kr__overrun_lp(id, buf, cap)) return true;
+    return false;
+}
+
+void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al)
+{
+    static _Atomic bool said;
+    if (atomic_exchange(&said, true)) return; /* one warning a run */
+    char where[256];
+    if (kr__ctx.mode == KR_MODE_EVENT) kr__ctx_where(where, sizeof where);
+    else snprintf(where, sizeof where, "model '%s', LP %llu", r->model->name, (unsigned long long)id);
+    fprintf(stderr, "kairos: warning: %s: its state holds an address (%#llx, byte %zu of a "
+            "%zu-byte block) that points outside its kr_malloc memory and the program image, "
+            "into %s: the run digest cannot name what it points at, so it may differ from run "
+            "to run. Keep pointers to kr_malloc memory, constants and functions in the state; "
+            "keep anything else out of it (a number that only looks like an address is "
+            "harmless)\n", where, (unsigned long long)al->word, al->offset, al->block, al->where);
+}
+
+_Noreturn void kr__usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kr__run_current = NULL; /* (exit() below is not a model's) */
+    fputs("kairos: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(see 'kairos --help')\n", stderr);
+    va_end(ap);
+    exit(KR_EXIT_USAGE);
+}
+
+/* The message is formatted into a per-thread buffer, not the heap: a model crash inside
+ * malloc leaves its lock held. Engines that keep the message copy it. */
+void kr__model_error(const char *fmt, ...)
+{
+    static __thread char where[256], what[1024], msg[1312];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    kr__ctx_where(where, sizeof where);
+    snprintf(msg, sizeof msg, "%s: %s", where, what);
+    if (kr__ctx.ops && kr__ctx.ops->fail && !kr__ctx.fatal) kr__ctx.ops->fail(&kr__ctx, msg);
+    kr__die(msg);
+}
