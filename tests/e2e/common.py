@@ -1,7 +1,15 @@
-"""Helpers of the end-to-end tests: run the kairos command, read its summary."""
+"""Helpers of the end-to-end tests: run the kairos command, read what it reports.
+
+A successful `kairos run` writes --stats JSON (run() asks for it unless the test gives its
+own --stats), and digest() and committed() read the run digest and the committed events
+from that JSON, not from the human summary: the summary's wording may change. Messages of
+failed runs are text, and tests match them as text."""
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 TIMEOUT = 120
 # A sanitizer build runs a state-heavy model 10-50x slower (ThreadSanitizer intercepts every
@@ -10,9 +18,27 @@ SLOWDOWN = {"tsan": 4, "asan": 2, "": 1}
 _kinds = {}
 
 
+class Stderr(str):
+    """A run's stderr, carrying the --stats JSON the run wrote (`stats`, None if none)."""
+    stats = None
+
+
+def _wants_stats(args):
+    return (len(args) >= 2 and args[0] == "run" and not args[1].startswith("-")
+            and not {"--stats", "--help", "-h"} & set(args))
+
+
 def run(kairos, *args, check=True):
-    """Run kairos; returns (returncode, stdout, stderr). Fails on a crash or hang."""
-    cmd = [kairos, *map(str, args)]
+    """Run kairos; returns (returncode, stdout, stderr). Fails on a crash or hang. The
+    stderr of a `kairos run` carries the run's --stats JSON (Stderr.stats)."""
+    args = [str(a) for a in args]
+    tmp = None
+    if _wants_stats(args):
+        fd, tmp = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        args[2:2] = ["--stats", tmp]  # (before the test's own options: a test may end on
+                                      # an option that lacks its value)
+    cmd = [kairos, *args]
     if kairos not in _kinds:
         _kinds[kairos] = build_kind(kairos)
     limit = TIMEOUT * SLOWDOWN[_kinds[kairos]]
@@ -20,11 +46,34 @@ def run(kairos, *args, check=True):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
         fail(f"hang: {' '.join(cmd)} did not finish in {limit}s")
+    finally:
+        err_stats = _read_stats(tmp)
     if p.returncode < 0 or p.returncode > 2:
         fail(f"crash: {' '.join(cmd)} exited {p.returncode}\n{p.stderr}")
     if check and p.returncode != 0:
         fail(f"{' '.join(cmd)} exited {p.returncode}\n{p.stderr}")
-    return p.returncode, p.stdout, p.stderr
+    err = Stderr(p.stderr)
+    err.stats = err_stats
+    return p.returncode, p.stdout, err
+
+
+def _read_stats(path):
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            text = f.read()
+        return json.loads(text) if text else None
+    finally:
+        os.unlink(path)
+
+
+def stats_of(kairos, args):
+    """Run a model that must succeed; returns (stdout, stderr, the --stats JSON)."""
+    _, out, err = run(kairos, "run", *args, "--progress", "off")
+    if err.stats is None:
+        fail(f"kairos run {' '.join(map(str, args))} wrote no --stats")
+    return out, err, err.stats
 
 
 def expect_exit(kairos, tally, rc_want, needles, *args, out_want=None):
@@ -43,6 +92,9 @@ def expect_exit(kairos, tally, rc_want, needles, *args, out_want=None):
 
 
 def digest(stderr):
+    """The run digest: from the run's --stats JSON (run()), else from the summary text."""
+    if getattr(stderr, "stats", None):
+        return stderr.stats["run_digest"]
     m = re.search(r"run digest:\s+([0-9a-f]{16})", stderr)
     if not m:
         fail(f"no run digest in:\n{stderr}")
@@ -50,6 +102,9 @@ def digest(stderr):
 
 
 def committed(stderr):
+    """Committed events: from the run's --stats JSON (run()), else from the summary."""
+    if getattr(stderr, "stats", None):
+        return stderr.stats["committed_events"]
     return int(re.search(r"committed events: (\d+)", stderr).group(1))
 
 

@@ -7,10 +7,8 @@ every run must give the sequential digest and output; --check verifies on the wa
 the per-thread LP and done counts agree with the owner table and that no message arrives
 below a safe time. A model with done() checks that the end point survives moves. Then the
 thread-count trial of --balance auto."""
-import json
 import sys
-import tempfile
-from common import run, fail, digest, Tally, build_kind, scan_available
+from common import run, fail, digest, Tally, build_kind, scan_available, stats_of
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -33,12 +31,6 @@ MODELS = [
 ]
 
 
-def stats_of(args):
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        _, out, err = run(kairos, "run", *args, "--progress", "off", "--stats", f.name)
-        return out, err, json.load(open(f.name))
-
-
 def main():
     configs = [["--threads", "2"], ["--threads", "3", "--check"], ["--threads", "4"],
                ["--threads", "3", "--safe", "off"]]
@@ -46,12 +38,12 @@ def main():
         configs += [["--threads", "2", "--preempt", "return"],
                     ["--threads", "4", "--preempt", "tick", "--tick-us", "200"]]
     for name, margs, state in MODELS:
-        ref_out, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+        ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
         moved = 0
         for cfg in configs:
             for rep in range(3):
                 args = margs + cfg + ["--state", state, "--balance", "storm"]
-                out, err, st = stats_of(args)
+                out, err, st = stats_of(kairos, args)
                 if digest(err) != digest(ref_err) or out != ref_out:
                     fail(f"{name} {' '.join(args)} (run {rep + 1}): digest {digest(err)} vs "
                          f"sequential {digest(ref_err)}, output equal: {out == ref_out}")
@@ -73,11 +65,11 @@ def page_tracked(configs):
               ("chaos", [f"{build}/libchaos.so", "--lps", "24", "--end", "40"])]
     for state in ["page", "buddy"] + (["scan"] if scan_available(kairos) else []):
         for name, margs in models:
-            ref_out, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+            ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
             moved = 0
             for cfg in configs[:3] + configs[4:5]:
                 args = margs + cfg + ["--state", state, "--balance", "storm"]
-                out, err, st = stats_of(args)
+                out, err, st = stats_of(kairos, args)
                 moved += st["migrated_lps"]
                 if digest(err) != digest(ref_err) or out != ref_out:
                     fail(f"{name} {' '.join(args)}: digest {digest(err)} vs sequential "
@@ -94,10 +86,10 @@ def trials():
     the digest cannot change. An efficient run is left alone (release builds: sanitizers
     change the timing that efficiency depends on)."""
     margs = ["phold", "--lps", "16", "--end", "30000"]
-    _, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+    _, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
     tried = 0
     for rep in range(3):
-        _, err, st = stats_of(margs + ["--threads", "4"])
+        _, err, st = stats_of(kairos, margs + ["--threads", "4"])
         if digest(err) != digest(ref_err):
             fail(f"PHOLD 16 LPs, 4 threads, run {rep + 1}: digest {digest(err)} vs sequential "
                  f"{digest(ref_err)} ({st['worker_trials']} trials)")
@@ -106,7 +98,7 @@ def trials():
         fail("PHOLD 16 LPs on 4 threads: no trial of fewer workers in 3 runs")
     t.ok(f"PHOLD 16 LPs, 4 threads: {tried} trials of fewer workers in 3 runs, sequential digest")
     if not build_kind(kairos):
-        _, _, st = stats_of(["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
+        _, _, st = stats_of(kairos, ["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
         if st["worker_trials"]:
             fail(f"PHOLD 1024 LPs, 2 threads, efficiency {st['efficiency']}: "
                  f"{st['worker_trials']} trials of fewer workers")

@@ -6,27 +6,19 @@ history (also in page and buddy modes, which run safe events). Windows fixed by 
 are never changed, and the smallest ones still make
 progress without safe events (the event at GVT always runs). An efficient run keeps its
 window."""
-import json
 import sys
-import tempfile
-from common import run, fail, digest, Tally, build_kind, expect_exit
+from common import run, fail, digest, Tally, build_kind, expect_exit, stats_of
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
 RELEASE = not build_kind(kairos)
 
 
-def stats_of(args):
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        _, out, err = run(kairos, "run", *args, "--progress", "off", "--stats", f.name)
-        return out, err, json.load(open(f.name))
-
-
 def same_as_sequential(name, margs, configs):
-    ref_out, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+    ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
     runs = []
     for cfg in configs:
-        out, err, st = stats_of(margs + cfg)
+        out, err, st = stats_of(kairos, margs + cfg)
         if digest(err) != digest(ref_err) or out != ref_out:
             fail(f"{name} {' '.join(cfg)}: digest {digest(err)} vs sequential "
                  f"{digest(ref_err)}, output equal: {out == ref_out}")
@@ -76,7 +68,7 @@ def efficient_run():
     # its threads descheduled; a cut in two runs out of two is the engine's doing)
     cuts = []
     for _ in range(2):
-        _, _, st = stats_of(["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
+        _, _, st = stats_of(kairos, ["phold", "--lps", "1024", "--end", "2000", "--threads", "2"])
         cuts.append((st["window_cuts"], st["efficiency"]))
         if not st["window_cuts"]:
             break

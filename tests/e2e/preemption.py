@@ -5,7 +5,6 @@ speculative path is broken by preemption and rolled back; an endless loop on the
 path is reported after --event-timeout."""
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -43,9 +42,8 @@ if tsan:
 
 
 def ts_line(err):
-    m = re.search(r"time sharing:.*?(\d+) preemptions \((\d+) at model calls, (\d+) by ticks, "
-                  r"(\d+) slices\), (\d+) resumed, (\d+) rolled back", err)
-    return tuple(int(x) for x in m.groups()) if m else None
+    """The run's --stats "time_sharing" object (None without time-sharing)."""
+    return err.stats.get("time_sharing")
 
 
 ticked = 0
@@ -63,9 +61,9 @@ for name, args in models.items():
                      f"{committed(err)} vs {n} events, output equal: {out == ref_out}")
             s = ts_line(err)
             if mode[1] != "off" and s is None:
-                fail(f"{name} {mode}: no time-sharing summary line:\n{err}")
+                fail(f"{name} {mode}: no time-sharing statistics:\n{err}")
             if s:
-                ticked += s[2]
+                ticked += s["preempted_by_ticks"]
     t.ok(f"{name}: every --preempt mode at 1/2/4 threads matches sequential ({ref})")
 if ticked == 0 and not tsan:
     fail("no event was ever preempted by a tick: the asynchronous path went untested")
@@ -80,10 +78,11 @@ for mode in ([] if tsan else (["--preempt", "return"], ["--preempt", "tick"], ["
     s = ts_line(err)
     if digest(err) != ref or out != ref_out or "passed the gate at time 10" not in out:
         fail(f"speculative loop {mode}: digest {digest(err)} vs {ref}; output {out!r}")
-    if not s or s[5] < 1:
+    if not s or s["rolled_back"] < 1:
         fail(f"speculative loop {mode}: the looping event was not preempted and rolled back:\n{err}")
-    t.ok(f"speculative endless loop broken by preemption ({mode[1]}: {s[0]} preemptions, "
-         f"{s[5]} rolled back)")
+    pre = s["preempted_at_calls"] + s["preempted_by_ticks"] + s["preempted_by_slice"]
+    t.ok(f"speculative endless loop broken by preemption ({mode[1]}: {pre} preemptions, "
+         f"{s['rolled_back']} rolled back)")
 
 # An endless loop on the committed path: a model error after --event-timeout.
 for th in (["--threads", "1"], ["--threads", "2"], ["--sync", "sequential"],

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from common import run, fail, digest, Tally
+from common import run, fail, digest, Tally, stats_of
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -28,15 +28,9 @@ MODELS = [
 ]
 
 
-def stats_of(args):
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        _, out, err = run(kairos, "run", *args, "--progress", "off", "--stats", f.name)
-        return out, err, json.load(open(f.name))
-
-
 def case_digests():
     for name, margs, states in MODELS:
-        ref_out, ref_err, _ = stats_of(margs + ["--sync", "sequential"])
+        ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
         ref = digest(ref_err)
         shares = []
         for threads in ("1", "2", "3", "4"):
@@ -45,7 +39,7 @@ def case_digests():
                     args = margs + ["--threads", threads, "--state", state, "--safe", safe]
                     if threads == "3":
                         args.append("--check")
-                    out, err, st = stats_of(args)
+                    out, err, st = stats_of(kairos, args)
                     if digest(err) != ref or out != ref_out:
                         fail(f"{name} {' '.join(args)}: digest {digest(err)} vs sequential "
                              f"{ref}, output equal: {out == ref_out}")
@@ -61,22 +55,22 @@ def case_digests():
 def case_one_thread():
     """One thread: nothing can reach an event from elsewhere, so every event is safe and no
     checkpoint is taken after init."""
-    _, _, st = stats_of([f"{build}/libairport.so", "--lps", "256", "--end", "40", "--threads",
+    _, _, st = stats_of(kairos, [f"{build}/libairport.so", "--lps", "256", "--end", "40", "--threads",
                          "1"])
     if st["safe_events"] != st["committed_events"] or st["rollbacks"]:
         fail(f"1 thread: {st['safe_events']} safe of {st['committed_events']} committed")
     t.ok(f"1 thread: all {st['committed_events']} events safe")
     # two threads, a model with a lookahead: some are (how many depends on timing - 17-98%
     # here, less beside other load - which is the benchmarks' business, not a test's)
-    _, _, st = stats_of([f"{build}/libairport.so", "--lps", "1024", "--end", "40", "--threads",
+    _, _, st = stats_of(kairos, [f"{build}/libairport.so", "--lps", "1024", "--end", "40", "--threads",
                          "2"])
     if not st["safe_events"]:
         fail(f"2 threads, lookahead 0.05: no safe event in {st['committed_events']}")
     t.ok(f"2 threads, lookahead 0.05: {st['safe_events']} of {st['committed_events']} safe")
     # done() decides the end later: no safe events, the digest as always
-    _, err, st = stats_of([f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
+    _, err, st = stats_of(kairos, [f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
                            "laps=40", "--threads", "2"])
-    _, ref, _ = stats_of([f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
+    _, ref, _ = stats_of(kairos, [f"{build}/libring.so", "--lps", "12", "--end", "inf", "-P",
                           "laps=40", "--sync", "sequential"])
     if st["safe_events"] or digest(err) != digest(ref):
         fail(f"done() model: {st['safe_events']} safe events, digest {digest(err)} vs "
@@ -106,7 +100,7 @@ def case_interrupted():
             fail(f"{threads} threads: exit {p.returncode}\n{err}")
         st = json.load(open(stats))
         upto = m.group(1)
-        _, ref_err, ref = stats_of(margs[:-2] + ["--end", upto, "--sync", "sequential"])
+        _, ref_err, ref = stats_of(kairos, margs[:-2] + ["--end", upto, "--sync", "sequential"])
         if ref["committed_events"] != st["committed_events"] or digest(ref_err) != digest(err):
             fail(f"{threads} threads, interrupted at {upto}: {st['committed_events']} events, "
                  f"digest {digest(err)}; sequential to {upto}: {ref['committed_events']}, "
