@@ -9,10 +9,10 @@
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include "../core/core.h"
-#include "../core/typetime.h"
-#include "../core/watchdog.h"
-#include "../queue/heap.h"
+#include "core/core.h"
+#include "core/typetime.h"
+#include "core/watchdog.h"
+#include "queue/heap.h"
 
 /* One offloaded event. Written by the worker that runs it until `complete` is set (release),
  * then read and recycled by the scheduler: one writer at a time, no lock. */

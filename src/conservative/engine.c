@@ -20,11 +20,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cons.h"
-#include "../core/clock.h"
-#include "../core/error.h"
-#include "../core/interrupt.h"
-#include "../stats/progress.h"
+#include "conservative/cons.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "stats/progress.h"
 
 extern const struct kr__engine_ops kr__cons_ops;
 

@@ -18,9 +18,9 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "cons.h"
-#include "../core/clock.h"
-#include "../core/error.h"
+#include "conservative/cons.h"
+#include "core/clock.h"
+#include "core/error.h"
 
 static void cons_send(struct kr__ctx *x, struct kr__ev *e)
 {

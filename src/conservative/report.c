@@ -3,7 +3,7 @@
  * event-free or barrier events), how many ran beside each other, what held the scheduler
  * back. The scheduler's counters are all on thread 0's line; the events each thread ran
  * are its own `processed`. */
-#include "cons.h"
+#include "conservative/cons.h"
 
 static double mean_in_flight(const struct kr__counters *c)
 {

@@ -6,9 +6,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "core.h"
-#include "error.h"
-#include "../ult/ult.h"
+#include "core/core.h"
+#include "core/error.h"
+#include "ult/ult.h"
 
 
 /* A chain of events at one timestamp longer than this is reported as a zero-delay loop

@@ -9,11 +9,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "kairos.h"
-#include "lp.h"
-#include "../msg/pool.h"
-#include "../stats/counters.h"
-#include "../optimistic/options.h"
-#include "../conservative/options.h"
+#include "core/lp.h"
+#include "msg/pool.h"
+#include "stats/counters.h"
+#include "optimistic/options.h"
+#include "conservative/options.h"
 
 struct kr__kv {
     const char *key;
@@ -176,12 +176,6 @@ void kr__thread_start_or_die(pthread_t *t, void *(*fn)(void *), void *arg, size_
 extern __thread char *kr__stack_lo;
 void kr__stack_note(void);
 
-/* Shortest extra-tick period: a tick costs 25-30 us here, and periods of 5-8 us starved the
- * worker loop (no event committed, ever). */
-#define KR_TICK_US_MIN 20
-/* kairos calibrate (src/ult/calibrate.c), and the tick period it saved (else 1000 us). */
-int kr__calibrate_main(int argc, char **argv);
-double kr__calibrated_tick_us(const char **from); /* from: "calibration" or "default" */
 
 /* Shared engine helpers (run.c). */
 void kr__lp_setup(struct kr__run *r, kr_lp id);

@@ -1,7 +1,7 @@
 /* engines.c - the table of engines: the one place that knows them all. The command finds
  * an engine here by its --sync name; the run calls it through its descriptor (core.h). */
 #include <string.h>
-#include "core.h"
+#include "core/core.h"
 
 /* The first is the default. */
 static const struct kr__engine *const table[] = { &kr__tw_engine, &kr__cons_engine,

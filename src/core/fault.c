@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "core.h"
-#include "error.h"
-#include "../state/buddy.h"
-#include "../state/seg.h"
-#include "../ult/ult.h"
+#include "core/core.h"
+#include "core/error.h"
+#include "state/buddy.h"
+#include "state/seg.h"
+#include "ult/ult.h"
 
 #define ALT_STACK_BYTES (64 * 1024)
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "core.h"
-#include "error.h"
+#include "core/core.h"
+#include "core/error.h"
 
 /* While a model is loaded or a run is in progress, the call is the model's: a model error
  * (deferred by the engines that defer errors, which then unwind and never return here), or

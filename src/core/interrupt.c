@@ -1,8 +1,8 @@
 /* interrupt.c - see interrupt.h. The handler only stores the signal number (and, on a
  * second signal, writes one line and exits): everything else happens on the engines'
  * threads, outside signal context. */
-#include "interrupt.h"
-#include "error.h"
+#include "core/interrupt.h"
+#include "core/error.h"
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include "core.h"
-#include "digest.h"
-#include "error.h"
-#include "watchdog.h"
-#include "../state/mode.h"
+#include "core/core.h"
+#include "core/digest.h"
+#include "core/error.h"
+#include "core/watchdog.h"
+#include "state/mode.h"
 
 struct kr__run *_Atomic kr__run_current;
 __thread struct kr__ctx kr__ctx;

@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "kairos.h"
-#include "../msg/event.h"
-#include "../state/arena.h"
-#include "../state/ckpt.h"
-#include "../stats/output.h"
+#include "msg/event.h"
+#include "state/arena.h"
+#include "state/ckpt.h"
+#include "stats/output.h"
 
 struct kr__ult;
 

@@ -8,7 +8,7 @@
  * chunk when the address is in the running LP's state (stack and other stores cost a range
  * test). In other modes every call is a test and a return. */
 #include <string.h>
-#include "core.h"
+#include "core/core.h"
 
 /* Set once before a run in chunk mode: other modes return before touching the LP (whose
  * arena fields are on a cold cache line: reading them cost PHOLD-std one miss per event). */

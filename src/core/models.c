@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 #include <string.h>
 #include <unistd.h>
-#include "core.h"
-#include "error.h"
+#include "core/core.h"
+#include "core/error.h"
 
 const struct kr_model *kr_builtin_phold(void);
 const struct kr_model *kr_builtin_queueing(void);

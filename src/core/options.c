@@ -1,5 +1,5 @@
 /* options.c - the table of 'kairos run' options (options.h) and what is made from it. */
-#include "options.h"
+#include "core/options.h"
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -7,8 +7,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "error.h"
-#include "../state/mode.h"
+#include "core/error.h"
+#include "state/mode.h"
+#include "ult/ult.h"
 
 /* How a value is read, and the field it goes to. */
 enum opt_kind {               /* (the numeric kinds first: numeric()) */

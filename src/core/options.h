@@ -6,8 +6,8 @@
 #define KR_CORE_OPTIONS_H
 
 #include <stdio.h>
-#include "core.h"
-#include "error.h"
+#include "core/core.h"
+#include "core/error.h"
 
 /* Each returns KR_OK or fills err (error.h). */
 

@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core.h"
-#include "error.h"
+#include "core/core.h"
+#include "core/error.h"
 
 static const struct kr__config *cur_cfg;
 static const struct kr_model *cur_model;

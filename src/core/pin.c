@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "error.h"
+#include "core/error.h"
 #include <unistd.h>
-#include "core.h"
-#include "../ult/ult.h"
+#include "core/core.h"
+#include "ult/ult.h"
 
 __thread char *kr__stack_lo;
 

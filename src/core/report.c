@@ -1,5 +1,5 @@
 /* report.c - see report.h. */
-#include "report.h"
+#include "core/report.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include "error.h"
-#include "../stats/statesave.h"
-#include "options.h"
+#include "core/error.h"
+#include "stats/statesave.h"
+#include "core/options.h"
 
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {

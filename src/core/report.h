@@ -4,7 +4,7 @@
 #define KR_CORE_REPORT_H
 
 #include <stdio.h>
-#include "core.h"
+#include "core/core.h"
 
 void kr__report_summary(const struct kr__run *r, FILE *f);
 /* KR_ERR_RESOURCE in err if the file cannot be written. */

@@ -6,16 +6,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <time.h>
-#include "core.h"
-#include "digest.h"
-#include "error.h"
-#include "watchdog.h"
-#include "interrupt.h"
-#include "../state/addrmap.h"
-#include "../state/mode.h"
-#include "../stats/statesave.h"
-#include "../stats/progress.h"
-#include "report.h"
+#include "core/core.h"
+#include "core/digest.h"
+#include "core/error.h"
+#include "core/watchdog.h"
+#include "core/interrupt.h"
+#include "state/addrmap.h"
+#include "state/mode.h"
+#include "stats/statesave.h"
+#include "stats/progress.h"
+#include "core/report.h"
 
 static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 {

@@ -1,12 +1,12 @@
 /* watchdog.c - see watchdog.h. */
-#include "watchdog.h"
+#include "core/watchdog.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
-#include "clock.h"
-#include "core.h"
-#include "error.h"
+#include "core/clock.h"
+#include "core/core.h"
+#include "core/error.h"
 
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
                          const char *hint)

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
-#include "../msg/event.h"
+#include "msg/event.h"
 
 struct kr__run;
 

@@ -6,7 +6,7 @@
  * anywhere else (a library constructor, say) they are the C library's. */
 #include <stdlib.h>
 #include <string.h>
-#include "core.h"
+#include "core/core.h"
 
 void *__wrap_malloc(size_t n);
 void *__wrap_malloc(size_t n) { return kr__in_lp() ? kr_malloc(n) : malloc(n); }

@@ -20,7 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <math.h>
-#include "event.h"
+#include "msg/event.h"
 
 /* 4 KiB of pointers per pair: room for a few publish periods of a fast sender. */
 #define KR_CHAN_SLOTS 512u

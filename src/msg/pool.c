@@ -1,8 +1,8 @@
 /* pool.c - slab refill and teardown for the per-thread event pools (see pool.h). */
-#include "pool.h"
+#include "msg/pool.h"
 #include <stdbool.h>
 #include <stdlib.h>
-#include "../core/error.h"
+#include "core/error.h"
 
 /* Event sizes per class: 96-byte header + payload (class 0: up to 32 bytes of payload in two
  * cache lines; class 3: KR_PAYLOAD_MAX). */

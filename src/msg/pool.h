@@ -15,7 +15,7 @@
 #define KR_MSG_POOL_H
 
 #include <stddef.h>
-#include "event.h"
+#include "msg/event.h"
 
 #include <stdatomic.h>
 

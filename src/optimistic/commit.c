@@ -3,8 +3,8 @@
  * checkpoints that no rollback can reach any more. Only LPs with uncommitted events are
  * visited, so a round costs what was processed, not the number of LPs. */
 #include <stdlib.h>
-#include "tw.h"
-#include "../core/error.h"
+#include "optimistic/tw.h"
+#include "core/error.h"
 
 /* Keep at most this many committed events on an LP whose history is all committed; past it
  * the events are freed (page-tracked modes: the current state becomes the base checkpoint;

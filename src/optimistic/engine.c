@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include "tw.h"
-#include "../state/mode.h"
-#include "../core/error.h"
-#include "../stats/progress.h"
+#include "optimistic/tw.h"
+#include "state/mode.h"
+#include "core/error.h"
+#include "stats/progress.h"
 
 /* May thread th run e now? Within its window (optimism.c), or e lies below the safe time
  * (no rollback can reach it: it holds memory only until the next commit), or e is at GVT:

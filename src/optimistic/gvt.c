@@ -19,8 +19,8 @@
  * all its LPs are done at GVT and since which event. The last thread through a phase
  * closes it; the last of the round publishes the commit horizon. */
 #include <math.h>
-#include "tw.h"
-#include "../core/error.h"
+#include "optimistic/tw.h"
+#include "core/error.h"
 
 static void report_done(struct tw_thread *th, const struct kr__key *gvt);
 

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-#include "tw.h"
-#include "../core/error.h"
+#include "optimistic/tw.h"
+#include "core/error.h"
 
 /* ---- barrier (all n workers; spins, then sleeps: a worker may be descheduled) ---- */
 

@@ -18,7 +18,7 @@
  * quarter of the machine's memory (speculation never pays for swapping); the window, not a hard
  * stop, so that checkpoints no rollback needs any more still get freed by commits. */
 #include <unistd.h>
-#include "tw.h"
+#include "optimistic/tw.h"
 
 #define TW_WINDOW_NS (20u * 1000 * 1000)    /* a decision at most this often... */
 #define TW_WINDOW_EVENTS 64                 /* ...and on at least this many events */

@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tw.h"
-#include "../core/error.h"
+#include "optimistic/tw.h"
+#include "core/error.h"
 
 /* The liveness slice: an event holding the CPU this long gives the platform a turn (drain,
  * GVT, the timeout check) and is resumed at once if it is still the lowest. */

@@ -2,8 +2,8 @@
  * window, balance, state saving, time-sharing) and of the --stats JSON ("time_sharing";
  * "state_saving" is every engine's, stats/statesave.c). */
 #include <string.h>
-#include "tw.h"
-#include "../stats/statesave.h"
+#include "optimistic/tw.h"
+#include "stats/statesave.h"
 
 struct ts_totals {
     uint64_t ult_events, by_return, by_tick, by_slice, resumed, abandoned, switches;

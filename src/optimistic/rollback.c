@@ -3,8 +3,8 @@
  * antimessages (aggressive cancellation). */
 #include <math.h>
 #include <stdlib.h>
-#include "tw.h"
-#include "../core/error.h"
+#include "optimistic/tw.h"
+#include "core/error.h"
 
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);
 

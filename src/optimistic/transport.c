@@ -7,8 +7,8 @@
  * flight: a GVT phase-1 pass (gvt.c), a new safe-event clock (engine.c), going idle, a
  * migration (migrate.c). A message that waited in a full channel's backlog past such a point
  * is counted by its sender instead (tw_post_backlog_min). */
-#include "tw.h"
-#include "../core/error.h"
+#include "optimistic/tw.h"
+#include "core/error.h"
 
 unsigned tw_post_publish(struct tw_thread *th)
 {

@@ -8,16 +8,16 @@
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include "../core/clock.h"
-#include "../core/typetime.h"
-#include "../core/core.h"
-#include "../core/interrupt.h"
-#include "../msg/channel.h"
-#include "../queue/heap.h"
-#include "../state/blob.h"
-#include "../stats/output.h"
-#include "../ult/ult.h"
-#include "../core/watchdog.h"
+#include "core/clock.h"
+#include "core/typetime.h"
+#include "core/core.h"
+#include "core/interrupt.h"
+#include "msg/channel.h"
+#include "queue/heap.h"
+#include "state/blob.h"
+#include "stats/output.h"
+#include "ult/ult.h"
+#include "core/watchdog.h"
 
 struct tw_global;
 

@@ -1,7 +1,7 @@
 /* heap.c - growth and teardown of the event heap (the hot operations are inline in heap.h). */
-#include "heap.h"
+#include "queue/heap.h"
 #include <stdlib.h>
-#include "../core/error.h"
+#include "core/error.h"
 
 void kr__heap_init(struct kr__heap *h)
 {

@@ -14,7 +14,7 @@
 #define KR_QUEUE_HEAP_H
 
 #include <stddef.h>
-#include "../msg/event.h"
+#include "msg/event.h"
 
 struct kr__heap_slot {
     kr_time ts;

@@ -1,9 +1,9 @@
 /* recheck.c - see recheck.h. */
-#include "recheck.h"
+#include "sequential/recheck.h"
 #include <stdlib.h>
-#include "../core/digest.h"
-#include "../core/error.h"
-#include "../state/ckpt.h"
+#include "core/digest.h"
+#include "core/error.h"
+#include "state/ckpt.h"
 
 void kr__recheck_init(struct kr__recheck *c)
 {

@@ -7,8 +7,8 @@
 #ifndef KR_SEQUENTIAL_RECHECK_H
 #define KR_SEQUENTIAL_RECHECK_H
 
-#include "../core/core.h"
-#include "../state/blob.h"
+#include "core/core.h"
+#include "state/blob.h"
 
 struct kr__recheck {
     struct kr__blobs blobs;

@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "../core/core.h"
-#include "../core/error.h"
-#include "../core/interrupt.h"
-#include "../core/watchdog.h"
-#include "../queue/heap.h"
-#include "recheck.h"
-#include "../stats/progress.h"
+#include "core/core.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/watchdog.h"
+#include "queue/heap.h"
+#include "sequential/recheck.h"
+#include "stats/progress.h"
 
 struct seq {
     struct kr__heap heap;

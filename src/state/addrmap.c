@@ -3,13 +3,13 @@
  * are read on first use, under a lock: hashing states is off the event path (the end of a
  * run, and every event only under sequential --check). */
 #define _GNU_SOURCE
-#include "addrmap.h"
+#include "state/addrmap.h"
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../core/digest.h"
+#include "core/digest.h"
 
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */
 #define MAX_MAPPING (64ul << 30)

@@ -1,10 +1,10 @@
 /* arena.c - size-class chunk allocator of an LP (see arena.h). */
-#include "arena.h"
+#include "state/arena.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include "../core/digest.h"
-#include "addrmap.h"
+#include "core/digest.h"
+#include "state/addrmap.h"
 
 #define AREA_MAX_BYTES (1u << 20)   /* areas grow by doubling up to this, then stay */
 

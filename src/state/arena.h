@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "seg.h"
+#include "state/seg.h"
 
 #define KR_ARENA_MIN_SHIFT 4      /* smallest chunk: 16 bytes */
 #define KR_ARENA_CLASSES 23       /* largest chunk: 64 MiB */

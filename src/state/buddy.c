@@ -1,10 +1,10 @@
 /* buddy.c - buddy-partition planning and the start-up cost micro-benchmark (see buddy.h). */
-#include "buddy.h"
+#include "state/buddy.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include "../core/error.h"
+#include "core/error.h"
 
 static struct kr__buddy_costs costs;
 static char *volatile calib_page;

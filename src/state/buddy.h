@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "seg.h"
+#include "state/seg.h"
 
 #define KR_BUDDY_WINDOW 8
 #define KR_BUDDY_REPLAN 64

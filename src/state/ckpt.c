@@ -7,9 +7,9 @@
  *                                                                dirty pages, live data only
  * Areas are never destroyed (a rolled-back area is kept, emptied), so an area index means
  * the same area in every checkpoint of the chain. */
-#include "ckpt.h"
+#include "state/ckpt.h"
 #include <string.h>
-#include "buddy.h"
+#include "state/buddy.h"
 
 static bool paged(const struct kr__arena *a)
 {

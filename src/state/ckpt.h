@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "arena.h"
-#include "blob.h"
+#include "state/arena.h"
+#include "state/blob.h"
 
 #define KR_CKPT_WORDS 4
 

@@ -1,7 +1,7 @@
 /* mode.c - the table of state-saving modes (mode.h). */
-#include "mode.h"
+#include "state/mode.h"
 #include <string.h>
-#include "buddy.h"
+#include "state/buddy.h"
 
 static void page_summary(FILE *f, uint64_t faults, uint64_t mprotects)
 {

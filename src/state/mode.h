@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "seg.h"
+#include "state/seg.h"
 
 struct kr__state_ops {
     const char *name;           /* --state value, summary, --stats */

@@ -6,7 +6,7 @@
  * checkpoint. The same incremental checkpoints as page mode, without its per-page
  * signal + mprotect cost. The interface is declared here because Debian's kernel headers
  * predate it (the layouts are the kernel's stable ABI). */
-#include "scan.h"
+#include "state/scan.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>

@@ -1,14 +1,14 @@
 /* seg.c - the reserved region of LP slices and page protection (see seg.h). */
-#include "seg.h"
+#include "state/seg.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "buddy.h"
-#include "../core/error.h"
-#include "scan.h"
+#include "state/buddy.h"
+#include "core/error.h"
+#include "state/scan.h"
 
 static struct {
     char *base;

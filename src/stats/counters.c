@@ -1,5 +1,5 @@
 /* counters.c - see counters.h. */
-#include "counters.h"
+#include "stats/counters.h"
 #include <string.h>
 
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t)

@@ -1,7 +1,7 @@
 /* output.c - see output.h. */
-#include "output.h"
+#include "stats/output.h"
 #include <stdlib.h>
-#include "../core/error.h"
+#include "core/error.h"
 
 static void reserve(struct kr__outvec *v, size_t more)
 {

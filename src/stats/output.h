@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 #include <pthread.h>
-#include "../msg/event.h"
+#include "msg/event.h"
 
 struct kr__outrec {
     struct kr__key k;

@@ -1,12 +1,12 @@
 /* progress.c - see progress.h. */
-#include "progress.h"
+#include "stats/progress.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
-#include "../core/error.h"
+#include "core/error.h"
 
 double kr__wall_now(void)
 {

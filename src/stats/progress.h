@@ -4,7 +4,7 @@
 #define KR_STATS_PROGRESS_H
 
 #include <stdbool.h>
-#include "../core/core.h"
+#include "core/core.h"
 
 struct kr__progress {
     struct kr__run *r;

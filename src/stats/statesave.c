@@ -1,9 +1,9 @@
 /* statesave.c - see statesave.h. */
-#include "statesave.h"
+#include "stats/statesave.h"
 #include <string.h>
-#include "../state/buddy.h"
-#include "../state/mode.h"
-#include "../state/seg.h"
+#include "state/buddy.h"
+#include "state/mode.h"
+#include "state/seg.h"
 
 void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
 {

@@ -4,7 +4,7 @@
 #define KR_STATS_STATESAVE_H
 
 #include <stdio.h>
-#include "../core/core.h"
+#include "core/core.h"
 
 struct kr__state_totals {
     uint64_t checkpoints, full, full_bytes, incr_bytes, ckpt_ns, ckpt_timed;

@@ -18,13 +18,14 @@
 #include <pthread.h>
 #include <link.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-#include "ult.h"
-#include "../core/clock.h"
+#include "ult/ult.h"
+#include "core/clock.h"
 
 #define MAX_RANGES 16
 
@@ -172,4 +173,35 @@ void kr__tick_arm(uint64_t period_ns)
     its.it_interval.tv_nsec = (long)(period_ns % 1000000000ull);
     its.it_value = its.it_interval;
     timer_settime(tick_timer, 0, &its, NULL);
+}
+
+/* Where the recommended period is kept. */
+const char *kr__calibration_path(char *buf, size_t cap)
+{
+    const char *env = getenv("KAIROS_CALIBRATION");
+    if (env && *env) return env;
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, cap, "%s/kairos/calibration", xdg);
+    else if (home && *home) snprintf(buf, cap, "%s/.config/kairos/calibration", home);
+    else return NULL;
+    return buf;
+}
+
+double kr__calibrated_tick_us(const char **from)
+{
+    char buf[4096];
+    const char *path = kr__calibration_path(buf, sizeof buf);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    *from = "default";
+    if (!f) return KR_TICK_US_DEFAULT;
+    double us = KR_TICK_US_DEFAULT, x;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "tick_us %lf", &x) == 1 && x >= KR_TICK_US_MIN && x <= 1e6) {
+            us = x;
+            *from = "calibration";
+        }
+    fclose(f);
+    return us;
 }

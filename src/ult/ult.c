@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "ult.h"
-#include "../core/error.h"
+#include "ult/ult.h"
+#include "core/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

@@ -150,4 +150,14 @@ void kr__tick_thread_fini(void);
 void kr__tick_arm(uint64_t period_ns);   /* 0 disarms */
 timer_t kr__tick_timer(void);            /* the calling thread's (calibrate stops it) */
 
+/* Shortest extra-tick period: a tick costs 25-30 us here, and periods of 5-8 us starved the
+ * worker loop (no event committed, ever). */
+#define KR_TICK_US_MIN 20
+#define KR_TICK_US_DEFAULT 1000.0        /* --tick-us when 'kairos calibrate' saved none */
+/* Where 'kairos calibrate' keeps its recommended period ($KAIROS_CALIBRATION, else
+ * $XDG_CONFIG_HOME/kairos/calibration or ~/.config/kairos/calibration), NULL if nowhere;
+ * and the period saved there (from: "calibration"), else the default (from: "default"). */
+const char *kr__calibration_path(char *buf, size_t cap);
+double kr__calibrated_tick_us(const char **from);
+
 #endif

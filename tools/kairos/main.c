@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../src/core/core.h"
-#include "../../src/core/error.h"
-#include "../../src/core/options.h"
+#include "core/core.h"
+#include "core/error.h"
+#include "core/options.h"
+#include "calibrate.h"
 
 #ifndef KAIROS_VERSION
 #error "KAIROS_VERSION comes from CMakeLists.txt (project VERSION)"

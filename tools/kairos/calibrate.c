@@ -19,16 +19,16 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "ult.h"
-#include "../core/clock.h"
-#include "../core/core.h"
-#include "../core/error.h"
+#include "ult/ult.h"
+#include "core/clock.h"
+#include "core/core.h"
+#include "core/error.h"
+#include "calibrate.h"
 
 /* Until calibrated. Paper 000 measured < 4% at 50 us on bare metal, but a tick costs 15-80
  * us on some virtual machines (timer expiry is a VM exit), so an uncalibrated run takes a
  * period whose cost stays small even there; with it --preempt adaptive arms ticks only for
  * events of several hundred microseconds. */
-#define DEFAULT_TICK_US 1000.0
 #define GIVE_UP 10.0      /* a ticked run stops at this many times its baseline */
 #define CHUNK (1u << 16)  /* loop iterations between deadline checks */
 #define MAX_LIST 32
@@ -184,41 +184,10 @@ static double parse_one(const char *opt, const char *v, double lo, double hi, bo
     return x[0];
 }
 
-/* Where the recommended period is kept. */
-static const char *cal_path(char *buf, size_t cap)
-{
-    const char *env = getenv("KAIROS_CALIBRATION");
-    if (env && *env) return env;
-    const char *xdg = getenv("XDG_CONFIG_HOME");
-    const char *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(buf, cap, "%s/kairos/calibration", xdg);
-    else if (home && *home) snprintf(buf, cap, "%s/.config/kairos/calibration", home);
-    else return NULL;
-    return buf;
-}
-
-double kr__calibrated_tick_us(const char **from)
-{
-    char buf[4096];
-    const char *path = cal_path(buf, sizeof buf);
-    FILE *f = path ? fopen(path, "r") : NULL;
-    *from = "default";
-    if (!f) return DEFAULT_TICK_US;
-    double us = DEFAULT_TICK_US, x;
-    char line[256];
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "tick_us %lf", &x) == 1 && x >= KR_TICK_US_MIN && x <= 1e6) {
-            us = x;
-            *from = "calibration";
-        }
-    fclose(f);
-    return us;
-}
-
 static void save(double us, const char *summary)
 {
     char buf[4096];
-    const char *path = cal_path(buf, sizeof buf);
+    const char *path = kr__calibration_path(buf, sizeof buf);
     if (!path) {
         fprintf(stderr, "kairos: calibrate: no HOME or KAIROS_CALIBRATION: not saved\n");
         return;
