@@ -3,7 +3,7 @@
 
     python3 tools/check_layers.py [ROOT [OBJDIR]]   exit 0 if every include is allowed, else 1
 
-With OBJDIR (the build's objects of src/, CMakeFiles/kairos_obj.dir) it also checks that no
+With OBJDIR (the build's CMakeFiles directory, where the objects of src/ are) it also checks that no
 object uses a symbol that only a higher layer defines: calls point down too.
 
 Each file of src/ and tools/ belongs to a layer (LAYERS below, the first matching pattern
@@ -30,7 +30,7 @@ LAYERS = [
     # and engine tables, the run's report (above the engines)
     ("src/core/run.c", 4), ("src/core/api.c", 4), ("src/core/engines.c", 4),
     ("src/core/options.*", 4), ("src/core/report.*", 4), ("src/core/marks.c", 4),
-    ("src/core/wrap.c", 4),
+    ("src/core/wrap.c", 4), ("src/core/params.c", 4), ("src/core/models.c", 4),
     # the engine interface: the run's and LP's structures, faults, timeouts, statistics
     ("src/core/*", 2), ("src/stats/*", 2),
     # the engines
@@ -39,6 +39,8 @@ LAYERS = [
     ("tools/*", 5),
 ]
 ENGINES = ("src/sequential/", "src/optimistic/", "src/conservative/")
+# The CMake object target of each layer of the library (CMakeLists.txt, KR_LAYERS).
+TARGETS = {"kr_base": 0, "kr_modules": 1, "kr_iface": 2, "kr_engines": 3, "kr_run": 4}
 
 # What still points the wrong way, each with its reason: an include (file, file) or a cycle
 # between two folders of one layer (folder, folder). Issue 14 item 3 empties this.
@@ -138,28 +140,36 @@ def symbols(obj):
     return defined, used
 
 
-def objects(root, objdir):
-    """(source path, layer, object path) of each object built from a source of today."""
-    for d, _, files in os.walk(objdir):
-        for f in (f for f in files if f.endswith(".c.o")):
-            obj = os.path.join(d, f)
-            src = os.path.relpath(obj, objdir)[:-2]
-            layer = layer_of(src)
-            if layer is not None and os.path.exists(os.path.join(root, src)):
-                yield src, layer, obj  # (an object left from a source that moved: skipped)
+def objects(root, objdir, bad):
+    """(source path, layer, object path) of each object of a layer target built from a
+    source of today: CMake puts the object of src/x/y.c at <target>.dir/src/x/y.c.o under
+    objdir. A source built in another layer's target than LAYERS says goes into bad."""
+    for target, tlayer in TARGETS.items():
+        tdir = os.path.join(objdir, target + ".dir")
+        for d, _, files in os.walk(tdir):
+            for f in (f for f in files if f.endswith(".c.o")):
+                obj = os.path.join(d, f)
+                src = os.path.relpath(obj, tdir)[:-2]
+                if not os.path.exists(os.path.join(root, src)):
+                    continue  # (an object left from a source that moved)
+                layer = layer_of(src)
+                if layer != tlayer:
+                    bad.append(f"{src} is built in {target} (layer {tlayer}) but is of layer "
+                               f"{layer}: move it in CMakeLists.txt or in LAYERS")
+                yield src, layer, obj
 
 
 def check_calls(root, objdir):
     """Calls and references point down too: no object file uses a symbol that only an
     object of a higher layer defines (the include check cannot see a function declared low
-    and defined high). objdir: the build's object directory of the sources (CMake:
-    CMakeFiles/kairos_obj.dir)."""
-    defined, used = {}, []
-    for src, layer, obj in objects(root, objdir):
+    and defined high). objdir: the build's CMakeFiles directory."""
+    defined, used, bad = {}, [], []
+    for src, layer, obj in objects(root, objdir, bad):
         d, u = symbols(obj)
         defined.update((sym, (src, layer)) for sym in d)
         used += [(src, layer, sym) for sym in u if sym not in INTERPOSED]
-    bad = []
+    if not defined:
+        bad.append(f"no object of the layer targets under {objdir}: is it a build's CMakeFiles?")
     for src, layer, sym in used:
         where = defined.get(sym)
         if where and where[1] > layer and (src, where[0]) not in KNOWN:

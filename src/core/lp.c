@@ -17,6 +17,7 @@
 
 struct kr__run *_Atomic kr__run_current;
 __thread struct kr__ctx kr__ctx;
+const char *volatile kr__model_loading; /* (models.c sets it; fault.c, interpose.c read it) */
 
 static const char *mode_name(int mode)
 {

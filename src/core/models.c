@@ -49,8 +49,6 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
     return NULL;
 }
 
-const char *volatile kr__model_loading;
-
 static const struct kr_model *builtin(const char *name, struct kr__error *err)
 {
     char names[256] = "";

@@ -422,6 +422,14 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
     bad("unknown option '%s' for 'kairos run'", a);
 }
 
+void kr__options_free(struct kr__config *c)
+{
+    for (size_t i = 0; i < c->nparams; i++) free((void *)c->params[i].key);
+    free(c->params);
+    c->params = NULL;
+    c->nparams = 0;
+}
+
 int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *err)
 {
     if (c->engine->validate && c->engine->validate(c, err)) return err->status;

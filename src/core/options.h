@@ -19,6 +19,8 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
                      struct kr__error *err);
 /* After parsing: the engine's checks and its default thread count (ncpu cores). */
 int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *err);
+/* Free what parsing allocated (the -P list). */
+void kr__options_free(struct kr__config *c);
 /* The "Options of 'run':" part of kairos --help. */
 void kr__options_help(FILE *f);
 /* The members of --stats "config" (after its opening brace; no trailing comma). */

@@ -45,7 +45,7 @@ if missing:
     fail(f"the model API is not exported, a model cannot link: {', '.join(missing)}")
 t.ok(f"all {len(api)} functions of include/kairos.h exported")
 
-objs = os.path.join(build, "CMakeFiles", "kairos_obj.dir")
+objs = os.path.join(build, "CMakeFiles")
 p = subprocess.run([sys.executable, os.path.join(root, "tools", "check_layers.py"), root, objs],
                    capture_output=True, text=True)
 if p.returncode:

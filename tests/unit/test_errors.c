@@ -23,6 +23,7 @@ static int run(struct kr__config *c, struct kr__error *err)
     int interrupted = -1;
     int st = kr__run_main(c, err, &interrupted);
     CHECK(interrupted == 0);
+    kr__options_free(c);
     return st;
 }
 
@@ -46,6 +47,7 @@ static void bad_options(void)
     char *cons[] = { "--sync", "conservative", "--check" }; /* (the engine's validate hook) */
     for (i = 0; i < 3; i++) CHECK(kr__option_parse(&c, 3, cons, &i, &err) == KR_OK);
     CHECK(kr__options_finish(&c, 1, &err) == KR_ERR_USAGE && strstr(err.msg, "--check"));
+    kr__options_free(&c);
 }
 
 static void bad_runs(void)
@@ -65,7 +67,6 @@ static void bad_runs(void)
                       "--sync", "sequential", "--progress", "off" };
     c = config("phold", 10, stats);
     CHECK(run(&c, &err) == KR_ERR_RESOURCE && strstr(err.msg, "cannot write statistics"));
-    free(c.params);
 }
 
 int main(void)

@@ -118,8 +118,7 @@ static int cmd_run(int argc, char **argv)
     struct kr__config c = { .model = argv[2] };
     int interrupted = 0;
     if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
-    for (size_t i = 0; i < c.nparams; i++) free((void *)c.params[i].key);
-    free(c.params);
+    kr__options_free(&c);
     if (err.status) return fail_exit(&err);
     return interrupted ? 128 + interrupted : 0;
 }
