@@ -40,7 +40,7 @@ _Noreturn void kr__fatal_oom(const char *what, size_t bytes);
 _Noreturn void kr__usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A misuse by model code: the message gets the current LP context prefixed. In a speculative
  * event the engine defers it (reported only if that event commits); otherwise it is fatal. */
-void kr__model_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void kr__model_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An engine invariant does not hold: a Kairos bug, never the model's fault. Exit 3. */
 _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define KR_EXIT_INTERNAL 3

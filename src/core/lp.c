@@ -202,7 +202,7 @@ _Noreturn void kr__usage_error(const char *fmt, ...)
 
 /* The message is formatted into a per-thread buffer, not the heap: a model crash inside
  * malloc leaves its lock held. Engines that keep the message copy it. */
-void kr__model_error(const char *fmt, ...)
+_Noreturn void kr__model_error(const char *fmt, ...)
 {
     static __thread char where[256], what[1024], msg[1312];
     va_list ap;
