@@ -28,7 +28,7 @@ LAYERS = [
     ("src/ult/*", 1), ("src/stats/counters.*", 1), ("src/stats/output.*", 1),
     # the run and the model API (with write marking and the --wrap entry points), the option
     # and engine tables, the run's report (above the engines)
-    ("src/core/run.c", 4), ("src/core/api.c", 4), ("src/core/engines.c", 4),
+    ("src/core/run.*", 4), ("src/core/api.c", 4), ("src/core/engines.c", 4),
     ("src/core/options.*", 4), ("src/core/report.*", 4), ("src/core/marks.c", 4),
     ("src/core/wrap.c", 4), ("src/core/params.c", 4), ("src/core/models.c", 4),
     # the engine interface: the run's and LP's structures, faults, timeouts, statistics

@@ -16,6 +16,7 @@
 #include "stats/statesave.h"
 #include "stats/progress.h"
 #include "core/report.h"
+#include "core/run.h"
 
 static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 {
@@ -118,7 +119,7 @@ static void *run_engine(void *arg)
 }
 
 /* The run's structures and everything the engine needs before it starts. */
-static int run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
+int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
@@ -142,7 +143,7 @@ static int run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr_
     return setup_state(r, err);
 }
 
-static void run_free(struct kr__run *r)
+void kr__run_free(struct kr__run *r)
 {
     kr__run_current = NULL;
     for (kr_lp id = 0; r->lps && id < r->n; id++) {
@@ -163,9 +164,9 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     struct kr__run r;
     *interrupted = 0;
     err->status = KR_OK;
-    if (run_setup(&r, cfg, err)) {
+    if (kr__run_setup(&r, cfg, err)) {
         kr__watch_thread_stop();
-        run_free(&r);
+        kr__run_free(&r);
         return err->status;
     }
     /* The engine runs on a thread of its own, so that model code has --stack-kb of stack
@@ -184,6 +185,6 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
         kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d", cfg->engine->name,
                  r.rc);
     }
-    run_free(&r);
+    kr__run_free(&r);
     return err->status;
 }

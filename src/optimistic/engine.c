@@ -845,6 +845,35 @@ static int tw_run(struct kr__run *r)
     return 0;
 }
 
+/* Test seam (tests/unit/test_tw.c): the engine on the calling thread, one event at a time,
+ * with nothing of the worker loop around it (no GVT, no balancing): the test decides when
+ * to deliver and to commit. */
+struct tw_global *tw_test_start(struct kr__run *r)
+{
+    struct tw_global *g = tw_global_new(r);
+    tw_setup_threads(r, g);
+    tw_init_lps(r, g);
+    g->lookahead = r->lookahead;
+    tw_worker_start(&g->th[0]);
+    return g;
+}
+
+struct kr__ev *tw_test_step(struct tw_thread *th)
+{
+    struct kr__ev *e = tw_top(th);
+    if (!e || e->k.ts >= th->r->cfg->end || !tw_may_run(th, e)) return NULL;
+    tw_run_top(th, e, th->r->cfg->end);
+    return e;
+}
+
+void tw_test_end(struct kr__run *r, struct tw_global *g)
+{
+    tw_release_all(&g->th[0]);
+    kr__pool_flush(g->th[0].pool);
+    if (g->th[0].sched_fd >= 0) close(g->th[0].sched_fd);
+    tw_global_end(r, g);
+}
+
 static unsigned tw_default_threads(unsigned ncpu)
 {
     return ncpu;

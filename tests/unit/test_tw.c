@@ -1,0 +1,154 @@
+/* test_tw.c - the optimistic engine's rollback and commit, driven by hand on one thread
+ * (the test seam in optimistic/engine.c), on PHOLD with safe events off so that every event
+ * is speculative:
+ *  - a straggler rolls its LP back to exactly the state it had after its last event before
+ *    the straggler (checkpoint restore plus coasting: state hash, RNG and send count), the
+ *    undone events are pending again and their sends are cancelled (which rolls back the
+ *    LPs those had reached: a cascade);
+ *  - a commit below a horizon folds exactly the events below it, in key order, into the
+ *    LPs' history digests, and fossil collection frees history no rollback can reach. */
+#include <math.h>
+#include "check.h"
+#include "core/core.h"
+#include "core/digest.h"
+#include "core/options.h"
+#include "core/run.h"
+#include "optimistic/tw.h"
+#include "state/addrmap.h"
+
+#define LPS 8
+#define STEPS 400
+
+/* What an LP was after one of its events. */
+struct seen {
+    struct kr__key k;
+    uint64_t hash, rng, seq;
+};
+static struct seen seen[STEPS];
+static unsigned nseen;
+
+static uint64_t state_hash(struct kr__lp *lp)
+{
+    struct kr__alien al = { 0 };
+    return kr__arena_hash(&lp->arena, lp->root, &al);
+}
+
+static void configure(struct kr__config *c)
+{
+    struct kr__error err = { 0 };
+    char *args[] = { "--threads", "1", "--lps", "8", "--end", "1e9", "--safe", "off",
+                     "--ckpt-interval", "3", "--preempt", "off", "--event-timeout", "0",
+                     "--balance", "off", "--progress", "off" };
+    *c = (struct kr__config){ .model = "phold" };
+    CHECK(kr__options_defaults(c, &err) == KR_OK);
+    for (int i = 0; i < (int)(sizeof args / sizeof args[0]); i++)
+        CHECK(kr__option_parse(c, sizeof args / sizeof args[0], args, &i, &err) == KR_OK);
+    CHECK(kr__options_finish(c, 1, &err) == KR_OK);
+}
+
+static const struct seen *find(const struct kr__key *k)
+{
+    for (unsigned i = 0; i < nseen; i++)
+        if (!kr__key_cmp(&seen[i].k, k)) return &seen[i];
+    return NULL;
+}
+
+/* The LP (of those with enough history) and the event of it to send a straggler before. */
+static struct kr__ev *straggler_target(struct kr__run *r, kr_lp *who, unsigned *undo)
+{
+    for (kr_lp id = 0; id < LPS; id++) {
+        unsigned n = 0;
+        for (struct kr__ev *x = r->lps[id].first_unc; x; x = x->next) n++;
+        if (n < 5) continue;
+        struct kr__ev *x = r->lps[id].first_unc->next->next; /* the third uncommitted */
+        *who = id;
+        *undo = n - 2;
+        return x;
+    }
+    return NULL;
+}
+
+static void check_rollback(struct kr__run *r, struct tw_thread *th)
+{
+    kr_lp id;
+    unsigned undo;
+    struct kr__ev *target = straggler_target(r, &id, &undo);
+    CHECK(target != NULL);
+    struct kr__lp *lp = &r->lps[id];
+    struct kr__ev *before = target->prev;
+    const struct seen *want = find(&before->k);
+    CHECK(want != NULL);
+    CHECK(th->cnt->rollbacks == 0 && th->cnt->rolled_back == 0); /* (one thread: in order) */
+    struct kr__ev *s = kr__pool_get(th->pool, 0);
+    memset(&s->k, 0, sizeof s->k);
+    s->k.ts = (before->k.ts + target->k.ts) / 2;
+    s->k.src = id;
+    s->k.seq = UINT64_MAX / 2; /* (a send count no LP reaches) */
+    s->dest = id;
+    s->type = 0;
+    s->size = 0;
+    s->flags = 0;
+    s->child = s->sib = NULL;
+    s->ckpt = NULL;
+    tw_work_push(th, s, 0);
+    tw_flush_local(th); /* delivered: a straggler */
+    /* The LP's undone events, and those their cancelled sends had reached (a cascade). */
+    CHECK(th->cnt->rollbacks >= 1);
+    CHECK(th->cnt->rolled_back >= undo);
+    CHECK(th->cnt->antimessages >= undo); /* (PHOLD sends one event per event) */
+    CHECK(lp->tail == before);
+    CHECK(state_hash(lp) == want->hash && lp->rng == want->rng && lp->seq == want->seq);
+    CHECK(target->st == KR_EV_PENDING);
+}
+
+/* Commit below the lowest pending key: the expected digests, folded by hand first. */
+static void check_commit(struct kr__run *r, struct tw_thread *th)
+{
+    struct kr__ev *top = kr__heap_top(&th->heap);
+    CHECK(top != NULL);
+    struct kr__key h = top->k;
+    struct kr__lp want[LPS];
+    uint64_t below = 0;
+    for (kr_lp id = 0; id < LPS; id++) {
+        want[id] = r->lps[id];
+        for (struct kr__ev *x = r->lps[id].first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
+            kr__lp_commit_event(&want[id], x);
+            below++;
+        }
+    }
+    CHECK(below > 0);
+    uint64_t c0 = th->cnt->committed;
+    CHECK(tw_commit(th, &h));
+    CHECK(th->cnt->committed - c0 == below);
+    CHECK(th->cnt->fossil_freed > 0);
+    for (kr_lp id = 0; id < LPS; id++) {
+        CHECK(r->lps[id].digest == want[id].digest);
+        CHECK(r->lps[id].committed == want[id].committed);
+        CHECK(!r->lps[id].first_unc || !kr__key_lt(&r->lps[id].first_unc->k, &h));
+    }
+}
+
+int main(void)
+{
+    struct kr__config c;
+    configure(&c);
+    struct kr__run r;
+    struct kr__error err = { 0 };
+    CHECK(kr__run_setup(&r, &c, &err) == KR_OK);
+    struct tw_global *g = tw_test_start(&r);
+    struct tw_thread *th = &g->th[0];
+    for (unsigned i = 0; i < STEPS; i++) {
+        struct kr__ev *e = tw_test_step(th);
+        CHECK(e != NULL && e->st == KR_EV_PROCESSED);
+        struct kr__lp *lp = &r.lps[e->dest];
+        seen[nseen++] = (struct seen){ e->k, state_hash(lp), lp->rng, lp->seq };
+    }
+    CHECK(th->cnt->processed == STEPS && th->cnt->committed == 0 && th->cnt->safe == 0);
+    check_rollback(&r, th);
+    for (unsigned i = 0; i < 50; i++) CHECK(tw_test_step(th) != NULL); /* (redo) */
+    check_commit(&r, th);
+    tw_test_end(&r, g);
+    kr__run_free(&r);
+    kr__options_free(&c);
+    return check_done("tw");
+}
