@@ -71,7 +71,8 @@ kr_time kr_now(void)
 /* Virtual time must advance: no endless zero-delay chain, nothing inside the lookahead. */
 static int check_progress(const char *fn, kr_lp dest, kr_time t, kr_time la)
 {
-    if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT && kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
+    if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT &&
+        kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
         kr__model_error("%s: %u events in a row at virtual time %.17g, each scheduling "
                         "the next at the same time; virtual time cannot advance (a zero-delay "
                         "loop in the model?)", fn, KR_MAX_ZERO_DELAY_HOPS, t);

@@ -159,9 +159,11 @@ bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
     if (!r || !r->lps || id >= r->n) return false;
     const struct kr__area *ar = kr__arena_overrun(&r->lps[id].arena);
     if (!ar) return false;
-    snprintf(buf, cap, "model '%s', LP %llu: its state was written past the end of its "
+    snprintf(buf, cap,
+             "model '%s', LP %llu: its state was written past the end of its "
              "kr_malloc memory (beyond the last %zu-byte block of an area), which corrupted the "
-             "heap; run with --sync sequential --check to find the event", r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
+             "heap; run with --sync sequential --check to find the event",
+             r->model->name, (unsigned long long)id, kr__arena_class_bytes(ar->cls));
     return true;
 }
 
@@ -179,7 +181,9 @@ void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien 
     if (atomic_exchange(&said, true)) return; /* one warning a run */
     char where[256];
     if (kr__ctx.mode == KR_MODE_EVENT) kr__ctx_where(where, sizeof where);
-    else snprintf(where, sizeof where, "model '%s', LP %llu", r->model->name, (unsigned long long)id);
+    else
+        snprintf(where, sizeof where, "model '%s', LP %llu", r->model->name,
+                 (unsigned long long)id);
     fprintf(stderr, "kairos: warning: %s: its state holds an address (%#llx, byte %zu of a "
             "%zu-byte block) that points outside its kr_malloc memory and the program image, "
             "into %s: the run digest cannot name what it points at, so it may differ from run "

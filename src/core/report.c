@@ -21,11 +21,15 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
             (unsigned long long)r->n, r->cfg->end, (unsigned long long)r->cfg->seed);
     if (r->interrupted)
         fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
-                r->interrupted == SIGINT ? "SIGINT" : r->interrupted == SIGTERM ? "SIGTERM" : "a signal", r->end_key.ts);
+                r->interrupted == SIGINT    ? "SIGINT"
+                : r->interrupted == SIGTERM ? "SIGTERM"
+                                            : "a signal",
+                r->end_key.ts);
     else
         fprintf(f, "  ended:            %s\n",
                 r->ended_by_done ? "done() holds for every LP" : "end time reached");
-    fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed, rate / 1e6);
+    fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed,
+            rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
@@ -113,19 +117,20 @@ static void json_threads(FILE *f, const struct kr__run *r)
     fputs("  \"threads_detail\": [", f);
     for (unsigned i = 0; i < r->nthreads; i++) {
         const struct kr__counters *c = &r->counters[i];
-        fprintf(f, "%s\n    {\"thread\": %u, \"processed\": %llu, \"committed\": %llu, "
+        fprintf(f,
+                "%s\n    {\"thread\": %u, \"processed\": %llu, \"committed\": %llu, "
                 "\"rolled_back\": %llu, \"rollbacks\": %llu, \"antimessages\": %llu, "
                 "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
                 "\"coasted\": %llu, \"safe\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
                 "\"throttled\": %llu, \"window\": %llu, \"window_cuts\": %llu, "
                 "\"idle_sleeps\": %llu, \"yields\": %llu}",
-                i ? "," : "", i, (unsigned long long)c->processed,
-                (unsigned long long)c->committed, (unsigned long long)c->rolled_back,
-                (unsigned long long)c->rollbacks, (unsigned long long)c->antimessages,
-                (unsigned long long)c->checkpoints, (unsigned long long)c->ckpt_bytes,
-                (unsigned long long)c->restores, (unsigned long long)c->coasted,
-                (unsigned long long)c->safe, (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
+                i ? "," : "", i, (unsigned long long)c->processed, (unsigned long long)c->committed,
+                (unsigned long long)c->rolled_back, (unsigned long long)c->rollbacks,
+                (unsigned long long)c->antimessages, (unsigned long long)c->checkpoints,
+                (unsigned long long)c->ckpt_bytes, (unsigned long long)c->restores,
+                (unsigned long long)c->coasted, (unsigned long long)c->safe,
+                (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
                 (unsigned long long)c->throttled, (unsigned long long)c->window_final,
                 (unsigned long long)c->window_cuts, (unsigned long long)c->idle_sleeps,

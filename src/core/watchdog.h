@@ -1,8 +1,9 @@
 /* watchdog.h - --event-timeout where an event cannot be preempted (the sequential engine,
  * and events run on a worker's own stack): the running thread marks each event's start and
  * end in its slot (two stores and a pointer, no lock); a watcher (the optimistic engine's
- * main thread, or a small thread beside the sequential and conservative engines) polls the slots and ends the
- * run with a model error naming the event when one has not returned within the timeout.
+ * main thread, or a small thread beside the sequential and conservative engines) polls the
+ * slots and ends the run with a model error naming the event when one has not returned
+ * within the timeout.
  * Events on event stacks are timed by the engine itself (src/optimistic/preempt.c). */
 #ifndef KR_CORE_WATCHDOG_H
 #define KR_CORE_WATCHDOG_H

@@ -12,7 +12,10 @@ void *__wrap_malloc(size_t n);
 void *__wrap_malloc(size_t n) { return kr__in_lp() ? kr_malloc(n) : malloc(n); }
 
 void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_calloc(size_t n, size_t size) { return kr__in_lp() ? kr_calloc(n, size) : calloc(n, size); }
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return kr__in_lp() ? kr_calloc(n, size) : calloc(n, size);
+}
 
 void *__wrap_realloc(void *p, size_t n);
 void *__wrap_realloc(void *p, size_t n)

@@ -28,11 +28,11 @@ enum { KR_EV_FREE, KR_EV_INFLIGHT, KR_EV_PENDING, KR_EV_PROCESSED, KR_EV_CANCELL
 
 /* Flags (struct kr__ev.flags). */
 enum {
-    KR_EVF_ANTI = 1,        /* an antimessage: `child` is the target event */
-    KR_EVF_DONE_AFTER = 2,  /* model done() held after this event */
-    KR_EVF_ERROR = 4,       /* the model failed inside this event (optimistic: reported at commit) */
-    KR_EVF_SPAN = 8,        /* sent with kr_schedule_span: `dur` is the model's, not the lookahead */
-    KR_EVF_BARRIER = 16,    /* conservative, --barriers events: the completion of an offloaded event */
+    KR_EVF_ANTI = 1,       /* an antimessage: `child` is the target event */
+    KR_EVF_DONE_AFTER = 2, /* model done() held after this event */
+    KR_EVF_ERROR = 4,      /* the model failed inside this event (optimistic: reported at commit) */
+    KR_EVF_SPAN = 8,       /* sent with kr_schedule_span: `dur` is the model's, not the lookahead */
+    KR_EVF_BARRIER = 16, /* conservative, --barriers events: the completion of an offloaded event */
 };
 
 struct kr__ckpt;

@@ -40,7 +40,8 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
     if (s & 3) return;
     if (atomic_load_explicit(&g->mig_req, memory_order_relaxed)) return; /* (migrating) */
     uint64_t now = kr__clock_ns();
-    if (!force && now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
+    if (!force &&
+        now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
         return;
     th->round_mark = th->cnt->processed - th->cnt->safe;
     if (atomic_compare_exchange_strong_explicit(&g->state, &s, (s & ~3ull) + 4 + 1,

@@ -1,4 +1,5 @@
-/* preempt.c - fine-grain time-sharing in the optimistic engine (paper 000; docs/design.md section 6).
+/* preempt.c - fine-grain time-sharing in the optimistic engine (paper 000; design.md
+ * section 6).
  *
  * With --preempt other than off, an event runs on an event stack (src/ult). When it is
  * preempted - check-and-switch found a lower timestamp arrived for the thread at a model

@@ -61,7 +61,8 @@ void tw_json(const struct kr__run *r, FILE *f)
     if (r->cfg->tw.preempt == KR_PREEMPT_OFF) return;
     struct ts_totals t;
     totals(r, &t);
-    fprintf(f, "  \"time_sharing\": {\"preempt\": \"%s\", \"tick_us\": %.17g, \"tick_from\": \"%s\", "
+    fprintf(f,
+            "  \"time_sharing\": {\"preempt\": \"%s\", \"tick_us\": %.17g, \"tick_from\": \"%s\", "
             "\"alpha\": %.17g, "
             "\"stack_kb\": %zu, \"events_on_stacks\": %llu, \"preempted_at_calls\": %llu, "
             "\"preempted_by_ticks\": %llu, \"preempted_by_slice\": %llu, \"resumed\": %llu, "
@@ -69,14 +70,14 @@ void tw_json(const struct kr__run *r, FILE *f)
             "\"ticks_in_platform\": %llu, \"ticks_outside_model\": %llu, "
             "\"ticks_armed_seconds\": %.6f, \"event_us_mean\": %.4f, \"calls_per_event\": %.4f, "
             "\"stacks_peak\": %llu},\n",
-            kr__preempt_name(r->cfg->tw.preempt), r->cfg->tw.tick_us, r->cfg->tw.tick_from, r->cfg->tw.alpha,
-            r->cfg->stack_kb,
-            (unsigned long long)t.ult_events, (unsigned long long)t.by_return,
-            (unsigned long long)t.by_tick, (unsigned long long)t.by_slice,
-            (unsigned long long)t.resumed, (unsigned long long)t.abandoned,
-            (unsigned long long)t.switches, (unsigned long long)t.ticks,
-            (unsigned long long)t.ticks_platform, (unsigned long long)t.ticks_outside,
-            (double)t.armed_ns * 1e-9, t.de_ns / 1e3, t.apms, (unsigned long long)t.stacks_peak);
+            kr__preempt_name(r->cfg->tw.preempt), r->cfg->tw.tick_us, r->cfg->tw.tick_from,
+            r->cfg->tw.alpha, r->cfg->stack_kb, (unsigned long long)t.ult_events,
+            (unsigned long long)t.by_return, (unsigned long long)t.by_tick,
+            (unsigned long long)t.by_slice, (unsigned long long)t.resumed,
+            (unsigned long long)t.abandoned, (unsigned long long)t.switches,
+            (unsigned long long)t.ticks, (unsigned long long)t.ticks_platform,
+            (unsigned long long)t.ticks_outside, (double)t.armed_ns * 1e-9, t.de_ns / 1e3, t.apms,
+            (unsigned long long)t.stacks_peak);
 }
 
 static void balance_summary(const struct kr__run *r, const struct kr__totals *t, FILE *f)

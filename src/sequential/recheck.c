@@ -176,7 +176,8 @@ static void not_reexecutable(const struct kr__recheck *c, bool same, size_t nout
                     "rand() or the clock instead of kr_random, memory not from kr_malloc", what);
 }
 
-void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                       struct kr__ev *e)
 {
     uint64_t w[KR_CKPT_WORDS];
     kr__lp_save_words(lp, w);

@@ -24,7 +24,8 @@ void kr__recheck_init(struct kr__recheck *c);
 void kr__recheck_destroy(struct kr__recheck *c);
 /* Run event e of lp twice and compare. The second run's sends are returned in c->sent (the
  * caller delivers them) and its output in c->out (the caller prints it). */
-void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
+void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                       struct kr__ev *e);
 /* The engine's send/emit while a checked event runs. */
 /* done() after event e, checked: it must leave the LP's state as it found it. */
 bool kr__recheck_done(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,

@@ -86,7 +86,8 @@ static void read_maps(void)
         char *name = name_at ? line + name_at : line + strlen(line);
         name[strcspn(name, "\n")] = 0;
         snprintf(x.where, sizeof x.where, "%s",
-                 *name ? name : "anonymous memory (a thread's C library heap, another LP, a stack)");
+                 *name ? name
+                       : "anonymous memory (a thread's C library heap, another LP, a stack)");
         push(&maps, &x);
     }
     fclose(f);

@@ -90,7 +90,8 @@ static void reset_window(struct kr__seg *s)
     memset(b->written, 0, 2 * (size_t)b->leaves * sizeof *b->written);
     b->intervals = 0;
     b->measuring = true;
-    if (s->npages) memset(s->order, 0, s->npages); /* one-page partitions: every page written is seen */
+    if (s->npages)
+        memset(s->order, 0, s->npages); /* one-page partitions: every page written is seen */
 }
 
 static int alloc_tree(struct kr__buddy *b, uint32_t leaves)

@@ -102,7 +102,8 @@ static size_t full_size(const struct kr__arena *a)
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = a->areas[i];
         bytes += 4;
-        if (ar->nused) bytes += bitmap_bytes(ar) + (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
+        if (ar->nused)
+            bytes += bitmap_bytes(ar) + (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
     }
     return bytes;
 }
@@ -230,7 +231,8 @@ static void set_bit(uint64_t *b, size_t i) { b[i / 64] |= 1ull << (i % 64); }
 
 /* Copy chunk idx of ar from src, except the parts already restored from newer checkpoints
  * (marked chunk in chunk mode, marked pages in page modes). */
-static void copy_chunk(struct kr__arena *a, struct kr__area *ar, uint32_t idx, const unsigned char *src)
+static void copy_chunk(struct kr__arena *a, struct kr__area *ar, uint32_t idx,
+                       const unsigned char *src)
 {
     size_t csz = kr__arena_class_bytes(ar->cls);
     char *dst = ar->data + (size_t)idx * csz;

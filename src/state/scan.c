@@ -41,7 +41,8 @@ int kr__scan_init(void *base, size_t bytes)
     uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
     if (uffd < 0) return -1;
     struct uffdio_api api = { .api = UFFD_API,
-                              .features = KR_UFFD_FEATURE_WP_ASYNC | KR_UFFD_FEATURE_WP_UNPOPULATED };
+                              .features =
+                                  KR_UFFD_FEATURE_WP_ASYNC | KR_UFFD_FEATURE_WP_UNPOPULATED };
     struct uffdio_register reg = { .range = { (uint64_t)(uintptr_t)base, bytes },
                                    .mode = UFFDIO_REGISTER_MODE_WP };
     if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg) ||

@@ -61,24 +61,27 @@ void kr__state_json(const struct kr__run *r, FILE *f)
     struct kr__state_totals t;
     kr__state_totals(r, &t);
     uint64_t incr = t.checkpoints - t.full;
-    fprintf(f, "  \"state_saving\": {\"mode\": \"%s\", \"ckpt_interval_auto\": %s, "
+    fprintf(f,
+            "  \"state_saving\": {\"mode\": \"%s\", \"ckpt_interval_auto\": %s, "
             "\"ckpt_interval_mean\": %.2f, \"full_every\": %u, \"checkpoints_full\": %llu, "
             "\"checkpoints_incremental\": %llu, \"full_bytes\": %llu, \"incremental_bytes\": %llu, "
             "\"mean_full_bytes\": %.1f, \"mean_incremental_bytes\": %.1f, \"checkpoint_ns\": %llu, "
-            "\"mean_checkpoint_ns\": %.1f, \"checkpoints_timed\": %llu, \"restores\": %llu, \"restore_ns\": %llu, "
+            "\"mean_checkpoint_ns\": %.1f, \"checkpoints_timed\": %llu, \"restores\": %llu, "
+            "\"restore_ns\": %llu, "
             "\"mean_restore_ns\": %.1f, \"events_timed\": %llu, \"mean_event_ns\": %.1f, "
             "\"write_faults\": %llu, \"mprotect_calls\": %llu, \"partitions\": %llu, "
             "\"plans\": %llu, \"mean_state_bytes\": %.1f",
-            m->name, r->cfg->tw.ckpt_interval ? "false" : "true",
-            t.interval_mean, m->incremental ? r->cfg->tw.ckpt_full_every : 1u,
-            (unsigned long long)t.full, (unsigned long long)incr,
-            (unsigned long long)t.full_bytes, (unsigned long long)t.incr_bytes,
-            per(t.full_bytes, t.full), per(t.incr_bytes, incr), (unsigned long long)(per(t.ckpt_ns, t.ckpt_timed) * (double)t.checkpoints),
-            per(t.ckpt_ns, t.ckpt_timed), (unsigned long long)t.ckpt_timed, (unsigned long long)t.restores,
-            (unsigned long long)t.restore_ns, per(t.restore_ns, t.restores),
-            (unsigned long long)t.events_timed, per(t.event_ns, t.events_timed),
-            (unsigned long long)t.faults, (unsigned long long)t.mprotects,
-            (unsigned long long)t.partitions, (unsigned long long)t.plans, t.state_bytes_mean);
+            m->name, r->cfg->tw.ckpt_interval ? "false" : "true", t.interval_mean,
+            m->incremental ? r->cfg->tw.ckpt_full_every : 1u, (unsigned long long)t.full,
+            (unsigned long long)incr, (unsigned long long)t.full_bytes,
+            (unsigned long long)t.incr_bytes, per(t.full_bytes, t.full), per(t.incr_bytes, incr),
+            (unsigned long long)(per(t.ckpt_ns, t.ckpt_timed) * (double)t.checkpoints),
+            per(t.ckpt_ns, t.ckpt_timed), (unsigned long long)t.ckpt_timed,
+            (unsigned long long)t.restores, (unsigned long long)t.restore_ns,
+            per(t.restore_ns, t.restores), (unsigned long long)t.events_timed,
+            per(t.event_ns, t.events_timed), (unsigned long long)t.faults,
+            (unsigned long long)t.mprotects, (unsigned long long)t.partitions,
+            (unsigned long long)t.plans, t.state_bytes_mean);
     if (m->json) m->json(f);
     fputs("},\n", f);
 }

@@ -1,6 +1,6 @@
-/* ult.h - user-level threads (ULTs) for time-sharing (paper 000; docs/design.md section 6): events run on
- * their own stacks so that the platform can take the CPU back in the middle of an event
- * and resume it later.
+/* ult.h - user-level threads (ULTs) for time-sharing (paper 000; docs/design.md section 6):
+ * events run on their own stacks so that the platform can take the CPU back in the middle
+ * of an event and resume it later.
  *
  * Two ways into the platform:
  *  - synchronously, when a model call (kr_schedule, kr_malloc, ...) returns: KR_API_LEAVE

@@ -125,7 +125,8 @@ static int cmd_run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout); /* asked for: stdout; a mistake: stderr */
         return argc < 2 ? KR_EXIT_USAGE : 0;
     }
