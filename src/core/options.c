@@ -128,8 +128,9 @@ static const struct opt table[] = {
       .json = "ckpt_full_every",
       .help = "with chunk/page/buddy/scan, every F-th checkpoint is full\n"
               "and the others incremental (default 10)" },
-    { "--gvt-period", "MS", K_TIME, F(tw.gvt_period_ms), "5", 0, INFINITY, .engines = E_TW,
-      .json = "gvt_period_ms", .help = "milliseconds between GVT rounds (default 5)" },
+    { "--gvt-period", "MS", K_TIME, F(tw.gvt_period_ms), "5", 0, 60000, .engines = E_TW,
+      .json = "gvt_period_ms", .what = "milliseconds",
+      .help = "milliseconds between GVT rounds (default 5, at most 60000)" },
     { "--balance", "MODE", K_CHOICE, F(tw.balance), "auto", .names = balance_names,
       .names_shown = 2, .engines = E_TW, .json = "balance",
       .help = "moving LPs between worker threads: off, or auto\n"
@@ -312,8 +313,9 @@ static unsigned read_choice(const struct opt *o, const char *v)
 
 static void set_engine(struct kr__config *c, const char *v)
 {
-    if (!(c->engine = kr__engine_find(v)))
-        bad("--sync must be %s, got '%s'", kr__engine_names(), v);
+    const struct kr__engine *e = kr__engine_find(v);
+    if (!e) bad("--sync must be %s, got '%s'", kr__engine_names(), v);
+    c->engine = e;
 }
 
 static void set_state(struct kr__config *c, const char *v)

@@ -131,6 +131,9 @@ expect(2, ["--preempt must be off, return, tick or adaptive", "'often'"], "run",
 expect(2, ["--tick-us must be from 20 to 1000000"], "run", "phold", "--tick-us", "1")
 expect(2, ["--tick-us must be from 20 to 1000000"], "run", "phold", "--tick-us", "8")
 expect(2, ["--tick-us needs a positive number"], "run", "phold", "--tick-us", "fast")
+# (an infinite period was accepted and turned into an undefined number of nanoseconds)
+expect(2, ["--gvt-period must be from 0 to 60000 milliseconds, got inf"], "run", "phold",
+       "--gvt-period", "inf")
 expect(2, ["--alpha needs a number of at least -1"], "run", "phold", "--alpha", "-2")
 expect(2, ["--stack-kb must be from 16 to 1048576"], "run", "phold", "--stack-kb", "4")
 expect(2, ["--event-timeout needs seconds"], "run", "phold", "--event-timeout", "-1")
