@@ -845,17 +845,29 @@ static int tw_run(struct kr__run *r)
     return 0;
 }
 
-/* Test seam (tests/unit/test_tw.c): the engine on the calling thread, one event at a time,
- * with nothing of the worker loop around it (no GVT, no balancing): the test decides when
- * to deliver and to commit. */
+/* Test seam (tests/unit/test_tw.c): the engine's threads stepped by hand from the calling
+ * thread, so that a test chooses how they interleave. tw_test_step runs one event with
+ * nothing of the worker loop around it (no GVT); tw_test_turn is one whole turn of the loop
+ * (arrivals, GVT, one event), with a turn that finds nothing to run publishing its channels
+ * as an idle worker does, but never sleeping. */
 struct tw_global *tw_test_start(struct kr__run *r)
 {
     struct tw_global *g = tw_global_new(r);
     tw_setup_threads(r, g);
     tw_init_lps(r, g);
     g->lookahead = r->lookahead;
+    g->fast_threads = g->th[0].fast ? g->n : 0;
+    tw_clock_start(g);
+    atomic_store(&g->running, g->n);
+    for (unsigned t = 1; t < g->n; t++) g->th[t].sched_fd = -1;
     tw_worker_start(&g->th[0]);
     return g;
+}
+
+void tw_test_use(struct tw_thread *th)
+{
+    kr__ctx.pool = th->pool;
+    kr__ctx.eng = th;
 }
 
 struct kr__ev *tw_test_step(struct tw_thread *th)
@@ -866,11 +878,39 @@ struct kr__ev *tw_test_step(struct tw_thread *th)
     return e;
 }
 
+bool tw_test_turn(struct tw_thread *th)
+{
+    tw_test_use(th);
+    if (!tw_platform_turn(th)) return false;
+    struct kr__ev *e = tw_top(th);
+    if (th->fast) tw_clock_publish(th, e, false);
+    if (e && e->k.ts < th->r->cfg->end && tw_may_run(th, e)) {
+        tw_run_top(th, e, th->r->cfg->end);
+        if ((th->cnt->processed & 255) == 0) tw_every_256(th, false);
+    } else { /* (as tw_idle, without its spinning and sleeping) */
+        th->cnt->throttled += e && e->k.ts < th->r->cfg->end;
+        if (th->fast) tw_clock_publish(th, e, true);
+        if (th->npost) tw_post_publish(th);
+        tw_gvt_maybe_start(th, th->uncommitted > 0);
+    }
+    return true;
+}
+
+/* The end of every thread's run (the loop's epilogue; the others are stepped by this
+ * thread, so none waits for them), then the engine's. */
 void tw_test_end(struct kr__run *r, struct tw_global *g)
 {
-    tw_release_all(&g->th[0]);
-    kr__pool_flush(g->th[0].pool);
-    if (g->th[0].sched_fd >= 0) close(g->th[0].sched_fd);
+    atomic_store(&g->left, g->n - 1);
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        tw_test_use(th);
+        tw_stop_together(th);
+        tw_commit_before_error(th);
+        tw_release_all(th);
+        kr__pool_flush(th->pool);
+        if (th->sched_fd >= 0) close(th->sched_fd);
+    }
+    tw_print_committed(g, g->err == NULL);
     tw_global_end(r, g);
 }
 

@@ -419,10 +419,14 @@ void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__ke
 void tw_summary(const struct kr__run *r, FILE *f);
 void tw_json(const struct kr__run *r, FILE *f);
 
-/* Test seam (engine.c): one thread driven by hand from the calling thread. tw_test_step
- * runs the lowest pending event and returns it (NULL: none may run). */
+/* Test seam (engine.c): the threads stepped by hand from the calling thread. tw_test_step
+ * runs the lowest pending event of th and returns it (NULL: none may run); tw_test_turn is
+ * one turn of the worker loop (false: the run has stopped); tw_test_use points the calling
+ * thread's context at th. */
 struct tw_global *tw_test_start(struct kr__run *r);
+void tw_test_use(struct tw_thread *th);
 struct kr__ev *tw_test_step(struct tw_thread *th);
+bool tw_test_turn(struct tw_thread *th);
 void tw_test_end(struct kr__run *r, struct tw_global *g);
 
 #endif
