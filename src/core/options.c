@@ -1,5 +1,6 @@
 /* options.c - the table of 'kairos run' options (options.h) and what is made from it. */
 #include "core/options.h"
+#include "core/report.h"
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -512,24 +513,6 @@ void kr__options_help(FILE *f)
     fputs("  -P name=value        set a model parameter (repeatable)\n", f);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
-static void json_double(FILE *f, double v)
-{
-    if (isinf(v) || isnan(v)) fputs("null", f);
-    else fprintf(f, "%.17g", v);
-}
-
 /* The name of an int choice's value. */
 static const char *choice_name(const struct opt *o, int v)
 {
@@ -548,7 +531,7 @@ static void json_number(FILE *f, const struct opt *o, const void *p)
     case K_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p); break;
     case K_SIZE:
     case K_BYTES: fprintf(f, "%zu", *(const size_t *)p); break;
-    default: json_double(f, *(const double *)p); break;
+    default: kr__json_num(f, *(const double *)p); break;
     }
 }
 
@@ -560,22 +543,22 @@ static void json_value(FILE *f, const struct kr__config *c, const struct opt *o)
         return;
     }
     switch (o->kind) {
-    case K_CHOICE: json_str(f, choice_name(o, *(const int *)p)); break;
+    case K_CHOICE: kr__json_str(f, choice_name(o, *(const int *)p)); break;
     case K_SWITCH: /* (an on/off switch is a boolean) */
         if (o->names == on_off) fputs(*(const bool *)p ? "true" : "false", f);
-        else json_str(f, choice_name(o, *(const bool *)p));
+        else kr__json_str(f, choice_name(o, *(const bool *)p));
         break;
     case K_FLAG: fputs(*(const bool *)p ? "true" : "false", f); break;
-    case K_STRING: json_str(f, *(const char *const *)p); break;
-    case K_ENGINE: json_str(f, c->engine->name); break;
-    default: json_str(f, kr__state_ops(c->tw.state_mode)->name); break;
+    case K_STRING: kr__json_str(f, *(const char *const *)p); break;
+    case K_ENGINE: kr__json_str(f, c->engine->name); break;
+    default: kr__json_str(f, kr__state_ops(c->tw.state_mode)->name); break;
     }
 }
 
 void kr__options_json(FILE *f, const struct kr__config *c)
 {
     fputs("\"model\": ", f);
-    json_str(f, c->model);
+    kr__json_str(f, c->model);
     for (size_t k = 0; k < NOPTS; k++) {
         if (!table[k].json) continue;
         fprintf(f, ", \"%s\": ", table[k].json);
@@ -584,9 +567,9 @@ void kr__options_json(FILE *f, const struct kr__config *c)
     fputs(", \"params\": {", f);
     for (size_t i = 0; i < c->nparams; i++) {
         fputs(i ? ", " : "", f);
-        json_str(f, c->params[i].key);
+        kr__json_str(f, c->params[i].key);
         fputs(": ", f);
-        json_str(f, c->params[i].val);
+        kr__json_str(f, c->params[i].val);
     }
     fputc('}', f);
 }

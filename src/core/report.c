@@ -38,7 +38,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
 }
 
-static void json_str(FILE *f, const char *s)
+void kr__json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; s && *s; s++) {
@@ -50,7 +50,7 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void json_num(FILE *f, double v)
+void kr__json_num(FILE *f, double v)
 {
     if (isinf(v) || isnan(v)) fputs("null", f);
     else fprintf(f, "%.17g", v);
@@ -81,11 +81,11 @@ static void json_machine(FILE *f)
     cpu_model(cpu, sizeof cpu);
     gethostname(host, sizeof host - 1);
     fprintf(f, "  \"machine\": {\"hostname\": ");
-    json_str(f, host);
+    kr__json_str(f, host);
     fprintf(f, ", \"cpus_online\": %ld, \"cpu_model\": ", sysconf(_SC_NPROCESSORS_ONLN));
-    json_str(f, cpu);
+    kr__json_str(f, cpu);
     fprintf(f, ", \"kernel\": ");
-    json_str(f, u.release);
+    kr__json_str(f, u.release);
     fprintf(f, ", \"memory_bytes\": %lld},\n",
             (long long)sysconf(_SC_PHYS_PAGES) * (long long)sysconf(_SC_PAGESIZE));
 }
@@ -105,7 +105,7 @@ static void json_series(FILE *f, const struct kr__run *r)
     for (size_t i = 0; i < r->nseries; i++) {
         const double *row = r->series + i * KR_SERIES_COLS;
         fprintf(f, "%s[%.4f, ", i ? ", " : "", row[0]);
-        json_num(f, row[1]);
+        kr__json_num(f, row[1]);
         for (int c = 2; c < KR_SERIES_COLS; c++) fprintf(f, ", %.0f", row[c]);
         fputc(']', f);
     }
@@ -148,14 +148,14 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     struct kr__totals t;
     kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
-    json_str(f, r->model->name);
+    kr__json_str(f, r->model->name);
     fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"lps\": %llu,\n  \"end_time\": ",
             r->cfg->engine->name, r->nthreads, (unsigned long long)r->n);
-    json_num(f, r->cfg->end);
+    kr__json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"ended_by\": \"%s\",\n  \"final_gvt\": ",
             (unsigned long long)r->cfg->seed,
             r->interrupted ? "interrupted" : r->ended_by_done ? "done" : "end_time");
-    json_num(f, r->final_gvt);
+    kr__json_num(f, r->final_gvt);
     fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"

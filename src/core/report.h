@@ -10,4 +10,9 @@ void kr__report_summary(const struct kr__run *r, FILE *f);
 /* KR_ERR_RESOURCE in err if the file cannot be written. */
 int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err);
 
+/* JSON pieces (also for the option table's "config"): a string, quoted and escaped; a
+ * number, or null when it is not finite. */
+void kr__json_str(FILE *f, const char *s);
+void kr__json_num(FILE *f, double v);
+
 #endif

@@ -521,14 +521,21 @@ static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time en
     tw_post_turn(th);
 }
 
-static void tw_worker_end(struct tw_thread *th)
+/* A thread's share of the end of the run: once all have left their loops, the last
+ * horizon (and a committed error's), then its history and pools. */
+static void tw_thread_epilogue(struct tw_thread *th)
 {
     tw_stop_together(th);
     tw_commit_before_error(th);
     tw_release_all(th);
-    tw_ts_thread_end(th);
     if (th->sched_fd >= 0) close(th->sched_fd);
     kr__pool_flush(th->pool);
+}
+
+static void tw_worker_end(struct tw_thread *th)
+{
+    tw_thread_epilogue(th);
+    tw_ts_thread_end(th);
     kr__fault_thread_fini();
     atomic_fetch_sub_explicit(&th->g->running, 1, memory_order_release);
 }
@@ -902,13 +909,8 @@ void tw_test_end(struct kr__run *r, struct tw_global *g)
 {
     atomic_store(&g->left, g->n - 1);
     for (unsigned t = 0; t < g->n; t++) {
-        struct tw_thread *th = &g->th[t];
-        tw_test_use(th);
-        tw_stop_together(th);
-        tw_commit_before_error(th);
-        tw_release_all(th);
-        kr__pool_flush(th->pool);
-        if (th->sched_fd >= 0) close(th->sched_fd);
+        tw_test_use(&g->th[t]);
+        tw_thread_epilogue(&g->th[t]);
     }
     tw_print_committed(g, g->err == NULL);
     tw_global_end(r, g);
