@@ -98,7 +98,10 @@ static void jobs_free(struct cons *c)
     while (c->chunks) {
         struct job_chunk *k = c->chunks;
         c->chunks = k->next;
-        for (unsigned i = 0; i < JOBS_PER_CHUNK; i++) free(k->jobs[i].text);
+        for (unsigned i = 0; i < JOBS_PER_CHUNK; i++) {
+            free(k->jobs[i].text);
+            free(k->jobs[i].err); /* (failed jobs are never recycled: the run ends there) */
+        }
         free(k);
     }
 }
@@ -221,7 +224,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     struct kr__watch *watch = &c->watch[0];
     if (_setjmp(w->jmp)) { /* a model error in j's event (or its done step), the earliest */
         cons_keep_error(w, j);
-        if (atomic_load_explicit(&watch->seq, memory_order_relaxed) & 1) kr__watch_end(watch);
+        kr__watch_settle(watch);
         kr__ctx.mode = KR_MODE_NONE;
         w->job = NULL;
         w->direct = false;
@@ -434,7 +437,6 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     kr__ctx.ops = &kr__cons_ops;
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &c->w[0];
-    kr__ctx.jmp = NULL;
 }
 
 static void cons_teardown(struct cons *c)
@@ -448,47 +450,81 @@ static void cons_teardown(struct cons *c)
     kr__heap_destroy(&c->heap);
     jobs_free(c);
     free(c->direct.text);
+    free(c->direct.err);
     free(c->inflight);
     free(c->lp_busy);
     free(c->watch);
     free(c->w);
 }
 
+/* init, then the scheduler, each under kr__guarded: a model error in init, or in a done()
+ * step as a job retires, unwinds out of it (the run's failure). */
+struct cons_body {
+    struct cons *c;
+    struct kr__progress prog;
+    int rr;                      /* schedule's RETIRE_* */
+};
+
+static void cons_init_body(void *arg)
+{
+    struct cons *c = arg;
+    c->ndone = kr__lps_init_all(c->r); /* on the scheduler thread, before any event */
+}
+
+static void cons_schedule_body(void *arg)
+{
+    struct cons_body *b = arg;
+    b->rr = schedule(b->c, &b->prog);
+}
+
+/* The scheduler and its workers, from start to stop: KR_OK, or the run's failure. */
+static int cons_main(struct kr__run *r, struct cons *c, int *rr)
+{
+    struct cons_body b = { .c = c, .rr = RETIRE_MORE };
+    kr__progress_start(&b.prog, r);
+    cons_handoff_start(c);
+    kr__watch_attach(c->watch, c->nw + 1);
+    kr__set_salvage(cons_salvage, c);
+    int st = kr__guarded(r, cons_schedule_body, &b);
+    kr__set_salvage(NULL, NULL);
+    kr__watch_attach(NULL, 0);
+    cons_handoff_stop(c);
+    kr__progress_stop(&b.prog);
+    kr__pool_flush(&r->pools[0]);
+    r->counters[0].pool_bytes = r->pools[0].bytes;
+    if (!st && b.rr == RETIRE_ERROR) /* the earliest failed event in key order */
+        st = kr__fail(&r->fail, KR_ERR_MODEL, "%s", c->err);
+    *rr = b.rr;
+    return st;
+}
+
 static int cons_run(struct kr__run *r)
 {
     struct cons c;
     cons_setup(&c, r);
-    uint64_t ndone = kr__lps_init_all(r); /* on the scheduler thread, before any event */
-    c.ndone = ndone;
+    int st = kr__guarded(r, cons_init_body, &c);
+    if (st) {
+        cons_teardown(&c);
+        return st;
+    }
     r->end_key = kr__key_at(0);
-    if (r->model->done && ndone == r->n) { /* done before the first event */
+    if (r->model->done && c.ndone == r->n) { /* done before the first event */
         r->ended_by_done = true;
         r->final_gvt = 0;
         cons_teardown(&c);
-        return 0;
+        return KR_OK;
     }
-    struct kr__progress prog;
-    kr__progress_start(&prog, r);
-    cons_handoff_start(&c);
-    kr__watch_attach(c.watch, c.nw + 1);
-    kr__set_salvage(cons_salvage, &c);
-    int rc = schedule(&c, &prog);
-    kr__set_salvage(NULL, NULL);
-    kr__watch_attach(NULL, 0);
-    cons_handoff_stop(&c);
-    kr__progress_stop(&prog);
-    kr__pool_flush(&r->pools[0]);
-    r->counters[0].pool_bytes = r->pools[0].bytes;
-    if (rc == RETIRE_ERROR) { /* the earliest failed event in key order */
-        fflush(stdout);
-        kr__die(c.err);
+    int rc;
+    if ((st = cons_main(r, &c, &rc))) {
+        cons_teardown(&c);
+        return st;
     }
     r->ended_by_done = rc == RETIRE_DONE;
     r->interrupted = r->ended_by_done ? 0 : kr__interrupted(); /* (end_key: the last retired) */
     if (r->ended_by_done) r->final_gvt = r->end_key.ts;
     else if (!r->interrupted) r->end_key = kr__key_at(r->cfg->end);
     cons_teardown(&c);
-    return 0;
+    return KR_OK;
 }
 
 /* The scheduler takes a core of its own: cores - 1 workers. */

@@ -220,7 +220,6 @@ static void *worker_main(void *arg)
     kr__ctx.ops = &kr__cons_ops;
     kr__ctx.pool = &r->pools[w->id];
     kr__ctx.eng = w;
-    kr__ctx.jmp = NULL;
     kr__ctx.mode = KR_MODE_NONE;
     if (c->push) push_loop(c, w);
     else pull_loop(c, w);

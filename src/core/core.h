@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "kairos.h"
+#include "core/error.h"
 #include "core/lp.h"
 #include "msg/pool.h"
 #include "stats/counters.h"
@@ -61,7 +62,9 @@ struct kr__run {
     uint64_t balance_trials, balance_undone;             /* ...its thread-count trials */
     bool ended_by_done;
     int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
-    int rc;                           /* what the engine returned (0: the run ended) */
+    int rc;                           /* what the engine returned: KR_OK (the run ended or
+                                       * was interrupted), else a status, with... */
+    struct kr__error fail;            /* ...the run's failure (kr__guarded) */
     struct kr__key end_key;           /* everything before this key was committed */
     uint64_t run_digest;
     size_t peak_rss;
@@ -84,8 +87,10 @@ struct kr__engine_ops {
     void (*send)(struct kr__ctx *c, struct kr__ev *e);
     /* Committed-output text of the current event. */
     void (*emit)(struct kr__ctx *c, const char *text, size_t len);
-    /* A model error (message formatted with context). Fatal, or deferred via c->jmp. */
-    void (*fail)(struct kr__ctx *c, const char *msg);   /* copies msg if it keeps it */
+    /* A model error (message formatted with context) in a speculative context: the engine
+     * unwinds the event and defers the error (reported only if the event commits). If it
+     * returns, or is NULL, the error is the run's (kr__guarded). Copies msg if it keeps it. */
+    void (*fail)(struct kr__ctx *c, const char *msg);
 };
 
 struct kr__ctx {
@@ -99,7 +104,8 @@ struct kr__ctx {
     const struct kr__engine_ops *ops;
     struct kr__pool *pool;      /* where kr_schedule takes events from */
     void *eng;                  /* the engine's per-thread data */
-    jmp_buf *jmp;               /* deferred errors unwind here (optimistic events) */
+    jmp_buf *bail;              /* a model error on the committed path unwinds here, the
+                                 * run's failure (kr__guarded); NULL: it ends the process */
     bool fatal;                 /* a model error now ends the run at once, never deferred
                                  * (a crash that may have left the C library's locks held) */
 };
@@ -135,7 +141,9 @@ struct kr__engine {
     unsigned (*threads)(const struct kr__config *cfg, uint64_t lps);
     /* KR_ERR_USAGE in err for what this engine cannot do with cfg (NULL: anything goes). */
     int (*validate)(const struct kr__config *cfg, struct kr__error *err);
-    int (*run)(struct kr__run *r);          /* 0: the run ended (or was interrupted) */
+    /* KR_OK: the run ended (or was interrupted); else its status, the failure in r->fail
+     * (a model error on the committed path, as the sequential engine meets it first). */
+    int (*run)(struct kr__run *r);
     /* Its lines of the summary after the event counts, and its --stats sections (NULL:
      * none). */
     void (*summary)(const struct kr__run *r, FILE *f);
@@ -155,9 +163,9 @@ static inline unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t
     return cfg->threads > lps ? (unsigned)lps : cfg->threads;
 }
 
-/* The whole run: KR_OK, or the failure in err (before the engine starts or after it ends;
- * during the run a failure still ends the process, error.h). *interrupted: the signal
- * that stopped the run early, else 0. */
+/* The whole run: KR_OK, or the failure in err (set-up, a model error on the committed
+ * path, --stats; what still ends the process is listed in error.h). *interrupted: the
+ * signal that stopped the run early, else 0. */
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted);
 /* The run in progress (from any thread, for messages), NULL before and after it. */
 extern struct kr__run *_Atomic kr__run_current;
@@ -190,7 +198,13 @@ bool kr__lp_done_step(struct kr__lp *lp, bool done);
 /* Bind the calling thread, number `id` of `nthreads`, to a core of its own (pin.c); left to
  * the OS where threads outnumber cores. */
 void kr__pin_thread(unsigned id, unsigned nthreads);
-void kr__run_finish(struct kr__run *r);
+/* finish on the committed states, and the run digest: KR_OK, or a model error in r->fail. */
+int kr__run_finish(struct kr__run *r);
+/* Call fn(arg) on the calling thread with a bail point: a model error on the committed path
+ * inside it (one no engine defers) unwinds to here, its message in r->fail. Returns KR_OK,
+ * or that failure's status; the caller frees what fn left. kr__watch_callbacks and the
+ * context are left settled. */
+int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg);
 /* After a crash in engine code: an LP whose state was written past its last block (full
  * mode's area canaries, state/arena.h)? Fills buf with the model error. Reads only. */
 bool kr__overrun_find(char *buf, size_t cap);
@@ -199,9 +213,8 @@ bool kr__overrun_lp(kr_lp id, char *buf, size_t cap);   /* the same for one LP *
  * event under --check, naming it). Not an error: a number can look like an address. */
 struct kr__alien;
 void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al);
-/* Engine ops for committed contexts: output straight to stdout, errors fatal at once. */
+/* Engine ops for committed contexts: output straight to stdout. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
-void kr__fail_fatal(struct kr__ctx *c, const char *msg);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)

@@ -3,7 +3,7 @@
  * under a deadline, since a crash may leave locks held (a fault inside malloc, a thread
  * stuck inside stdio); past it the message is written with write(2) alone and the process
  * exits all the same. Nothing on this path allocates. A leaf: it knows nothing of runs or
- * LPs (kr__model_error and kr__usage_error, which do, are in lp.c). */
+ * LPs (kr__model_error, which does, is in lp.c). */
 #include "core/error.h"
 #include <errno.h>
 #include <signal.h>

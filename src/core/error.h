@@ -1,10 +1,12 @@
 /* error.h - how Kairos reports bad input and model misuse: one clear message saying what
- * was wrong, where (model, LP, virtual time, event type) and what to do. Before the engine
- * starts and after it ends, a failure is a status returned up to the command, which prints
- * it and exits (struct kr__error). During a run, a failure on any thread ends the process
- * from here, after printing the committed output (kr__die): unwinding every worker thread
- * is still to come (issue 14, item 4). Usage errors exit 2, model, run-time and resource
- * errors 1, internal errors 3. */
+ * was wrong, where (model, LP, virtual time, event type) and what to do. A failure is a
+ * status returned up to the command, which prints it and exits (struct kr__error): set-up,
+ * a model error during the run on any engine (the engines unwind and stop: kr__guarded,
+ * core.h), --stats. What no thread can be unwound from safely ends the process from here,
+ * after printing the committed output (kr__die): an event that never returns, a crash in
+ * the C library or engine code, a heap the model corrupted, memory exhausted inside the
+ * engine, a failed invariant (docs/design.md, section 7). Usage errors exit 2, model,
+ * run-time and resource errors 1, internal errors 3. */
 #ifndef KR_CORE_ERROR_H
 #define KR_CORE_ERROR_H
 
@@ -37,7 +39,6 @@ int kr__fail(struct kr__error *e, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 _Noreturn void kr__fatal_oom(const char *what, size_t bytes);
-_Noreturn void kr__usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A misuse by model code: the message gets the current LP context prefixed. In a speculative
  * event the engine defers it (reported only if that event commits); otherwise it is fatal. */
 _Noreturn void kr__model_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

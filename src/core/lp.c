@@ -2,8 +2,8 @@
  * at virtual time -inf, committing an event into its history digest, done() steps, its
  * output and failure records, and the reports that name an LP (a state written past its
  * memory, an address the digest cannot name), the calling thread's context (kr__ctx), the
- * strings that say where it is, and the errors that need them (kr__model_error,
- * kr__usage_error; error.c is the leaf below). Below the engines: they call it. */
+ * strings that say where it is, the errors that need them (kr__model_error, kr__guarded;
+ * error.c is the leaf below). Below the engines: they call it. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,10 +147,33 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
     fwrite(text, 1, len, stdout);
 }
 
-void kr__fail_fatal(struct kr__ctx *c, const char *msg)
+int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg)
 {
-    (void)c;
-    kr__die(msg);
+    jmp_buf bail;
+    jmp_buf *volatile outer = kr__ctx.bail;
+    if (setjmp(bail)) {
+        kr__ctx.bail = outer;
+        kr__ctx.mode = KR_MODE_NONE;
+        kr__watch_settle(&kr__watch_callbacks); /* (init, finish: a callback left running) */
+        return r->fail.status;
+    }
+    kr__ctx.bail = &bail;
+    fn(arg);
+    kr__ctx.bail = outer;
+    return KR_OK;
+}
+
+/* A model error no engine defers: the run's failure, if this thread has a bail point. The
+ * message is copied (it may live in the failing thread's buffer); this may be a signal
+ * handler, which the jump leaves (the handlers run with SA_NODEFER: nothing stays blocked). */
+static void bail_out(const char *msg)
+{
+    jmp_buf *b = kr__ctx.bail;
+    struct kr__run *r = kr__ctx.run;
+    if (!b || !r) return;
+    kr__ctx.bail = NULL;
+    kr__fail(&r->fail, KR_ERR_MODEL, "%s", msg);
+    longjmp(*b, 1);
 }
 
 bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
@@ -192,18 +215,6 @@ void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien 
             "harmless)\n", where, (unsigned long long)al->word, al->offset, al->block, al->where);
 }
 
-_Noreturn void kr__usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    kr__run_current = NULL; /* (exit() below is not a model's) */
-    fputs("kairos: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see 'kairos --help')\n", stderr);
-    va_end(ap);
-    exit(KR_EXIT_USAGE);
-}
-
 /* The message is formatted into a per-thread buffer, not the heap: a model crash inside
  * malloc leaves its lock held. Engines that keep the message copy it. */
 _Noreturn void kr__model_error(const char *fmt, ...)
@@ -215,6 +226,9 @@ _Noreturn void kr__model_error(const char *fmt, ...)
     va_end(ap);
     kr__ctx_where(where, sizeof where);
     snprintf(msg, sizeof msg, "%s: %s", where, what);
-    if (kr__ctx.ops && kr__ctx.ops->fail && !kr__ctx.fatal) kr__ctx.ops->fail(&kr__ctx, msg);
-    kr__die(msg);
+    if (!kr__ctx.fatal) {
+        if (kr__ctx.ops && kr__ctx.ops->fail) kr__ctx.ops->fail(&kr__ctx, msg);
+        bail_out(msg);
+    }
+    kr__die(msg); /* (a crash that may have left locks held, or a thread without a bail) */
 }

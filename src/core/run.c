@@ -24,15 +24,14 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
     (void)e; /* unreachable: kr_schedule refuses sends in finish before dispatching */
 }
 
-static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, kr__fail_fatal };
+static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, NULL };
 
-void kr__run_finish(struct kr__run *r)
+/* finish for every LP, in LP order, and the run digest (under kr__guarded). */
+static void finish_all(void *arg)
 {
+    struct kr__run *r = arg;
     const struct kr_model *m = r->model;
     uint64_t h = kr__mix(0x4B41, r->n);
-    kr__addrmap_reset(); /* memory mapped during the run */
-    char overrun[640];
-    if (kr__overrun_find(overrun, sizeof overrun)) kr__die(overrun); /* never silently */
     for (kr_lp id = 0; id < r->n; id++) {
         struct kr__lp *lp = &r->lps[id];
         kr__ctx.run = r;
@@ -42,7 +41,6 @@ void kr__run_finish(struct kr__run *r)
         kr__ctx.now = INFINITY;
         kr__ctx.mode = KR_MODE_FINISH;
         kr__ctx.ops = &finish_ops;
-        kr__ctx.jmp = NULL;
         if (m->finish) {
             kr__watch_begin_callback(&kr__watch_callbacks, id, KR_MODE_FINISH);
             m->finish(id, lp->root);
@@ -57,8 +55,19 @@ void kr__run_finish(struct kr__run *r)
         h = kr__mix(h, kr__arena_hash(&lp->arena, lp->root, &al));
         if (al.found) kr__alien_report(r, id, &al);
     }
-    kr__stdout_flush();
     r->run_digest = h;
+}
+
+int kr__run_finish(struct kr__run *r)
+{
+    kr__addrmap_reset(); /* memory mapped during the run */
+    char overrun[640];
+    /* Never silently; and the process ends here: the write past the block may have
+     * corrupted the C library's heap, which freeing the run would then trip over. */
+    if (kr__overrun_find(overrun, sizeof overrun)) kr__die(overrun);
+    int st = kr__guarded(r, finish_all, r);
+    kr__stdout_flush();
+    return st;
 }
 
 static double now_seconds(void)
@@ -113,7 +122,8 @@ static void *run_engine(void *arg)
     r->rc = cfg->engine->run(r);
     r->wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
-    if (!r->rc) kr__run_finish(r);
+    r->rc = r->rc ? r->rc : kr__run_finish(r);
+    if (r->rc) kr__stdout_flush(); /* what was committed before the failure */
     kr__fault_thread_fini();
     return NULL;
 }
@@ -182,8 +192,10 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
         if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
         *interrupted = r.interrupted;
     } else if (!err->status) {
-        kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d", cfg->engine->name,
-                 r.rc);
+        *err = r.fail; /* (the engine's, or finish's) */
+        if (!err->status)
+            kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d and no "
+                     "message", cfg->engine->name, r.rc);
     }
     kr__run_free(&r);
     return err->status;

@@ -56,6 +56,12 @@ static inline void kr__watch_end(struct kr__watch *w)
     atomic_store_explicit(&w->seq, s + 1, memory_order_release);
 }
 
+/* A callback that a model error unwound before kr__watch_end: mark it ended. */
+static inline void kr__watch_settle(struct kr__watch *w)
+{
+    if (atomic_load_explicit(&w->seq, memory_order_relaxed) & 1) kr__watch_end(w);
+}
+
 /* The --event-timeout model error for event e, `hint` appended (the sequential engine, the
  * watchdog and the engine's own check on preempted events all say the same). */
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,

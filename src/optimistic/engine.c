@@ -826,7 +826,26 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g->target);
     free(g->lvt);
     free(g->moves);
+    free(g->err);
     free(g);
+}
+
+struct tw_init_arg {
+    struct kr__run *r;
+    struct tw_global *g;
+};
+
+static void tw_init_body(void *arg)
+{
+    struct tw_init_arg *a = arg;
+    tw_init_lps(a->r, a->g);
+}
+
+/* The run's failure, if a committed event failed: the lowest key's error. */
+static int tw_failure(struct kr__run *r, const struct tw_global *g)
+{
+    if (!g->err) return KR_OK;
+    return kr__fail(&r->fail, KR_ERR_MODEL, "%s", g->err);
 }
 
 static int tw_run(struct kr__run *r)
@@ -834,8 +853,14 @@ static int tw_run(struct kr__run *r)
     struct tw_global *g = tw_global_new(r);
     if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_setup_threads(r, g);
+    /* init runs here, in LP order, on this thread: a model error in it is the run's (no
+     * worker has started; what the threads were given is freed) */
+    int st = kr__guarded(r, tw_init_body, &(struct tw_init_arg){ r, g });
+    if (st) {
+        tw_global_end(r, g);
+        return st;
+    }
     kr__set_salvage(tw_salvage, g);
-    tw_init_lps(r, g);
     g->lookahead = r->lookahead; /* (init may have set it) */
     g->fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
@@ -847,9 +872,9 @@ static int tw_run(struct kr__run *r)
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
     kr__set_salvage(NULL, NULL);
     tw_print_committed(g, g->err == NULL);
-    if (g->err) kr__die(g->err);
+    st = tw_failure(r, g);
     tw_global_end(r, g);
-    return 0;
+    return st;
 }
 
 /* Test seam (tests/unit/test_tw.c): the engine's threads stepped by hand from the calling

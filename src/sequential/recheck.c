@@ -102,11 +102,14 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
     c->nout = 0;
     kr__run_event(r, lp, e);
     const struct kr__area *ar = kr__arena_overrun(&lp->arena);
-    if (ar) /* (before anything reads the heap the write may have broken) */
+    if (ar) { /* (before anything reads the heap the write may have broken; and the process
+               * ends here: freeing the run could trip over that heap) */
+        kr__ctx.fatal = true;
         kr__model_error("--check: the event wrote past the end of its kr_malloc memory (beyond "
                         "the last %zu-byte block of an area): an index or length off by some; "
                         "such a write corrupts the heap, and another run would crash elsewhere",
                         kr__arena_class_bytes(ar->cls));
+    }
 }
 
 /* --state chunk: every changed chunk must have been marked, or incremental checkpoints

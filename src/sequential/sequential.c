@@ -48,18 +48,18 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
     if (c->nout) fwrite(c->out, 1, c->nout, stdout);
 }
 
-/* Every event commits as it runs: output and errors take effect at once. */
-static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, kr__fail_fatal };
+/* Every event commits as it runs: output and errors take effect at once (a model error
+ * is the run's: no fail hook). */
+static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL };
 
 /* Returns true when the run ends because done() holds for every LP. */
-static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
+static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
+                     struct kr__progress *prog)
 {
     const struct kr_model *m = r->model;
     struct kr__counters *cnt = &r->counters[0];
     struct kr__pool *pool = &r->pools[0];
     const kr_time end = r->cfg->end;
-    struct kr__progress prog;
-    kr__progress_start(&prog, r);
     struct kr__ev *e;
     while ((e = kr__heap_top(&s->heap)) && e->k.ts < end && !kr__interrupted()) {
         kr__heap_pop(&s->heap);
@@ -81,11 +81,37 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone)
         if (__builtin_expect((cnt->processed & 0xffff) == 0, 0)) {
             cnt->committed = cnt->processed;
             kr__counters_publish(cnt);
-            kr__progress_tick(&prog, e->k.ts);
+            kr__progress_tick(prog, e->k.ts);
         }
     }
-    kr__progress_stop(&prog);
     return false;
+}
+
+/* The run proper, under kr__guarded: a model error in init, an event or done() unwinds
+ * out of it. */
+struct seq_body {
+    struct kr__run *r;
+    struct seq *s;
+    struct kr__progress prog;
+    bool by_done;
+};
+
+static void seq_body(void *arg)
+{
+    struct seq_body *b = arg;
+    struct kr__run *r = b->r;
+    uint64_t ndone = kr__lps_init_all(r);
+    r->end_key = kr__key_at(0);
+    kr__ctx.mode = KR_MODE_EVENT;
+    kr__watch_attach(&b->s->watch, 1);
+    kr__progress_start(&b->prog, r);
+    b->by_done = (r->model->done && ndone == r->n) || seq_loop(r, b->s, ndone, &b->prog);
+}
+
+static void seq_free(struct seq *s)
+{
+    kr__heap_destroy(&s->heap);
+    if (s->check) kr__recheck_destroy(s->check);
 }
 
 static int seq_run(struct kr__run *r)
@@ -102,16 +128,19 @@ static int seq_run(struct kr__run *r)
     kr__ctx.ops = &seq_ops;
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &s;
-    kr__ctx.jmp = NULL;
-    uint64_t ndone = kr__lps_init_all(r);
-    r->end_key = kr__key_at(0);
-    kr__ctx.mode = KR_MODE_EVENT;
     memset(&s.watch, 0, sizeof s.watch);
     kr__watch_bind(&s.watch);
-    kr__watch_attach(&s.watch, 1);
-    bool by_done = (r->model->done && ndone == r->n) || seq_loop(r, &s, ndone);
+    struct seq_body b = { .r = r, .s = &s };
+    int st = kr__guarded(r, seq_body, &b);
+    kr__progress_stop(&b.prog);
+    kr__watch_settle(&s.watch);
     kr__watch_attach(NULL, 0);
     kr__ctx.mode = KR_MODE_NONE;
+    if (st) {
+        seq_free(&s);
+        return st;
+    }
+    bool by_done = b.by_done;
     r->ended_by_done = by_done;
     r->interrupted = by_done ? 0 : kr__interrupted();
     if (!by_done && !r->interrupted) r->end_key = kr__key_at(r->cfg->end);
@@ -119,9 +148,8 @@ static int seq_run(struct kr__run *r)
     r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
     r->counters[0].committed = r->counters[0].processed;
     r->counters[0].pool_bytes = r->pools[0].bytes;
-    kr__heap_destroy(&s.heap);
-    if (s.check) kr__recheck_destroy(s.check);
-    return 0;
+    seq_free(&s);
+    return KR_OK;
 }
 
 static unsigned seq_default_threads(unsigned ncpu)

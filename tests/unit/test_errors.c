@@ -1,7 +1,9 @@
-/* test_errors.c - the library's error contract (src/core/error.h): before the engine starts
- * and after it ends, a failure comes back to the caller as a status and a message, and the
- * process goes on; the library can then run again. Each case is one kr__run_main or option
- * call in this process, which would have ended it before. */
+/* test_errors.c - the library's error contract (src/core/error.h): a failure comes back to
+ * the caller as a status and a message, and the process goes on; the library can then run
+ * again. Before the engine starts (options, model, parameters), after it ends (--stats), and
+ * a model error on the committed path during the run, on every engine: in init, in an event
+ * (kr_error, a crash), in done(), in finish. Each case is one kr__run_main or option call in
+ * this process, which would have ended it before. argv[1]: the misuse test model. */
 #include <math.h>
 #include "check.h"
 #include "core/core.h"
@@ -69,10 +71,46 @@ static void bad_runs(void)
     CHECK(run(&c, &err) == KR_ERR_RESOURCE && strstr(err.msg, "cannot write statistics"));
 }
 
-int main(void)
+/* Cases of tests/models/misuse.c, each with what its message must say. */
+static const struct {
+    const char *ccase, *says;
+} misuse[] = {
+    { "11", "LP 1, in init: kr_schedule" },              /* INIT_ERROR */
+    { "9", "the customer count went negative (-3)" },     /* USER_ERROR, in an event */
+    { "12", "done() returned false after it had returned true" }, /* NOT_MONOTONE */
+    { "10", "LP 0, in finish: kr_schedule" },            /* IN_FINISH */
+    { "16", "SIGFPE" },                                   /* DIV_ZERO, a crash in an event */
+    { "17", "overflowed its stack" },                     /* STACK_OVERFLOW */
+};
+
+static void model_errors(const char *so)
+{
+    const char *engines[][2] = { { "sequential", "1" }, { "optimistic", "1" },
+                                 { "optimistic", "2" }, { "conservative", "2" } };
+    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
+        for (size_t k = 0; k < sizeof misuse / sizeof misuse[0]; k++) {
+            char ccase[32];
+            snprintf(ccase, sizeof ccase, "case=%s", misuse[k].ccase);
+            char *args[] = { "--lps", "4", "--end", "10", "--progress", "off", "--sync",
+                             (char *)engines[e][0], "--threads", (char *)engines[e][1], "-P",
+                             ccase, "-P", "spans=1" };
+            struct kr__config c = config(so, 14, args);
+            struct kr__error err = { 0 };
+            int st = run(&c, &err);
+            if (st != KR_ERR_MODEL || !strstr(err.msg, misuse[k].says))
+                fprintf(stderr, "%s, %s threads, case %s: status %d, '%s'\n", engines[e][0],
+                        engines[e][1], misuse[k].ccase, st, err.msg);
+            CHECK(st == KR_ERR_MODEL && strstr(err.msg, misuse[k].says));
+            CHECK(strstr(err.msg, "model 'misuse'"));
+        }
+    }
+}
+
+int main(int argc, char **argv)
 {
     bad_options();
     bad_runs();
+    if (argc > 1) model_errors(argv[1]);
     /* ...and after all that, a run that works, twice */
     char *ok[] = { "--lps", "16", "--end", "5", "--sync", "sequential", "--progress", "off" };
     for (int k = 0; k < 2; k++) {

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,19 @@ struct cal_arg {
 };
 
 /* A loop the compiler cannot shorten: a chain of dependent multiply-adds. */
+/* A mistake on calibrate's command line: the message, and exit status 2 (the command may
+ * exit; the library never does). */
+static _Noreturn __attribute__((format(printf, 1, 2))) void cal_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("kairos: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(see 'kairos --help')\n", stderr);
+    va_end(ap);
+    exit(KR_EXIT_USAGE);
+}
+
 static uint64_t busy(uint64_t iters, uint64_t x)
 {
     for (uint64_t i = 0; i < iters; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -122,7 +136,7 @@ static double run_once(unsigned nthreads, uint64_t iters, uint64_t tick_ns, doub
         arg[t] = (struct cal_arg){ .id = t, .nthreads = nthreads, .iters = iters,
                                    .tick_ns = tick_ns, .deadline = deadline, .bar = &bar };
         if (pthread_create(&tid[t], NULL, cal_thread, &arg[t]))
-            kr__usage_error("calibrate: cannot start thread %u", t);
+            cal_usage_error("calibrate: cannot start thread %u", t);
     }
     pthread_barrier_wait(&bar);
     uint64_t t0 = kr__clock_ns();
@@ -164,14 +178,14 @@ static unsigned parse_list(const char *opt, const char *v, double *out, double l
         errno = 0;
         double x = strtod(tok, &end);
         if (errno || end == tok || *end || !(x >= lo && x <= hi) || n == MAX_LIST)
-            kr__usage_error("%s needs a comma-separated list of numbers from %g to %g (at most "
+            cal_usage_error("%s needs a comma-separated list of numbers from %g to %g (at most "
                             "%d), got '%s'", opt, lo, hi, MAX_LIST, v);
         if (whole && x != floor(x))
-            kr__usage_error("%s needs whole numbers, got '%s'", opt, tok);
+            cal_usage_error("%s needs whole numbers, got '%s'", opt, tok);
         out[n++] = x;
     }
     free(copy);
-    if (!n) kr__usage_error("%s needs at least one value", opt);
+    if (!n) cal_usage_error("%s needs at least one value", opt);
     return n;
 }
 
@@ -180,7 +194,7 @@ static double parse_one(const char *opt, const char *v, double lo, double hi, bo
 {
     double x[MAX_LIST];
     if (parse_list(opt, v, x, lo, hi, whole) != 1)
-        kr__usage_error("%s takes one number, got '%s'", opt, v);
+        cal_usage_error("%s takes one number, got '%s'", opt, v);
     return x[0];
 }
 
@@ -249,7 +263,7 @@ static int cal_options(int argc, char **argv, struct cal_opts *o)
             o->save = false;
             continue;
         }
-        if (!v) kr__usage_error("calibrate: option %s needs a value (or unknown option)", a);
+        if (!v) cal_usage_error("calibrate: option %s needs a value (or unknown option)", a);
         i++;
         if (!strcmp(a, "--threads")) o->nt = parse_list(a, v, o->threads, 1, 64, true);
         else if (!strcmp(a, "--ticks"))
@@ -257,7 +271,7 @@ static int cal_options(int argc, char **argv, struct cal_opts *o)
         else if (!strcmp(a, "--seconds")) o->seconds = parse_one(a, v, 0.01, 600, false);
         else if (!strcmp(a, "--limit")) o->limit = parse_one(a, v, 0.01, 100, false);
         else if (!strcmp(a, "--reps")) o->reps = (unsigned)parse_one(a, v, 1, 101, true);
-        else kr__usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
+        else cal_usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
     }
     return 0;
 }

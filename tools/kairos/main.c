@@ -147,5 +147,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
     if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
-    kr__usage_error("unknown command '%s'", argv[1]);
+    struct kr__error err;
+    kr__fail(&err, KR_ERR_USAGE, "unknown command '%s'", argv[1]);
+    return fail_exit(&err);
 }
