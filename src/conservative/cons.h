@@ -88,6 +88,14 @@ struct cons {
     struct kr__typetime types;   /* ...measured per event type */
     struct cons_job direct;      /* an event run here with nothing else outstanding */
     uint64_t ndone;              /* LPs whose done() held, as retired */
+    struct cons_job *held;       /* taken, waiting for a free worker (--scheduler-works off) */
+};
+
+/* How retiring jobs, and the run, went on or ended; and what a turn of the scheduler did
+ * besides (engine.c: schedule_turn). */
+enum {
+    CONS_RETIRE_MORE, CONS_RETIRE_DONE, CONS_RETIRE_ERROR,
+    CONS_TURN_WAIT = -1, CONS_TURN_ON = -2
 };
 
 /* handoff.c */
@@ -98,11 +106,23 @@ void cons_handoff_start(struct cons *c);
 void cons_handoff_stop(struct cons *c);
 /* Hand job j to a worker: true if one took it (push: a free slot; pull: always). */
 bool cons_offload(struct cons *c, struct cons_job *j);
+/* Push: worker w runs the next job pushed to it, if there is one (false: none). */
+bool cons_work_next(struct cons *c, struct cons_worker *w);
 /* The scheduler waits a little for a job to complete (spin, yield or sleep). */
 void cons_wait(struct cons *c, unsigned *spins);
 /* Run job j's event (and done()) on the calling thread (a worker, or the scheduler itself),
  * catching a model error in the job. */
 void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j);
+/* Test seam (tests/unit/test_cons.c, engine.c): the scheduler's turns and the workers' jobs
+ * stepped by hand from the calling thread, so that a test chooses the order in which
+ * offloaded jobs complete (push handoff; no worker thread starts). cons_test_start sets up
+ * and runs init; cons_test_turn is one turn of the scheduler (CONS_TURN_ON, CONS_TURN_WAIT, or how
+ * the run ended: RETIRE_*); cons_test_work has worker w (1..) run its next job;
+ * cons_test_end ends the run as the engine does (`how`: the last turn's) and frees it. */
+struct cons *cons_test_start(struct kr__run *r);
+int cons_test_turn(struct cons *c);
+bool cons_test_work(struct cons *c, unsigned w);
+void cons_test_end(struct kr__run *r, struct cons *c, int how);
 /* The engine's summary line and --stats object (report.c). */
 void cons_summary(const struct kr__run *r, FILE *f);
 void cons_json(const struct kr__run *r, FILE *f);

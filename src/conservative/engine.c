@@ -138,8 +138,6 @@ static void reap(struct cons *c)
     }
 }
 
-enum { RETIRE_MORE, RETIRE_DONE, RETIRE_ERROR };
-
 /* The run dies (a timeout, a fatal model error): print the output of the completed jobs at
  * the head of the retire queue, which the scheduler would have retired next. Only where the
  * scheduler is not changing the queue: on its own thread, or while it is stuck in an event
@@ -180,11 +178,11 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
         kr__progress_tick(prog, e->k.ts);
     }
     kr__pool_put(&r->pools[0], e);
-    return r->model->done && c->ndone == r->n ? RETIRE_DONE : RETIRE_MORE;
+    return r->model->done && c->ndone == r->n ? CONS_RETIRE_DONE : CONS_RETIRE_MORE;
 }
 
 /* Apply completed jobs at the head of the retire queue, in key order. Stops at a job with a
- * model error (RETIRE_ERROR, the job stays at the head). */
+ * model error (CONS_RETIRE_ERROR, the job stays at the head). */
 static int retire(struct cons *c, struct kr__progress *prog)
 {
     struct cons_job *j;
@@ -193,16 +191,16 @@ static int retire(struct cons *c, struct kr__progress *prog)
             if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
             j->ntext = 0;
             c->err = j->err;
-            return RETIRE_ERROR;
+            return CONS_RETIRE_ERROR;
         }
         c->retire_head = j->next;
         if (!c->retire_head) c->retire_tail = NULL;
         c->nretire--;
         int rr = retire_one(c, j, prog);
         job_unref(c, j);
-        if (rr == RETIRE_DONE) return rr;
+        if (rr == CONS_RETIRE_DONE) return rr;
     }
-    return RETIRE_MORE;
+    return CONS_RETIRE_MORE;
 }
 
 /* With nothing outstanding, may the first event run here at once? (Its LP is free, no
@@ -229,7 +227,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
         w->job = NULL;
         w->direct = false;
         c->err = j->err;
-        return RETIRE_ERROR;
+        return CONS_RETIRE_ERROR;
     }
     w->direct = true;
     w->job = j;
@@ -257,7 +255,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
         cnt->committed++;
         cnt->cons_sched_ran++;
         rr = retire_one(c, j, prog);
-    } while (rr == RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
+    } while (rr == CONS_RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
     w->job = NULL;
     w->direct = false;
     return rr;
@@ -353,7 +351,7 @@ static struct cons_job *drop_held(struct cons_job *held)
 }
 
 /* Hand the lowest event e to a worker, or run it on the scheduler (its own share of the
- * work, or every worker busy), or hold it until a worker is free. RETIRE_MORE to go on,
+ * work, or every worker busy), or hold it until a worker is free. CONS_RETIRE_MORE to go on,
  * else how the run ended (run_direct). */
 static int dispatch(struct cons *c, struct kr__progress *prog, struct kr__ev *e,
                     struct cons_job **held)
@@ -363,50 +361,52 @@ static int dispatch(struct cons *c, struct kr__progress *prog, struct kr__ev *e,
         struct cons_job *j = take(c);
         c->r->counters[0].cons_sched_ran++;
         cons_execute(c, &c->w[0], j);
-        return RETIRE_MORE;
+        return CONS_RETIRE_MORE;
     }
     struct cons_job *j = take(c);
-    if (cons_offload(c, j)) return RETIRE_MORE;
+    if (cons_offload(c, j)) return CONS_RETIRE_MORE;
     if (!c->scheduler_works) {
         *held = j;
-        return RETIRE_MORE;
+        return CONS_RETIRE_MORE;
     }
     c->r->counters[0].cons_sched_ran++; /* every worker busy: run it here */
     cons_execute(c, &c->w[0], j);
-    return RETIRE_MORE;
+    return CONS_RETIRE_MORE;
 }
 
-/* The scheduler (paper 003, Figure 4). Returns RETIRE_DONE, RETIRE_ERROR, or RETIRE_MORE
- * when the set has nothing left before the end time and every job has retired. */
+/* One turn of the scheduler (paper 003, Figure 4): take in completed jobs, retire what
+ * can be, then hand out (or run) the first event if it may start. Returns CONS_TURN_ON,
+ * CONS_TURN_WAIT when nothing can go on until a job completes, or how the run ended:
+ * CONS_RETIRE_DONE, CONS_RETIRE_ERROR, or CONS_RETIRE_MORE when the set has nothing left
+ * before the end time and every job has retired. *spins: reset when an event goes out. */
+static int schedule_turn(struct cons *c, struct kr__progress *prog, unsigned *spins)
+{
+    reap(c);
+    int rr = retire(c, prog);
+    if (rr == CONS_RETIRE_DONE) return rr;
+    if (rr == CONS_RETIRE_ERROR && c->ninflight == 0) return rr;
+    if (c->held && c->failed) c->held = drop_held(c->held);
+    if (c->held) {
+        if (!cons_offload(c, c->held)) return CONS_TURN_WAIT;
+        c->held = NULL;
+        return CONS_TURN_ON;
+    }
+    struct kr__ev *e = kr__heap_top(&c->heap);
+    if (e && (e->flags & KR_EVF_BARRIER)) return pass_barrier(c, e) ? CONS_TURN_ON : CONS_TURN_WAIT;
+    if (blocked(c, e, c->r->cfg->end)) return c->nretire == 0 ? CONS_RETIRE_MORE : CONS_TURN_WAIT;
+    *spins = 0;
+    int rd = dispatch(c, prog, e, &c->held);
+    return rd == CONS_RETIRE_MORE ? CONS_TURN_ON : rd;
+}
+
+/* The scheduler's loop: turns, waiting where one must. Returns how the run ended. */
 static int schedule(struct cons *c, struct kr__progress *prog)
 {
-    const kr_time end = c->r->cfg->end;
-    struct cons_job *held = NULL; /* taken, waiting for a free worker */
     unsigned spins = 0;
     for (;;) {
-        reap(c);
-        int rr = retire(c, prog);
-        if (rr == RETIRE_DONE) return rr;
-        if (rr == RETIRE_ERROR && c->ninflight == 0) return rr;
-        if (held && c->failed) held = drop_held(held);
-        if (held) {
-            if (cons_offload(c, held)) held = NULL;
-            else cons_wait(c, &spins);
-            continue;
-        }
-        struct kr__ev *e = kr__heap_top(&c->heap);
-        if (e && (e->flags & KR_EVF_BARRIER)) {
-            if (!pass_barrier(c, e)) cons_wait(c, &spins);
-            continue;
-        }
-        if (blocked(c, e, end)) {
-            if (c->nretire == 0) return RETIRE_MORE;
-            cons_wait(c, &spins);
-            continue;
-        }
-        spins = 0;
-        int rd = dispatch(c, prog, e, &held);
-        if (rd != RETIRE_MORE) return rd;
+        int t = schedule_turn(c, prog, &spins);
+        if (t == CONS_TURN_WAIT) cons_wait(c, &spins);
+        else if (t != CONS_TURN_ON) return t;
     }
 }
 
@@ -480,7 +480,7 @@ static void cons_schedule_body(void *arg)
 /* The scheduler and its workers, from start to stop: KR_OK, or the run's failure. */
 static int cons_main(struct kr__run *r, struct cons *c, int *rr)
 {
-    struct cons_body b = { .c = c, .rr = RETIRE_MORE };
+    struct cons_body b = { .c = c, .rr = CONS_RETIRE_MORE };
     kr__progress_start(&b.prog, r);
     cons_handoff_start(c);
     kr__watch_attach(c->watch, c->nw + 1);
@@ -492,10 +492,19 @@ static int cons_main(struct kr__run *r, struct cons *c, int *rr)
     kr__progress_stop(&b.prog);
     kr__pool_flush(&r->pools[0]);
     r->counters[0].pool_bytes = r->pools[0].bytes;
-    if (!st && b.rr == RETIRE_ERROR) /* the earliest failed event in key order */
+    if (!st && b.rr == CONS_RETIRE_ERROR) /* the earliest failed event in key order */
         st = kr__fail(&r->fail, KR_ERR_MODEL, "%s", c->err);
     *rr = b.rr;
     return st;
+}
+
+/* The run's end, as the scheduler's last turn said (the end key: the last retired). */
+static void cons_ended(struct kr__run *r, int how)
+{
+    r->ended_by_done = how == CONS_RETIRE_DONE;
+    r->interrupted = r->ended_by_done ? 0 : kr__interrupted();
+    if (r->ended_by_done) r->final_gvt = r->end_key.ts;
+    else if (!r->interrupted) r->end_key = kr__key_at(r->cfg->end);
 }
 
 static int cons_run(struct kr__run *r)
@@ -515,16 +524,52 @@ static int cons_run(struct kr__run *r)
         return KR_OK;
     }
     int rc;
-    if ((st = cons_main(r, &c, &rc))) {
-        cons_teardown(&c);
-        return st;
-    }
-    r->ended_by_done = rc == RETIRE_DONE;
-    r->interrupted = r->ended_by_done ? 0 : kr__interrupted(); /* (end_key: the last retired) */
-    if (r->ended_by_done) r->final_gvt = r->end_key.ts;
-    else if (!r->interrupted) r->end_key = kr__key_at(r->cfg->end);
+    if (!(st = cons_main(r, &c, &rc))) cons_ended(r, rc);
     cons_teardown(&c);
-    return KR_OK;
+    return st;
+}
+
+/* (the test seam, cons.h) */
+static __thread struct kr__progress test_prog;
+
+struct cons *cons_test_start(struct kr__run *r)
+{
+    struct cons *c = malloc(sizeof *c);
+    if (!c) kr__fatal_oom("conservative engine", sizeof *c);
+    cons_setup(c, r);
+    c->ndone = kr__lps_init_all(r);
+    r->end_key = kr__key_at(0);
+    kr__progress_start(&test_prog, r);
+    return c;
+}
+
+/* The calling thread acts as thread w (0: the scheduler). */
+static void cons_test_use(struct cons *c, unsigned w)
+{
+    kr__ctx.ops = &kr__cons_ops;
+    kr__ctx.pool = &c->r->pools[w];
+    kr__ctx.eng = &c->w[w];
+}
+
+int cons_test_turn(struct cons *c)
+{
+    unsigned spins = 0;
+    cons_test_use(c, 0);
+    return schedule_turn(c, &test_prog, &spins);
+}
+
+bool cons_test_work(struct cons *c, unsigned w)
+{
+    cons_test_use(c, w);
+    return cons_work_next(c, &c->w[w]);
+}
+
+void cons_test_end(struct kr__run *r, struct cons *c, int how)
+{
+    for (unsigned w = 0; w <= c->nw; w++) kr__pool_flush(&r->pools[w]);
+    cons_ended(r, how);
+    cons_teardown(c);
+    free(c);
 }
 
 /* The scheduler takes a core of its own: cores - 1 workers. */

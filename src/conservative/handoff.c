@@ -170,16 +170,22 @@ static void idle(struct cons *c, struct cons_worker *w, unsigned *spins, uint64_
     __builtin_ia32_pause();
 }
 
+bool cons_work_next(struct cons *c, struct cons_worker *w)
+{
+    struct cons_job *j = atomic_load_explicit(&w->slot[w->take], memory_order_acquire);
+    if (!j) return false;
+    cons_execute(c, w, j);
+    atomic_store_explicit(&w->slot[w->take], NULL, memory_order_release);
+    w->take = (w->take + 1) % CONS_DEPTH;
+    return true;
+}
+
 static void push_loop(struct cons *c, struct cons_worker *w)
 {
     unsigned spins = 0;
     uint64_t since = 0;
     for (;;) {
-        struct cons_job *j = atomic_load_explicit(&w->slot[w->take], memory_order_acquire);
-        if (j) {
-            cons_execute(c, w, j);
-            atomic_store_explicit(&w->slot[w->take], NULL, memory_order_release);
-            w->take = (w->take + 1) % CONS_DEPTH;
+        if (cons_work_next(c, w)) {
             spins = 0;
         } else if (atomic_load_explicit(&c->stop, memory_order_acquire)) {
             return;

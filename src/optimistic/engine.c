@@ -613,10 +613,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->sink.upto = kr__key_at(-INFINITY);
         th->applied = kr__key_at(-INFINITY);
         kr__arrivals_init(&g->arr[t]);
-        /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
         for (unsigned from = 0; from < g->n; from++)
-            kr__chan_init(tw_chan(g, from, t),
-                          g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS);
+            kr__chan_init(tw_chan(g, from, t), g->chan_slots);
         th->post = malloc(g->n * sizeof *th->post);
         if (!th->post) kr__fatal_oom("channels", g->n * sizeof *th->post);
     }
@@ -771,6 +769,8 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     if (!g->owner || !g->target || !g->lvt)
         kr__fatal_oom("LP tables", r->n * (2 * sizeof *g->owner + sizeof *g->lvt));
     g->balance = r->cfg->tw.balance;
+    /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
+    g->chan_slots = g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
     g->storm = r->cfg->seed;
     atomic_init(&g->active, g->n);
     g->trial_nact = g->n;
@@ -882,9 +882,10 @@ static int tw_run(struct kr__run *r)
  * nothing of the worker loop around it (no GVT); tw_test_turn is one whole turn of the loop
  * (arrivals, GVT, one event), with a turn that finds nothing to run publishing its channels
  * as an idle worker does, but never sleeping. */
-struct tw_global *tw_test_start(struct kr__run *r)
+struct tw_global *tw_test_start(struct kr__run *r, unsigned chan_slots)
 {
     struct tw_global *g = tw_global_new(r);
+    if (chan_slots) g->chan_slots = chan_slots;
     tw_setup_threads(r, g);
     tw_init_lps(r, g);
     g->lookahead = r->lookahead;

@@ -227,6 +227,7 @@ struct tw_global {
                                             * straggler check does not miss on the LP itself
                                             * (65536 LPs: 8 B vs 128 B) */
     int balance;                           /* enum kr__balance */
+    unsigned chan_slots;                   /* per ring between two threads */
     _Atomic unsigned active;               /* threads in GVT rounds (with LPs) */
     _Atomic int mig_req;                   /* moves planned: every worker enters tw_migrate */
     _Atomic uint64_t mig_pushes;           /* messages pushed while migrating (quiescence) */
@@ -422,8 +423,9 @@ void tw_json(const struct kr__run *r, FILE *f);
 /* Test seam (engine.c): the threads stepped by hand from the calling thread. tw_test_step
  * runs the lowest pending event of th and returns it (NULL: none may run); tw_test_turn is
  * one turn of the worker loop (false: the run has stopped); tw_test_use points the calling
- * thread's context at th. */
-struct tw_global *tw_test_start(struct kr__run *r);
+ * thread's context at th. chan_slots: the rings between threads hold this many events (a
+ * power of two; 0: as in a run), so that a test can have events kept back in backlogs. */
+struct tw_global *tw_test_start(struct kr__run *r, unsigned chan_slots);
 void tw_test_use(struct tw_thread *th);
 struct kr__ev *tw_test_step(struct tw_thread *th);
 bool tw_test_turn(struct tw_thread *th);
