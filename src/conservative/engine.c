@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "conservative/cons.h"
+#include "core/grow.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -281,11 +282,8 @@ static bool may_offload(struct cons *c, const struct kr__ev *e)
 
 static void inflight_add(struct cons *c, struct cons_job *j)
 {
-    if (c->ninflight == c->capinflight) {
-        c->capinflight = c->capinflight ? 2 * c->capinflight : 16;
-        c->inflight = realloc(c->inflight, c->capinflight * sizeof *c->inflight);
-        if (!c->inflight) kr__fatal_oom("conservative in-flight set", c->capinflight);
-    }
+    if (c->ninflight == c->capinflight)
+        KR_GROW(c->inflight, c->capinflight, c->ninflight + 1, 16, "conservative in-flight set");
     c->inflight[c->ninflight++] = j;
 }
 

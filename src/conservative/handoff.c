@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "conservative/cons.h"
+#include "core/grow.h"
 #include "core/clock.h"
 #include "core/error.h"
 
@@ -72,14 +73,8 @@ static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
         kr__emit_direct(x, text, len);
         return;
     }
-    if (j->ntext + len > j->captext) {
-        size_t cap = j->captext ? 2 * j->captext : 256;
-        while (cap < j->ntext + len) cap *= 2;
-        char *p = realloc(j->text, cap);
-        if (!p) kr__fatal_oom("event output", cap);
-        j->text = p;
-        j->captext = cap;
-    }
+    if (j->ntext + len > j->captext)
+        KR_GROW(j->text, j->captext, j->ntext + len, 256, "event output");
     memcpy(j->text + j->ntext, text, len);
     j->ntext += len;
 }

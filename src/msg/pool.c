@@ -2,6 +2,7 @@
 #include "msg/pool.h"
 #include <stdbool.h>
 #include <stdlib.h>
+#include "core/grow.h"
 #include "core/error.h"
 
 /* Event sizes per class: 96-byte header + payload (class 0: up to 32 bytes of payload in two
@@ -98,11 +99,8 @@ struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls)
     size_t slab = SLAB_BYTES > sz * 8 ? SLAB_BYTES : sz * 8;
     char *mem = aligned_alloc(64, slab);
     if (!mem) kr__fatal_oom("event pool slab", slab);
-    if (p->nslabs == p->capslabs) {
-        p->capslabs = p->capslabs ? p->capslabs * 2 : 16;
-        p->slabs = realloc(p->slabs, p->capslabs * sizeof *p->slabs);
-        if (!p->slabs) kr__fatal_oom("event pool index", p->capslabs * sizeof *p->slabs);
-    }
+    if (p->nslabs == p->capslabs)
+        KR_GROW(p->slabs, p->capslabs, p->nslabs + 1, 16, "event pool index");
     p->slabs[p->nslabs++] = mem;
     p->bytes += slab;
     struct kr__ev *head = NULL;

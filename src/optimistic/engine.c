@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "optimistic/tw.h"
 #include "state/mode.h"
+#include "core/grow.h"
 #include "core/error.h"
 #include "stats/progress.h"
 
@@ -24,11 +25,7 @@ static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
 {
-    if (th->wn == th->wcap) {
-        th->wcap = th->wcap ? th->wcap * 2 : 256;
-        th->work = realloc(th->work, th->wcap * sizeof *th->work);
-        if (!th->work) kr__fatal_oom("local delivery queue", th->wcap * sizeof *th->work);
-    }
+    if (th->wn == th->wcap) KR_GROW(th->work, th->wcap, th->wn + 1, 256, "local delivery queue");
     th->work[th->wn].e = e;
     th->work[th->wn].anti = anti;
     th->wn++;
@@ -38,11 +35,8 @@ void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 {
     if (lp->dirty) return;
     lp->dirty = true;
-    if (th->ndirty == th->capdirty) {
-        th->capdirty = th->capdirty ? th->capdirty * 2 : 256;
-        th->dirty = realloc(th->dirty, th->capdirty * sizeof *th->dirty);
-        if (!th->dirty) kr__fatal_oom("commit list", th->capdirty * sizeof *th->dirty);
-    }
+    if (th->ndirty == th->capdirty)
+        KR_GROW(th->dirty, th->capdirty, th->ndirty + 1, 256, "commit list");
     th->dirty[th->ndirty++] = id;
 }
 
@@ -243,11 +237,8 @@ void tw_close_pages(struct tw_thread *th)
 static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 {
     if (!lp->arena.seg->ndirty || lp->pages_open) return;
-    if (th->nopen == th->capopen) {
-        th->capopen = th->capopen ? th->capopen * 2 : 256;
-        th->open = realloc(th->open, th->capopen * sizeof *th->open);
-        if (!th->open) kr__fatal_oom("list of LPs with open pages", th->capopen * sizeof *th->open);
-    }
+    if (th->nopen == th->capopen)
+        KR_GROW(th->open, th->capopen, th->nopen + 1, 256, "list of LPs with open pages");
     lp->pages_open = true;
     th->open[th->nopen++] = id;
     if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "optimistic/tw.h"
+#include "core/grow.h"
 #include "core/error.h"
 
 /* ---- barrier (all n workers; spins, then sleeps: a worker may be descheduled) ---- */
@@ -136,11 +137,8 @@ static void hand_over(struct tw_thread *th)
             kr__pool_put(th->pool, e);
             continue;
         }
-        if (th->nmig == th->capmig) {
-            th->capmig = th->capmig ? 2 * th->capmig : 256;
-            th->mig = realloc(th->mig, th->capmig * sizeof *th->mig);
-            if (!th->mig) kr__fatal_oom("migration buffer", th->capmig * sizeof *th->mig);
-        }
+        if (th->nmig == th->capmig)
+            KR_GROW(th->mig, th->capmig, th->nmig + 1, 256, "migration buffer");
         th->mig[th->nmig++] = e;
     }
     h->n = keep;
@@ -259,11 +257,8 @@ static void add_move(struct tw_global *g, kr_lp lp, unsigned to)
 {
     unsigned from = g->owner[lp];
     if (from == to) return;
-    if (g->nmoves == g->capmoves) {
-        g->capmoves = g->capmoves ? 2 * g->capmoves : 1024;
-        g->moves = realloc(g->moves, g->capmoves * sizeof *g->moves);
-        if (!g->moves) kr__fatal_oom("migration plan", g->capmoves * sizeof *g->moves);
-    }
+    if (g->nmoves == g->capmoves)
+        KR_GROW(g->moves, g->capmoves, g->nmoves + 1, 1024, "migration plan");
     g->moves[g->nmoves++] = (struct tw_move){ lp, (uint16_t)from, (uint16_t)to };
     g->target[lp] = (uint16_t)to;
 }

@@ -1,6 +1,7 @@
 /* heap.c - growth and teardown of the event heap (the hot operations are inline in heap.h). */
 #include "queue/heap.h"
 #include <stdlib.h>
+#include "core/grow.h"
 #include "core/error.h"
 
 void kr__heap_init(struct kr__heap *h)
@@ -12,11 +13,7 @@ void kr__heap_init(struct kr__heap *h)
 
 void kr__heap_grow(struct kr__heap *h)
 {
-    size_t cap = h->cap ? h->cap * 2 : 1024;
-    struct kr__heap_slot *a = realloc(h->a, cap * sizeof *a);
-    if (!a) kr__fatal_oom("event heap", cap * sizeof *a);
-    h->a = a;
-    h->cap = cap;
+    KR_GROW(h->a, h->cap, h->cap + 1, 1024, "event heap");
 }
 
 void kr__heap_destroy(struct kr__heap *h)

@@ -1,6 +1,7 @@
 /* recheck.c - see recheck.h. */
 #include "sequential/recheck.h"
 #include <stdlib.h>
+#include "core/grow.h"
 #include "core/digest.h"
 #include "core/error.h"
 #include "state/ckpt.h"
@@ -21,21 +22,13 @@ void kr__recheck_destroy(struct kr__recheck *c)
 
 void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e)
 {
-    if (c->nsent == c->capsent) {
-        c->capsent = c->capsent ? c->capsent * 2 : 16;
-        c->sent = realloc(c->sent, c->capsent * sizeof *c->sent);
-        if (!c->sent) kr__fatal_oom("check buffer", c->capsent * sizeof *c->sent);
-    }
+    if (c->nsent == c->capsent) KR_GROW(c->sent, c->capsent, c->nsent + 1, 16, "check buffer");
     c->sent[c->nsent++] = e;
 }
 
 void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t len)
 {
-    if (c->nout + len > c->capout) {
-        c->capout = (c->nout + len) * 2;
-        c->out = realloc(c->out, c->capout);
-        if (!c->out) kr__fatal_oom("check buffer", c->capout);
-    }
+    if (c->nout + len > c->capout) KR_GROW(c->out, c->capout, c->nout + len, 256, "check buffer");
     memcpy(c->out + c->nout, text, len);
     c->nout += len;
 }

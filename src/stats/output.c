@@ -1,17 +1,12 @@
 /* output.c - see output.h. */
 #include "stats/output.h"
 #include <stdlib.h>
+#include "core/grow.h"
 #include "core/error.h"
 
 static void reserve(struct kr__outvec *v, size_t more)
 {
-    if (v->n + more <= v->cap) return;
-    size_t cap = v->cap ? v->cap * 2 : 16;
-    while (cap < v->n + more) cap *= 2;
-    struct kr__outrec *r = realloc(v->r, cap * sizeof *r);
-    if (!r) kr__fatal_oom("output buffer", cap * sizeof *r);
-    v->r = r;
-    v->cap = cap;
+    if (v->n + more > v->cap) KR_GROW(v->r, v->cap, v->n + more, 16, "output buffer");
 }
 
 void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len)

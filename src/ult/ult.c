@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "ult/ult.h"
+#include "core/grow.h"
 #include "core/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -159,11 +160,7 @@ static struct kr__ult *make(struct kr__ult_pool *p)
     f->u.tsan_fiber = __tsan_create_fiber(0);
 #endif
     boot_frame(f);
-    if (p->nall == p->capall) {
-        p->capall = p->capall ? 2 * p->capall : 16;
-        p->all = realloc(p->all, p->capall * sizeof *p->all);
-        if (!p->all) kr__fatal_oom("event stacks", p->capall * sizeof *p->all);
-    }
+    if (p->nall == p->capall) KR_GROW(p->all, p->capall, p->nall + 1, 16, "event stacks");
     p->all[p->nall++] = &f->u;
     return &f->u;
 }
