@@ -113,12 +113,14 @@ if not tsan and scan_available(kairos):  # (TSan dies on userfaultfd write-prote
 # (ThreadSanitizer cannot reliably follow the longjmp out of the fault handler with which the
 # parallel engines defer a crash: there only the sequential engine's reports are checked)
 # (AddressSanitizer's own bookkeeping fails now and then - 1-2 runs in 20 on a loaded machine,
-# with or without safe events - on a stack overflow caught by page tracking's fault handler:
-# "CHECK failed: asan_thread.cpp ... kCurrentStackFrameMagic"; release builds test that case)
+# with or without safe events - on a stack overflow caught by page tracking's fault handler,
+# and on one where ticks preempt the recursion on an event stack (seen twice in full suite
+# runs beside another build, never in 8 runs alone): "CHECK failed: asan_thread.cpp ...
+# kCurrentStackFrameMagic"; release builds test both cases)
 asan = build_kind(kairos) == "asan"
 for sync in setups[:1] if tsan else setups:
     for c, needles in crashes.items():
-        if asan and c == 17 and "page" in sync:
+        if asan and c == 17 and ("page" in sync or "tick" in sync):
             continue
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
 for sync in setups[:1] if tsan else setups[:4]:
