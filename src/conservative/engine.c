@@ -460,7 +460,7 @@ static void cons_teardown(struct cons *c)
 struct cons_body {
     struct cons *c;
     struct kr__progress prog;
-    int rr;                      /* schedule's RETIRE_* */
+    int rr;                      /* schedule's CONS_RETIRE_* */
 };
 
 static void cons_init_body(void *arg)

@@ -122,8 +122,8 @@ static void *run_engine(void *arg)
     r->rc = cfg->engine->run(r);
     r->wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
-    r->rc = r->rc ? r->rc : kr__run_finish(r);
-    if (r->rc) kr__stdout_flush(); /* what was committed before the failure */
+    if (!r->rc) r->rc = kr__run_finish(r);
+    else kr__stdout_flush(); /* what was committed before the failure */
     kr__fault_thread_fini();
     return NULL;
 }
