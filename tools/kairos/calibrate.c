@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "core/error.h"
 #include "calibrate.h"
+#include "cmd.h"
 
 /* Until calibrated. Paper 000 measured < 4% at 50 us on bare metal, but a tick costs 15-80
  * us on some virtual machines (timer expiry is a VM exit), so an uncalibrated run takes a
@@ -47,20 +48,21 @@ struct cal_arg {
     uint64_t ticks;
 };
 
-/* A loop the compiler cannot shorten: a chain of dependent multiply-adds. */
-/* A mistake on calibrate's command line: the message, and exit status 2 (the command may
- * exit; the library never does). */
-static _Noreturn __attribute__((format(printf, 1, 2))) void cal_usage_error(const char *fmt, ...)
+/* A failure of calibrate (a mistake on its command line, or a thread it cannot start): the
+ * command's message and exit status (the command may exit; the library never does). */
+static _Noreturn __attribute__((format(printf, 2, 3))) void cal_fail(int status, const char *fmt,
+                                                                    ...)
 {
+    struct kr__error err;
     va_list ap;
     va_start(ap, fmt);
-    fputs("kairos: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see 'kairos --help')\n", stderr);
+    vsnprintf(err.msg, sizeof err.msg, fmt, ap);
     va_end(ap);
-    exit(KR_EXIT_USAGE);
+    err.status = status;
+    exit(cmd_fail_exit(&err));
 }
 
+/* A loop the compiler cannot shorten: a chain of dependent multiply-adds. */
 static uint64_t busy(uint64_t iters, uint64_t x)
 {
     for (uint64_t i = 0; i < iters; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -136,7 +138,7 @@ static double run_once(unsigned nthreads, uint64_t iters, uint64_t tick_ns, doub
         arg[t] = (struct cal_arg){ .id = t, .nthreads = nthreads, .iters = iters,
                                    .tick_ns = tick_ns, .deadline = deadline, .bar = &bar };
         if (pthread_create(&tid[t], NULL, cal_thread, &arg[t]))
-            cal_usage_error("calibrate: cannot start thread %u", t);
+            cal_fail(KR_ERR_RESOURCE, "calibrate: cannot start thread %u", t);
     }
     pthread_barrier_wait(&bar);
     uint64_t t0 = kr__clock_ns();
@@ -178,14 +180,14 @@ static unsigned parse_list(const char *opt, const char *v, double *out, double l
         errno = 0;
         double x = strtod(tok, &end);
         if (errno || end == tok || *end || !(x >= lo && x <= hi) || n == MAX_LIST)
-            cal_usage_error("%s needs a comma-separated list of numbers from %g to %g (at most "
-                            "%d), got '%s'", opt, lo, hi, MAX_LIST, v);
+            cal_fail(KR_ERR_USAGE, "%s needs a comma-separated list of numbers from %g to %g "
+                     "(at most %d), got '%s'", opt, lo, hi, MAX_LIST, v);
         if (whole && x != floor(x))
-            cal_usage_error("%s needs whole numbers, got '%s'", opt, tok);
+            cal_fail(KR_ERR_USAGE, "%s needs whole numbers, got '%s'", opt, tok);
         out[n++] = x;
     }
     free(copy);
-    if (!n) cal_usage_error("%s needs at least one value", opt);
+    if (!n) cal_fail(KR_ERR_USAGE, "%s needs at least one value", opt);
     return n;
 }
 
@@ -194,7 +196,7 @@ static double parse_one(const char *opt, const char *v, double lo, double hi, bo
 {
     double x[MAX_LIST];
     if (parse_list(opt, v, x, lo, hi, whole) != 1)
-        cal_usage_error("%s takes one number, got '%s'", opt, v);
+        cal_fail(KR_ERR_USAGE, "%s takes one number, got '%s'", opt, v);
     return x[0];
 }
 
@@ -263,7 +265,8 @@ static int cal_options(int argc, char **argv, struct cal_opts *o)
             o->save = false;
             continue;
         }
-        if (!v) cal_usage_error("calibrate: option %s needs a value (or unknown option)", a);
+        if (!v)
+            cal_fail(KR_ERR_USAGE, "calibrate: option %s needs a value (or unknown option)", a);
         i++;
         if (!strcmp(a, "--threads")) o->nt = parse_list(a, v, o->threads, 1, 64, true);
         else if (!strcmp(a, "--ticks"))
@@ -271,7 +274,9 @@ static int cal_options(int argc, char **argv, struct cal_opts *o)
         else if (!strcmp(a, "--seconds")) o->seconds = parse_one(a, v, 0.01, 600, false);
         else if (!strcmp(a, "--limit")) o->limit = parse_one(a, v, 0.01, 100, false);
         else if (!strcmp(a, "--reps")) o->reps = (unsigned)parse_one(a, v, 1, 101, true);
-        else cal_usage_error("calibrate: unknown option '%s' (see 'kairos calibrate --help')", a);
+        else
+            cal_fail(KR_ERR_USAGE, "calibrate: unknown option '%s' (see 'kairos calibrate "
+                     "--help')", a);
     }
     return 0;
 }

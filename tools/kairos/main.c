@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "calibrate.h"
+#include "cmd.h"
 
 #ifndef KAIROS_VERSION
 #error "KAIROS_VERSION comes from CMakeLists.txt (project VERSION)"
@@ -68,7 +69,7 @@ static int check_output_path(const char *opt, const char *path, struct kr__error
 
 /* The exit status of a failure (README, kairos --help): the one place statuses become
  * exit codes. */
-static int fail_exit(const struct kr__error *err)
+int cmd_fail_exit(const struct kr__error *err)
 {
     fprintf(stderr, "kairos: %s%s\n", err->status == KR_ERR_INTERNAL
             ? "internal error (engine invariant violated, please report): " : "error: ",
@@ -110,16 +111,16 @@ static int cmd_run(int argc, char **argv)
 {
     struct kr__error err = { 0 };
     if (argc < 3 || argv[2][0] == '-')
-        return fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a MODEL first "
+        return cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a MODEL first "
                                               "(see 'kairos models')" });
     for (int i = 3; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return model_help(argv[2], &err) ? fail_exit(&err) : 0;
+            return model_help(argv[2], &err) ? cmd_fail_exit(&err) : 0;
     struct kr__config c = { .model = argv[2] };
     int interrupted = 0;
     if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
     kr__options_free(&c);
-    if (err.status) return fail_exit(&err);
+    if (err.status) return cmd_fail_exit(&err);
     return interrupted ? 128 + interrupted : 0;
 }
 
@@ -149,5 +150,5 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
     struct kr__error err;
     kr__fail(&err, KR_ERR_USAGE, "unknown command '%s'", argv[1]);
-    return fail_exit(&err);
+    return cmd_fail_exit(&err);
 }
