@@ -89,6 +89,7 @@ struct cons {
     struct cons_job direct;      /* an event run here with nothing else outstanding */
     uint64_t ndone;              /* LPs whose done() held, as retired */
     struct cons_job *held;       /* taken, waiting for a free worker (--scheduler-works off) */
+    kr_time taken_ts;            /* time of the last event taken (an interrupt stops after) */
 };
 
 /* How retiring jobs, and the run, went on or ended; and what a turn of the scheduler did

@@ -204,12 +204,20 @@ static int retire(struct cons *c, struct kr__progress *prog)
     return CONS_RETIRE_MORE;
 }
 
+/* Interrupted: no event after the time of the last one taken starts (those at its time
+ * still run, so that what is committed is every event before a time, what --end
+ * reproduces). */
+static bool cons_stops_before(const struct cons *c, const struct kr__ev *e)
+{
+    return e->k.ts > c->taken_ts && kr__interrupted();
+}
+
 /* With nothing outstanding, may the first event run here at once? (Its LP is free, no
  * barrier holds it, and its type is short.) */
 static bool direct_ok(const struct cons *c, const struct kr__ev *e)
 {
     return e && !(e->flags & KR_EVF_BARRIER) && e->k.ts < c->r->cfg->end && !c->failed &&
-           !kr__interrupted() && run_here(c, e);
+           !cons_stops_before(c, e) && run_here(c, e);
 }
 
 /* Nothing outstanding and the first event is short: run it here and retire it at once, as
@@ -237,6 +245,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     do {
         struct kr__ev *e = kr__heap_pop(&c->heap);
         kr__heap_prefetch_next(&c->heap, r->lps, sizeof *r->lps);
+        c->taken_ts = e->k.ts;
         struct kr__lp *lp = &r->lps[e->dest];
         j->ev = e;
         j->timed = timed(c, e->type);
@@ -292,6 +301,7 @@ static void inflight_add(struct cons *c, struct cons_job *j)
 static struct cons_job *take(struct cons *c)
 {
     struct kr__ev *e = kr__heap_pop(&c->heap);
+    c->taken_ts = e->k.ts;
     struct cons_job *j = job_new(c, e);
     if (c->retire_tail) c->retire_tail->next = j;
     else c->retire_head = j;
@@ -334,7 +344,7 @@ static bool pass_barrier(struct cons *c, struct kr__ev *b)
  * event may not go yet (may_offload). */
 static bool blocked(struct cons *c, const struct kr__ev *e, kr_time end)
 {
-    return !e || e->k.ts >= end || c->failed || kr__interrupted() || !may_offload(c, e);
+    return !e || e->k.ts >= end || c->failed || cons_stops_before(c, e) || !may_offload(c, e);
 }
 
 /* A job taken before the run failed comes after the failed event in key order: it never
@@ -412,6 +422,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
 {
     memset(c, 0, sizeof *c);
     c->r = r;
+    c->taken_ts = -INFINITY;
     c->nw = r->nthreads - 1;
     c->push = !r->cfg->cons.handoff_pull;
     c->barrier_events = r->cfg->cons.barrier_events;
@@ -497,12 +508,20 @@ static int cons_main(struct kr__run *r, struct cons *c, int *rr)
 }
 
 /* The run's end, as the scheduler's last turn said (the end key: the last retired). */
-static void cons_ended(struct kr__run *r, int how)
+static void cons_ended(struct cons *c, int how)
 {
+    struct kr__run *r = c->r;
+    struct kr__ev *top = kr__heap_top(&c->heap);
+    while (top && (top->flags & KR_EVF_BARRIER)) { /* (no model event) */
+        kr__heap_pop(&c->heap);
+        top = kr__heap_top(&c->heap);
+    }
+    bool all = !top || top->k.ts >= r->cfg->end; /* (a signal at the very end) */
     r->ended_by_done = how == CONS_RETIRE_DONE;
-    r->interrupted = r->ended_by_done ? 0 : kr__interrupted();
+    r->interrupted = r->ended_by_done || all ? 0 : kr__interrupted();
     if (r->ended_by_done) r->final_gvt = r->end_key.ts;
-    else if (!r->interrupted) r->end_key = kr__key_at(r->cfg->end);
+    else if (r->interrupted) r->end_key = kr__key_at(top->k.ts); /* (all before it retired) */
+    else r->end_key = kr__key_at(r->cfg->end);
 }
 
 static int cons_run(struct kr__run *r)
@@ -522,7 +541,7 @@ static int cons_run(struct kr__run *r)
         return KR_OK;
     }
     int rc;
-    if (!(st = cons_main(r, &c, &rc))) cons_ended(r, rc);
+    if (!(st = cons_main(r, &c, &rc))) cons_ended(&c, rc);
     cons_teardown(&c);
     return st;
 }
@@ -565,7 +584,7 @@ bool cons_test_work(struct cons *c, unsigned w)
 void cons_test_end(struct kr__run *r, struct cons *c, int how)
 {
     for (unsigned w = 0; w <= c->nw; w++) kr__pool_flush(&r->pools[w]);
-    cons_ended(r, how);
+    cons_ended(c, how);
     cons_teardown(c);
     free(c);
 }

@@ -706,16 +706,12 @@ static void tw_salvage(void *arg)
  * suspended): the time does not count towards --event-timeout of events on stacks. */
 #define TW_PAUSE_NS (500u * 1000 * 1000)
 
-/* An interrupted run stops at a committed point that lies past every safe event run so far
- * (committed at once, they cannot be rolled back): first every worker turns safe events
- * off and reports its latest; the stop follows once GVT has passed them all. */
+/* An interrupted run stops at a committed point in time that lies past every safe event run
+ * so far (committed at once, they cannot be rolled back): first every worker turns safe
+ * events off and reports its latest; a GVT round past them all stops the run (gvt.c). */
 static void tw_stop_request(struct tw_global *g)
 {
     atomic_store_explicit(&g->stopping, 1, memory_order_relaxed);
-    if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads) return;
-    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
-    if (hi && !(tw_gvt(g) > tw_time_of(hi - 1))) return; /* (safe_hi: time bits + 1) */
-    atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
 
 static void tw_watch(struct kr__run *r, struct tw_global *g)

@@ -58,14 +58,36 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
     if (stop) atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
 
-/* Commit everything before GVT (capped at the end time); stop once GVT reaches the end. */
+/* May an interrupted run stop at GVT's time? Once every worker has turned safe events off
+ * and GVT has passed the last one run (those were committed at once), and GVT's time has
+ * moved past the last horizon's: that horizon may have split the events tied at its time,
+ * and what an interrupted run commits must be every event before some time T and none
+ * after, what `--end T` commits on any engine. (A horizon at a time, key_at(t), never
+ * splits a tie; GVT's whole key can, and commits sooner - zero-delay chains at one time
+ * would wait otherwise, a model error deferred at the end of one forever.) */
+static bool stop_point(const struct tw_global *g)
+{
+    if (!atomic_load_explicit(&g->stopping, memory_order_relaxed)) return false;
+    if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads) return false;
+    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+    if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false; /* (safe_hi: time bits + 1) */
+    return g->gvt.ts > g->horizon.ts;
+}
+
+/* Commit everything before GVT (capped at the end time); stop once GVT reaches the end, or
+ * at a point in time once the run was interrupted (from then on, horizons are times). */
 static void publish_gvt(struct tw_thread *th, uint64_t s)
 {
     struct tw_global *g = th->g;
     struct kr__key end = kr__key_at(th->r->cfg->end);
-    bool done = !kr__key_lt(&g->gvt, &end);
-    if (!done && !atomic_load_explicit(&g->stop, memory_order_acquire)) tw_balance_plan(th);
-    publish(g, done ? end : g->gvt, done, s);
+    if (!kr__key_lt(&g->gvt, &end)) {
+        publish(g, end, true, s);
+    } else if (atomic_load_explicit(&g->stop, memory_order_acquire) || stop_point(g)) {
+        publish(g, g->gvt.ts > g->horizon.ts ? kr__key_at(g->gvt.ts) : g->horizon, true, s);
+    } else {
+        tw_balance_plan(th);
+        publish(g, g->gvt, false, s);
+    }
 }
 
 static void close_phase2(struct tw_thread *th, uint64_t s)

@@ -61,7 +61,12 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
     struct kr__pool *pool = &r->pools[0];
     const kr_time end = r->cfg->end;
     struct kr__ev *e;
-    while ((e = kr__heap_top(&s->heap)) && e->k.ts < end && !kr__interrupted()) {
+    kr_time last = -INFINITY;
+    /* (interrupted: the events at the last one's time still run, so that what is committed
+     * is every event before a time, what --end reproduces) */
+    while ((e = kr__heap_top(&s->heap)) && e->k.ts < end &&
+           !(e->k.ts > last && kr__interrupted())) {
+        last = e->k.ts;
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lps, sizeof *r->lps);
         struct kr__lp *lp = &r->lps[e->dest];
@@ -142,9 +147,11 @@ static int seq_run(struct kr__run *r)
     }
     bool by_done = b.by_done;
     r->ended_by_done = by_done;
-    r->interrupted = by_done ? 0 : kr__interrupted();
-    if (!by_done && !r->interrupted) r->end_key = kr__key_at(r->cfg->end);
     struct kr__ev *top = kr__heap_top(&s.heap);
+    bool all = !top || top->k.ts >= r->cfg->end; /* (a signal at the very end) */
+    r->interrupted = by_done || all ? 0 : kr__interrupted();
+    if (r->interrupted) r->end_key = kr__key_at(top->k.ts); /* (everything before it ran) */
+    else if (!by_done) r->end_key = kr__key_at(r->cfg->end);
     r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
     r->counters[0].committed = r->counters[0].processed;
     r->counters[0].pool_bytes = r->pools[0].bytes;
