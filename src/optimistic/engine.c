@@ -20,7 +20,7 @@
 static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 {
     if (th->uncommitted < th->win.limit) return true;
-    return (th->fast && e->k.ts < th->safe) || e->k.ts <= tw_gvt(th->g);
+    return (th->fast && tw_below_safe(th, e)) || e->k.ts <= tw_gvt(th->g);
 }
 
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
@@ -90,6 +90,7 @@ static void tw_safe_read(struct tw_thread *th)
 static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
 {
     if (!now && (++th->clock_turn & (TW_CLOCK_TURNS - 1))) return;
+    tw_quiet_publish(th, top);
     struct tw_global *g = th->g;
     kr_time f = top ? top->k.ts : INFINITY;
     if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
@@ -103,6 +104,73 @@ static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, boo
                            th->clock_sent, f);
     th->clock_sent = f;
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(f), memory_order_release);
+}
+
+/* Write this thread's quiet record (tw.h) with its lowest pending key - unless it sent
+ * since the last one: it would likely send again soon, voiding the record at once, a write
+ * each other thread's next read of the line pays for. */
+void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
+{
+    if (th->qtalked) {
+        th->qtalked = false;
+        return;
+    }
+    struct tw_clock *c = &th->g->clock[th->id];
+    struct kr__key k = top ? top->k : kr__key_at(INFINITY);
+    uint64_t bits = kr__time_bits(k.ts);
+    if (!(th->qseq & 1)) {
+        if (atomic_load_explicit(&c->top_bits, memory_order_relaxed) == bits &&
+            atomic_load_explicit(&c->top_gen, memory_order_relaxed) == k.gen &&
+            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->qtaken)
+            return; /* (unchanged: no write) */
+        tw_quiet_void(th);
+    }
+    atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
+    atomic_store_explicit(&c->top_bits, bits, memory_order_relaxed);
+    atomic_store_explicit(&c->top_gen, k.gen, memory_order_relaxed);
+    atomic_store_explicit(&c->sent, th->qsent, memory_order_relaxed);
+    atomic_store_explicit(&c->taken, th->qtaken, memory_order_relaxed);
+    atomic_store_explicit(&c->seq, ++th->qseq, memory_order_seq_cst);
+}
+
+/* Raise qbound from the other threads' quiet records (tw.h): each valid, all unchanged
+ * between two reads (so at one moment in between they all held), and every message put was
+ * taken. Sequences only grow, so equal sums mean each is unchanged; a try that would see
+ * what the last failed one saw is skipped, and so is one while a record is void (threads
+ * that talk: their lines are read each turn for the clocks anyway). */
+static void tw_quiet_try(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    uint64_t mark = th->qsent + th->qtaken;
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == th->id) continue;
+        uint32_t q = atomic_load_explicit(&g->clock[i].seq, memory_order_relaxed);
+        if (q & 1) return;
+        mark += q;
+    }
+    if (mark == th->qlast) return;
+    th->qlast = mark;
+    uint64_t seqs = 0, sent = th->qsent, taken = th->qtaken;
+    struct kr__key lo = kr__key_at(INFINITY);
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == th->id) continue;
+        struct tw_clock *c = &g->clock[i];
+        uint32_t q = atomic_load_explicit(&c->seq, memory_order_seq_cst);
+        if (q & 1) return;
+        seqs += q;
+        sent += atomic_load_explicit(&c->sent, memory_order_relaxed);
+        taken += atomic_load_explicit(&c->taken, memory_order_relaxed);
+        struct kr__key k = kr__key_at(tw_time_of(atomic_load_explicit(&c->top_bits,
+                                                                      memory_order_relaxed)));
+        k.gen = atomic_load_explicit(&c->top_gen, memory_order_relaxed);
+        if (tw_hop_lt(&k, &lo)) lo = k;
+    }
+    atomic_thread_fence(memory_order_acquire);
+    for (unsigned i = 0; i < g->n; i++)
+        if (i != th->id) seqs -= atomic_load_explicit(&g->clock[i].seq, memory_order_seq_cst);
+    if (seqs || sent != taken) return;
+    struct kr__key b = tw_after(g, &lo);
+    if (tw_hop_lt(&th->qbound, &b)) th->qbound = b;
 }
 
 /* The watcher asked the run to stop: safe events off, and say how far they went. */
@@ -277,7 +345,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
  * earlier work can arrive for it, which is what preemption waits for.) */
 static bool tw_is_safe(const struct tw_thread *th, const struct kr__lp *lp, const struct kr__ev *e)
 {
-    return th->fast && e->k.ts < th->safe && !lp->first_unc && !(th->nsusp && lp->ult);
+    return th->fast && tw_below_safe(th, e) && !lp->first_unc && !(th->nsusp && lp->ult);
 }
 
 static void tw_process(struct tw_thread *th, struct kr__ev *e)
@@ -376,7 +444,7 @@ static void tw_post_pace(struct tw_thread *th)
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
 {
     struct kr__ev *e;
-    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && e->k.ts < th->safe &&
+    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
                          e->k.ts < end && e->st == KR_EV_PENDING && tw_may_run(th, e); k++) {
         kr__heap_pop(&th->heap);
         kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
@@ -504,6 +572,18 @@ static void tw_worker_start(struct tw_thread *th)
     th->sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
 }
 
+/* The thread's lowest pending event, the clock and quiet record published with it, and a
+ * try to make it safe when it is not. */
+static struct kr__ev *tw_turn_top(struct tw_thread *th)
+{
+    struct kr__ev *e = tw_top(th);
+    if (th->fast) {
+        tw_clock_publish(th, e, false);
+        if (e && !tw_below_safe(th, e)) tw_quiet_try(th);
+    }
+    return e;
+}
+
 /* A turn that runs e, the thread's lowest pending event. */
 static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
 {
@@ -549,8 +629,7 @@ static void *tw_worker(void *arg)
             continue;
         }
         if (!tw_platform_turn(th)) break;
-        struct kr__ev *e = tw_top(th);
-        if (th->fast) tw_clock_publish(th, e, false);
+        struct kr__ev *e = tw_turn_top(th);
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             tw_run_top(th, e, end);
             spins = 0;
@@ -597,10 +676,18 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->alone = g->n == 1;
         tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
+        th->qbound = kr__key_at(-INFINITY);
+        th->qseq = 1; /* (void until first written) */
+        th->qlast = UINT64_MAX;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
         th->post_every = 1; /* (until the turns are timed) */
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
+        atomic_init(&g->clock[t].seq, 1);
+        atomic_init(&g->clock[t].top_gen, 0);
+        atomic_init(&g->clock[t].top_bits, kr__time_bits(-INFINITY));
+        atomic_init(&g->clock[t].sent, 0);
+        atomic_init(&g->clock[t].taken, 0);
         th->last_ts = -INFINITY;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
@@ -907,8 +994,7 @@ bool tw_test_turn(struct tw_thread *th)
 {
     tw_test_use(th);
     if (!tw_platform_turn(th)) return false;
-    struct kr__ev *e = tw_top(th);
-    if (th->fast) tw_clock_publish(th, e, false);
+    struct kr__ev *e = tw_turn_top(th);
     if (e && e->k.ts < th->r->cfg->end && tw_may_run(th, e)) {
         tw_run_top(th, e, th->r->cfg->end);
         if ((th->cnt->processed & 255) == 0) tw_every_256(th, false);

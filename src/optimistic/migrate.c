@@ -198,6 +198,8 @@ static void set_active(struct tw_thread *th)
         atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(INFINITY),
                               memory_order_release);
         th->clock_sent = INFINITY;
+        th->qtalked = false; /* (nothing pending: it sends no more) */
+        tw_quiet_publish(th, NULL);
     }
     if (!th->retired) { /* back: at the horizon every other worker has applied */
         th->applied = g->horizon;
@@ -216,6 +218,7 @@ static void set_active(struct tw_thread *th)
 void tw_migrate(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
+    tw_quiet_void(th); /* (pending events change hands: no quiet record holds) */
     tw_barrier(g); /* everyone has applied the horizon the moves were planned at */
     tw_close_pages(th); /* (page modes: the list of LPs with open pages is per thread) */
     give_up(th);
@@ -240,6 +243,7 @@ void tw_migrate(struct tw_thread *th)
      * the least clock of all (those events lay in some heap, at or above its floor): every
      * clock restarts there, and so does what this thread counts as safe. */
     th->clock_sent = th->safe = th->safe_prev = lo;
+    th->qbound = kr__key_at(-INFINITY);
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
     set_active(th);
     th->cnt->migrations++;

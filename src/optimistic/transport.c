@@ -46,6 +46,11 @@ static void tw_take(struct tw_thread *th, struct kr__ev *e)
                            "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
                            "n antimessage" : " message", e->k.ts, th->safe_prev,
                            (unsigned long long)e->dest);
+    if (th->g->check && tw_hop_lt(&e->k, &th->qbound))
+        kr__internal_error("thread %u received a%s at (%.17g, %u hops) below its quiet bound "
+                           "(%.17g, %u) (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
+                           "n antimessage" : " message", e->k.ts, e->k.gen, th->qbound.ts,
+                           th->qbound.gen, (unsigned long long)e->dest);
     if (e->flags & KR_EVF_ANTI) {
         tw_cancel(th, e->child);
         kr__pool_put(th->pool, e);
@@ -68,6 +73,7 @@ void tw_drain(struct tw_thread *th)
         struct kr__chan *c = tw_chan(g, from, th->id);
         size_t n;
         while ((n = kr__chan_take(c, buf, TW_TAKE_MAX)) > 0) {
+            th->qtaken += n;
             for (size_t i = 0; i < n && i < TW_TAKE_AHEAD; i++) __builtin_prefetch(buf[i]);
             for (size_t i = 0; i < n; i++) {
                 if (i + TW_TAKE_AHEAD < n) __builtin_prefetch(buf[i + TW_TAKE_AHEAD]);

@@ -69,8 +69,28 @@ struct tw_item {
 struct tw_clock {
     _Alignas(64) _Atomic uint64_t bits;   /* kr_time bits (may be -inf) */
     _Atomic uint64_t now_bits;            /* progress: its latest event's timestamp, as often */
-    char pad_[64 - 2 * sizeof(uint64_t)];
+    /* Quiet record (engine.c, tw_quiet_*), under a sequence lock: odd while written, and
+     * left odd (void) from a thread's first cross-thread send after writing it until it is
+     * written again. While even: at the moment it was written the thread's lowest pending
+     * key was (top_bits, top_gen), and it had put `sent` and taken `taken` messages. */
+    _Atomic uint32_t seq;
+    _Atomic uint32_t top_gen;
+    _Atomic uint64_t top_bits;
+    _Atomic uint64_t sent, taken;
+    char pad_[64 - 6 * sizeof(uint64_t)];
 };
+
+/* Safe events without lookahead. The clocks above reach a fixed point when the lookahead is
+ * 0 (each thread's floor waits on the other's), so no event is ever below them. The quiet
+ * records give a second bound: when every other thread's record is valid and, read twice
+ * without a change, all messages ever put were taken (the sums of `sent` and `taken`
+ * match, this thread's own counts included), nothing is in flight and no other thread has
+ * talked since it wrote its record. Then every message that can still reach this thread
+ * descends from some other thread's pending event - at or above the least published top L -
+ * or from what this thread sends from now on; each hop to another thread's LP orders its
+ * message after its cause and at least the lookahead later. So nothing can arrive below
+ * tw_after(L), and each send of this thread lowers that bound to tw_after(its key). Events
+ * below the bound (comparing timestamp and zero-delay hops) are safe. */
 
 /* Load balancing (migrate.c). */
 #define TW_BALANCE_NS (40u * 1000 * 1000)   /* a balancing decision at most this often */
@@ -140,6 +160,12 @@ struct tw_thread {
     kr_time safe_prev;        /* ...and before the last drain (--check: no message below) */
     kr_time clock_sent;       /* what this thread last published as its clock */
     kr_time fast_hi;          /* latest safe event run: an interrupted run commits past it */
+    struct kr__key qbound;    /* nothing can arrive below this (ts, gen): tw_quiet_try */
+    uint64_t qsent, qtaken;   /* messages put to other threads, taken from them */
+    uint32_t qseq;            /* its quiet record's sequence (odd: void) */
+    bool qtalked;             /* sent since the record was last written */
+    uint64_t qlast;           /* the others' sequences and own counts, summed, at the last
+                               * try (tw_quiet_try) */
     unsigned clock_turn;
     kr_time last_ts;          /* timestamp of the latest event run (progress, tw_clock) */
     unsigned prog_turn;
@@ -302,6 +328,45 @@ static inline struct kr__chan *tw_chan(const struct tw_global *g, unsigned from,
     return &g->chan[(size_t)to * g->n + from];
 }
 
+/* (ts, gen) order: the part of a key that bounds what can follow it (tw.h, quiet records). */
+static inline bool tw_hop_lt(const struct kr__key *a, const struct kr__key *b)
+{
+    return a->ts < b->ts || (a->ts == b->ts && a->gen < b->gen);
+}
+
+/* Below the safe time, or below what can still arrive (quiet records). */
+static inline bool tw_below_safe(const struct tw_thread *th, const struct kr__ev *e)
+{
+    return e->k.ts < th->safe || tw_hop_lt(&e->k, &th->qbound);
+}
+
+/* The least (ts, gen) a message can have that reaches an LP of another thread as a
+ * consequence of an event or message with key k: at least one hop between LPs, each one
+ * ordered after its cause (a zero-delay send is one gen later) and the lookahead later. */
+static inline struct kr__key tw_after(const struct tw_global *g, const struct kr__key *k)
+{
+    struct kr__key a = kr__key_at(k->ts + g->lookahead);
+    if (g->lookahead == 0) a.gen = k->gen + 1; /* (below KR_MAX_ZERO_DELAY_HOPS) */
+    return a;
+}
+
+static inline void tw_quiet_void(struct tw_thread *th)
+{
+    if (!(th->qseq & 1))
+        atomic_store_explicit(&th->g->clock[th->id].seq, ++th->qseq, memory_order_seq_cst);
+}
+
+/* A message leaves this thread: its quiet record goes void before the message can be seen,
+ * and what can come back of it lowers the bound. */
+static inline void tw_quiet_sent(struct tw_thread *th, const struct kr__ev *e)
+{
+    th->qsent++;
+    th->qtalked = true;
+    tw_quiet_void(th);
+    struct kr__key b = tw_after(th->g, &e->k);
+    if (tw_hop_lt(&b, &th->qbound)) th->qbound = b;
+}
+
 /* The one place a message (event or antimessage) leaves this thread: the seam where a
  * distributed transport (MPI) will route messages for LPs of other processes. It is put
  * into the (this thread, owner) channel and published later (transport.c). */
@@ -309,6 +374,7 @@ static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struc
 {
     e->st = KR_EV_INFLIGHT;
     if (kr__key_lt(&e->k, &th->min_sent)) th->min_sent = e->k; /* GVT: in flight since phase 1 */
+    tw_quiet_sent(th, e);
     struct kr__chan *c = tw_chan(th->g, th->id, owner);
     if (!c->listed) {
         c->listed = true;
@@ -400,6 +466,8 @@ void tw_tune_ckpt(struct tw_thread *th);
 void tw_window_init(struct tw_thread *th, unsigned fixed);
 void tw_window_adapt(struct tw_thread *th);
 void tw_window_unsafe(struct tw_thread *th);
+/* engine.c: write the quiet record (tw.h) with this lowest pending event (NULL: none). */
+void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);
 /* migrate.c */
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
