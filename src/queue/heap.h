@@ -6,7 +6,10 @@
  * same machine, back to back): 1024 LPs 11.7-12.2 vs 12.6-13.7 M/s, 65536 LPs 1.8-2.1 vs
  * 2.7-3.5 M/s; the binary heap stays. So did a calendar queue with array buckets (commit
  * "Experiment: calendar queue"): 9.7-10.0 vs 12.6-13.4 M/s at 1024 LPs, 1.7 vs 3.4-3.6 M/s
- * at 65536 LPs. Cancelled events
+ * at 65536 LPs. A bottom-up pop (Floyd: the hole goes down to a leaf, then the last slot
+ * rises) was measured too (2026-11-25, bench/ab.py, 7-9 runs): PHOLD-std sequential 1.01-1.05,
+ * 2 threads 1.02-1.06, but seir sequential 0.80-0.81 - with timestamps tied the descent
+ * reads two events per level all the way down, where a sift-down stops early. Cancelled events
  * stay in the heap and are dropped when they reach the top (lazy deletion: an antimessage
  * for a pending event costs one store).
  */
