@@ -135,6 +135,8 @@ struct kr__engine {
     const char *name;           /* --sync value; the summary's and --stats' "engine" */
     bool restores_state;        /* rolls LP state back: --state applies (the others run in
                                  * full mode, or chunk mode to verify marks under --check) */
+    bool compact_events;        /* uses no event's tail (struct kr__ev): an event without
+                                 * payload takes 64 bytes, not 128 */
     /* --threads when the command line gives none, on a machine of ncpu cores. */
     unsigned (*default_threads)(unsigned ncpu);
     /* Threads of the run (a counters block and an event pool each) for cfg and lps LPs. */

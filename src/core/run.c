@@ -140,7 +140,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->nthreads = cfg->engine->threads(cfg, r->n);
     r->lps = calloc(r->n, sizeof *r->lps);
     r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
-    r->pools = kr__pools_new(r->nthreads);
+    r->pools = kr__pools_new(r->nthreads, cfg->engine->compact_events);
     if (!r->lps || !r->counters || !r->pools)
         return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating %zu bytes for the LP "
                         "table; reduce --lps or run on a machine with more memory",

@@ -33,16 +33,18 @@ enum {
     KR_EVF_ERROR = 4,      /* the model failed inside this event (optimistic: reported at commit) */
     KR_EVF_SPAN = 8,       /* sent with kr_schedule_span: `dur` is the model's, not the lookahead */
     KR_EVF_BARRIER = 16, /* conservative, --barriers events: the completion of an offloaded event */
+    KR_EVF_CKPT = 32,      /* optimistic: `ckpt` is set (read from the first line at commit) */
 };
 
 struct kr__ckpt;
 
 struct kr__ev {
-    /* First cache line: all that the heap, commit and fossil collection read, so a committed
-     * event without payload costs one line when it is cold. */
+    /* First cache line: all that the sequential engine uses of an event, and all that the
+     * heap, commit and fossil collection read, so a committed event without payload costs
+     * one line when it is cold. */
     struct kr__key k;
     struct kr__ev *next;          /* processed list, inbox chain, free list */
-    struct kr__ckpt *ckpt;        /* state saved just before this event ran (optimistic) */
+    kr_lp dest;
     uint32_t type;
     uint32_t size;
     uint8_t cls;                  /* pool size class */
@@ -51,8 +53,11 @@ struct kr__ev {
     uint8_t pad_;
     uint16_t pool;                /* id of the pool (thread) that owns the memory */
     uint8_t pad2_[2];
-    /* Second line: what only matters while the event is processed or rolled back. */
-    kr_lp dest;
+    /* The tail: what the optimistic and conservative engines keep while an event is
+     * processed or rolled back. An event without payload on the sequential engine has none:
+     * it is a 64-byte slot (KR_POOL_TINY, msg/pool.h), and nothing may touch these there. */
+    struct kr__ckpt *ckpt;        /* state saved just before this event ran (optimistic;
+                                   * KR_EVF_CKPT says it is set) */
     union {
         struct kr__ev *prev;      /* optimistic: the LP's processed list */
         kr_time dur;              /* conservative: the event's duration (set when sent) */
@@ -61,7 +66,7 @@ struct kr__ev {
     struct kr__ev *sib;           /* next sibling in the sender's child list (sender-owned) */
     unsigned char payload[];      /* `size` bytes, 8-aligned */
 };
-_Static_assert(offsetof(struct kr__ev, dest) == 64, "keep the commit-time fields in one line");
+_Static_assert(offsetof(struct kr__ev, ckpt) == 64, "keep what every engine reads in one line");
 
 static inline int kr__key_cmp(const struct kr__key *a, const struct kr__key *b)
 {

@@ -6,17 +6,18 @@
 #include "core/error.h"
 
 /* Event sizes per class: 96-byte header + payload (class 0: up to 32 bytes of payload in two
- * cache lines; class 3: KR_PAYLOAD_MAX). */
-static const size_t class_bytes[KR_POOL_CLASSES] = { KR_POOL_SMALL_EVENT, 256, 512, 1152 };
+ * cache lines; class 3: KR_PAYLOAD_MAX); KR_POOL_TINY: the first line alone. */
+static const size_t class_bytes[KR_POOL_CLASSES] = { KR_POOL_SMALL_EVENT, 256, 512, 1152, 64 };
 _Static_assert(96 + KR_PAYLOAD_MAX <= 1152, "largest pool class must hold KR_PAYLOAD_MAX");
+_Static_assert(offsetof(struct kr__ev, ckpt) == 64, "KR_POOL_TINY holds the first line only");
 #define SLAB_BYTES (64u * 1024u)
 
 unsigned kr__pool_class(size_t payload)
 {
     size_t need = sizeof(struct kr__ev) + payload;
-    for (unsigned c = 0; c < KR_POOL_CLASSES; c++)
+    for (unsigned c = 0; c < KR_POOL_SIZED; c++)
         if (need <= class_bytes[c]) return c;
-    return KR_POOL_CLASSES - 1; /* callers check KR_PAYLOAD_MAX before */
+    return KR_POOL_SIZED - 1; /* callers check KR_PAYLOAD_MAX before */
 }
 
 void kr__pool_init(struct kr__pool *p)
@@ -28,7 +29,7 @@ void kr__pool_init(struct kr__pool *p)
     atomic_init(&p->returned_n, 0);
 }
 
-struct kr__pool *kr__pools_new(unsigned n)
+struct kr__pool *kr__pools_new(unsigned n, bool compact)
 {
     struct kr__pool *pools = aligned_alloc(64, n * sizeof *pools);
     if (!pools) kr__fatal_oom("event pools", n * sizeof *pools);
@@ -37,6 +38,7 @@ struct kr__pool *kr__pools_new(unsigned n)
         pools[i].id = (uint16_t)i;
         pools[i].all = pools;
         pools[i].npools = n;
+        pools[i].compact = compact;
         pools[i].out = calloc((size_t)n * KR_POOL_CLASSES, sizeof *pools[i].out);
         if (!pools[i].out) kr__fatal_oom("event pool batches", n * sizeof *pools[i].out);
     }

@@ -14,12 +14,16 @@
 #ifndef KR_MSG_POOL_H
 #define KR_MSG_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "msg/event.h"
 
 #include <stdatomic.h>
 
-#define KR_POOL_CLASSES 4
+#define KR_POOL_CLASSES 5
+#define KR_POOL_SIZED 4            /* classes 0..3 by payload size; then KR_POOL_TINY */
+#define KR_POOL_TINY 4             /* 64 bytes: no tail, no payload (pools of engines that
+                                    * use no tail, struct kr__pool.compact) */
 #define KR_POOL_BATCH 64
 #define KR_POOL_SMALL_EVENT 128u   /* class 0: the common event fits two cache lines */
 /* Largest payload of a class-0 event. */
@@ -34,6 +38,8 @@ struct kr__pool_batch {
 struct kr__pool {
     struct kr__ev *free[KR_POOL_CLASSES];
     uint16_t id;
+    bool compact;          /* events without payload take a KR_POOL_TINY slot (the engine
+                            * uses no event's tail: kr__engine.compact_events) */
     struct kr__pool *all;  /* every pool of the run, indexed by id */
     unsigned npools;
     struct kr__pool_batch *out;   /* per owner and class: events of other pools freed here */
@@ -47,8 +53,9 @@ struct kr__pool {
     char pad_[64 - KR_POOL_CLASSES * sizeof(void *) - sizeof(size_t)];
 };
 
-/* Pools of a run: `n` pools in one 64-byte aligned array (free with kr__pools_free). */
-struct kr__pool *kr__pools_new(unsigned n);
+/* Pools of a run: `n` pools in one 64-byte aligned array (free with kr__pools_free);
+ * `compact`: for an engine that uses no event's tail. */
+struct kr__pool *kr__pools_new(unsigned n, bool compact);
 void kr__pools_free(struct kr__pool *pools, unsigned n);
 void kr__pool_init(struct kr__pool *p);
 void kr__pool_give_back(struct kr__pool *p, struct kr__ev *e);
@@ -60,7 +67,8 @@ unsigned kr__pool_class(size_t payload);
 
 static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
 {
-    unsigned c = payload <= KR_POOL_SMALL_PAYLOAD ? 0 : kr__pool_class(payload);
+    unsigned c = payload > KR_POOL_SMALL_PAYLOAD ? kr__pool_class(payload)
+                 : payload == 0 && p->compact ? KR_POOL_TINY : 0;
     struct kr__ev *e = p->free[c];
     if (__builtin_expect(e == NULL, 0)) e = kr__pool_refill(p, c);
     p->free[c] = e->next;
@@ -68,6 +76,12 @@ static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
     __builtin_prefetch(e->next, 1);
     p->live++;
     return e;
+}
+
+/* Does e have the tail of struct kr__ev (ckpt, prev or dur, child, sib)? */
+static inline bool kr__ev_has_tail(const struct kr__ev *e)
+{
+    return e->cls != KR_POOL_TINY;
 }
 
 static inline void kr__pool_put(struct kr__pool *p, struct kr__ev *e)

@@ -30,8 +30,10 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     const bool chained = th->g->chained;
     while (x != keep) { /* (chained checkpoints stay in the chain until trimmed) */
         struct kr__ev *n = x->next;
-        if (x->ckpt && !chained) kr__ckpt_release(&th->blobs, x->ckpt);
-        x->ckpt = NULL;
+        if (x->flags & KR_EVF_CKPT) { /* (the flag: the tail's line stays cold) */
+            if (!chained) kr__ckpt_release(&th->blobs, x->ckpt);
+            x->ckpt = NULL;
+        }
         kr__pool_put(th->pool, x);
         th->cnt->fossil_freed++;
         lp->nkept--;
@@ -92,6 +94,7 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
     if (!th->g->chained && lp->base) kr__ckpt_release(&th->blobs, lp->base);
     lp->base = keep->ckpt;
     keep->ckpt = NULL;
+    keep->flags &= (uint8_t)~KR_EVF_CKPT;
     lp->ckpt_ev = NULL;
     free_before(th, lp, keep);
     if (th->g->chained) tw_trim_chain(th, lp->base);
@@ -117,6 +120,19 @@ static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr
     return true;
 }
 
+/* --check: the event about to commit follows its predecessor, and its flag tells whether it
+ * holds a checkpoint (fossil collection reads only the flag). */
+static void check_committing(const struct kr__ev *x)
+{
+    if (x->prev && !kr__key_lt(&x->prev->k, &x->k))
+        kr__internal_error("LP %llu commits out of order at time %.17g",
+                           (unsigned long long)x->dest, x->k.ts);
+    if (!x->ckpt != !(x->flags & KR_EVF_CKPT))
+        kr__internal_error("LP %llu's event at time %.17g %s a checkpoint and %s its flag",
+                           (unsigned long long)x->dest, x->k.ts, x->ckpt ? "has" : "lacks",
+                           x->flags & KR_EVF_CKPT ? "has" : "lacks");
+}
+
 /* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
  * the lowest failing key over all LPs is the error reported). */
 static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
@@ -125,9 +141,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     struct kr__ev *x = lp->first_unc;
     bool ok = true;
     while (ok && x && kr__key_lt(&x->k, h)) {
-        if (th->g->check && x->prev && !kr__key_lt(&x->prev->k, &x->k))
-            kr__internal_error("LP %llu commits out of order at time %.17g",
-                               (unsigned long long)x->dest, x->k.ts);
+        if (th->g->check) check_committing(x);
         if (x->flags & KR_EVF_ERROR) {
             tw_fail_at_commit(th->g, lp->fail->err, &x->k); /* (tw_keep_error made it) */
             ok = false;

@@ -378,10 +378,10 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         tw_process_safe(th, lp, e);
         return;
     }
+    e->flags = 0; /* (before the checkpoint: KR_EVF_CKPT) */
     if (lp->since_ckpt >= th->ckpt_interval) tw_take_ckpt(th, lp, e);
     lp->since_ckpt++;
     e->child = NULL;
-    e->flags = 0;
     if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
         tw_ts_start(th, lp, e);
         return;

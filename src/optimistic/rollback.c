@@ -43,6 +43,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     lp->since_ckpt = 0;
     if (at) {
         at->ckpt = c;
+        at->flags |= KR_EVF_CKPT;
         lp->ckpt_ev = at;
     } else {
         lp->base = c;

@@ -174,6 +174,7 @@ static unsigned seq_threads(const struct kr__config *cfg, uint64_t lps)
 
 const struct kr__engine kr__seq_engine = {
     .name = "sequential",
+    .compact_events = true,
     .default_threads = seq_default_threads,
     .threads = seq_threads,
     .run = seq_run,

@@ -1,5 +1,6 @@
 /* test_pool.c - event pools: classes by payload size, LIFO reuse (the event just freed is the
- * next one handed out: it is hot in cache), no overlap between live events, growth by slabs. */
+ * next one handed out: it is hot in cache), no overlap between live events, growth by slabs,
+ * 64-byte events without payload in compact pools. */
 #include "check.h"
 #include "msg/pool.h"
 
@@ -39,7 +40,7 @@ int main(void)
     kr__pool_destroy(&p);
 
     /* events freed by another thread go back to their owner, batched */
-    struct kr__pool *two = kr__pools_new(2);
+    struct kr__pool *two = kr__pools_new(2, false);
     static struct kr__ev *mine[3 * KR_POOL_BATCH];
     for (int i = 0; i < 3 * KR_POOL_BATCH; i++) {
         mine[i] = kr__pool_get(&two[0], 8);
@@ -58,5 +59,28 @@ int main(void)
     CHECK(two[0].bytes == slab_bytes);            /* served by reclaimed events, no new slab */
     CHECK(two[0].live == live0);                  /* (3 batches back, 3 batches out again) */
     kr__pools_free(two, 2);
+
+    /* compact pools (an engine that uses no event's tail): no payload, one line each */
+    struct kr__pool *cp = kr__pools_new(2, true);
+    CHECK(kr__ev_has_tail(kr__pool_get(&cp[0], 1)));
+    static struct kr__ev *tiny[N];
+    for (int i = 0; i < N; i++) {
+        tiny[i] = kr__pool_get(&cp[0], 0);
+        CHECK(tiny[i]->cls == KR_POOL_TINY && !kr__ev_has_tail(tiny[i]));
+        memset(&tiny[i]->k, i & 0xff, offsetof(struct kr__ev, next)); /* (the key, whole) */
+        tiny[i]->dest = (kr_lp)i;
+    }
+    for (int i = 0; i < N; i++) { /* nothing of one overlaps another's first line */
+        CHECK(tiny[i]->dest == (kr_lp)i && tiny[i]->cls == KR_POOL_TINY && tiny[i]->pool == 0);
+        CHECK(((const unsigned char *)&tiny[i]->k)[31] == (unsigned char)(i & 0xff));
+    }
+    size_t tiny_bytes = cp[0].bytes;
+    CHECK(tiny_bytes < (size_t)N * 96); /* (64 bytes an event, and a partial slab) */
+    for (int i = 0; i < N; i++) kr__pool_put(&cp[1], tiny[i]); /* back to its owner, as any */
+    kr__pool_flush(&cp[1]);
+    CHECK(atomic_load(&cp[0].returned[KR_POOL_TINY]) != NULL);
+    for (int i = 0; i < N; i++) CHECK(kr__pool_get(&cp[0], 0)->cls == KR_POOL_TINY);
+    CHECK(cp[0].bytes == tiny_bytes);
+    kr__pools_free(cp, 2);
     return check_done("pool");
 }
