@@ -158,21 +158,28 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         x = x->next;
     }
     lp->first_unc = x;
-    if (kr__lp_out_n(lp)) { /* output of what committed: before h, or up to the failed event
-                      * (its own output included, as the sequential engine prints it) */
-        struct kr__key past;
-        const struct kr__key *upto = h;
-        if (!ok) {
-            past = x->k;
-            past.seq++; /* (no event has a key between x's and this) */
-            upto = &past;
-        }
-        pthread_mutex_lock(&th->sink.mu);
-        kr__outvec_move_before(lp->out, upto, &th->sink.v);
-        pthread_mutex_unlock(&th->sink.mu);
+    /* output of what committed: before h, or up to the failed event (its own output
+     * included, as the sequential engine prints it) */
+    if (kr__lp_out_n(lp)) {
+        if (ok) tw_output_before(th, lp, h);
+        else tw_output_through(th, lp, x);
     }
     if (ok) fossil(th, lp);
     return ok;
+}
+
+void tw_output_before(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *upto)
+{
+    pthread_mutex_lock(&th->sink.mu);
+    kr__outvec_move_before(lp->out, upto, &th->sink.v);
+    pthread_mutex_unlock(&th->sink.mu);
+}
+
+void tw_output_through(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *e)
+{
+    struct kr__key past = e->k;
+    past.seq++; /* (no event has a key between e's and this) */
+    tw_output_before(th, lp, &past);
 }
 
 bool tw_commit(struct tw_thread *th, const struct kr__key *hp)

@@ -315,17 +315,6 @@ static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
     if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
 }
 
-/* A safe event's output is committed with it: into the thread's sink, which the printer
- * sorts and prints once every thread's horizon has passed it, as output committed at GVT. */
-static void tw_safe_output(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *e)
-{
-    struct kr__key past = e->k;
-    past.seq++; /* (no event has a key between e's and this) */
-    pthread_mutex_lock(&th->sink.mu);
-    kr__outvec_move_before(lp->out, &past, &th->sink.v);
-    pthread_mutex_unlock(&th->sink.mu);
-}
-
 /* A safe event (tw.h): no checkpoint, committed at once and freed while hot. One that
  * failed joins the processed list instead, to commit (and be reported) in key order with
  * the rest at GVT; it cannot be rolled back either way. */
@@ -342,7 +331,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
         tw_finish_event(th, lp, e);
         return;
     }
-    if (kr__lp_out_n(lp) != nout) tw_safe_output(th, lp, e);
+    if (kr__lp_out_n(lp) != nout) tw_output_through(th, lp, e); /* (committed with it) */
     kr__lp_commit_event(lp, e);
     th->cnt->processed++;
     th->cnt->committed++;

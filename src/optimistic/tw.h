@@ -484,6 +484,10 @@ bool tw_commit(struct tw_thread *th, const struct kr__key *h); /* false: a model
 void tw_release_all(struct tw_thread *th);
 void tw_commit_before_error(struct tw_thread *th);
 void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k);
+/* Committed output of lp into the thread's sink (the printer sorts it and prints it once
+ * every thread's horizon has passed it): what lies before upto, or up to and including e's. */
+void tw_output_before(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *upto);
+void tw_output_through(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *e);
 
 /* The engine's part of the summary and of --stats (report.c). */
 void tw_summary(const struct kr__run *r, FILE *f);
