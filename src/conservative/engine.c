@@ -516,12 +516,9 @@ static void cons_ended(struct cons *c, int how)
         kr__heap_pop(&c->heap);
         top = kr__heap_top(&c->heap);
     }
-    bool all = !top || top->k.ts >= r->cfg->end; /* (a signal at the very end) */
-    r->ended_by_done = how == CONS_RETIRE_DONE;
-    r->interrupted = r->ended_by_done || all ? 0 : kr__interrupted();
+    /* (interrupted: every event before it retired, cons_stops_before) */
+    kr__run_ended(r, how == CONS_RETIRE_DONE, top ? top->k.ts : INFINITY);
     if (r->ended_by_done) r->final_gvt = r->end_key.ts;
-    else if (r->interrupted) r->end_key = kr__key_at(top->k.ts); /* (all before it retired) */
-    else r->end_key = kr__key_at(r->cfg->end);
 }
 
 static int cons_run(struct kr__run *r)

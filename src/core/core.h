@@ -207,6 +207,12 @@ int kr__run_finish(struct kr__run *r);
  * or that failure's status; the caller frees what fn left. kr__watch_callbacks and the
  * context are left settled. */
 int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg);
+/* How a run that did not fail ended, on every engine: done() held (the engine set end_key
+ * to just past the last event), the end time was reached, or a signal interrupted it - then
+ * the engine committed every event before `next`, its least pending time, and none after
+ * (what `--end next` commits: an interrupted run never splits events tied at one time). A
+ * signal that comes when nothing before the end time is left does not interrupt. */
+void kr__run_ended(struct kr__run *r, bool by_done, kr_time next);
 /* After a crash in engine code: an LP whose state was written past its last block (full
  * mode's area canaries, state/arena.h)? Fills buf with the model error. Reads only. */
 bool kr__overrun_find(char *buf, size_t cap);

@@ -12,6 +12,7 @@
 #include "core/core.h"
 #include "core/digest.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/watchdog.h"
 #include "state/mode.h"
 
@@ -145,6 +146,14 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
 {
     (void)c;
     fwrite(text, 1, len, stdout);
+}
+
+void kr__run_ended(struct kr__run *r, bool by_done, kr_time next)
+{
+    r->ended_by_done = by_done;
+    r->interrupted = by_done || !(next < r->cfg->end) ? 0 : kr__interrupted();
+    if (r->interrupted) r->end_key = kr__key_at(next);
+    else if (!by_done) r->end_key = kr__key_at(r->cfg->end);
 }
 
 int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg)

@@ -873,9 +873,9 @@ static struct tw_global *tw_global_new(struct kr__run *r)
 /* After the run: what the summary needs, then everything freed. */
 static void tw_global_end(struct kr__run *r, struct tw_global *g)
 {
-    r->ended_by_done = g->by_done;
-    r->interrupted = g->by_done || tw_gvt(g) >= r->cfg->end ? 0 : kr__interrupted();
     r->end_key = g->horizon;
+    /* (interrupted: the last horizon is a time, gvt.c stop_point) */
+    kr__run_ended(r, g->by_done, g->horizon.ts);
     r->final_gvt = tw_gvt(g);
     r->migrations = g->th[0].cnt->migrations;
     r->balance_retired = g->cnt_retired;

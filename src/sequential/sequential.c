@@ -146,12 +146,9 @@ static int seq_run(struct kr__run *r)
         return st;
     }
     bool by_done = b.by_done;
-    r->ended_by_done = by_done;
     struct kr__ev *top = kr__heap_top(&s.heap);
-    bool all = !top || top->k.ts >= r->cfg->end; /* (a signal at the very end) */
-    r->interrupted = by_done || all ? 0 : kr__interrupted();
-    if (r->interrupted) r->end_key = kr__key_at(top->k.ts); /* (everything before it ran) */
-    else if (!by_done) r->end_key = kr__key_at(r->cfg->end);
+    /* (interrupted: the loop ran every event at the last one's time) */
+    kr__run_ended(r, by_done, top ? top->k.ts : INFINITY);
     r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
     r->counters[0].committed = r->counters[0].processed;
     r->counters[0].pool_bytes = r->pools[0].bytes;
