@@ -230,6 +230,9 @@ static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
 
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
+    if (th->g->check && kr__ult_self.app) /* (a tick here could suspend it half-recorded) */
+        kr__internal_error("thread %u records LP %llu's failed event at %.17g in application "
+                           "mode", th->id, (unsigned long long)e->dest, e->k.ts);
     e->flags |= KR_EVF_ERROR;
     struct kr__lp_fail *f = kr__lp_fail_of(lp);
     free(f->err);

@@ -68,6 +68,11 @@ static void ts_entry(void *arg)
             if (kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
             atomic_signal_fence(memory_order_seq_cst);
         } else {
+            /* A crash unwinds here still in application mode: leave it before recording
+             * the failure, or a tick could suspend this stack - and a rollback drop it -
+             * with the record half made (its memory leaked or freed twice). */
+            kr__ult_self.app = 0;
+            atomic_signal_fence(memory_order_seq_cst);
             tw_keep_error(th, lp, e); /* deferred: reported only if it commits */
         }
         kr__ult_self.app = 0;
