@@ -160,7 +160,7 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
 {
     struct kr__run *r = c->r;
     struct kr__ev *e = j->ev;
-    struct kr__lp *lp = &r->lps[e->dest];
+    struct kr__lp *lp = kr__lp_at(r, e->dest);
     if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
     kr__lp_commit_event(lp, e);
     r->end_key = e->k;
@@ -244,9 +244,9 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     int rr;
     do {
         struct kr__ev *e = kr__heap_pop(&c->heap);
-        kr__heap_prefetch_next(&c->heap, r->lps, sizeof *r->lps);
+        kr__heap_prefetch_next(&c->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
         c->taken_ts = e->k.ts;
-        struct kr__lp *lp = &r->lps[e->dest];
+        struct kr__lp *lp = kr__lp_at(r, e->dest);
         j->ev = e;
         j->timed = timed(c, e->type);
         uint64_t t0 = j->timed ? kr__clock_ns() : 0;

@@ -102,7 +102,7 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
 {
     struct kr__run *r = c->r;
     struct kr__ev *e = j->ev;
-    struct kr__lp *lp = &r->lps[e->dest];
+    struct kr__lp *lp = kr__lp_at(r, e->dest);
     j->out = j->out_tail = NULL;
     j->ntext = 0;
     j->err = NULL;

@@ -47,7 +47,8 @@ struct kr__config {
 struct kr__run {
     const struct kr__config *cfg;
     const struct kr_model *model;
-    struct kr__lp *lps;
+    char *lp_mem;                     /* the LP records, lp_bytes apart (kr__lp_at) */
+    size_t lp_bytes;                  /* struct kr__lp + the engine's lp_extra */
     uint64_t n;
     unsigned nthreads;
     struct kr__counters *counters;    /* one per thread */
@@ -71,6 +72,12 @@ struct kr__run {
     double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
     size_t nseries, capseries;
 };
+
+/* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
+static inline struct kr__lp *kr__lp_at(const struct kr__run *r, kr_lp id)
+{
+    return (struct kr__lp *)(r->lp_mem + id * r->lp_bytes);
+}
 
 /* Columns of the progress time series (--stats "series"). */
 #define KR_SERIES_COLS 9   /* wall_seconds, gvt, committed, processed, rss_bytes, rollbacks,
@@ -137,6 +144,9 @@ struct kr__engine {
                                  * full mode, or chunk mode to verify marks under --check) */
     bool compact_events;        /* uses no event's tail (struct kr__ev): an event without
                                  * payload takes 64 bytes, not 128 */
+    size_t lp_extra;            /* bytes the engine keeps right after each LP's record
+                                 * (a multiple of 64: the optimistic engine's struct tw_lp,
+                                 * next to the LP's hot line so both come in together) */
     /* --threads when the command line gives none, on a machine of ncpu cores. */
     unsigned (*default_threads)(unsigned ncpu);
     /* Threads of the run (a counters block and an event pool each) for cfg and lps LPs. */

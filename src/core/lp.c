@@ -59,7 +59,7 @@ void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struc
 
 void kr__lp_setup(struct kr__run *r, kr_lp id)
 {
-    struct kr__lp *lp = &r->lps[id];
+    struct kr__lp *lp = kr__lp_at(r, id);
     memset(lp, 0, sizeof *lp);
     struct kr__seg *seg = kr__region_seg(id);
     kr__arena_init(&lp->arena, r->cfg->arena_max, r->state_mode, seg);
@@ -76,24 +76,9 @@ struct kr__outvec *kr__lp_out(struct kr__lp *lp)
     return lp->out;
 }
 
-struct kr__lp_fail *kr__lp_fail_of(struct kr__lp *lp)
-{
-    if (!lp->fail && !(lp->fail = calloc(1, sizeof *lp->fail)))
-        kr__fatal_oom("failure record", sizeof *lp->fail);
-    return lp->fail;
-}
-
-void kr__lp_fail_clear(struct kr__lp *lp)
-{
-    if (!lp->fail) return;
-    free(lp->fail->err);
-    free(lp->fail);
-    lp->fail = NULL;
-}
-
 void kr__lp_run_init(struct kr__run *r, kr_lp id)
 {
-    struct kr__lp *lp = &r->lps[id];
+    struct kr__lp *lp = kr__lp_at(r, id);
     kr__ctx.run = r;
     kr__ctx.lp = lp;
     kr__ctx.id = id;
@@ -114,8 +99,9 @@ uint64_t kr__lps_init_all(struct kr__run *r)
     for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
     for (kr_lp id = 0; id < r->n; id++) {
         kr__lp_run_init(r, id);
-        r->lps[id].done_seen = r->lps[id].done_init;
-        ndone += r->lps[id].done_init;
+        struct kr__lp *lp = kr__lp_at(r, id);
+        lp->done_seen = lp->done_init;
+        ndone += lp->done_init;
     }
     return ndone;
 }
@@ -188,8 +174,8 @@ static void bail_out(const char *msg)
 bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
 {
     const struct kr__run *r = kr__run_current;
-    if (!r || !r->lps || id >= r->n) return false;
-    const struct kr__area *ar = kr__arena_overrun(&r->lps[id].arena);
+    if (!r || !r->lp_mem || id >= r->n) return false;
+    const struct kr__area *ar = kr__arena_overrun(&kr__lp_at(r, id)->arena);
     if (!ar) return false;
     snprintf(buf, cap,
              "model '%s', LP %llu: its state was written past the end of its "

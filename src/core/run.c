@@ -33,7 +33,7 @@ static void finish_all(void *arg)
     const struct kr_model *m = r->model;
     uint64_t h = kr__mix(0x4B41, r->n);
     for (kr_lp id = 0; id < r->n; id++) {
-        struct kr__lp *lp = &r->lps[id];
+        struct kr__lp *lp = kr__lp_at(r, id);
         kr__ctx.run = r;
         kr__ctx.lp = lp;
         kr__ctx.id = id;
@@ -138,13 +138,16 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->n = cfg->lps;
     r->lookahead = r->model->lookahead;
     r->nthreads = cfg->engine->threads(cfg, r->n);
-    r->lps = calloc(r->n, sizeof *r->lps);
+    /* (calloc: its large blocks start 16 bytes into a page, so records straddle lines; a
+     * 64-byte aligned block measured 5% slower at 65 536 LPs, sequential: not taken.) */
+    r->lp_bytes = sizeof(struct kr__lp) + cfg->engine->lp_extra;
+    r->lp_mem = calloc(r->n, r->lp_bytes);
     r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
     r->pools = kr__pools_new(r->nthreads, cfg->engine->compact_events);
-    if (!r->lps || !r->counters || !r->pools)
+    if (!r->lp_mem || !r->counters || !r->pools)
         return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating %zu bytes for the LP "
                         "table; reduce --lps or run on a machine with more memory",
-                        (size_t)r->n * sizeof *r->lps);
+                        (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
     kr__fault_install();
     kr__interrupt_install();
@@ -156,17 +159,17 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
 void kr__run_free(struct kr__run *r)
 {
     kr__run_current = NULL;
-    for (kr_lp id = 0; r->lps && id < r->n; id++) {
-        kr__arena_destroy(&r->lps[id].arena);
-        if (r->lps[id].out) kr__outvec_free(r->lps[id].out);
-        free(r->lps[id].out);
-        kr__lp_fail_clear(&r->lps[id]);
+    for (kr_lp id = 0; r->lp_mem && id < r->n; id++) {
+        struct kr__lp *lp = kr__lp_at(r, id);
+        kr__arena_destroy(&lp->arena);
+        if (lp->out) kr__outvec_free(lp->out);
+        free(lp->out);
     }
     kr__region_destroy();
     if (r->pools) kr__pools_free(r->pools, r->nthreads);
     free(r->series);
     free(r->counters);
-    free(r->lps);
+    free(r->lp_mem);
 }
 
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)

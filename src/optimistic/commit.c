@@ -26,7 +26,8 @@ void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__ke
 
 static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep)
 {
-    struct kr__ev *x = lp->head;
+    struct tw_lp *tl = tw_lp_of(lp);
+    struct kr__ev *x = tl->head;
     const bool chained = th->g->chained;
     while (x != keep) { /* (chained checkpoints stay in the chain until trimmed) */
         struct kr__ev *n = x->next;
@@ -36,12 +37,12 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
         }
         kr__pool_put(th->pool, x);
         th->cnt->fossil_freed++;
-        lp->nkept--;
+        tl->nkept--;
         x = n;
     }
-    lp->head = keep;
+    tl->head = keep;
     if (keep) keep->prev = NULL;
-    else lp->tail = NULL;
+    else tl->tail = NULL;
 }
 
 /* Every event of lp is committed, nothing speculative follows: no rollback can reach below
@@ -52,18 +53,19 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
  * builds on (the dirty tracking since it covers the freed events' writes). */
 void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
 {
-    struct kr__ckpt *tip = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
+    struct tw_lp *tl = tw_lp_of(lp);
+    struct kr__ckpt *tip = tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
     if (th->g->chained) {
-        if (lp->ckpt_ev) lp->ckpt_ev->ckpt = NULL;
-        lp->base = tip;
-    } else if (lp->base) {
-        kr__ckpt_release(&th->blobs, lp->base);
-        lp->base = NULL;
+        if (tl->ckpt_ev) tl->ckpt_ev->ckpt = NULL;
+        tl->base = tip;
+    } else if (tl->base) {
+        kr__ckpt_release(&th->blobs, tl->base);
+        tl->base = NULL;
     }
     free_before(th, lp, NULL);
-    lp->ckpt_ev = NULL;
-    lp->since_ckpt = TW_CKPT_NOW;
-    if (th->g->chained && lp->base) tw_trim_chain(th, lp->base);
+    tl->ckpt_ev = NULL;
+    tl->since_ckpt = TW_CKPT_NOW;
+    if (th->g->chained && tl->base) tw_trim_chain(th, tl->base);
 }
 
 /* Free what no rollback can reach: everything before the latest checkpoint that is
@@ -72,8 +74,9 @@ void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
  * 80% of commit time at 65536 LPs). */
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
+    struct tw_lp *tl = tw_lp_of(lp);
     if (th->nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
-    if (!lp->first_unc && !lp->poison && lp->nkept >= TW_COMMITTED_TAIL) {
+    if (!tl->first_unc && !tw_poisoned(tl) && tl->nkept >= TW_COMMITTED_TAIL) {
         if (!lp->arena.seg) {
             tw_drop_history(th, lp);
             return;
@@ -83,21 +86,21 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
          * 40000 LPs failed with --state page waiting for 16 committed events). */
         tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
         free_before(th, lp, NULL);
-        lp->ckpt_ev = NULL;
-        tw_trim_chain(th, lp->base);
+        tl->ckpt_ev = NULL;
+        tw_trim_chain(th, tl->base);
         return;
     }
-    struct kr__ev *keep = lp->ckpt_ev;
-    if (!keep || keep == lp->head) return;
-    if (lp->first_unc && !kr__key_lt(&keep->k, &lp->first_unc->k) && keep != lp->first_unc)
+    struct kr__ev *keep = tl->ckpt_ev;
+    if (!keep || keep == tl->head) return;
+    if (tl->first_unc && !kr__key_lt(&keep->k, &tl->first_unc->k) && keep != tl->first_unc)
         return; /* the latest checkpoint is still speculative: wait for a later round */
-    if (!th->g->chained && lp->base) kr__ckpt_release(&th->blobs, lp->base);
-    lp->base = keep->ckpt;
+    if (!th->g->chained && tl->base) kr__ckpt_release(&th->blobs, tl->base);
+    tl->base = keep->ckpt;
     keep->ckpt = NULL;
     keep->flags &= (uint8_t)~KR_EVF_CKPT;
-    lp->ckpt_ev = NULL;
+    tl->ckpt_ev = NULL;
     free_before(th, lp, keep);
-    if (th->g->chained) tw_trim_chain(th, lp->base);
+    if (th->g->chained) tw_trim_chain(th, tl->base);
 }
 
 /* Committing x of a model with done(): did the LP become done? False if done() went back
@@ -137,27 +140,28 @@ static void check_committing(const struct kr__ev *x)
  * the lowest failing key over all LPs is the error reported). */
 static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
 {
+    struct tw_lp *tl = tw_lp_of(lp);
     const struct kr_model *m = th->r->model;
-    struct kr__ev *x = lp->first_unc;
+    struct kr__ev *x = tl->first_unc;
     bool ok = true;
     while (ok && x && kr__key_lt(&x->k, h)) {
         if (th->g->check) check_committing(x);
         if (x->flags & KR_EVF_ERROR) {
-            tw_fail_at_commit(th->g, lp->fail->err, &x->k); /* (tw_keep_error made it) */
+            tw_fail_at_commit(th->g, tl->fail->err, &x->k); /* (tw_keep_error made it) */
             ok = false;
             break;
         }
         kr__lp_commit_event(lp, x);
         th->cnt->committed++;
         th->uncommitted--;
-        lp->nkept++;
+        tl->nkept++;
         if (m->done && !commit_done(th, lp, x)) {
             ok = false;
             break;
         }
         x = x->next;
     }
-    lp->first_unc = x;
+    tl->first_unc = x;
     /* output of what committed: before h, or up to the failed event (its own output
      * included, as the sequential engine prints it) */
     if (kr__lp_out_n(lp)) {
@@ -189,10 +193,11 @@ bool tw_commit(struct tw_thread *th, const struct kr__key *hp)
     bool failed = false;
     for (size_t i = 0; i < th->ndirty; i++) { /* every LP: another may fail at a lower key */
         kr_lp id = th->dirty[i];
-        struct kr__lp *lp = &th->r->lps[id];
+        struct kr__lp *lp = kr__lp_at(th->r, id);
+        struct tw_lp *tl = tw_lp_of(lp);
         failed |= !commit_lp(th, lp, &h);
-        if (lp->first_unc) th->dirty[keep++] = id;
-        else lp->dirty = false;
+        if (tl->first_unc) th->dirty[keep++] = id;
+        else tl->dirty = false;
     }
     th->ndirty = keep;
     if (failed) return false; /* the run stops with the error */
@@ -232,22 +237,23 @@ void tw_release_all(struct tw_thread *th)
     struct kr__key h = th->g->horizon;
     for (kr_lp id = 0; id < th->r->n; id++) {
         if (th->g->owner[id] != th->id) continue;
-        struct kr__lp *lp = &th->r->lps[id];
-        if ((lp->tail && !kr__key_lt(&lp->tail->k, &h)) || lp->ult)
+        struct kr__lp *lp = kr__lp_at(th->r, id);
+        struct tw_lp *tl = tw_lp_of(lp);
+        if ((tl->tail && !kr__key_lt(&tl->tail->k, &h)) || lp->ult)
             tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */
-        struct kr__ckpt *c = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
+        struct kr__ckpt *c = tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
         while (th->g->chained && c) { /* the whole chain, newest first */
             struct kr__ckpt *n = c->prev;
             kr__ckpt_release(&th->blobs, c);
             c = n;
         }
-        for (struct kr__ev *x = lp->head; x; x = x->next) {
+        for (struct kr__ev *x = tl->head; x; x = x->next) {
             if (x->ckpt && !th->g->chained) kr__ckpt_release(&th->blobs, x->ckpt);
             x->ckpt = NULL;
         }
-        if (lp->base && !th->g->chained) kr__ckpt_release(&th->blobs, lp->base);
-        lp->base = NULL;
-        lp->ckpt_ev = NULL;
-        kr__lp_fail_clear(lp);
+        if (tl->base && !th->g->chained) kr__ckpt_release(&th->blobs, tl->base);
+        tl->base = NULL;
+        tl->ckpt_ev = NULL;
+        tw_fail_clear(tl);
     }
 }

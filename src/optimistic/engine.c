@@ -33,8 +33,9 @@ void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
 
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 {
-    if (lp->dirty) return;
-    lp->dirty = true;
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (tl->dirty) return;
+    tl->dirty = true;
     if (th->ndirty == th->capdirty)
         KR_GROW(th->dirty, th->capdirty, th->ndirty + 1, 256, "commit list");
     th->dirty[th->ndirty++] = id;
@@ -42,8 +43,9 @@ void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
 {
-    struct kr__lp *lp = &th->r->lps[id];
-    lp->dirty = false;
+    struct kr__lp *lp = kr__lp_at(th->r, id);
+    struct tw_lp *tl = tw_lp_of(lp);
+    tl->dirty = false;
     tw_mark_dirty(th, lp, id);
 }
 
@@ -53,8 +55,9 @@ void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
 void tw_deliver(struct tw_thread *th, struct kr__ev *e)
 {
     if (!th->alone && e->k.ts <= th->g->lvt[e->dest]) {
-        struct kr__lp *lp = &th->r->lps[e->dest];
-        if ((lp->tail && kr__key_lt(&e->k, &lp->tail->k)) ||
+        struct kr__lp *lp = kr__lp_at(th->r, e->dest);
+        struct tw_lp *tl = tw_lp_of(lp);
+        if ((tl->tail && kr__key_lt(&e->k, &tl->tail->k)) ||
             (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
             tw_rollback(th, lp, &e->k, true);
     }
@@ -234,10 +237,25 @@ void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
         kr__internal_error("thread %u records LP %llu's failed event at %.17g in application "
                            "mode", th->id, (unsigned long long)e->dest, e->k.ts);
     e->flags |= KR_EVF_ERROR;
-    struct kr__lp_fail *f = kr__lp_fail_of(lp);
+    struct tw_fail *f = tw_fail_of(tw_lp_of(lp));
     free(f->err);
     f->err = strdup(th->err_msg);
     if (!f->err) kr__die(th->err_msg);
+}
+
+struct tw_fail *tw_fail_of(struct tw_lp *tl)
+{
+    if (!tl->fail && !(tl->fail = calloc(1, sizeof *tl->fail)))
+        kr__fatal_oom("failure record", sizeof *tl->fail);
+    return tl->fail;
+}
+
+void tw_fail_clear(struct tw_lp *tl)
+{
+    if (!tl->fail) return;
+    free(tl->fail->err);
+    free(tl->fail);
+    tl->fail = NULL;
 }
 
 /* Run one event of lp (or re-run it silently when coasting). */
@@ -297,23 +315,25 @@ static void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__e
 void tw_close_pages(struct tw_thread *th)
 {
     for (size_t i = 0; i < th->nopen; i++) {
-        struct kr__lp *lp = &th->r->lps[th->open[i]];
-        lp->pages_open = false;
+        struct kr__lp *lp = kr__lp_at(th->r, th->open[i]);
+        struct tw_lp *tl = tw_lp_of(lp);
+        tl->pages_open = false;
         /* With history, its own next checkpoint closes them; mid-event, the state is not
          * an event's. */
-        if (lp->head || (th->nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
+        if (tl->head || (th->nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
         tw_take_ckpt(th, lp, NULL); /* its state is all committed: the new base */
-        tw_trim_chain(th, lp->base);
+        tw_trim_chain(th, tl->base);
     }
     th->nopen = 0;
 }
 
 static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 {
-    if (!lp->arena.seg->ndirty || lp->pages_open) return;
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (!lp->arena.seg->ndirty || tl->pages_open) return;
     if (th->nopen == th->capopen)
         KR_GROW(th->open, th->capopen, th->nopen + 1, 256, "list of LPs with open pages");
-    lp->pages_open = true;
+    tl->pages_open = true;
     th->open[th->nopen++] = id;
     if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
 }
@@ -323,8 +343,9 @@ static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
  * the rest at GVT; it cannot be rolled back either way. */
 static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    if (lp->head || (!th->g->chained && lp->base)) tw_drop_history(th, lp);
-    lp->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (tl->head || (!th->g->chained && tl->base)) tw_drop_history(th, lp);
+    tl->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
     th->fast_hi = e->k.ts;
     e->child = NULL;
     e->flags = 0;
@@ -349,15 +370,17 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
  * earlier work can arrive for it, which is what preemption waits for.) */
 static bool tw_is_safe(const struct tw_thread *th, const struct kr__lp *lp, const struct kr__ev *e)
 {
-    return th->fast && tw_below_safe(th, e) && !lp->first_unc && !(th->nsusp && lp->ult);
+    const struct tw_lp *tl = tw_lp_of(lp);
+    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !(th->nsusp && lp->ult);
 }
 
 static void tw_process(struct tw_thread *th, struct kr__ev *e)
 {
-    struct kr__lp *lp = &th->r->lps[e->dest];
-    if (lp->poison) { /* frozen after a failed speculative event until rolled back */
+    struct kr__lp *lp = kr__lp_at(th->r, e->dest);
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (tw_poisoned(tl)) { /* frozen after a failed speculative event until rolled back */
         e->st = KR_EV_PARKED;
-        struct kr__lp_fail *f = kr__lp_fail_of(lp); /* (made with the poison) */
+        struct tw_fail *f = tl->fail;
         e->next = f->parked;
         f->parked = e;
         return;
@@ -371,8 +394,8 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         return;
     }
     e->flags = 0; /* (before the checkpoint: KR_EVF_CKPT) */
-    if (lp->since_ckpt >= th->ckpt_interval) tw_take_ckpt(th, lp, e);
-    lp->since_ckpt++;
+    if (tl->since_ckpt >= th->ckpt_interval) tw_take_ckpt(th, lp, e);
+    tl->since_ckpt++;
     e->child = NULL;
     if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
         tw_ts_start(th, lp, e);
@@ -385,16 +408,17 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
 /* e has run to its end: it joins lp's processed list. */
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    if (e->flags & KR_EVF_ERROR) lp->poison = e; /* (done() ran with the event) */
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (e->flags & KR_EVF_ERROR) tl->fail->poison = e; /* (done() ran with the event) */
     e->st = KR_EV_PROCESSED;
     e->next = NULL;
-    e->prev = lp->tail;
-    if (lp->tail) lp->tail->next = e;
-    else lp->head = e;
-    lp->tail = e;
+    e->prev = tl->tail;
+    if (tl->tail) tl->tail->next = e;
+    else tl->head = e;
+    tl->tail = e;
     tw_set_lvt(th, lp);
-    if (!lp->first_unc) {
-        lp->first_unc = e;
+    if (!tl->first_unc) {
+        tl->first_unc = e;
         tw_mark_dirty(th, lp, e->dest);
     }
     th->cnt->processed++;
@@ -445,13 +469,21 @@ static void tw_post_pace(struct tw_thread *th)
  * reach them, so arrivals, GVT and the stop flag can wait TW_SAFE_BURST events (the loop's
  * turn around them cost queueing a tenth of its 0.3 us events). */
 #define TW_SAFE_BURST 32
+
+/* Latency hiding for many LPs: the next event's LP (its hot line and the Time Warp line
+ * after it) and the two candidates for the event after it. */
+static inline void tw_prefetch_next(const struct tw_thread *th)
+{
+    kr__heap_prefetch_next(&th->heap, th->r->lp_mem + KR_LP_HOT, th->r->lp_bytes, 2);
+}
+
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
 {
     struct kr__ev *e;
     for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
                          e->k.ts < end && e->st == KR_EV_PENDING && tw_may_run(th, e); k++) {
         kr__heap_pop(&th->heap);
-        kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
+        tw_prefetch_next(th);
         tw_process(th, e);
     }
 }
@@ -592,7 +624,7 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
 static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
 {
     kr__heap_pop(&th->heap);
-    kr__heap_prefetch_next(&th->heap, th->r->lps, sizeof *th->r->lps);
+    tw_prefetch_next(th);
     if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
     else tw_process(th, e);
     if (th->fast) tw_safe_burst(th, end);
@@ -709,7 +741,10 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
 static void tw_init_lps(struct kr__run *r, struct tw_global *g)
 {
-    for (kr_lp id = 0; id < r->n; id++) kr__lp_setup(r, id);
+    for (kr_lp id = 0; id < r->n; id++) {
+        kr__lp_setup(r, id);
+        tw_lp_of(kr__lp_at(r, id))->id = (uint32_t)id;
+    }
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         kr__ctx.ops = &tw_ops;
@@ -726,9 +761,10 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
              * taken here would lie between the LPs' states in memory, and states spread
              * over twice the address range missed in cache twice as often (airport, 4096
              * LPs, 1 thread: stalls on the first state access 4x the sequential engine's). */
-            if (tw_page_tracked(r)) tw_take_ckpt(th, &r->lps[id], NULL);
-            else r->lps[id].since_ckpt = TW_CKPT_NOW;
-            th->ndone += r->lps[id].done_init;
+            struct kr__lp *lp = kr__lp_at(r, id);
+            if (tw_page_tracked(r)) tw_take_ckpt(th, lp, NULL);
+            else tw_lp_of(lp)->since_ckpt = TW_CKPT_NOW;
+            th->ndone += lp->done_init;
         }
     }
     /* Init sends to other threads went into channels (their backlogs, past a ring's
@@ -1047,6 +1083,7 @@ static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 }
 
 const struct kr__engine kr__tw_engine = {
+    .lp_extra = sizeof(struct tw_lp),
     .name = "optimistic",
     .restores_state = true,
     .default_threads = tw_default_threads,

@@ -187,9 +187,10 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
     kr_lp done = th->ndone;
     th->max_done = th->max_done_committed;
     for (size_t i = 0; i < th->ndirty; i++) {
-        struct kr__lp *lp = &th->r->lps[th->dirty[i]];
+        struct kr__lp *lp = kr__lp_at(th->r, th->dirty[i]);
+        struct tw_lp *tl = tw_lp_of(lp);
         if (lp->done_seen || lp->done_init) continue; /* counted already */
-        for (struct kr__ev *x = lp->first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
+        for (struct kr__ev *x = tl->first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
             if (x->flags & KR_EVF_ERROR) break;
             if (x->flags & KR_EVF_DONE_AFTER) {
                 done++;
@@ -204,7 +205,8 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
         for (kr_lp id = 0; id < th->r->n; id++) {
             if (th->g->owner[id] != th->id) continue;
             own++;
-            dn += th->r->lps[id].done_seen || th->r->lps[id].done_init;
+            const struct kr__lp *lp = kr__lp_at(th->r, id);
+            dn += lp->done_seen || lp->done_init;
         }
         if (own != th->nlps || dn != th->ndone)
             kr__internal_error("thread %u owns %llu LPs (counted %llu), %llu of them done "

@@ -87,25 +87,26 @@ static void check_quiet(struct tw_thread *th)
 }
 
 /* Processed events not yet committed on lp (the thread's `uncommitted` share). */
-static uint64_t lp_uncommitted(const struct kr__lp *lp)
+static uint64_t lp_uncommitted(const struct tw_lp *tl)
 {
     uint64_t n = 0;
-    for (const struct kr__ev *x = lp->first_unc; x; x = x->next) n++;
+    for (const struct kr__ev *x = tl->first_unc; x; x = x->next) n++;
     return n;
 }
 
 /* Checkpoint bytes lp holds (blob accounting moves with it). */
 static size_t lp_ckpt_bytes(const struct tw_thread *th, const struct kr__lp *lp)
 {
+    struct tw_lp *tl = tw_lp_of(lp);
     size_t n = 0;
     if (th->g->chained) {
-        for (const struct kr__ckpt *c = lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base; c; c = c->prev)
+        for (const struct kr__ckpt *c = tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base; c; c = c->prev)
             n += c->bytes;
         return n;
     }
-    for (const struct kr__ev *x = lp->head; x; x = x->next)
+    for (const struct kr__ev *x = tl->head; x; x = x->next)
         if (x->ckpt) n += x->ckpt->bytes;
-    return n + (lp->base ? lp->base->bytes : 0);
+    return n + (tl->base ? tl->base->bytes : 0);
 }
 
 /* The old owner's side: suspended events of leaving LPs are abandoned (a stack does not
@@ -115,7 +116,7 @@ static void give_up(struct tw_thread *th)
     struct tw_global *g = th->g;
     for (size_t i = 0; i < g->nmoves; i++) {
         const struct tw_move *m = &g->moves[i];
-        struct kr__lp *lp = &th->r->lps[m->lp];
+        struct kr__lp *lp = kr__lp_at(th->r, m->lp);
         if (m->from != th->id || !lp->ult || !th->nsusp) continue;
         tw_rollback(th, lp, &((struct kr__ev *)lp->ult->ev)->k, true);
     }
@@ -151,8 +152,8 @@ static void hand_over(struct tw_thread *th)
     for (size_t i = 0; i < g->nmoves; i++) {
         const struct tw_move *m = &g->moves[i];
         if (m->from != th->id) continue;
-        struct kr__lp *lp = &th->r->lps[m->lp];
-        th->uncommitted -= lp_uncommitted(lp);
+        struct kr__lp *lp = kr__lp_at(th->r, m->lp);
+        th->uncommitted -= lp_uncommitted(tw_lp_of(lp));
         th->ndone -= lp->done_seen || lp->done_init;
         th->blobs.held -= lp_ckpt_bytes(th, lp);
         th->nlps--;
@@ -172,14 +173,15 @@ static void take_in(struct tw_thread *th)
     for (size_t i = 0; i < g->nmoves; i++) {
         const struct tw_move *m = &g->moves[i];
         if (m->to != th->id) continue;
-        struct kr__lp *lp = &th->r->lps[m->lp];
-        th->uncommitted += lp_uncommitted(lp);
+        struct kr__lp *lp = kr__lp_at(th->r, m->lp);
+        struct tw_lp *tl = tw_lp_of(lp);
+        th->uncommitted += lp_uncommitted(tl);
         th->ndone += lp->done_seen || lp->done_init;
         th->blobs.held += lp_ckpt_bytes(th, lp);
         if (kr__key_lt(&th->max_done_committed, &g->th[m->from].max_done_out))
             th->max_done_committed = g->th[m->from].max_done_out;
         th->nlps++;
-        if (lp->dirty) tw_mark_dirty_again(th, m->lp);
+        if (tl->dirty) tw_mark_dirty_again(th, m->lp);
     }
 }
 

@@ -56,7 +56,7 @@ static void ts_entry(void *arg)
     for (;;) {
         struct kr__ult *u = kr__ult_self.cur;
         struct kr__ev *e = u->ev;
-        struct kr__lp *lp = &th->r->lps[e->dest];
+        struct kr__lp *lp = kr__lp_at(th->r, e->dest);
         jmp_buf jb;
         u->jmp = &jb;
         th->jmp_cur = &jb;
@@ -259,7 +259,7 @@ static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
 
 void tw_ts_resume(struct tw_thread *th, struct kr__ev *e)
 {
-    struct kr__lp *lp = &th->r->lps[e->dest];
+    struct kr__lp *lp = kr__lp_at(th->r, e->dest);
     struct kr__ult *u = lp->ult;
     if (timed_out(th, e, u)) {
         kr__heap_push(&th->heap, e); /* stays suspended; the run stops */

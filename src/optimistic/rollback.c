@@ -9,21 +9,22 @@
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);
 
 /* The LP's newest checkpoint: the tip of its chain. */
-static struct kr__ckpt *chain_tip(const struct kr__lp *lp)
+static struct kr__ckpt *chain_tip(const struct tw_lp *tl)
 {
-    return lp->ckpt_ev ? lp->ckpt_ev->ckpt : lp->base;
+    return tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
 }
 
 /* Save lp's state as it is now: before event `at`, or as the new base (at == NULL; the
  * caller trims the chain). Full every ckpt_full_every checkpoints, else incremental. */
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
 {
+    struct tw_lp *tl = tw_lp_of(lp);
     uint64_t w[KR_CKPT_WORDS];
     kr__lp_save_words(lp, w);
     /* Full mode keeps no chain: finding the tip reads a cold event and checkpoint, which
      * cost PHOLD-std 10% at 4096 LPs. */
-    struct kr__ckpt *tip = th->g->chained ? chain_tip(lp) : NULL;
-    bool full = !tip || lp->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
+    struct kr__ckpt *tip = th->g->chained ? chain_tip(tl) : NULL;
+    bool full = !tip || tl->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
     bool timed = (th->cnt->checkpoints & (TW_CKPT_SAMPLE - 1)) == 0;
     uint64_t t0 = timed ? kr__clock_ns() : 0;
     struct kr__ckpt *c = kr__ckpt_take(&th->blobs, &lp->arena, w, tip, full);
@@ -31,7 +32,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
         th->cnt->ckpt_ns += kr__clock_ns() - t0;
         th->cnt->ckpt_timed++;
     }
-    lp->ckpt_full_next = false;
+    tl->ckpt_full_next = false;
     th->cnt->checkpoints++;
     if (c->full) {
         th->cnt->ckpt_full++;
@@ -40,13 +41,13 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
         th->cnt->ckpt_incr_bytes += c->bytes;
     }
     th->cnt->ckpt_bytes += c->bytes;
-    lp->since_ckpt = 0;
+    tl->since_ckpt = 0;
     if (at) {
         at->ckpt = c;
         at->flags |= KR_EVF_CKPT;
-        lp->ckpt_ev = at;
+        tl->ckpt_ev = at;
     } else {
-        lp->base = c;
+        tl->base = c;
     }
 }
 
@@ -108,14 +109,14 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c)
                            "event was reached by an antimessage", th->id,
                            (unsigned long long)c->dest, c->k.ts);
     if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED)
-        tw_rollback(th, &th->r->lps[c->dest], &c->k, true); /* (suspended: abandoned) */
+        tw_rollback(th, kr__lp_at(th->r, c->dest), &c->k, true); /* (suspended: abandoned) */
     c->st = KR_EV_CANCELLED; /* pending or parked: dropped when it surfaces */
 }
 
-static void unpark(struct tw_thread *th, struct kr__lp *lp)
+static void unpark(struct tw_thread *th, struct tw_lp *tl)
 {
-    struct kr__ev *p = lp->fail ? lp->fail->parked : NULL;
-    kr__lp_fail_clear(lp);
+    struct kr__ev *p = tl->fail->parked;
+    tw_fail_clear(tl);
     while (p) {
         struct kr__ev *n = p->next;
         if (p->st == KR_EV_PARKED) p->st = KR_EV_PENDING;
@@ -127,21 +128,19 @@ static void unpark(struct tw_thread *th, struct kr__lp *lp)
 /* Undo one processed event (the tail); returns its checkpoint, if it had one. */
 static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool cancel)
 {
-    struct kr__ev *e = lp->tail;
+    struct tw_lp *tl = tw_lp_of(lp);
+    struct kr__ev *e = tl->tail;
     if (th->g->check && kr__key_lt(&e->k, &th->applied))
         kr__internal_error("thread %u rolls back LP %llu's event at %.17g, below the committed "
                            "horizon %.17g", th->id, (unsigned long long)e->dest, e->k.ts,
                            th->applied.ts);
-    lp->tail = e->prev;
-    if (lp->tail) lp->tail->next = NULL;
-    else lp->head = NULL;
+    tl->tail = e->prev;
+    if (tl->tail) tl->tail->next = NULL;
+    else tl->head = NULL;
     if (cancel) tw_cancel_children(th, e);
     e->child = NULL;
-    if (e == lp->poison) {
-        lp->poison = NULL;
-        unpark(th, lp); /* (and the failure record goes) */
-    }
-    if (e == lp->first_unc) lp->first_unc = NULL;
+    if (tl->fail && e == tl->fail->poison) unpark(th, tl); /* (and the failure record goes) */
+    if (e == tl->first_unc) tl->first_unc = NULL;
     th->uncommitted--;
     struct kr__ckpt *c = e->ckpt;
     e->ckpt = NULL;
@@ -155,11 +154,12 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
  * A preempted event of lp (always later than k: see tw_deliver) is abandoned first. */
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel)
 {
+    struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ckpt *first = NULL; /* checkpoint of the earliest undone event, if any */
     uint64_t undone = 0;
     bool abandoned = th->nsusp && lp->ult;
     if (abandoned) first = tw_ts_abandon(th, lp, cancel);
-    while (lp->tail && !kr__key_lt(&lp->tail->k, k)) {
+    while (tl->tail && !kr__key_lt(&tl->tail->k, k)) {
         if (first) kr__ckpt_release(&th->blobs, first);
         first = undo_tail(th, lp, cancel);
         undone++;
@@ -171,20 +171,20 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
         th->cnt->rolled_back += undone;
     }
     kr__lp_out_drop_from(lp, k);
-    struct kr__ev *c = lp->tail;
+    struct kr__ev *c = tl->tail;
     while (c && !c->ckpt) c = c->prev;
-    lp->ckpt_ev = c;
+    tl->ckpt_ev = c;
     if (first) { /* the state just before k: no coasting; first leaves the chain */
         restore(th, lp, first);
-        if (!kr__ckpt_redirty(&lp->arena, first)) lp->ckpt_full_next = true;
+        if (!kr__ckpt_redirty(&lp->arena, first)) tl->ckpt_full_next = true;
         kr__ckpt_release(&th->blobs, first);
-        lp->since_ckpt = th->ckpt_interval; /* re-save before the next event */
+        tl->since_ckpt = th->ckpt_interval; /* re-save before the next event */
         return;
     }
-    restore(th, lp, c ? c->ckpt : lp->base);
+    restore(th, lp, c ? c->ckpt : tl->base);
     uint64_t before = th->cnt->coasted;
-    tw_coast(th, lp, c ? c : lp->head);
-    lp->since_ckpt = (uint32_t)(th->cnt->coasted - before);
+    tw_coast(th, lp, c ? c : tl->head);
+    tl->since_ckpt = (uint32_t)(th->cnt->coasted - before);
 }
 
 /* --ckpt-interval auto. Per event, checkpointing every K events costs C_s / K, and each

@@ -215,6 +215,34 @@ struct tw_thread {
     struct kr__watch watch;   /* --event-timeout for events on the worker's own stack */
 };
 
+/* An LP frozen after a failed speculative event: rare, so kept apart. */
+struct tw_fail {
+    struct kr__ev *poison;        /* the event that failed; the LP is frozen after it (NULL:
+                                   * not yet run to its end, or abandoned) */
+    struct kr__ev *parked;        /* events held back while poisoned */
+    char *err;                    /* the deferred error message of `poison` */
+};
+
+/* An LP's Time Warp bookkeeping: one cache line right after its struct kr__lp (core/lp.h),
+ * next to the record's hot line (tw_lp_of). A sequential or conservative run does not carry
+ * it. Written only by the LP's owner thread. */
+struct tw_lp {
+    struct kr__ev *head, *tail;   /* processed events, oldest first */
+    struct kr__ev *first_unc;     /* first processed event not yet committed (NULL: none) */
+    struct kr__ev *ckpt_ev;       /* latest processed event holding a checkpoint */
+    struct kr__ckpt *base;        /* state before `head` */
+    struct tw_fail *fail;         /* made by a failed event (tw_fail_of) */
+    uint32_t since_ckpt;          /* events since the last checkpoint */
+    uint32_t nkept;               /* committed events still on the processed list */
+    bool dirty;                   /* on its thread's to-commit list */
+    bool ckpt_full_next;          /* the next checkpoint must be full (dirty set unknown) */
+    bool pages_open;              /* page/buddy: pages left open by safe events (on its
+                                   * thread's list of them, tw_close_pages) */
+    uint32_t id;                  /* the LP's id (--lps is at most 2^32 - 1) */
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct tw_lp) == 64, "an LP's Time Warp bookkeeping is one line");
+
 struct tw_global {
     struct kr__run *r;
     unsigned n;
@@ -318,9 +346,18 @@ static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
     return g->owner[id];
 }
 
+/* lp's Time Warp bookkeeping: the line right after its record (kr__engine.lp_extra; only
+ * an optimistic run's records have it). Like strchr, a const record gives a writable line:
+ * callers that only read take it as const. */
+static inline struct tw_lp *tw_lp_of(const struct kr__lp *lp)
+{
+    return (struct tw_lp *)(void *)(lp + 1);
+}
+
 static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
 {
-    th->g->lvt[lp - th->r->lps] = lp->tail ? lp->tail->k.ts : -INFINITY;
+    const struct tw_lp *tl = tw_lp_of(lp);
+    th->g->lvt[tl->id] = tl->tail ? tl->tail->k.ts : -INFINITY;
 }
 
 static inline struct kr__chan *tw_chan(const struct tw_global *g, unsigned from, unsigned to)
@@ -430,6 +467,15 @@ void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* After a model error unwound e's event: mark it failed and keep the message (a copy, made
  * outside any signal handler the error came from). */
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* The LP's failure record, made on first use; tw_fail_clear frees it (no longer poisoned,
+ * or the run is over). */
+struct tw_fail *tw_fail_of(struct tw_lp *tl);
+void tw_fail_clear(struct tw_lp *tl);
+/* Is the LP frozen after a failed speculative event? */
+static inline bool tw_poisoned(const struct tw_lp *tl)
+{
+    return tl->fail && tl->fail->poison;
+}
 /* preempt.c */
 void tw_ts_thread_start(struct tw_thread *th);
 void tw_ts_thread_end(struct tw_thread *th);

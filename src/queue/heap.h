@@ -84,9 +84,11 @@ static inline struct kr__ev *kr__heap_pop(struct kr__heap *h)
     return top;
 }
 
-/* Latency hiding for large LP counts: prefetch the next event's LP (both hot lines) and
- * the two candidates for the event after it. */
-static inline void kr__heap_prefetch_next(const struct kr__heap *h, const void *lps, size_t lp_size)
+/* Latency hiding for large LP counts: prefetch `lines` cache lines of the next event's LP
+ * record (records lp_bytes apart; `hot`: the first record's line to start from), and the
+ * two candidates for the event after it. */
+static inline void kr__heap_prefetch_next(const struct kr__heap *h, const char *hot,
+                                          size_t lp_bytes, unsigned lines)
 {
     /* GCC counts a prefetch as free of side effects, so a function of loads and prefetches
      * only is judged pure and its calls dropped as dead (GCC 12, -O2: this helper vanished
@@ -94,9 +96,8 @@ static inline void kr__heap_prefetch_next(const struct kr__heap *h, const void *
      * a side effect, and costs no instruction. */
     __asm__ volatile("");
     if (h->n == 0) return;
-    const char *lp = (const char *)lps + h->a[0].e->dest * lp_size;
-    __builtin_prefetch(lp);
-    __builtin_prefetch(lp + 64);
+    const char *lp = hot + h->a[0].e->dest * lp_bytes;
+    for (unsigned i = 0; i < lines; i++) __builtin_prefetch(lp + 64 * i);
     if (h->n > 1) __builtin_prefetch(h->a[1].e);
     if (h->n > 2) __builtin_prefetch(h->a[2].e);
 }

@@ -68,8 +68,8 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
            !(e->k.ts > last && kr__interrupted())) {
         last = e->k.ts;
         kr__heap_pop(&s->heap);
-        kr__heap_prefetch_next(&s->heap, r->lps, sizeof *r->lps);
-        struct kr__lp *lp = &r->lps[e->dest];
+        kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
+        struct kr__lp *lp = kr__lp_at(r, e->dest);
         kr__ctx_event(lp, e, KR_MODE_EVENT);
         kr__watch_begin(&s->watch, e);
         if (s->check) seq_run_checked(r, s, lp, e);

@@ -24,7 +24,7 @@ void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
     }
     double used = 0;
     for (kr_lp id = 0; id < r->n; id++) {
-        used += (double)r->lps[id].arena.used;
+        used += (double)kr__lp_at(r, id)->arena.used;
         const struct kr__seg *s = kr__region_seg(id);
         if (!s) continue;
         t->faults += s->faults;

@@ -52,9 +52,9 @@ t.ok(f"all {len(api)} functions of include/kairos.h exported")
 # A wrapper that does nothing else must keep them.
 if os.uname().machine == "x86_64":
     probe = ('#include "queue/heap.h"\n'
-             "static inline void wrap(const struct kr__heap *h, const void *lps)\n"
-             "{ kr__heap_prefetch_next(h, lps, 128); }\n"
-             "void probe(const struct kr__heap *h, const void *lps) { wrap(h, lps); }\n")
+             "static inline void wrap(const struct kr__heap *h, const char *lps)\n"
+             "{ kr__heap_prefetch_next(h, lps, 128, 2); }\n"
+             "void probe(const struct kr__heap *h, const char *lps) { wrap(h, lps); }\n")
     asm = subprocess.run(["cc", "-std=gnu11", "-O2", "-I", os.path.join(root, "src"), "-I",
                           os.path.join(root, "include"), "-x", "c", "-S", "-o", "-", "-"],
                          input=probe, capture_output=True, text=True, check=True).stdout

@@ -56,13 +56,14 @@ static const struct seen *find(const struct kr__key *k)
 }
 
 /* The LP (of those with enough history) and the event of it to send a straggler before. */
-static struct kr__ev *straggler_target(struct kr__run *r, kr_lp *who, unsigned *undo)
+static struct kr__ev *straggler_target(const struct kr__run *r, kr_lp *who, unsigned *undo)
 {
     for (kr_lp id = 0; id < LPS; id++) {
+        const struct tw_lp *tl = tw_lp_of(kr__lp_at(r, id));
         unsigned n = 0;
-        for (struct kr__ev *x = r->lps[id].first_unc; x; x = x->next) n++;
+        for (struct kr__ev *x = tl->first_unc; x; x = x->next) n++;
         if (n < 5) continue;
-        struct kr__ev *x = r->lps[id].first_unc->next->next; /* the third uncommitted */
+        struct kr__ev *x = tl->first_unc->next->next; /* the third uncommitted */
         *who = id;
         *undo = n - 2;
         return x;
@@ -76,7 +77,7 @@ static void check_rollback(struct kr__run *r, struct tw_thread *th)
     unsigned undo;
     struct kr__ev *target = straggler_target(r, &id, &undo);
     CHECK(target != NULL);
-    struct kr__lp *lp = &r->lps[id];
+    struct kr__lp *lp = kr__lp_at(r, id);
     struct kr__ev *before = target->prev;
     const struct seen *want = find(&before->k);
     CHECK(want != NULL);
@@ -98,7 +99,7 @@ static void check_rollback(struct kr__run *r, struct tw_thread *th)
     CHECK(th->cnt->rollbacks >= 1);
     CHECK(th->cnt->rolled_back >= undo);
     CHECK(th->cnt->antimessages >= undo); /* (PHOLD sends one event per event) */
-    CHECK(lp->tail == before);
+    CHECK(tw_lp_of(kr__lp_at(r, id))->tail == before);
     CHECK(state_hash(lp) == want->hash && lp->rng == want->rng && lp->seq == want->seq);
     CHECK(target->st == KR_EV_PENDING);
 }
@@ -112,8 +113,9 @@ static void check_commit(struct kr__run *r, struct tw_thread *th)
     struct kr__lp want[LPS];
     uint64_t below = 0;
     for (kr_lp id = 0; id < LPS; id++) {
-        want[id] = r->lps[id];
-        for (struct kr__ev *x = r->lps[id].first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
+        want[id] = *kr__lp_at(r, id);
+        const struct tw_lp *tl = tw_lp_of(kr__lp_at(r, id));
+        for (struct kr__ev *x = tl->first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
             kr__lp_commit_event(&want[id], x);
             below++;
         }
@@ -124,9 +126,10 @@ static void check_commit(struct kr__run *r, struct tw_thread *th)
     CHECK(th->cnt->committed - c0 == below);
     CHECK(th->cnt->fossil_freed > 0);
     for (kr_lp id = 0; id < LPS; id++) {
-        CHECK(r->lps[id].digest == want[id].digest);
-        CHECK(r->lps[id].committed == want[id].committed);
-        CHECK(!r->lps[id].first_unc || !kr__key_lt(&r->lps[id].first_unc->k, &h));
+        const struct kr__lp *lp = kr__lp_at(r, id);
+        CHECK(lp->digest == want[id].digest);
+        CHECK(lp->committed == want[id].committed);
+        CHECK(!tw_lp_of(lp)->first_unc || !kr__key_lt(&tw_lp_of(lp)->first_unc->k, &h));
     }
 }
 
@@ -146,7 +149,7 @@ static void by_hand(void)
     for (unsigned i = 0; i < STEPS; i++) {
         struct kr__ev *e = tw_test_step(th);
         CHECK(e != NULL && e->st == KR_EV_PROCESSED);
-        struct kr__lp *lp = &r.lps[e->dest];
+        struct kr__lp *lp = kr__lp_at(&r, e->dest);
         seen[nseen++] = (struct seen){ e->k, state_hash(lp), lp->rng, lp->seq };
     }
     CHECK(th->cnt->processed == STEPS && th->cnt->committed == 0 && th->cnt->safe == 0);
