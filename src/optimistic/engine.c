@@ -454,15 +454,18 @@ static void tw_clock_start(struct tw_global *g)
     }
 }
 
-/* Every 256 loop turns: how many turns make TW_POST_NS, the longest a message waits. */
-static void tw_post_pace(struct tw_thread *th)
+/* At housekeeping, from the time of the last `turns` loop turns: how many turns make
+ * TW_POST_NS, the longest a message waits, and how many TW_EVERY_NS. */
+static void tw_post_pace(struct tw_thread *th, unsigned turns)
 {
     uint64_t now = kr__clock_ns();
-    uint64_t turn_ns = (now - th->turns_t0) / 256 + 1;
+    uint64_t turn_ns = (now - th->turns_t0) / turns + 1;
     th->turns_t0 = now;
     th->post_every = turn_ns >= TW_POST_NS ? 1 :
                      TW_POST_NS / turn_ns > TW_POST_TURNS_MAX ? TW_POST_TURNS_MAX :
                      (unsigned)(TW_POST_NS / turn_ns);
+    th->every = TW_EVERY_NS / turn_ns >= TW_EVERY_TURNS ? TW_EVERY_TURNS :
+                (unsigned)(TW_EVERY_NS / turn_ns) + 1;
 }
 
 /* Run on while the next events lie below the safe time: nothing that arrives meanwhile can
@@ -537,10 +540,11 @@ static void tw_stop_together(struct tw_thread *th)
     }
 }
 
-/* Every 256 turns that ran events: pacing, GVT, tuning, taking turns. */
-static void tw_every_256(struct tw_thread *th, bool over)
+/* Housekeeping, every `every` turns that ran events (TW_EVERY_NS): pacing, GVT, tuning,
+ * taking turns. */
+static void tw_housekeeping(struct tw_thread *th, bool over, unsigned turns)
 {
-    tw_post_pace(th);
+    tw_post_pace(th, turns);
     tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
                                th->g->round_events);
     if (th->g->ckpt_auto) tw_tune_ckpt(th);
@@ -606,6 +610,7 @@ static void tw_worker_start(struct tw_thread *th)
     kr__ctx.mode = KR_MODE_NONE;
     th->turns_t0 = kr__clock_ns();
     th->sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
+    tw_balance_start(th);
 }
 
 /* The thread's lowest pending event, the clock and quiet record published with it, and a
@@ -657,8 +662,7 @@ static void *tw_worker(void *arg)
     bool over = ncpu > 0 && th->g->n > (unsigned)ncpu;
     tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
-    unsigned spins = 0;
-    uint64_t iter = 0;
+    unsigned spins = 0, turns = 0;
     for (;;) {
         if (th->retired) {
             if (!tw_retired_turn(th)) break;
@@ -669,7 +673,10 @@ static void *tw_worker(void *arg)
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             tw_run_top(th, e, end);
             spins = 0;
-            if ((++iter & 255) == 0) tw_every_256(th, over);
+            if (++turns >= th->every) {
+                tw_housekeeping(th, over, turns);
+                turns = 0;
+            }
         } else {
             th->cnt->throttled += e && e->k.ts < end;
             if (th->fast) tw_clock_publish(th, e, true);
@@ -704,6 +711,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
             g->lvt[id] = -INFINITY;
         }
         atomic_init(&th->cpu_share, -1.0);
+        atomic_init(&th->rq_shared, 0);
         atomic_init(&th->wants_back, 0);
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
@@ -717,6 +725,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->qlast = UINT64_MAX;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
         th->post_every = 1; /* (until the turns are timed) */
+        th->every = 1;
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].seq, 1);
@@ -906,6 +915,7 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     pthread_mutex_init(&g->err_mu, NULL);
     pthread_mutex_init(&g->print_mu, NULL);
     atomic_init(&g->last_round_ns, kr__clock_ns());
+    g->bal_start_ns = kr__clock_ns();
     return g;
 }
 
@@ -1037,7 +1047,7 @@ bool tw_test_turn(struct tw_thread *th)
     struct kr__ev *e = tw_turn_top(th);
     if (e && e->k.ts < th->r->cfg->end && tw_may_run(th, e)) {
         tw_run_top(th, e, th->r->cfg->end);
-        if ((th->cnt->processed & 255) == 0) tw_every_256(th, false);
+        if ((th->cnt->processed & 255) == 0) tw_housekeeping(th, false, 256);
     } else { /* (as tw_idle, without its spinning and sleeping) */
         th->cnt->throttled += e && e->k.ts < th->r->cfg->end;
         if (th->fast) tw_clock_publish(th, e, true);

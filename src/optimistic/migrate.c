@@ -210,6 +210,7 @@ static void set_active(struct tw_thread *th)
         th->free_probes = 0;
         th->nshares = 0; /* (the shares measured before it left say nothing now) */
         atomic_store_explicit(&th->cpu_share, -1.0, memory_order_relaxed);
+        atomic_store_explicit(&th->rq_shared, 0, memory_order_relaxed);
         th->bal_wall = 0;
     }
     pthread_mutex_lock(&th->sink.mu);
@@ -367,11 +368,12 @@ struct tw_shares {
     int worst, best;          /* active workers with the least and most CPU share */
     double lo, hi;
     unsigned back, retired;   /* workers out of a shared core: wanting back, all */
+    unsigned unmeasured;      /* active workers without a share yet */
 };
 
 static struct tw_shares read_shares(const struct tw_global *g)
 {
-    struct tw_shares v = { -1, -1, 2, -1, 0, 0 };
+    struct tw_shares v = { -1, -1, 2, -1, 0, 0, 0 };
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         double s = atomic_load_explicit(&th->cpu_share, memory_order_relaxed);
@@ -382,9 +384,22 @@ static struct tw_shares read_shares(const struct tw_global *g)
         } else if (s >= 0) { /* (negative: not measured yet) */
             if (s < v.lo) v.lo = s, v.worst = (int)t;
             if (s > v.hi) v.hi = s, v.best = (int)t;
+        } else {
+            v.unmeasured++;
         }
     }
     return v;
+}
+
+/* The worst worker's core is shared and the best one's is not: by CPU share (over windows),
+ * or by the run queue (one window: a start-up window can show a free core's share below
+ * TW_FREE_SHARE, 0.79 seen, while the shared one waited 73% of it). */
+static bool shares_apart(const struct tw_global *g, const struct tw_shares *v)
+{
+    if (v->lo <= TW_SHARED_SHARE && v->hi >= TW_FREE_SHARE) return true;
+    return atomic_load_explicit(&g->th[v->worst].rq_shared, memory_order_relaxed) &&
+           !atomic_load_explicit(&g->th[v->best].rq_shared, memory_order_relaxed) &&
+           v->lo <= TW_SHARED_SHARE;
 }
 
 /* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
@@ -393,16 +408,18 @@ static struct tw_shares read_shares(const struct tw_global *g)
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
     if (now - g->bal_last_ns < TW_BALANCE_NS) return;
-    g->bal_last_ns = now;
     struct tw_shares v = read_shares(g);
+    /* (At the start, decide once every worker has a share: one measured alone cannot be
+     * compared. A worker that mostly sleeps may never get one: not waited for later.) */
+    if (v.unmeasured && !v.back && now - g->bal_start_ns < 2 * TW_BALANCE_NS) return;
+    g->bal_last_ns = now;
     if (v.back) { /* someone's core is free again: the first mapping */
         block_mapping(g, g->n);
         g->cnt_back++;
         return;
     }
     if (g->trial == TW_TRIAL_NONE && v.worst >= 0 && v.worst != v.best &&
-        v.lo <= TW_SHARED_SHARE && v.hi >= TW_FREE_SHARE &&
-        atomic_load_explicit(&g->active, memory_order_relaxed) >= 2) {
+        shares_apart(g, &v) && atomic_load_explicit(&g->active, memory_order_relaxed) >= 2) {
         retire_worker(g, (unsigned)v.worst);
         g->cnt_retired++;
         return;
@@ -450,12 +467,23 @@ static uint64_t thread_waited_ns(const struct tw_thread *th)
 static void publish_share(struct tw_thread *th, double s, bool queued)
 {
     th->shares[th->nshares++ % TW_SHARED_WINDOWS] = s;
+    atomic_store_explicit(&th->rq_shared, queued, memory_order_relaxed);
     double best = 0;
     for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->nshares; i++)
         if (th->shares[i] > best) best = th->shares[i];
     if (queued) best = s;
     if (queued || best >= TW_FREE_SHARE || th->nshares >= TW_SHARED_WINDOWS)
         atomic_store_explicit(&th->cpu_share, best, memory_order_relaxed);
+}
+
+/* The first window starts with the worker (not at its first GVT round): a shared core is
+ * seen TW_BALANCE_NS / 2 after the start. */
+void tw_balance_start(struct tw_thread *th)
+{
+    th->bal_wall = kr__clock_ns();
+    th->bal_cpu = thread_cpu_ns();
+    th->bal_waited = thread_waited_ns(th);
+    th->bal_slept = th->slept_ns;
 }
 
 /* At each GVT round this worker takes part in: over the last window, the share of the

@@ -143,6 +143,7 @@ struct tw_thread {
     size_t nmig, capmig;
     /* balance auto: CPU share over the last window */
     _Atomic double cpu_share;   /* -1: not measured yet */
+    _Atomic int rq_shared;      /* its last window waited on the run queue (TW_WAIT_SHARED) */
     _Atomic int wants_back;     /* retired, and its core is free again */
     uint64_t bal_wall, bal_cpu, bal_slept, slept_ns;
     int sched_fd;             /* /proc/thread-self/schedstat (-1: none), ... */
@@ -177,7 +178,8 @@ struct tw_thread {
     unsigned post_n;          /* messages put since the last publish */
     unsigned post_turns;      /* loop turns since then */
     unsigned post_every;      /* publish after this many turns (TW_POST_NS) */
-    uint64_t turns_t0;        /* when the last 256 loop turns began */
+    unsigned every;           /* housekeeping after this many turns (TW_EVERY_NS) */
+    uint64_t turns_t0;        /* when the turns since the last housekeeping began */
     uint64_t uncommitted;     /* processed events not yet committed (flow control) */
     struct tw_window win;     /* ...and how many may be (optimism.c) */
     uint64_t round_mark;      /* `processed` when this thread last asked for a GVT round */
@@ -292,6 +294,7 @@ struct tw_global {
     size_t nmoves, capmoves;
     uint64_t storm;                        /* --balance storm: its random stream */
     uint64_t bal_last_ns;
+    uint64_t bal_start_ns;                 /* the run's start (first shares awaited) */
     uint64_t cnt_retired, cnt_back;
     /* balance auto: the thread-count trial (migrate.c) */
     int trial;
@@ -443,6 +446,12 @@ void tw_drain(struct tw_thread *th);
  * a rollback storm at 1/6 the speed). */
 #define TW_POST_BATCH 32
 #define TW_POST_NS 2000
+/* The loop's housekeeping (GVT start, pacing, checkpoint tuning, load sampling) runs every
+ * 256 turns that ran events, or sooner so that it runs at least every TW_EVERY_NS: with
+ * 10-us events in bursts of safe ones, 256 turns took 80 ms, and a 5-ms GVT period became
+ * 45 ms (datastore: 12 GVT rounds in a 0.55 s run, a shared core seen 100 ms late). */
+#define TW_EVERY_NS (1000u * 1000)
+#define TW_EVERY_TURNS 256
 #define TW_POST_TURNS_MAX 16
 /* --balance storm (tests) shrinks every channel to this, so that moves meet backlogs. */
 #define TW_STORM_SLOTS 8
@@ -517,6 +526,7 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);
 /* migrate.c */
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
+void tw_balance_start(struct tw_thread *th);
 void tw_balance_sample(struct tw_thread *th);
 void tw_retired_wait(struct tw_thread *th);
 /* gvt.c */
