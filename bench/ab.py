@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import loadcheck
 
 CONFIGS = [
     ("PHOLD-std sequential", ["phold", "--end", "5000", "--sync", "sequential"]),
@@ -63,6 +64,7 @@ def main():
     a = ap.parse_args()
     loads = [False, True] if a.load else [False]
     configs = [(c, c.split()) for c in a.config] if a.config else CONFIGS
+    print(loadcheck.describe())
     print(f"cross-core round trip before: {pingpong(a.pingpong)}\n")
     print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
     print("|---|---|---|---|---|")

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import loadcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "build")
@@ -94,6 +95,7 @@ def main():
     build = os.path.dirname(os.path.abspath(a.kairos))
     tool = os.path.join(build, "kr_pingpong")
     only = set(a.only.split(",")) if a.only else None
+    print(loadcheck.describe())
     print(f"cross-core round trip before: {pingpong(tool)}\n")
     print("| model | load | sequential M ev/s | optimistic 1 thread | optimistic 2 threads |")
     print("|---|---|---|---|---|")
