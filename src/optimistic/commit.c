@@ -54,7 +54,7 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
 void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    struct kr__ckpt *tip = tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
+    struct kr__ckpt *tip = tw_chain_tip(tl);
     if (th->g->chained) {
         if (tl->ckpt_ev) tl->ckpt_ev->ckpt = NULL;
         tl->base = tip;
@@ -241,7 +241,7 @@ void tw_release_all(struct tw_thread *th)
         struct tw_lp *tl = tw_lp_of(lp);
         if ((tl->tail && !kr__key_lt(&tl->tail->k, &h)) || lp->ult)
             tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */
-        struct kr__ckpt *c = tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
+        struct kr__ckpt *c = tw_chain_tip(tl);
         while (th->g->chained && c) { /* the whole chain, newest first */
             struct kr__ckpt *n = c->prev;
             kr__ckpt_release(&th->blobs, c);

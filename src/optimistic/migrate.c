@@ -100,7 +100,7 @@ static size_t lp_ckpt_bytes(const struct tw_thread *th, const struct kr__lp *lp)
     struct tw_lp *tl = tw_lp_of(lp);
     size_t n = 0;
     if (th->g->chained) {
-        for (const struct kr__ckpt *c = tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base; c; c = c->prev)
+        for (const struct kr__ckpt *c = tw_chain_tip(tl); c; c = c->prev)
             n += c->bytes;
         return n;
     }

@@ -8,12 +8,6 @@
 
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);
 
-/* The LP's newest checkpoint: the tip of its chain. */
-static struct kr__ckpt *chain_tip(const struct tw_lp *tl)
-{
-    return tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
-}
-
 /* Save lp's state as it is now: before event `at`, or as the new base (at == NULL; the
  * caller trims the chain). Full every ckpt_full_every checkpoints, else incremental. */
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
@@ -23,7 +17,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     kr__lp_save_words(lp, w);
     /* Full mode keeps no chain: finding the tip reads a cold event and checkpoint, which
      * cost PHOLD-std 10% at 4096 LPs. */
-    struct kr__ckpt *tip = th->g->chained ? chain_tip(tl) : NULL;
+    struct kr__ckpt *tip = th->g->chained ? tw_chain_tip(tl) : NULL;
     bool full = !tip || tl->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
     bool timed = (th->cnt->checkpoints & (TW_CKPT_SAMPLE - 1)) == 0;
     uint64_t t0 = timed ? kr__clock_ns() : 0;

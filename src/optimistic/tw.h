@@ -480,6 +480,11 @@ void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
  * or the run is over). */
 struct tw_fail *tw_fail_of(struct tw_lp *tl);
 void tw_fail_clear(struct tw_lp *tl);
+/* The LP's newest checkpoint (with chains: the tip of its chain), or NULL. */
+static inline struct kr__ckpt *tw_chain_tip(const struct tw_lp *tl)
+{
+    return tl->ckpt_ev ? tl->ckpt_ev->ckpt : tl->base;
+}
 /* Is the LP frozen after a failed speculative event? */
 static inline bool tw_poisoned(const struct tw_lp *tl)
 {
