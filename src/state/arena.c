@@ -18,8 +18,8 @@ void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg 
 
 void kr__arena_destroy(struct kr__arena *a)
 {
-    for (uint32_t i = 0; i < a->n; i++) free(a->areas[i]);
-    if (a->areas) free(a->areas - 1); /* (the guard word; the sorted list shares the block) */
+    for (uint32_t i = 0; i < a->n; i++) free(kr__arena_area(a, i));
+    if (a->cap) free(a->areas - 1); /* (the guard word; the sorted list shares the block) */
     memset(a, 0, sizeof *a);
 }
 
@@ -35,28 +35,33 @@ static int size_class(size_t size, uint32_t *cls)
     return 0;
 }
 
-/* The arena's very first area holds ~32 bytes of chunks, the first area of any other class
- * ~128; each next one of a class doubles. (Most models allocate their state first and
- * once: millions of LPs hold one small block each - PHOLD at 1 M LPs ran 1.1 M/s in 594
- * bytes per LP against 0.7 M/s in 658 with 128 bytes, and takes 48 bytes less with one
- * 32-byte chunk than with two. A class allocated again and again wants room: queueing's
- * customers ran 4% slower with 64.) */
+/* The arena's very first area holds one chunk, the first area of any other class ~128
+ * bytes of chunks; each next one of a class doubles. (Most models allocate their state
+ * first and once: millions of LPs hold one small block each - PHOLD at 1 M LPs ran 1.1 M/s
+ * in 594 bytes per LP against 0.7 M/s in 658 with 128 bytes; a 16-byte state's area takes
+ * 64 bytes of heap in one chunk, 80 in two. A class allocated again and again wants room:
+ * queueing's customers ran 4% slower with 64.) */
 static uint32_t area_chunks(const struct kr__arena *a, uint32_t cls, uint32_t k)
 {
-    size_t csz = kr__arena_class_bytes(cls), first = a->n ? 128 : 32;
+    size_t csz = kr__arena_class_bytes(cls), first = a->n ? 128 : 16;
     size_t n = csz >= first ? 1 : first / csz;
     for (uint32_t i = 0; i < k && n * csz * 2 <= AREA_MAX_BYTES; i++) n *= 2;
-    return (uint32_t)n;
+    return (uint32_t)n; /* (a power of two: kr__area.lg) */
 }
 
 /* The first area of class cls, or NULL. */
 static struct kr__area *class_head(const struct kr__arena *a, uint32_t cls)
 {
     uint8_t f = a->first[cls];
-    if (f != KR_ARENA_FIRST_FAR) return f ? a->areas[f - 1] : NULL;
+    if (f != KR_ARENA_FIRST_FAR) return f ? kr__arena_area(a, f - 1u) : NULL;
     for (uint32_t i = KR_ARENA_FIRST_FAR - 1; i < a->n; i++)
         if (a->areas[i]->cls == cls) return a->areas[i];
     return NULL; /* (unreachable: FAR is set only with an area) */
+}
+
+static struct kr__area *area_next(const struct kr__arena *a, const struct kr__area *ar)
+{
+    return ar->next ? kr__arena_area(a, ar->next) : NULL;
 }
 
 /* The index block starts with a guard word: a model writing past the end of an area may
@@ -74,20 +79,24 @@ static bool index_intact(const struct kr__arena *a)
     return g == index_guard(a->areas - 1);
 }
 
-/* Room for one more area in the index. Made before the area is allocated, so that the C
- * library does not place the grown index right after the new area, where an overrun of
- * that area would hide itself by breaking its own arena's guard. */
+/* Room for one more area in the index (none for the first: `one`). Made before the area is
+ * allocated, so that the C library does not place the grown index right after the new
+ * area, where an overrun of that area would hide itself by breaking its own arena's guard. */
 static int index_reserve(struct kr__arena *a)
 {
-    if (a->n == a->cap) { /* one block: guard, areas[cap], sorted[cap] */
-        uint32_t cap = a->cap ? a->cap * 2 : 1;
-        struct kr__area **x = realloc(a->areas ? a->areas - 1 : NULL,
+    if (a->n && a->n >= a->cap) { /* one block: guard, areas[cap], sorted[cap] */
+        uint32_t cap = a->cap ? a->cap * 2 : 2;
+        struct kr__area **x = realloc(a->cap ? a->areas - 1 : NULL,
                                       (2 * (size_t)cap + 1) * sizeof *x);
         if (!x) return -1;
         uint64_t g = index_guard(x);
         memcpy(x, &g, sizeof g);
         x++;
-        memmove(x + cap, x + a->cap, a->n * sizeof *x);
+        if (a->cap) {
+            memmove(x + cap, x + a->cap, a->n * sizeof *x);
+        } else { /* from `one` */
+            x[0] = x[cap] = a->one;
+        }
         a->areas = x;
         a->cap = cap;
     }
@@ -96,14 +105,19 @@ static int index_reserve(struct kr__arena *a)
 
 static void index_area(struct kr__arena *a, struct kr__area *ar)
 {
-    ar->index = a->n;
+    if (!a->n) {
+        a->one = ar;
+        a->n = 1;
+        return;
+    }
+    struct kr__area **sorted = a->areas + a->cap;
     a->areas[a->n] = ar;
     uint32_t i = a->n++;
-    while (i > 0 && kr__arena_sorted(a)[i - 1]->data > ar->data) {
-        kr__arena_sorted(a)[i] = kr__arena_sorted(a)[i - 1];
+    while (i > 0 && sorted[i - 1]->data > ar->data) {
+        sorted[i] = sorted[i - 1];
         i--;
     }
-    kr__arena_sorted(a)[i] = ar;
+    sorted[i] = ar;
 }
 
 /* Tracked modes: an area's data is whole pages of the LP's slice, its header apart. */
@@ -117,7 +131,7 @@ static struct kr__area *new_seg_area(struct kr__arena *a, uint32_t cls, uint32_t
         *err = KR_ARENA_NOMEM;
         return NULL;
     }
-    ar->nchunks = n;
+    ar->lg = (uint8_t)__builtin_ctz(n); /* (whole pages of a power-of-two class) */
     int why;
     ar->data = kr__seg_carve(a->seg, (size_t)n * csz, a->n, &why);
     if (!ar->data) {
@@ -129,19 +143,23 @@ static struct kr__area *new_seg_area(struct kr__arena *a, uint32_t cls, uint32_t
     return ar;
 }
 
-/* Full mode: 16 bytes after an area's chunks that no block covers. A model that writes past
+/* Full mode: 8 bytes after an area's chunks that no block covers. A model that writes past
  * the end of its last block breaks them before it breaks the C library's heap, so the
  * write can be named (kr__arena_overrun) rather than surfacing later as a crash in engine
- * code. */
-#define CANARY_BYTES 16
-static const unsigned char canary[CANARY_BYTES] = "KairosArenaEnd!";
+ * code. (8, not 16: an area of one 32-byte chunk - PHOLD's state - is then 72 bytes, 80
+ * with the C library's size word; with 16 it took 96.) */
+#define CANARY_BYTES 8
+static const unsigned char canary[CANARY_BYTES] = "KrArEnd";
+
+/* The chunks start 16-aligned because malloc's blocks are (the header is rounded up). */
+_Static_assert(_Alignof(max_align_t) >= 16, "malloc must return 16-aligned blocks");
 
 static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
 {
     uint32_t nwords = (n + 63) / 64;
     size_t hdr = (sizeof(struct kr__area) + nwords * 8 + 15) & ~(size_t)15;
     size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls) + CANARY_BYTES;
-    struct kr__area *ar = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+    struct kr__area *ar = malloc(bytes); /* (16-aligned: see the assertion above) */
     if (!ar) {
         *err = KR_ARENA_NOMEM;
         return NULL;
@@ -149,7 +167,7 @@ static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
     memset(ar, 0, hdr);
     ar->data = (char *)ar + hdr;
     memcpy(ar->data + (size_t)n * kr__arena_class_bytes(cls), canary, CANARY_BYTES);
-    ar->nchunks = n;
+    ar->lg = (uint8_t)__builtin_ctz(n);
     return ar;
 }
 
@@ -157,8 +175,8 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
 {
     uint32_t k = 0, first = 0;
     struct kr__area *last = class_head(a, cls);
-    for (struct kr__area *x = last; x; x = x->next) {
-        first += x->nchunks;
+    for (struct kr__area *x = last; x; x = area_next(a, x)) {
+        first += kr__area_nchunks(x);
         k++;
         last = x;
     }
@@ -169,14 +187,14 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     }
     struct kr__area *ar = a->seg ? new_seg_area(a, cls, n, err) : new_heap_area(cls, n, err);
     if (!ar) return NULL;
-    ar->cls = cls;
-    ar->rank = k;
+    uint32_t index = a->n;
+    ar->cls = (uint8_t)cls;
     ar->first = first;
     ar->flags = KR_AF_META_DIRTY;
     index_area(a, ar);
-    if (last) last->next = ar;
-    else a->first[cls] = ar->index + 1 < KR_ARENA_FIRST_FAR ? (uint8_t)(ar->index + 1)
-                                                           : KR_ARENA_FIRST_FAR;
+    if (last) last->next = index;
+    else a->first[cls] = index + 1 < KR_ARENA_FIRST_FAR ? (uint8_t)(index + 1)
+                                                        : KR_ARENA_FIRST_FAR;
     return ar;
 }
 
@@ -195,14 +213,14 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
         return NULL;
     }
     struct kr__area *ar = class_head(a, cls);
-    while (ar && ar->nused == ar->nchunks) ar = ar->next;
+    while (ar && ar->nused == kr__area_nchunks(ar)) ar = area_next(a, ar);
     if (!ar && !(ar = new_area(a, cls, err))) return NULL;
     for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++) {
         uint64_t free_bits = ~ar->bits[w];
         if (!free_bits) continue;
         uint32_t bit = (uint32_t)__builtin_ctzll(free_bits);
         uint32_t idx = w * 64 + bit;
-        if (idx >= ar->nchunks) break;
+        if (idx >= kr__area_nchunks(ar)) break;
         ar->bits[w] |= 1ull << bit;
         ar->nused++;
         size_t csz = kr__arena_class_bytes(cls);
@@ -223,9 +241,9 @@ static struct kr__area *find_area(const struct kr__arena *a, const void *p)
     uint32_t lo = 0, hi = a->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        struct kr__area *ar = kr__arena_sorted(a)[mid];
+        struct kr__area *ar = kr__arena_sorted(a, mid);
         if (c < ar->data) hi = mid;
-        else if (c >= ar->data + (size_t)ar->nchunks * kr__arena_class_bytes(ar->cls)) lo = mid + 1;
+        else if (c >= ar->data + ((size_t)kr__arena_class_bytes(ar->cls) << ar->lg)) lo = mid + 1;
         else return ar;
     }
     return NULL;
@@ -291,7 +309,7 @@ static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, 
                           struct kr__alien *alien)
 {
     size_t csz = kr__arena_class_bytes(ar->cls);
-    for (uint32_t c = 0; c < ar->nchunks; c++) {
+    for (uint32_t c = 0; c < kr__area_nchunks(ar); c++) {
         if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
         h = kr__mix(h, ((uint64_t)ar->cls << 48) ^ (ar->first + c));
         const char *p = ar->data + (size_t)c * csz;
@@ -314,7 +332,7 @@ uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__
 {
     uint64_t h = kr__mix(0x5EED, root ? canonical_word(a, (uint64_t)(uintptr_t)root, NULL) : 0);
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
-        for (const struct kr__area *ar = class_head(a, cls); ar; ar = ar->next)
+        for (const struct kr__area *ar = class_head(a, cls); ar; ar = area_next(a, ar))
             if (ar->nused) h = hash_area(a, ar, h, alien);
     return h;
 }
@@ -326,7 +344,7 @@ static bool maybe_alien(const struct kr__arena *a, uint64_t w, const struct kr__
     if (!kr__addr_maybe(w)) return false;
     const char *p = (const char *)(uintptr_t)w;
     const struct kr__area *l = *last;
-    if (l && p >= l->data && p <= l->data + (size_t)l->nchunks * kr__arena_class_bytes(l->cls))
+    if (l && p >= l->data && p <= l->data + (kr__arena_class_bytes(l->cls) << l->lg))
         return false;
     const struct kr__area *ar = find_area(a, p);
     if (!ar) ar = find_area(a, p - 1);
@@ -338,9 +356,9 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
 {
     const struct kr__area *last = NULL;
     for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         size_t csz = kr__arena_class_bytes(ar->cls);
-        for (uint32_t c = 0; c < ar->nchunks && ar->nused; c++) {
+        for (uint32_t c = 0; c < kr__area_nchunks(ar) && ar->nused; c++) {
             if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
             const char *p = ar->data + (size_t)c * csz;
             for (size_t off = 0; off < csz; off += 8) {
@@ -360,15 +378,15 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
 
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
 {
-    if (a->seg || !a->areas) return NULL; /* (tracked modes: in the LP's own slice) */
-    if (!index_intact(a)) return NULL;    /* (overwritten by another's overrun) */
+    if (a->seg || !a->n) return NULL;        /* (tracked modes: in the LP's own slice) */
+    if (a->cap && !index_intact(a)) return NULL; /* (overwritten by another's overrun) */
     for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         /* an overrun from elsewhere may have clobbered this header: skip what it says */
         size_t hdr = (sizeof(struct kr__area) + (size_t)KR_AREA_NWORDS(ar) * 8 + 15) & ~(size_t)15;
-        if (ar->cls >= KR_ARENA_CLASSES || ar->data != (const char *)ar + hdr)
+        if (ar->cls >= KR_ARENA_CLASSES || ar->lg > 20 || ar->data != (const char *)ar + hdr)
             continue;
-        if (memcmp(ar->data + (size_t)ar->nchunks * kr__arena_class_bytes(ar->cls), canary,
+        if (memcmp(ar->data + (kr__arena_class_bytes(ar->cls) << ar->lg), canary,
                    CANARY_BYTES))
             return ar;
     }
@@ -385,9 +403,9 @@ void kr__arena_mark(struct kr__arena *a, const void *p, size_t n)
     if (end > s->base + s->top) end = s->base + s->top;
     while (c < end) {
         uint32_t pg = (uint32_t)((size_t)(c - s->base) >> KR_PAGE_SHIFT);
-        struct kr__area *ar = a->areas[s->pg_area[pg]];
+        struct kr__area *ar = kr__arena_area(a, s->pg_area[pg]);
         size_t csz = kr__arena_class_bytes(ar->cls);
-        const char *aend = ar->data + (size_t)ar->nchunks * csz;
+        const char *aend = ar->data + (csz << ar->lg);
         const char *stop = end < aend ? end : aend;
         size_t i = (size_t)(c - ar->data) / csz, last = (size_t)(stop - 1 - ar->data) / csz;
         uint64_t *d = KR_AREA_DIRTY(ar);

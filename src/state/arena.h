@@ -15,15 +15,14 @@
 #define KR_ARENA_CLASSES 23       /* largest chunk: 64 MiB */
 
 struct kr__area {
-    struct kr__area *next;        /* next area of the same class */
     char *data;                   /* nchunks * (16 << cls) bytes, 16-aligned */
-    uint32_t nchunks;
+    uint32_t next;                /* creation index of the next area of the same class, 0
+                                   * for none (index 0, the arena's first, heads its class) */
     uint32_t nused;
-    uint32_t index;               /* creation order within the arena */
-    uint32_t rank;                /* position in its class's list */
     uint32_t first;               /* ordinal of its first chunk among all chunks of its
                                    * class: (class, ordinal) names a chunk independently of
                                    * how areas are sized (state hashing, every mode alike) */
+    uint8_t lg;                   /* log2 of its number of chunks (always a power of two) */
     uint8_t cls;
     uint8_t flags;                /* KR_AF_*: metadata bookkeeping of checkpoints */
     uint64_t bits[];              /* use bitmap; tracked modes add a dirty bitmap (chunk
@@ -32,22 +31,32 @@ struct kr__area {
 
 enum { KR_AF_META_DIRTY = 1, KR_AF_META_MARK = 2 };
 
-/* An area's header is 40 bytes, so that with one bitmap word the chunks start 48 bytes in:
- * millions of LPs hold one small area each (PHOLD at 1 M LPs: 160 -> 112 bytes of heap). */
-_Static_assert(sizeof(struct kr__area) == 40, "keep the area header at 40 bytes");
+/* An area's header is 24 bytes, so that with one bitmap word the chunks start 32 bytes in:
+ * millions of LPs hold one small area each (PHOLD at 1 M LPs: 160 -> 112 bytes of heap
+ * with a 40-byte header, then 112 -> 80 with this one and an 8-byte canary). */
+_Static_assert(sizeof(struct kr__area) == 24, "keep the area header at 24 bytes");
+
+static inline uint32_t kr__area_nchunks(const struct kr__area *ar)
+{
+    return 1u << ar->lg;
+}
 
 /* Bitmap words of an area (one bit a chunk). */
-#define KR_AREA_NWORDS(ar) (((ar)->nchunks + 63) / 64)
+#define KR_AREA_NWORDS(ar) ((kr__area_nchunks(ar) + 63) / 64)
 #define KR_AREA_USE(ar) ((ar)->bits)
 #define KR_AREA_DIRTY(ar) ((ar)->bits + KR_AREA_NWORDS(ar))
 #define KR_AREA_MARK(ar) ((ar)->bits + 2 * (size_t)KR_AREA_NWORDS(ar))
 
 /* An arena lives in every LP, so it is kept small (millions of LPs): a class's first area
- * is named by its creation index, not a pointer, and both area lists share one block. */
+ * is named by its creation index, not a pointer, both area lists share one block, and an
+ * arena of one area - most LPs, whose state is one allocation - has no list at all. */
 #define KR_ARENA_FIRST_FAR 255    /* first[cls]: index too large to keep, search `areas` */
 struct kr__arena {
-    struct kr__area **areas;      /* creation order; then `cap` more, by data address (for
-                                   * free() and pointer lookup): kr__arena_sorted */
+    union {
+        struct kr__area **areas;  /* cap > 0: creation order; then `cap` more, by data
+                                   * address (for free() and pointer lookup) */
+        struct kr__area *one;     /* cap == 0: the only area, if n == 1 */
+    };
     uint32_t n, cap;
     size_t used;                  /* chunk bytes in use */
     size_t limit;                 /* on `used`; 0 = unlimited */
@@ -63,9 +72,16 @@ static inline bool kr__arena_marks(const struct kr__arena *a)
     return a->mode == KR_STATE_CHUNK;
 }
 
-static inline struct kr__area **kr__arena_sorted(const struct kr__arena *a)
+/* The i-th area in creation order. */
+static inline struct kr__area *kr__arena_area(const struct kr__arena *a, uint32_t i)
 {
-    return a->areas + a->cap;
+    return a->cap ? a->areas[i] : a->one;
+}
+
+/* The i-th area by data address. */
+static inline struct kr__area *kr__arena_sorted(const struct kr__arena *a, uint32_t i)
+{
+    return a->cap ? a->areas[a->cap + i] : a->one;
 }
 
 /* Failure codes of kr__arena_alloc / kr__arena_free. */

@@ -30,7 +30,7 @@ struct page_units {
 static void page_units(const struct kr__arena *a, uint32_t p, struct page_units *v)
 {
     const struct kr__seg *s = a->seg;
-    const struct kr__area *ar = a->areas[s->pg_area[p]];
+    const struct kr__area *ar = kr__arena_area(a, s->pg_area[p]);
     size_t csz = kr__arena_class_bytes(ar->cls);
     v->addr = s->base + ((size_t)p << KR_PAGE_SHIFT);
     v->u = csz < KR_PAGE ? csz : KR_PAGE;
@@ -100,7 +100,7 @@ static size_t full_size(const struct kr__arena *a)
 {
     size_t bytes = 0;
     for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         bytes += 4;
         if (ar->nused)
             bytes += bitmap_bytes(ar) + (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
@@ -111,7 +111,7 @@ static size_t full_size(const struct kr__arena *a)
 static void write_full(const struct kr__arena *a, unsigned char *o)
 {
     for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         put32(&o, ar->nused);
         if (!ar->nused) continue;
         put(&o, ar->bits, bitmap_bytes(ar));
@@ -123,7 +123,7 @@ static size_t incr_size(const struct kr__arena *a)
 {
     size_t bytes = 8;
     for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         if (ar->flags & KR_AF_META_DIRTY) bytes += 8 + (ar->nused ? bitmap_bytes(ar) : 0);
         if (a->mode == KR_STATE_CHUNK && ar->nused &&
             any_bits(KR_AREA_DIRTY(ar), ar->bits, KR_AREA_NWORDS(ar)))
@@ -142,10 +142,10 @@ static size_t incr_size(const struct kr__arena *a)
 static void write_incr(const struct kr__arena *a, unsigned char *o)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < a->n; i++) n += (a->areas[i]->flags & KR_AF_META_DIRTY) != 0;
+    for (uint32_t i = 0; i < a->n; i++) n += (kr__arena_area(a, i)->flags & KR_AF_META_DIRTY) != 0;
     put32(&o, n);
     for (uint32_t i = 0; i < a->n; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         if (!(ar->flags & KR_AF_META_DIRTY)) continue;
         put32(&o, i);
         put32(&o, ar->nused);
@@ -156,7 +156,7 @@ static void write_incr(const struct kr__arena *a, unsigned char *o)
         o += 4;
         n = 0;
         for (uint32_t i = 0; i < a->n; i++) {
-            const struct kr__area *ar = a->areas[i];
+            const struct kr__area *ar = kr__arena_area(a, i);
             const uint64_t *d = KR_AREA_DIRTY(ar);
             if (!ar->nused || !any_bits(d, ar->bits, KR_AREA_NWORDS(ar))) continue;
             put32(&o, i);
@@ -187,7 +187,7 @@ static void write_incr(const struct kr__arena *a, unsigned char *o)
 static void clear_tracking(struct kr__arena *a)
 {
     for (uint32_t i = 0; i < a->n; i++) {
-        struct kr__area *ar = a->areas[i];
+        struct kr__area *ar = kr__arena_area(a, i);
         ar->flags &= (uint8_t)~KR_AF_META_DIRTY;
         if (a->mode == KR_STATE_CHUNK) memset(KR_AREA_DIRTY(ar), 0, bitmap_bytes(ar));
     }
@@ -305,7 +305,7 @@ static void apply_full(struct kr__arena *a, const struct kr__ckpt *c)
 {
     const unsigned char *in = c->data;
     for (uint32_t i = 0; i < c->nareas; i++) {
-        struct kr__area *ar = a->areas[i];
+        struct kr__area *ar = kr__arena_area(a, i);
         uint32_t nused = get32(&in);
         if (!(ar->flags & KR_AF_META_MARK)) set_meta(ar, nused, in);
         if (nused) in = apply_chunks(a, ar, in, true);
@@ -316,14 +316,14 @@ static void apply_incr(struct kr__arena *a, const struct kr__ckpt *c)
 {
     const unsigned char *in = c->data;
     for (uint32_t n = get32(&in); n; n--) {
-        struct kr__area *ar = a->areas[get32(&in)];
+        struct kr__area *ar = kr__arena_area(a, get32(&in));
         uint32_t nused = get32(&in);
         if (!(ar->flags & KR_AF_META_MARK)) set_meta(ar, nused, in);
         if (nused) in += bitmap_bytes(ar);
     }
     if (c->mode == KR_STATE_CHUNK) {
         for (uint32_t n = get32(&in); n; n--) {
-            struct kr__area *ar = a->areas[get32(&in)];
+            struct kr__area *ar = kr__arena_area(a, get32(&in));
             in = apply_chunks(a, ar, in, false);
         }
         return;
@@ -351,7 +351,7 @@ static void apply_incr(struct kr__arena *a, const struct kr__ckpt *c)
 static void clear_marks(struct kr__arena *a)
 {
     for (uint32_t i = 0; i < a->n; i++) {
-        struct kr__area *ar = a->areas[i];
+        struct kr__area *ar = kr__arena_area(a, i);
         ar->flags &= ~(uint32_t)KR_AF_META_MARK;
         if (a->mode == KR_STATE_CHUNK) memset(KR_AREA_MARK(ar), 0, bitmap_bytes(ar));
     }
@@ -374,7 +374,7 @@ void kr__ckpt_restore(struct kr__arena *a, const struct kr__ckpt *c,
     }
     size_t used = 0;
     for (uint32_t i = 0; i < a->n; i++) {
-        struct kr__area *ar = a->areas[i];
+        struct kr__area *ar = kr__arena_area(a, i);
         if (!(ar->flags & KR_AF_META_MARK)) { /* created after c: empty at c */
             ar->nused = 0;
             memset(ar->bits, 0, bitmap_bytes(ar));
@@ -392,13 +392,13 @@ bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c)
     if (c->full) return false;
     const unsigned char *in = c->data;
     for (uint32_t n = get32(&in); n; n--) {
-        struct kr__area *ar = a->areas[get32(&in)];
+        struct kr__area *ar = kr__arena_area(a, get32(&in));
         ar->flags |= KR_AF_META_DIRTY;
         if (get32(&in)) in += bitmap_bytes(ar);
     }
     if (c->mode == KR_STATE_CHUNK) {
         for (uint32_t n = get32(&in); n; n--) {
-            struct kr__area *ar = a->areas[get32(&in)];
+            struct kr__area *ar = kr__arena_area(a, get32(&in));
             uint64_t *d = KR_AREA_DIRTY(ar);
             size_t cnt = 0;
             for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++) {
@@ -428,7 +428,7 @@ void *kr__ckpt_unmarked_write(const struct kr__arena *a, const struct kr__ckpt *
 {
     const unsigned char *in = c->data;
     for (uint32_t i = 0; i < c->nareas; i++) {
-        const struct kr__area *ar = a->areas[i];
+        const struct kr__area *ar = kr__arena_area(a, i);
         if (!get32(&in)) continue;
         struct saved_chunks it;
         uint32_t idx;

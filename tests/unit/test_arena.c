@@ -40,6 +40,22 @@ int main(void)
     CHECK(kr__arena_alloc(&a, 8000, &err) == NULL && err == KR_ARENA_EXHAUSTED);
     kr__arena_destroy(&a);
 
+    /* an arena of one area (most LPs: one state block) keeps no index block; its area is
+     * found, checked for overruns and moved into a block when a second one comes */
+    kr__arena_init(&a, 0, KR_STATE_FULL, NULL);
+    unsigned char *one = kr__arena_alloc(&a, 32, &err);
+    CHECK(one && a.n == 1 && a.cap == 0 && kr__arena_area(&a, 0) == kr__arena_sorted(&a, 0));
+    CHECK(kr__area_nchunks(kr__arena_area(&a, 0)) == 1);
+    CHECK(kr__arena_chunk_size(&a, one) == 32 && kr__arena_overrun(&a) == NULL);
+    one[32] ^= 1;                                             /* one byte past its end */
+    CHECK(kr__arena_overrun(&a) == kr__arena_area(&a, 0));
+    one[32] ^= 1;
+    void *two = kr__arena_alloc(&a, 100, &err);
+    CHECK(two && a.n == 2 && a.cap == 2 && kr__arena_area(&a, 0)->data == (char *)one);
+    CHECK(kr__arena_chunk_size(&a, one) == 32 && kr__arena_chunk_size(&a, two) == 128);
+    CHECK(kr__arena_free(&a, one) == KR_ARENA_OK && kr__arena_overrun(&a) == NULL);
+    kr__arena_destroy(&a);
+
     /* same logical state in two arenas (different addresses) hashes the same */
     struct kr__arena b1, b2;
     kr__arena_init(&b1, 0, KR_STATE_FULL, NULL);
