@@ -243,6 +243,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     j->ntext = 0;
     int rr;
     do {
+        kr__lp_prefetch_state(r, kr__heap_top(&c->heap)->dest);
         struct kr__ev *e = kr__heap_pop(&c->heap);
         kr__heap_prefetch_next(&c->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
         c->taken_ts = e->k.ts;

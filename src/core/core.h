@@ -79,6 +79,16 @@ static inline struct kr__lp *kr__lp_at(const struct kr__run *r, kr_lp id)
     return (struct kr__lp *)(r->lp_mem + id * r->lp_bytes);
 }
 
+/* Latency hiding for many LPs: the first line of the state of the event at the heap's top,
+ * issued before the pop so that its miss overlaps the pop's sift (the LP's hot line, which
+ * names the state, was prefetched one event earlier: kr__heap_prefetch_next). (The asm:
+ * see kr__heap_prefetch_next.) */
+static inline void kr__lp_prefetch_state(const struct kr__run *r, kr_lp id)
+{
+    __asm__ volatile("");
+    __builtin_prefetch(kr__lp_at(r, id)->root, 1);
+}
+
 /* Columns of the progress time series (--stats "series"). */
 #define KR_SERIES_COLS 9   /* wall_seconds, gvt, committed, processed, rss_bytes, rollbacks,
                             * rolled_back, preempted_at_calls, preempted_by_ticks */

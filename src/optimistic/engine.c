@@ -485,6 +485,7 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
     struct kr__ev *e;
     for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
                          e->k.ts < end && e->st == KR_EV_PENDING && tw_may_run(th, e); k++) {
+        kr__lp_prefetch_state(th->r, e->dest);
         kr__heap_pop(&th->heap);
         tw_prefetch_next(th);
         tw_process(th, e);
@@ -628,6 +629,7 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
 /* A turn that runs e, the thread's lowest pending event. */
 static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
 {
+    kr__lp_prefetch_state(th->r, e->dest);
     kr__heap_pop(&th->heap);
     tw_prefetch_next(th);
     if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);

@@ -67,6 +67,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
     while ((e = kr__heap_top(&s->heap)) && e->k.ts < end &&
            !(e->k.ts > last && kr__interrupted())) {
         last = e->k.ts;
+        kr__lp_prefetch_state(r, e->dest);
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
         struct kr__lp *lp = kr__lp_at(r, e->dest);
