@@ -260,6 +260,8 @@ struct tw_global {
     _Atomic uint64_t gvt_bits;             /* its timestamp, for other readers (progress) */
     _Atomic int stop;
     _Atomic unsigned running;
+    pthread_mutex_t end_mu;                /* the last worker out signals end_cv, so that */
+    pthread_cond_t end_cv;                 /* the watcher (tw_watch) ends the run at once */
     _Atomic unsigned left;                 /* workers out of their loop (tw_stop_together) */
     _Atomic uint64_t paused_ns;            /* wall time the process stood still (stopped by
                                             * SIGSTOP, a suspended machine), as the watcher
