@@ -32,7 +32,7 @@ LAYERS = [
     ("src/core/options.*", 4), ("src/core/report.*", 4), ("src/core/marks.c", 4),
     ("src/core/wrap.c", 4), ("src/core/params.c", 4), ("src/core/models.c", 4),
     # the engine interface: the run's and LP's structures, faults, timeouts, statistics
-    ("src/core/*", 2), ("src/stats/*", 2),
+    ("src/core/*", 2), ("src/stats/*", 2), ("src/net/*", 2),
     # the engines
     ("src/sequential/*", 3), ("src/optimistic/*", 3), ("src/conservative/*", 3),
     # the command

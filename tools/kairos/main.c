@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "core/error.h"
 #include "core/options.h"
+#include "net/net.h"
 #include "calibrate.h"
 #include "cmd.h"
 
@@ -71,12 +72,14 @@ static int check_output_path(const char *opt, const char *path, struct kr__error
  * exit codes. */
 int cmd_fail_exit(const struct kr__error *err)
 {
+    int code = err->status == KR_ERR_USAGE ? KR_EXIT_USAGE
+               : err->status == KR_ERR_INTERNAL ? KR_EXIT_INTERNAL : KR_EXIT_MODEL;
+    if (kr__net.mute) return code; /* (another rank prints the run's failure) */
     fprintf(stderr, "kairos: %s%s\n", err->status == KR_ERR_INTERNAL
             ? "internal error (engine invariant violated, please report): " : "error: ",
             err->msg);
     if (err->status == KR_ERR_USAGE) fputs("(see 'kairos --help')\n", stderr);
-    return err->status == KR_ERR_USAGE ? KR_EXIT_USAGE
-           : err->status == KR_ERR_INTERNAL ? KR_EXIT_INTERNAL : KR_EXIT_MODEL;
+    return code;
 }
 
 /* kairos run MODEL --help: the model's parameters. */
@@ -107,6 +110,35 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     return KR_OK;
 }
 
+/* More than one rank: what only a run across ranks can get wrong, found on each rank (the
+ * model's path can differ between hosts); kr__net_agree then picks the report. */
+static int cluster_check(const struct kr__config *c, struct kr__error *err)
+{
+    int n = kr__net.size;
+    if (strcmp(c->engine->name, "optimistic"))
+        return kr__fail(err, KR_ERR_USAGE, "--sync %s runs in one process, and mpirun started "
+                        "%d: run it without mpirun (or with -np 1); across ranks only the "
+                        "optimistic engine runs (--sync optimistic, the default)",
+                        c->engine->name, n);
+    unsigned t = c->threads;
+    if (c->lps < (uint64_t)n * t)
+        return kr__fail(err, KR_ERR_USAGE, "--lps %llu is fewer than %d ranks x %u threads: "
+                        "every worker thread needs an LP of its own; give --lps %llu or more, "
+                        "or fewer ranks or --threads", (unsigned long long)c->lps, n, t,
+                        (unsigned long long)n * t);
+    return kr__model_load(c->model, err) ? KR_OK : err->status;
+}
+
+/* A run across ranks that passed every check: the engine for it is not built yet (every
+ * rank refuses; rank 0 says so). */
+static int cluster_run(struct kr__error *err)
+{
+    kr__net.mute = kr__net.rank != 0;
+    return kr__fail(err, KR_ERR_USAGE, "the optimistic engine does not run across MPI ranks "
+                    "in this version of Kairos yet (mpirun started %d); run one process, with "
+                    "--threads for the cores of this machine", kr__net.size);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct kr__error err = { 0 };
@@ -118,10 +150,18 @@ static int cmd_run(int argc, char **argv)
             return model_help(argv[2], &err) ? cmd_fail_exit(&err) : 0;
     struct kr__config c = { .model = argv[2] };
     int interrupted = 0;
-    if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
+    if (kr__net_start(&err)) return cmd_fail_exit(&err);
+    if (!configure(&c, argc, argv, &err) && kr__net.size > 1) cluster_check(&c, &err);
+    if (!kr__net_agree(&err)) {
+        if (kr__net.size == 1) kr__run_main(&c, &err, &interrupted);
+        else cluster_run(&err);
+    }
+    /* (the report before MPI_Finalize: mpirun kills the other ranks once one has left with
+     * a failure, and the reporter may not be the first to leave) */
+    int rc = err.status ? cmd_fail_exit(&err) : interrupted ? 128 + interrupted : 0;
+    kr__net_stop();
     kr__options_free(&c);
-    if (err.status) return cmd_fail_exit(&err);
-    return interrupted ? 128 + interrupted : 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -138,6 +178,11 @@ int main(int argc, char **argv)
         puts("kairos " KAIROS_VERSION " (AddressSanitizer build)");
 #else
         puts("kairos " KAIROS_VERSION);
+#endif
+#ifdef KR_NET_BUILT
+        puts("MPI: " KR_NET_MODULE " built with it (a run started by mpirun loads it)");
+#else
+        puts("MPI: not built (CMake found no MPI): a run is one process");
 #endif
         return 0;
     }

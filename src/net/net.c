@@ -1,0 +1,142 @@
+/* net.c - several ranks of one run: the launch recognised from the environment, the MPI
+ * module found and opened, errors agreed across ranks (see net.h). */
+#include "net/net.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct kr__net kr__net = { .rank = 0, .size = 1 };
+
+/* The variables the common launchers set in every rank's environment. */
+static const struct {
+    const char *size, *rank;
+} launchers[] = {
+    { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK" }, /* Open MPI's mpirun */
+    { "PMI_SIZE", "PMI_RANK" },                         /* MPICH's and Intel MPI's hydra */
+    { "PMIX_SIZE", "PMIX_RANK" },                       /* a PMIx launcher (prun) */
+};
+
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return -1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end || x < 0 || x > INT_MAX ? -1 : (int)x;
+}
+
+int kr__net_launched(int *rank)
+{
+    *rank = 0;
+    for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
+        int n = env_int(launchers[i].size);
+        if (n < 1) continue;
+        int r = env_int(launchers[i].rank);
+        *rank = r >= 0 && r < n ? r : 0;
+        return n;
+    }
+    return 1;
+}
+
+/* Open the module: KAIROS_MPI_MODULE if set (tests, a module elsewhere), else next to the
+ * executable (a build directory), else the install's library directory. */
+static void *open_module(char *tried, size_t cap)
+{
+    const char *env = getenv("KAIROS_MPI_MODULE");
+    if (env) {
+        snprintf(tried, cap, "%s", env);
+        return dlopen(env, RTLD_NOW | RTLD_GLOBAL);
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(tried, cap, "(the executable's directory: /proc/self/exe unreadable)");
+        return NULL;
+    }
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    /* (RTLD_GLOBAL: Open MPI opens components of its own that need libmpi's symbols) */
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/" KR_NET_MODULE, exe);
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    int used = snprintf(tried, cap, "%s", path);
+    if (h) return h;
+    snprintf(path, sizeof path, "%s/" KR_NET_INSTALL_DIR "/" KR_NET_MODULE, exe);
+    if (used > 0 && (size_t)used < cap) snprintf(tried + used, cap - (size_t)used, ", %s", path);
+    return dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+}
+
+static int no_module(struct kr__error *err, int size, const char *tried, const char *why)
+{
+    return kr__fail(err, KR_ERR_USAGE,
+                    "started by mpirun as one of %d ranks, but this kairos cannot join them: "
+                    "%s (looked for %s). Install Open MPI's development files "
+                    "(libopenmpi-dev) and rebuild: CMake then builds " KR_NET_MODULE " next to "
+                    "kairos; or run a single process without mpirun", size, why, tried);
+}
+
+int kr__net_start(struct kr__error *err)
+{
+    int rank, size = kr__net_launched(&rank);
+    kr__net.rank = rank;
+    kr__net.size = 1;
+    if (size == 1) return KR_OK;
+    /* (no other rank can be told: every rank prints, the first only) */
+    kr__net.mute = rank != 0;
+    char tried[2 * PATH_MAX + 160];
+    void *h = open_module(tried, sizeof tried);
+    if (!h) return no_module(err, size, tried, dlerror());
+    const struct kr__net_ops *(*entry)(void) =
+        (const struct kr__net_ops *(*)(void))dlsym(h, KR_NET_ENTRY);
+    const struct kr__net_ops *ops = entry ? entry() : NULL;
+    if (!ops || ops->abi != KR_NET_ABI)
+        return no_module(err, size, tried, "the module is not this kairos's (rebuild both)");
+    char why[512];
+    if (ops->init(&kr__net.rank, &kr__net.size, kr__net.lib, sizeof kr__net.lib, why,
+                  sizeof why))
+        return kr__fail(err, KR_ERR_RESOURCE, "rank %d of %d: MPI did not start: %s", rank,
+                        size, why);
+    kr__net.ops = ops;
+    kr__net.mute = false;
+    return KR_OK;
+}
+
+int kr__net_agree(struct kr__error *err)
+{
+    if (!kr__net.ops || kr__net.size < 2) return err->status;
+    int *all = calloc((size_t)kr__net.size, sizeof *all);
+    if (!all || kr__net.ops->allgather_int(err->status, all)) {
+        free(all);
+        if (!err->status)
+            kr__fail(err, KR_ERR_RESOURCE, "rank %d: the ranks could not exchange their "
+                     "start-up status (MPI_Allgather failed)", kr__net.rank);
+        return err->status;
+    }
+    int first = -1, failed = 0;
+    for (int r = 0; r < kr__net.size; r++)
+        if (all[r]) {
+            if (first < 0) first = r;
+            failed++;
+        }
+    if (first >= 0 && first != kr__net.rank) {
+        err->status = all[first];
+        kr__net.mute = true;
+    } else if (first == kr__net.rank && failed < kr__net.size) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        snprintf(err->msg, sizeof err->msg, "rank %d of %d (%d of the ranks failed, the "
+                 "lowest reports): %.1400s", kr__net.rank, kr__net.size, failed, msg);
+    }
+    free(all);
+    return err->status;
+}
+
+void kr__net_stop(void)
+{
+    if (kr__net.ops) kr__net.ops->finalize();
+    kr__net.ops = NULL;
+}

@@ -1,0 +1,53 @@
+/* net.h - one run as several processes (MPI ranks): how a launch by mpirun is recognised,
+ * the MPI module that is loaded only then, and the collective steps the run takes.
+ *
+ * The kairos executable does not link MPI: a process started by itself never loads it
+ * (starting libmpi costs every run ~3 ms, and a kairos built where MPI was installed runs
+ * where it is not). The MPI calls live in a module of their own (net/mpi.c, built as
+ * kairos-mpi.so when CMake finds MPI), opened when the environment says that mpirun
+ * started more than one rank. Without it, such a launch is refused with what to do.
+ */
+#ifndef KR_NET_NET_H
+#define KR_NET_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "core/error.h"
+
+#define KR_NET_ABI 1
+#define KR_NET_MODULE "kairos-mpi.so"
+#define KR_NET_ENTRY "kr_net_mpi_entry"
+
+/* What the MPI module provides (one table, checked by its abi). */
+struct kr__net_ops {
+    unsigned abi;                                   /* KR_NET_ABI */
+    /* MPI_Init_thread: this rank and the world's size, and the library's name; 0, or -1
+     * with a message in err. */
+    int (*init)(int *rank, int *size, char *lib, size_t libcap, char *err, size_t errcap);
+    void (*finalize)(void);
+    /* Every rank's v, in rank order, into all[size]. 0, or -1. */
+    int (*allgather_int)(int v, int *all);
+};
+
+struct kr__net {
+    int rank, size;                   /* 0 and 1 for a process on its own */
+    bool mute;                        /* another rank reports the run's failure */
+    const struct kr__net_ops *ops;    /* NULL: no MPI (one process) */
+    char lib[128];                    /* the MPI library (its version string's first line) */
+};
+extern struct kr__net kr__net;
+
+/* The world's size that the launcher put in the environment (Open MPI, MPICH, PMIx): 1
+ * when kairos was not started by mpirun, or as one rank only; *rank its rank. */
+int kr__net_launched(int *rank);
+/* Join the other ranks if mpirun started several: load the module, MPI_Init. A failure is
+ * this rank's (a usage error: no MPI support, the module missing or broken). */
+int kr__net_start(struct kr__error *err);
+/* Collective (every rank, once): the failure of the lowest rank that failed becomes every
+ * rank's status; only that rank keeps its message to print (the others are muted), and it
+ * names its rank when others did not fail. Returns the agreed status. */
+int kr__net_agree(struct kr__error *err);
+/* MPI_Finalize, if started. */
+void kr__net_stop(void);
+
+#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""A run across MPI ranks (issue 15): the launch is recognised, a kairos without the MPI
+module refuses it with what to do, and every check that only a multi-rank run can fail
+(--sync, the LP count, a model missing on one rank) is agreed between the ranks and
+reported once, by the lowest failing rank, with the same exit status on all.
+
+    cluster.py KAIROS BUILD_DIR
+
+The checks without mpirun (the environment a launcher sets, faked) run everywhere; those
+with mpirun are skipped, and say so, where Open MPI or the module (BUILD_DIR/kairos-mpi.so)
+is missing."""
+import os
+import shutil
+import subprocess
+import sys
+from common import Tally, build_kind, digest, fail, run
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+kind = build_kind(kairos)
+MODULE = os.path.join(build, "kairos-mpi.so")
+NO_MPI_MSG = "started by mpirun as one of 2 ranks, but this kairos cannot join them"
+
+
+def env_with(**kv):
+    e = dict(os.environ)
+    for k in ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
+              "PMIX_SIZE", "PMIX_RANK", "KAIROS_MPI_MODULE"):
+        e.pop(k, None)
+    e.update(kv)
+    if kind == "asan":  # (the MPI library's start-up allocations are not ours to free)
+        e["ASAN_OPTIONS"] = e.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return e
+
+
+def launched(rank, *args):
+    """kairos as if a launcher had started it as rank `rank` of 2, with no module."""
+    return subprocess.run([kairos, *args], capture_output=True, text=True, timeout=60,
+                          env=env_with(OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_RANK=str(rank),
+                                       KAIROS_MPI_MODULE="/nonexistent/kairos-mpi.so"))
+
+
+def without_mpirun():
+    base = ["run", "phold", "--lps", "64", "--end", "10"]
+    p0, p1 = launched(0, *base), launched(1, *base)
+    if p0.returncode != 2 or NO_MPI_MSG not in p0.stderr or "libopenmpi-dev" not in p0.stderr:
+        fail(f"rank 0 of a launch without the module: exit {p0.returncode}\n{p0.stderr}")
+    if p1.returncode != 2 or p1.stderr:
+        fail(f"rank 1 of a launch without the module must exit 2 quietly (rank 0 reports): "
+             f"exit {p1.returncode}\n{p1.stderr}")
+    t.ok("launched as 2 ranks without the MPI module: rank 0 says what to do, rank 1 is "
+         "quiet, both exit 2")
+    one = subprocess.run([kairos, *base, "--stats", os.devnull], capture_output=True,
+                         text=True, timeout=60, env=env_with(OMPI_COMM_WORLD_SIZE="1",
+                                                             OMPI_COMM_WORLD_RANK="0"))
+    _, _, plain = run(kairos, *base)
+    if one.returncode != 0 or "run digest:" not in one.stderr:
+        fail(f"a launch of one rank must run as a plain process: exit {one.returncode}\n"
+             f"{one.stderr}")
+    if digest(one.stderr) != digest(plain):
+        fail("a launch of one rank gave another digest than a plain run")
+    t.ok("launched as 1 rank: the run of a plain process, same digest")
+
+
+def mpirun(np, *args, shell=None):
+    # (one machine: shared memory only; the TCP transport's own locking is what
+    # ThreadSanitizer reported here, not kairos's; no single-copy: containers forbid ptrace)
+    cmd = ["mpirun", "--oversubscribe", "--mca", "btl", "self,vader",
+           "--mca", "btl_vader_single_copy_mechanism", "none", "-np", str(np)]
+    cmd += ["sh", "-c", shell] if shell else [kairos, *args]
+    e = env_with(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                 KAIROS=kairos)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=e)
+    except subprocess.TimeoutExpired:
+        fail(f"hang: {' '.join(cmd)} did not finish in 120 s")
+
+
+def once(p, rc, needle, what):
+    n = p.stderr.count("kairos: error:")
+    if p.returncode != rc or needle not in p.stderr or n != 1:
+        fail(f"{what}: want exit {rc} and one report containing '{needle}', got exit "
+             f"{p.returncode} and {n} reports:\n{p.stderr}")
+    t.ok(f"{what}: exit {rc}, reported once")
+
+
+def with_mpirun():
+    for sync in ("sequential", "conservative"):
+        once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--sync", sync), 2,
+             f"--sync {sync} runs in one process", f"2 ranks, --sync {sync}")
+    once(mpirun(2, "run", "phold", "--lps", "3", "--threads", "2"), 2,
+         "--lps 3 is fewer than 2 ranks x 2 threads", "2 ranks x 2 threads, 3 LPs")
+    ring = os.path.join(build, "libring.so")
+    pick = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then m=/nonexistent/libring.so; '
+            f'else m={ring}; fi; exec "$KAIROS" run "$m" --lps 8 --threads 1')
+    p = mpirun(2, shell=pick)
+    once(p, 2, "rank 1 of 2", "the model missing on rank 1")
+    if "cannot load model '/nonexistent/libring.so'" not in p.stderr:
+        fail(f"the model missing on rank 1: the report must name the model\n{p.stderr}")
+    once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--threads", "1"), 2,
+         "does not run across MPI ranks", "2 ranks of a valid run (not built yet)")
+    p = mpirun(1, "run", "phold", "--lps", "64", "--end", "10", "--stats", os.devnull)
+    _, _, plain = run(kairos, "run", "phold", "--lps", "64", "--end", "10")
+    if p.returncode != 0:
+        fail(f"mpirun -np 1 must run as a plain process:\n{p.stderr}")
+    if digest(p.stderr) != digest(plain):
+        fail("mpirun -np 1 gave another digest than a plain run")
+    t.ok("mpirun -np 1: the run of a plain process, same digest")
+
+
+without_mpirun()
+if not shutil.which("mpirun"):
+    print("skipped: the checks under mpirun (no mpirun on this machine)")
+elif not os.path.exists(MODULE):
+    print(f"skipped: the checks under mpirun ({MODULE} not built: CMake found no MPI)")
+else:
+    with_mpirun()
+t.finish()
