@@ -701,7 +701,6 @@ static bool tw_page_tracked(const struct kr__run *r)
 
 static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 {
-    kr_lp per = (r->n + g->n - 1) / g->n;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         memset(th, 0, sizeof *th);
@@ -710,8 +709,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->g = g;
         th->pool = &r->pools[t];
         th->cnt = &r->counters[t];
-        kr_lp lo = (kr_lp)t * per < r->n ? (kr_lp)t * per : r->n;
-        kr_lp hi = lo + per < r->n ? lo + per : r->n;
+        kr_lp lo = kr__block_first(t, r->n, g->n), hi = kr__block_first(t + 1, r->n, g->n);
         th->nlps = hi - lo;
         for (kr_lp id = lo; id < hi; id++) {
             g->owner[id] = g->target[id] = (uint16_t)t;

@@ -298,8 +298,7 @@ static void retire_worker(struct tw_global *g, unsigned w)
 /* Contiguous blocks over the first `nact` workers (all of them: the first mapping). */
 static void block_mapping(struct tw_global *g, unsigned nact)
 {
-    kr_lp per = (g->r->n + nact - 1) / nact;
-    for (kr_lp lp = 0; lp < g->r->n; lp++) add_move(g, lp, (unsigned)(lp / per));
+    for (kr_lp lp = 0; lp < g->r->n; lp++) add_move(g, lp, kr__block_of(lp, g->r->n, nact));
 }
 
 static void trial_set(struct tw_global *g, unsigned nact, int state, double rate)

@@ -12,6 +12,7 @@
 #include "core/typetime.h"
 #include "core/core.h"
 #include "core/interrupt.h"
+#include "core/place.h"
 #include "msg/channel.h"
 #include "queue/heap.h"
 #include "state/blob.h"

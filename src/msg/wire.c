@@ -1,0 +1,53 @@
+/* wire.c - encoding and decoding events between ranks (see wire.h). */
+#include "msg/wire.h"
+
+size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid)
+{
+    struct kr__wire_hdr h = { .kind = KR_WIRE_EVENT, .flags = e->flags & KR_EVF_SPAN,
+                              .type = e->type, .size = e->size, .k = e->k, .dest = e->dest,
+                              .rid = rid };
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, e->payload, e->size);
+    size_t pad = kr__wire_pad8(e->size) - e->size;
+    if (pad) memset(buf + sizeof h + e->size, 0, pad); /* (no stray bytes on the wire) */
+    return kr__wire_event_bytes(e->size);
+}
+
+size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
+                         uint64_t rid)
+{
+    struct kr__wire_hdr h = { .kind = KR_WIRE_ANTI, .k = *k, .dest = dest, .rid = rid };
+    memcpy(buf, &h, sizeof h);
+    return sizeof h;
+}
+
+int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nlps,
+                  struct kr__wire_item *it)
+{
+    size_t left = (size_t)(end - *p);
+    if (!left) return KR_WIRE_END;
+    if (left < sizeof it->h) return KR_WIRE_TRUNCATED;
+    memcpy(&it->h, *p, sizeof it->h);
+    if (it->h.kind != KR_WIRE_EVENT && it->h.kind != KR_WIRE_ANTI) return KR_WIRE_BAD_KIND;
+    if (it->h.size > KR_WIRE_MAX_PAYLOAD || (it->h.kind == KR_WIRE_ANTI && it->h.size))
+        return KR_WIRE_BAD_SIZE;
+    if (it->h.dest >= nlps) return KR_WIRE_BAD_DEST;
+    size_t bytes = kr__wire_event_bytes(it->h.size);
+    if (left < bytes) return KR_WIRE_TRUNCATED;
+    it->payload = *p + sizeof it->h;
+    *p += bytes;
+    return KR_WIRE_OK;
+}
+
+const char *kr__wire_strerror(int code)
+{
+    switch (code) {
+    case KR_WIRE_OK: return "no error";
+    case KR_WIRE_END: return "end of the message";
+    case KR_WIRE_TRUNCATED: return "a record runs past the end of its message";
+    case KR_WIRE_BAD_KIND: return "a record of no known kind";
+    case KR_WIRE_BAD_SIZE: return "a record's payload size is impossible";
+    case KR_WIRE_BAD_DEST: return "a record's destination LP does not exist";
+    default: return "unknown wire error";
+    }
+}

@@ -1,0 +1,71 @@
+/* wire.h - events between ranks: an event or an antimessage encoded into a byte buffer, and
+ * decoded back, checked, into the receiver's terms (docs/cluster.md).
+ *
+ * A record is a 64-byte header (kind, the event's full key, destination, type, payload size,
+ * and the remote id that names the event to its antimessage) and, for an event, its payload
+ * padded to 8 bytes. Ranks run the same build on the same architecture (x86-64), so fields
+ * go in the machine's byte order. A buffer is decoded record by record; a record that does
+ * not fit in what is left, or names a kind or size no sender writes, stops decoding with an
+ * error rather than being read past.
+ */
+#ifndef KR_MSG_WIRE_H
+#define KR_MSG_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "msg/event.h"
+
+enum { KR_WIRE_EVENT = 1, KR_WIRE_ANTI = 2 };
+
+struct kr__wire_hdr {
+    uint8_t kind;             /* KR_WIRE_* */
+    uint8_t flags;            /* the event's KR_EVF_SPAN (the rest are the receiver's) */
+    uint16_t pad_;
+    uint32_t type;
+    uint32_t size;            /* payload bytes (0 for an antimessage) */
+    uint32_t pad2_;
+    struct kr__key k;
+    uint64_t dest;
+    uint64_t rid;             /* remote id: the sending rank's name for this event */
+};
+_Static_assert(sizeof(struct kr__wire_hdr) == 64, "a wire header is one cache line");
+
+/* The largest payload a record may carry (kr_schedule's own limit is far below). */
+#define KR_WIRE_MAX_PAYLOAD (1u << 30)
+
+static inline size_t kr__wire_pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+/* Bytes an event with `size` bytes of payload takes on the wire. */
+static inline size_t kr__wire_event_bytes(size_t size)
+{
+    return sizeof(struct kr__wire_hdr) + kr__wire_pad8(size);
+}
+
+/* Encode e as sent (key, destination, type, payload) with remote id rid at buf, which has
+ * kr__wire_event_bytes(e->size) bytes; returns them. */
+size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid);
+/* Encode the antimessage of the event named rid (key k, for dest); returns the bytes. */
+size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
+                         uint64_t rid);
+
+/* One decoded record: its header, and for an event its payload (inside the buffer). */
+struct kr__wire_item {
+    struct kr__wire_hdr h;
+    const unsigned char *payload;
+};
+
+enum { KR_WIRE_OK = 0, KR_WIRE_END, KR_WIRE_TRUNCATED, KR_WIRE_BAD_KIND, KR_WIRE_BAD_SIZE,
+       KR_WIRE_BAD_DEST };
+
+/* Decode the record at *p (before end) into it and advance *p past it: KR_WIRE_OK, or
+ * KR_WIRE_END at the end of the buffer, or the first thing wrong (a destination must be
+ * below nlps). */
+int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nlps,
+                  struct kr__wire_item *it);
+/* What a KR_WIRE_* code means, for an internal error's message. */
+const char *kr__wire_strerror(int code);
+
+#endif

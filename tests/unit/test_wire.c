@@ -1,0 +1,98 @@
+/* test_wire.c - events between ranks: records encode and decode to the same event, a
+ * damaged buffer is refused, not read past; remote ids match events and antimessages in
+ * either order, survive growth and deletion, and committed events are forgotten. */
+#include "check.h"
+#include "msg/match.h"
+#include "msg/wire.h"
+
+static void wire_round_trip(void)
+{
+    unsigned char storage[sizeof(struct kr__ev) + 24];
+    struct kr__ev *e = (struct kr__ev *)storage;
+    memset(storage, 0, sizeof storage);
+    e->k = (struct kr__key){ 2.5, 3, 0, 17, 41 };
+    e->dest = 9;
+    e->type = 7;
+    e->size = 19;
+    e->flags = KR_EVF_SPAN | KR_EVF_CKPT;
+    for (unsigned i = 0; i < e->size; i++) e->payload[i] = (unsigned char)(i * 13 + 1);
+    unsigned char buf[512];
+    memset(buf, 0xEE, sizeof buf);
+    size_t n = kr__wire_put_event(buf, e, 0x10000000000005ull);
+    CHECK(n == kr__wire_event_bytes(19) && n == 64 + 24);
+    CHECK(buf[64 + 19] == 0 && buf[64 + 23] == 0);          /* padding zeroed */
+    struct kr__key ak = { 4.0, 0, 0, 2, 8 };
+    n += kr__wire_put_anti(buf + n, &ak, 5, 77);
+    const unsigned char *p = buf, *end = buf + n;
+    struct kr__wire_item it;
+    CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_OK);
+    CHECK(it.h.kind == KR_WIRE_EVENT && it.h.dest == 9 && it.h.type == 7 && it.h.size == 19);
+    CHECK(kr__key_cmp(&it.h.k, &e->k) == 0 && it.h.rid == 0x10000000000005ull);
+    CHECK(it.h.flags == KR_EVF_SPAN);                       /* the sender's own flags stay */
+    CHECK(memcmp(it.payload, e->payload, 19) == 0);
+    CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_OK);
+    CHECK(it.h.kind == KR_WIRE_ANTI && it.h.dest == 5 && it.h.rid == 77 && it.h.size == 0);
+    CHECK(kr__key_cmp(&it.h.k, &ak) == 0);
+    CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_END);
+    /* damaged buffers stop decoding at the damage */
+    p = buf;
+    CHECK(kr__wire_next(&p, buf + 64 + 10, 10, &it) == KR_WIRE_TRUNCATED);
+    p = buf;
+    CHECK(kr__wire_next(&p, buf + 30, 10, &it) == KR_WIRE_TRUNCATED);
+    p = buf;
+    CHECK(kr__wire_next(&p, end, 9, &it) == KR_WIRE_BAD_DEST); /* LP 9 of 9 */
+    buf[0] = 3;
+    p = buf;
+    CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_BAD_KIND);
+    buf[0] = KR_WIRE_ANTI;                                   /* an antimessage with payload */
+    p = buf;
+    CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_BAD_SIZE);
+    CHECK(strcmp(kr__wire_strerror(KR_WIRE_TRUNCATED), "no error") != 0);
+}
+
+static void match_both_orders(void)
+{
+    struct kr__match m;
+    kr__match_init(&m);
+    enum { N = 20000 };
+    static struct kr__ev ev[N];
+    for (unsigned i = 0; i < N; i++) ev[i].k.ts = i;
+    /* even ids: the event first; odd ids: the antimessage first */
+    for (unsigned i = 0; i < N; i++) {
+        uint64_t rid = ((uint64_t)(i % 3 + 1) << 48) | i;     /* three "ranks" */
+        if (i % 2 == 0) CHECK(kr__match_event(&m, rid, &ev[i]) == KR_MATCH_KEPT);
+        else CHECK(kr__match_anti(&m, rid, ev[i].k.ts) == NULL);
+    }
+    CHECK(m.n == N && m.waiting == N / 2);
+    CHECK(kr__match_event(&m, (1ull << 48) | 0, &ev[0]) == KR_MATCH_DUPLICATE);
+    for (unsigned i = 0; i < N; i++) {
+        uint64_t rid = ((uint64_t)(i % 3 + 1) << 48) | i;
+        if (i % 2 == 0) CHECK(kr__match_anti(&m, rid, ev[i].k.ts) == &ev[i]);
+        else CHECK(kr__match_event(&m, rid, &ev[i]) == KR_MATCH_ANNIHILATED);
+    }
+    CHECK(m.n == 0 && m.waiting == 0);
+    /* deletions inside clusters keep every other entry findable */
+    for (unsigned i = 0; i < N; i++) CHECK(kr__match_event(&m, i + 1, &ev[i]) == KR_MATCH_KEPT);
+    for (unsigned i = 0; i < N; i += 3) CHECK(kr__match_anti(&m, i + 1, 0) == &ev[i]);
+    for (unsigned i = 0; i < N; i++)
+        if (i % 3) CHECK(kr__match_event(&m, i + 1, &ev[i]) == KR_MATCH_DUPLICATE);
+    /* commit: events before time 10000 are forgotten, a waiting antimessage stays */
+    CHECK(kr__match_anti(&m, 999999, 5.0) == NULL);
+    size_t before = m.n;
+    size_t gone = kr__match_fossil(&m, 10000);
+    size_t want = 0;
+    for (unsigned i = 0; i < 10000; i++) want += i % 3 != 0;
+    CHECK(gone == want && m.n == before - want && m.waiting == 1);
+    for (unsigned i = 10000; i < N; i++)
+        if (i % 3) CHECK(kr__match_anti(&m, i + 1, 0) == &ev[i]);
+    CHECK(kr__match_event(&m, 999999, &ev[5]) == KR_MATCH_ANNIHILATED);
+    CHECK(m.n == 0 && m.waiting == 0);
+    kr__match_destroy(&m);
+}
+
+int main(void)
+{
+    wire_round_trip();
+    match_both_orders();
+    return check_done("wire");
+}
