@@ -13,10 +13,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "core/error.h"
+#include "msg/event.h"
 
-#define KR_NET_ABI 1
+#define KR_NET_ABI 2
 #define KR_NET_MODULE "kairos-mpi.so"
 #define KR_NET_ENTRY "kr_net_mpi_entry"
+
+/* What each rank brings to a GVT round across ranks (docs/cluster.md), combined over the
+ * ranks by a non-blocking all-reduce: keys by their minimum, counts by their sum. */
+struct kr__net_gvt {
+    struct kr__key min;       /* the rank's lowest unprocessed key (pending, in buffers) */
+    struct kr__key sent_min;  /* the lowest key it sent to other ranks in this round */
+    struct kr__key err;       /* the lowest key of a committed model error (or infinity) */
+    int64_t in_flight;        /* remote messages of the old colour it sent, less those it
+                                * received: their sum is what is still on the way */
+    uint64_t done;            /* its LPs whose done() holds */
+};
 
 /* What the MPI module provides (one table, checked by its abi). */
 struct kr__net_ops {
@@ -27,6 +39,11 @@ struct kr__net_ops {
     void (*finalize)(void);
     /* Every rank's v, in rank order, into all[size]. 0, or -1. */
     int (*allgather_int)(int v, int *all);
+    /* Start combining every rank's *in into *out (both must stay put until done); *req
+     * names the operation. 0, or -1. */
+    int (*gvt_start)(const struct kr__net_gvt *in, struct kr__net_gvt *out, void **req);
+    /* Progress it: 1 once *out holds the result (req is then freed), 0 not yet, -1 error. */
+    int (*gvt_test)(void *req);
 };
 
 struct kr__net {

@@ -62,14 +62,16 @@ def without_mpirun():
     t.ok("launched as 1 rank: the run of a plain process, same digest")
 
 
-def mpirun(np, *args, shell=None):
+def mpirun(np, *args, shell=None, program=None):
     # (one machine: shared memory only; the TCP transport's own locking is what
     # ThreadSanitizer reported here, not kairos's; no single-copy: containers forbid ptrace)
     cmd = ["mpirun", "--oversubscribe", "--mca", "btl", "self,vader",
            "--mca", "btl_vader_single_copy_mechanism", "none", "-np", str(np)]
-    cmd += ["sh", "-c", shell] if shell else [kairos, *args]
+    cmd += ["sh", "-c", shell] if shell else [program or kairos, *args]
     e = env_with(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                  KAIROS=kairos)
+    if program:  # (a test program is not next to the module: say where it is)
+        e["KAIROS_MPI_MODULE"] = MODULE
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=e)
     except subprocess.TimeoutExpired:
@@ -106,6 +108,11 @@ def with_mpirun():
     if digest(p.stderr) != digest(plain):
         fail("mpirun -np 1 gave another digest than a plain run")
     t.ok("mpirun -np 1: the run of a plain process, same digest")
+    p = mpirun(3, program=os.path.join(build, "tests", "test_net"))
+    if p.returncode != 0 or p.stdout.count("net: ") != 3 or "failed" in p.stderr:
+        fail(f"test_net on 3 ranks (a GVT round's reduction through the module): exit "
+             f"{p.returncode}\n{p.stdout}\n{p.stderr}")
+    t.ok("3 ranks: a GVT round's keys and counts combine alike on every rank (test_net)")
 
 
 without_mpirun()
