@@ -39,13 +39,6 @@ def run_once(kairos, args):
     return st["committed_per_second"], st["run_digest"]
 
 
-def pingpong(tool):
-    if not tool or not os.path.exists(tool):
-        return "not measured"
-    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
-    return out.split(": ", 1)[-1]
-
-
 def fmt(xs):
     return f"{statistics.median(xs) / 1e6:.2f} ({min(xs) / 1e6:.2f}-{max(xs) / 1e6:.2f})"
 
@@ -65,7 +58,7 @@ def main():
     loads = [False, True] if a.load else [False]
     configs = [(c, c.split()) for c in a.config] if a.config else CONFIGS
     print(loadcheck.describe())
-    print(f"cross-core round trip before: {pingpong(a.pingpong)}\n")
+    print(f"cross-core round trip before: {loadcheck.pingpong(a.pingpong)}\n")
     print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
     print("|---|---|---|---|---|")
     for loaded in loads:
@@ -86,7 +79,7 @@ def main():
         finally:
             if busy:
                 busy.kill()
-    print(f"\ncross-core round trip after: {pingpong(a.pingpong)}")
+    print(f"\ncross-core round trip after: {loadcheck.pingpong(a.pingpong)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
-"""How busy the machine is before a benchmark starts: a leftover busy loop or another job
-skews every figure after it (one ran unnoticed on core 1 for 20 minutes of a session).
-Reads /proc/stat twice; prints nothing itself."""
+"""The machine's state around a benchmark: how busy it is before it starts (a leftover busy
+loop or another job skews every figure after it: one ran unnoticed on core 1 for 20 minutes
+of a session; reads /proc/stat twice), and the cross-core round trip (build/kr_pingpong),
+which on a VM varies from ~90 ns to over a microsecond. Prints nothing itself."""
+import os
+import subprocess
 import time
 
 
@@ -32,3 +35,11 @@ def describe(seconds=0.5):
     if s > 0.15:
         line += " - WARNING: something else is running; figures will be skewed"
     return line
+
+
+def pingpong(tool):
+    """The round trip as kr_pingpong prints it (median and percentiles), or why not."""
+    if not tool or not os.path.exists(tool):
+        return "not measured (build kr_pingpong)"
+    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
+    return out.split(": ", 1)[-1]

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+import loadcheck
+
 CONFIGS = [
     # name, LPs, extra arguments
     ("sequential", 1024, ["--sync", "sequential"]),
@@ -84,12 +86,12 @@ def main():
         return scale(args)
     print(f"PHOLD-std, {args.reps} runs per configuration, ~{args.events / 1e6:.0f} M committed events each")
     print(f"commit {commit()}; machine: {machine()}")
-    print(f"cross-core round trip before: {pingpong(args.pingpong)}\n")
+    print(f"cross-core round trip before: {loadcheck.pingpong(args.pingpong)}\n")
     print("| configuration | LPs | committed events | median M ev/s (min-max) | efficiency | peak memory | digest |")
     print("|---|---|---|---|---|---|---|")
     for contended in ([False, True] if args.contended else [False]):
         table(args, contended)
-    print(f"\ncross-core round trip after: {pingpong(args.pingpong)}")
+    print(f"\ncross-core round trip after: {loadcheck.pingpong(args.pingpong)}")
 
 
 def scale(args):
@@ -116,13 +118,6 @@ def scale(args):
         (sm, s), (_, o) = rate(seq), rate(opt)
         print(f"| {lps} | {b:.2f} ({min(bare):.2f}-{max(bare):.2f}) | {s} **{sm / b:.0%}** | "
               f"{per_lp(seq)} | {o} | {per_lp(opt)} |", flush=True)
-
-
-def pingpong(tool):
-    if not os.path.exists(tool):
-        return "not measured (build kr_pingpong)"
-    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
-    return out.split(": ", 1)[-1]
 
 
 def table(args, contended):

@@ -49,13 +49,6 @@ def run_once(kairos, args):
     return st["committed_per_second"], st["run_digest"]
 
 
-def pingpong(tool):
-    if not os.path.exists(tool):
-        return "not measured (build kr_pingpong)"
-    out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
-    return out.split(": ", 1)[-1]
-
-
 def fmt(xs):
     return f"{statistics.median(xs) / 1e6:.3f} ({min(xs) / 1e6:.3f}-{max(xs) / 1e6:.3f})"
 
@@ -96,7 +89,7 @@ def main():
     tool = os.path.join(build, "kr_pingpong")
     only = set(a.only.split(",")) if a.only else None
     print(loadcheck.describe())
-    print(f"cross-core round trip before: {pingpong(tool)}\n")
+    print(f"cross-core round trip before: {loadcheck.pingpong(tool)}\n")
     print("| model | load | sequential M ev/s | optimistic 1 thread | optimistic 2 threads |")
     print("|---|---|---|---|---|")
     ok = True
@@ -112,7 +105,7 @@ def main():
         finally:
             if busy:
                 busy.kill()
-    print(f"\ncross-core round trip after: {pingpong(tool)}")
+    print(f"\ncross-core round trip after: {loadcheck.pingpong(tool)}")
     if extra:
         print(f"optimistic runs with: {' '.join(extra)}")
     sys.exit(0 if ok else 1)
