@@ -5,6 +5,7 @@
  * turn: MPI_THREAD_SERIALIZED). A communication thread was measured and ruled out: spinning
  * beside spinning workers, a message handed to it took 10-12 ms a round trip on 2 cores
  * against 0.42 us (bench/RESULTS.md, "Kairos on a cluster"). */
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,12 +63,46 @@ static int mpi_gvt_start(const struct kr__net_gvt *in, struct kr__net_gvt *out, 
     return 0;
 }
 
-static int mpi_gvt_test(void *req)
+static int mpi_test(void *req)
 {
     int done = 0;
     if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
     if (done) free(req);
     return done;
+}
+
+/* ---- events between ranks: one tag, any source ---- */
+#define TAG_EVENTS 1
+
+static int mpi_isend(const void *buf, size_t len, int to, void **req)
+{
+    MPI_Request *q = malloc(sizeof *q);
+    if (!q || len > (size_t)INT_MAX) {
+        free(q);
+        return -1;
+    }
+    if (MPI_Isend(buf, (int)len, MPI_BYTE, to, TAG_EVENTS, MPI_COMM_WORLD, q) != MPI_SUCCESS) {
+        free(q);
+        return -1;
+    }
+    *req = q;
+    return 0;
+}
+
+static int mpi_recv(void *buf, size_t cap, size_t *len, int *from)
+{
+    int flag = 0, n = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_EVENTS, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS)
+        return -1;
+    if (!flag) return 0;
+    if (MPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS) return -1;
+    *len = (size_t)n;
+    *from = st.MPI_SOURCE;
+    if ((size_t)n > cap) return -2;
+    /* (the probed message: from that source with that tag, none can overtake it) */
+    return MPI_Recv(buf, n, MPI_BYTE, st.MPI_SOURCE, TAG_EVENTS, MPI_COMM_WORLD,
+                    MPI_STATUS_IGNORE) == MPI_SUCCESS ? 1 : -1;
 }
 
 static int mpi_init(int *rank, int *size, char *lib, size_t libcap, char *err, size_t errcap)
@@ -116,7 +151,9 @@ static const struct kr__net_ops ops = {
     .finalize = mpi_finalize,
     .allgather_int = mpi_allgather_int,
     .gvt_start = mpi_gvt_start,
-    .gvt_test = mpi_gvt_test,
+    .isend = mpi_isend,
+    .test = mpi_test,
+    .recv = mpi_recv,
 };
 
 const struct kr__net_ops *kr_net_mpi_entry(void);

@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "msg/event.h"
 
-#define KR_NET_ABI 2
+#define KR_NET_ABI 3
 #define KR_NET_MODULE "kairos-mpi.so"
 #define KR_NET_ENTRY "kr_net_mpi_entry"
 
@@ -40,10 +40,17 @@ struct kr__net_ops {
     /* Every rank's v, in rank order, into all[size]. 0, or -1. */
     int (*allgather_int)(int v, int *all);
     /* Start combining every rank's *in into *out (both must stay put until done); *req
-     * names the operation. 0, or -1. */
+     * names the operation (kr__net_ops.test). 0, or -1. */
     int (*gvt_start)(const struct kr__net_gvt *in, struct kr__net_gvt *out, void **req);
-    /* Progress it: 1 once *out holds the result (req is then freed), 0 not yet, -1 error. */
-    int (*gvt_test)(void *req);
+    /* Start sending len bytes at buf (which must stay put until done) to rank `to`. 0, or
+     * -1. */
+    int (*isend)(const void *buf, size_t len, int to, void **req);
+    /* Progress an operation: 1 once it is done (req is then freed), 0 not yet, -1 error. */
+    int (*test)(void *req);
+    /* Take in one message sent with isend, if one has arrived: 1 (its bytes in buf, *len,
+     * *from), 0 none, -1 error, or -2 if it needs more than cap bytes (*len: how many;
+     * it stays to be taken with a larger buffer). */
+    int (*recv)(void *buf, size_t cap, size_t *len, int *from);
 };
 
 struct kr__net {

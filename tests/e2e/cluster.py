@@ -113,6 +113,13 @@ def with_mpirun():
         fail(f"test_net on 3 ranks (a GVT round's reduction through the module): exit "
              f"{p.returncode}\n{p.stdout}\n{p.stderr}")
     t.ok("3 ranks: a GVT round's keys and counts combine alike on every rank (test_net)")
+    for np in (2, 3):
+        p = mpirun(np, program=os.path.join(build, "tests", "test_xport"))
+        if p.returncode != 0 or p.stdout.count("xport: ") != 2 * np or "failed" in p.stderr:
+            fail(f"test_xport on {np} ranks (aggregated events between ranks): exit "
+                 f"{p.returncode}\n{p.stdout}\n{p.stderr}")
+        t.ok(f"{np} ranks x 2 threads: 20 000 records per thread and rank arrive once, intact, "
+             "in order, aggregated (test_xport)")
 
 
 without_mpirun()

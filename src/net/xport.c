@@ -1,0 +1,157 @@
+/* xport.c - aggregated messages to other ranks (see xport.h). */
+#include "net/xport.h"
+#include <stdlib.h>
+#include <string.h>
+#include "core/error.h"
+
+#define XPORT_POLL_MAX 16   /* messages taken in per turn at most: the turn stays short */
+
+int kr__xport_init(struct kr__xport *x, unsigned nthreads)
+{
+    memset(x, 0, sizeof *x);
+    if (!kr__net.ops) return -1;
+    x->ops = kr__net.ops;
+    x->rank = kr__net.rank;
+    x->nranks = kr__net.size;
+    x->nthreads = nthreads;
+    x->out = calloc((size_t)nthreads * (size_t)x->nranks, sizeof *x->out);
+    x->incap = KR_XPORT_BYTES;
+    x->in = malloc(x->incap);
+    if (!x->out || !x->in) {
+        free(x->out);
+        free(x->in);
+        return -1;
+    }
+    pthread_mutex_init(&x->mu, NULL);
+    return 0;
+}
+
+/* Progress message m's send under the lock: 1 done (or none), 0 still going, -1 error. */
+static int reap(struct kr__xport *x, struct kr__xmsg *m)
+{
+    if (!m->req) return 1;
+    pthread_mutex_lock(&x->mu);
+    int r = x->ops->test(m->req);
+    pthread_mutex_unlock(&x->mu);
+    if (r == 1) m->req = NULL;
+    return r;
+}
+
+void kr__xport_destroy(struct kr__xport *x)
+{
+    size_t pairs = (size_t)x->nthreads * (size_t)x->nranks;
+    for (size_t i = 0; x->out && i < pairs; i++) {
+        for (unsigned k = 0; k < x->out[i].nm; k++) {
+            struct kr__xmsg *m = &x->out[i].m[k];
+            while (reap(x, m) == 0) {} /* (every rank is past its last event by now) */
+            free(m->buf);
+        }
+        free(x->out[i].m);
+    }
+    if (x->out) pthread_mutex_destroy(&x->mu);
+    free(x->out);
+    free(x->in);
+    memset(x, 0, sizeof *x);
+}
+
+/* The pair's message to fill: a free one (its send done), or a new one. */
+static struct kr__xmsg *to_fill(struct kr__xout *o)
+{
+    if (o->nm) return &o->m[o->fill];
+    o->m = calloc(1, sizeof *o->m);
+    if (!o->m) kr__fatal_oom("messages to other ranks", sizeof *o->m);
+    o->nm = 1;
+    return o->m;
+}
+
+/* Send the message being filled, and make a free one the one to fill. */
+static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
+{
+    struct kr__xmsg *m = &o->m[o->fill];
+    pthread_mutex_lock(&x->mu);
+    int r = x->ops->isend(m->buf, m->n, to, &m->req);
+    x->messages_sent += r == 0;
+    pthread_mutex_unlock(&x->mu);
+    if (r) return -1;
+    for (unsigned k = 1; k < o->nm; k++) { /* oldest first */
+        unsigned i = (o->fill + k) % o->nm;
+        int d = reap(x, &o->m[i]);
+        if (d < 0) return -1;
+        if (d == 1) {
+            o->fill = i;
+            o->m[i].n = 0;
+            return 0;
+        }
+    }
+    struct kr__xmsg *more = realloc(o->m, (o->nm + 1) * sizeof *o->m); /* all in flight */
+    if (!more) kr__fatal_oom("messages to other ranks", (o->nm + 1) * sizeof *o->m);
+    o->m = more;
+    o->m[o->nm] = (struct kr__xmsg){ 0 };
+    o->fill = o->nm++;
+    return 0;
+}
+
+unsigned char *kr__xport_reserve(struct kr__xport *x, unsigned t, int to, size_t bytes)
+{
+    struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
+    struct kr__xmsg *m = to_fill(o);
+    if (m->n && m->n + bytes > KR_XPORT_BYTES) {
+        if (send_fill(x, o, to)) return NULL;
+        m = &o->m[o->fill];
+    }
+    if (m->cap < m->n + bytes) { /* (one record larger than a message gets one to itself) */
+        size_t cap = m->n + bytes > KR_XPORT_BYTES ? m->n + bytes : KR_XPORT_BYTES;
+        unsigned char *b = realloc(m->buf, cap);
+        if (!b) kr__fatal_oom("a message to another rank", cap);
+        m->buf = b;
+        m->cap = cap;
+    }
+    return m->buf + m->n;
+}
+
+void kr__xport_append(struct kr__xport *x, unsigned t, int to, size_t bytes)
+{
+    struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
+    o->m[o->fill].n += bytes;
+    o->records++;
+}
+
+int kr__xport_flush(struct kr__xport *x, unsigned t)
+{
+    for (int to = 0; to < x->nranks; to++) {
+        if (to == x->rank) continue;
+        struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
+        for (unsigned k = 0; k < o->nm; k++)
+            if (k != o->fill && reap(x, &o->m[k]) < 0) return -1;
+        if (o->nm && o->m[o->fill].n && send_fill(x, o, to)) return -1;
+    }
+    return 0;
+}
+
+int kr__xport_poll(struct kr__xport *x, void (*deliver)(void *, const unsigned char *,
+                                                       size_t, int), void *ctx)
+{
+    if (pthread_mutex_trylock(&x->mu)) return 0; /* (another worker has the turn) */
+    int count = 0;
+    while (count < XPORT_POLL_MAX) {
+        size_t len = 0;
+        int from = -1;
+        int r = x->ops->recv(x->in, x->incap, &len, &from);
+        if (r == -2) { /* larger than the buffer: grow it, take the message again */
+            unsigned char *b = realloc(x->in, len);
+            if (!b) kr__fatal_oom("a message from another rank", len);
+            x->in = b;
+            x->incap = len;
+            continue;
+        }
+        if (r <= 0) {
+            pthread_mutex_unlock(&x->mu);
+            return r < 0 ? -1 : count;
+        }
+        x->messages_received++;
+        count++;
+        deliver(ctx, x->in, len, from); /* (under the lock: it must not send) */
+    }
+    pthread_mutex_unlock(&x->mu);
+    return count;
+}

@@ -1,0 +1,69 @@
+/* xport.h - events to other ranks, aggregated (docs/cluster.md): each worker thread keeps one
+ * message per destination rank and appends wire records to it (msg/wire.h); a message goes
+ * out when the next record would not fit, or when the thread flushes at its loop turn, so
+ * that none waits long. A sender never waits for a send to finish: while its messages are in
+ * flight it fills another (one more is made when all are; a message past MPI's eager limit
+ * is done only once its receiver takes it, and two ranks each waiting for the other to take
+ * one would wait forever). Every MPI call is made under the rank's network lock (the module
+ * runs MPI_THREAD_SERIALIZED); taking messages in is a try: a worker that finds another one
+ * at it goes on with its events.
+ *
+ * Messages from one thread to one rank arrive in the order sent (MPI does not overtake
+ * between one pair of ranks with one tag), and records in a message in the order appended;
+ * records from different threads of a rank may interleave.
+ */
+#ifndef KR_NET_XPORT_H
+#define KR_NET_XPORT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "net/net.h"
+
+/* A message's size: under Open MPI's eager limit here (1 KiB moved 16 events in 0.76 us a
+ * round trip, 16 KiB 256 in 9.9 us: past the limit a message waits for its receiver). */
+#define KR_XPORT_BYTES 4096
+
+struct kr__xmsg {
+    unsigned char *buf;
+    size_t n, cap;
+    void *req;                /* in flight (NULL: free, or the one being filled) */
+};
+
+struct kr__xout {             /* one (thread, destination rank) pair */
+    struct kr__xmsg *m;       /* the one being filled, the others in flight or free */
+    unsigned nm, fill;
+    uint64_t records;         /* records appended (all messages) */
+};
+
+struct kr__xport {
+    const struct kr__net_ops *ops;
+    int rank, nranks;
+    unsigned nthreads;
+    struct kr__xout *out;     /* [thread * nranks + rank] */
+    pthread_mutex_t mu;       /* every MPI call */
+    unsigned char *in;        /* the receive buffer (under mu) */
+    size_t incap;
+    uint64_t messages_sent, messages_received; /* (under mu) */
+};
+
+/* For `nthreads` threads of this rank (kr__net must be started). 0, or -1. */
+int kr__xport_init(struct kr__xport *x, unsigned nthreads);
+/* Waits for the messages still in flight, then frees everything. */
+void kr__xport_destroy(struct kr__xport *x);
+/* Room for a record of `bytes` in thread t's message to rank `to`: where to write it. A
+ * full message is sent first. NULL on an MPI error. */
+unsigned char *kr__xport_reserve(struct kr__xport *x, unsigned t, int to, size_t bytes);
+/* The record written at the reserved place is complete. */
+void kr__xport_append(struct kr__xport *x, unsigned t, int to, size_t bytes);
+/* Send thread t's messages that hold records, and reap finished sends (each loop turn).
+ * 0, or -1 on an MPI error. */
+int kr__xport_flush(struct kr__xport *x, unsigned t);
+/* Take in what has arrived, each message's bytes to deliver(ctx, bytes, n, from rank):
+ * the count of messages, 0 if none or another thread holds the network turn, -1 on an MPI
+ * error. */
+int kr__xport_poll(struct kr__xport *x, void (*deliver)(void *, const unsigned char *,
+                                                       size_t, int), void *ctx);
+
+#endif
