@@ -30,6 +30,10 @@ def env_with(**kv):
     e.update(kv)
     if kind == "asan":  # (the MPI library's start-up allocations are not ours to free)
         e["ASAN_OPTIONS"] = e.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    if kind == "tsan":  # (Open MPI's own lock order: see the file)
+        e["TSAN_OPTIONS"] = (e.get("TSAN_OPTIONS", "") + " suppressions=" +
+                             os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          "tsan-openmpi.supp"))
     return e
 
 
