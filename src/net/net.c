@@ -10,13 +10,17 @@
 
 struct kr__net kr__net = { .rank = 0, .size = 1 };
 
-/* The variables the common launchers set in every rank's environment. */
+/* The variables the common launchers set in every rank's environment (`with`: only if that
+ * one is set too). */
 static const struct {
-    const char *size, *rank;
+    const char *size, *rank, *with;
 } launchers[] = {
-    { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK" }, /* Open MPI's mpirun */
-    { "PMI_SIZE", "PMI_RANK" },                         /* MPICH's and Intel MPI's hydra */
-    { "PMIX_SIZE", "PMIX_RANK" },                       /* a PMIx launcher (prun) */
+    { "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", NULL }, /* Open MPI's mpirun */
+    { "PMI_SIZE", "PMI_RANK", NULL },                         /* MPICH's, Intel MPI's hydra */
+    { "PMIX_SIZE", "PMIX_RANK", NULL },                       /* a PMIx launcher (prun) */
+    /* Slurm's srun starting an MPI job itself (--mpi=pmix sets PMIX_RANK but no size); a
+     * plain srun of many tasks, a sweep of independent runs, sets no PMIx variable */
+    { "SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "PMIX_RANK" },
 };
 
 static int env_int(const char *name)
@@ -31,9 +35,11 @@ static int env_int(const char *name)
 int kr__net_launched(int *rank)
 {
     *rank = 0;
+    const char *off = getenv("KAIROS_MPI"); /* (each rank a run of its own: a sweep) */
+    if (off && !strcmp(off, "off")) return 1;
     for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
         int n = env_int(launchers[i].size);
-        if (n < 1) continue;
+        if (n < 1 || (launchers[i].with && !getenv(launchers[i].with))) continue;
         int r = env_int(launchers[i].rank);
         *rank = r >= 0 && r < n ? r : 0;
         return n;
@@ -76,7 +82,8 @@ static int no_module(struct kr__error *err, int size, const char *tried, const c
                     "started by mpirun as one of %d ranks, but this kairos cannot join them: "
                     "%s (looked for %s). Install Open MPI's development files "
                     "(libopenmpi-dev) and rebuild: CMake then builds " KR_NET_MODULE " next to "
-                    "kairos; or run a single process without mpirun", size, why, tried);
+                    "kairos; or run a single process without mpirun (KAIROS_MPI=off runs "
+                    "each rank as a run of its own)", size, why, tried);
 }
 
 int kr__net_start(struct kr__error *err)

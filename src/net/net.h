@@ -61,8 +61,9 @@ struct kr__net {
 };
 extern struct kr__net kr__net;
 
-/* The world's size that the launcher put in the environment (Open MPI, MPICH, PMIx): 1
- * when kairos was not started by mpirun, or as one rank only; *rank its rank. */
+/* The world's size that the launcher put in the environment (Open MPI, MPICH, PMIx, srun): 1
+ * when kairos was not started by mpirun, or as one rank only, or KAIROS_MPI=off says to run
+ * each rank as a run of its own; *rank its rank. */
 int kr__net_launched(int *rank);
 /* Join the other ranks if mpirun started several: load the module, MPI_Init. A failure is
  * this rank's (a usage error: no MPI support, the module missing or broken). */

@@ -25,7 +25,8 @@ NO_MPI_MSG = "started by mpirun as one of 2 ranks, but this kairos cannot join t
 def env_with(**kv):
     e = dict(os.environ)
     for k in ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
-              "PMIX_SIZE", "PMIX_RANK", "KAIROS_MPI_MODULE"):
+              "PMIX_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID",
+              "KAIROS_MPI_MODULE"):
         e.pop(k, None)
     e.update(kv)
     if kind == "asan":  # (the MPI library's start-up allocations are not ours to free)
@@ -46,6 +47,7 @@ def launched(rank, *args):
 
 def without_mpirun():
     base = ["run", "phold", "--lps", "64", "--end", "10"]
+    _, _, plain = run(kairos, *base)
     p0, p1 = launched(0, *base), launched(1, *base)
     if p0.returncode != 2 or NO_MPI_MSG not in p0.stderr or "libopenmpi-dev" not in p0.stderr:
         fail(f"rank 0 of a launch without the module: exit {p0.returncode}\n{p0.stderr}")
@@ -54,10 +56,28 @@ def without_mpirun():
              f"exit {p1.returncode}\n{p1.stderr}")
     t.ok("launched as 2 ranks without the MPI module: rank 0 says what to do, rank 1 is "
          "quiet, both exit 2")
+    p = subprocess.run([kairos, *base], capture_output=True, text=True, timeout=60,
+                       env=env_with(SLURM_STEP_NUM_TASKS="2", SLURM_PROCID="0", PMIX_RANK="0",
+                                    KAIROS_MPI_MODULE="/nonexistent/kairos-mpi.so"))
+    if p.returncode != 2 or NO_MPI_MSG not in p.stderr:
+        fail(f"a task of a 2-task srun step (Slurm's variables, PMIx without a size) must "
+             f"not run alone: exit {p.returncode}\n{p.stderr}")
+    t.ok("a task of a 2-task srun step is recognised as one of 2 ranks")
+    p = subprocess.run([kairos, *base], capture_output=True, text=True, timeout=60,
+                       env=env_with(SLURM_STEP_NUM_TASKS="2", SLURM_PROCID="1"))
+    if p.returncode != 0:
+        fail(f"a task of a plain srun (a sweep: no PMIx) must run on its own: exit "
+             f"{p.returncode}\n{p.stderr}")
+    p = subprocess.run([kairos, *base], capture_output=True, text=True, timeout=60,
+                       env=env_with(OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_RANK="1",
+                                    KAIROS_MPI="off"))
+    if p.returncode != 0 or digest(p.stderr) != digest(plain):
+        fail(f"KAIROS_MPI=off: a rank must run as a plain process: exit {p.returncode}\n"
+             f"{p.stderr}")
+    t.ok("a plain srun task and KAIROS_MPI=off run as processes of their own")
     one = subprocess.run([kairos, *base, "--stats", os.devnull], capture_output=True,
                          text=True, timeout=60, env=env_with(OMPI_COMM_WORLD_SIZE="1",
                                                              OMPI_COMM_WORLD_RANK="0"))
-    _, _, plain = run(kairos, *base)
     if one.returncode != 0 or "run digest:" not in one.stderr:
         fail(f"a launch of one rank must run as a plain process: exit {one.returncode}\n"
              f"{one.stderr}")

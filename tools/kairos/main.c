@@ -136,7 +136,8 @@ static int cluster_run(struct kr__error *err)
     kr__net.mute = kr__net.rank != 0;
     return kr__fail(err, KR_ERR_USAGE, "the optimistic engine does not run across MPI ranks "
                     "in this version of Kairos yet (mpirun started %d); run one process, with "
-                    "--threads for the cores of this machine", kr__net.size);
+                    "--threads for the cores of this machine (KAIROS_MPI=off runs each rank "
+                    "as a run of its own)", kr__net.size);
 }
 
 static int cmd_run(int argc, char **argv)
