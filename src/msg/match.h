@@ -11,7 +11,6 @@
 #ifndef KR_MSG_MATCH_H
 #define KR_MSG_MATCH_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "msg/event.h"

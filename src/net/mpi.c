@@ -51,16 +51,23 @@ static int gvt_types(void)
     return 0;
 }
 
-static int mpi_gvt_start(const struct kr__net_gvt *in, struct kr__net_gvt *out, void **req)
+/* A non-blocking operation's request lives on the heap (its size is the library's), handed
+ * out as *req once the call that starts it succeeded; kr__net_ops.test frees it. */
+static int started(MPI_Request *q, int rc, void **req)
 {
-    MPI_Request *q = malloc(sizeof *q);
-    if (!q) return -1;
-    if (MPI_Iallreduce(in, out, 1, gvt_type, gvt_op, MPI_COMM_WORLD, q) != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS) {
         free(q);
         return -1;
     }
     *req = q;
     return 0;
+}
+
+static int mpi_gvt_start(const struct kr__net_gvt *in, struct kr__net_gvt *out, void **req)
+{
+    MPI_Request *q = malloc(sizeof *q);
+    if (!q) return -1;
+    return started(q, MPI_Iallreduce(in, out, 1, gvt_type, gvt_op, MPI_COMM_WORLD, q), req);
 }
 
 static int mpi_test(void *req)
@@ -76,17 +83,11 @@ static int mpi_test(void *req)
 
 static int mpi_isend(const void *buf, size_t len, int to, void **req)
 {
+    if (len > (size_t)INT_MAX) return -1;
     MPI_Request *q = malloc(sizeof *q);
-    if (!q || len > (size_t)INT_MAX) {
-        free(q);
-        return -1;
-    }
-    if (MPI_Isend(buf, (int)len, MPI_BYTE, to, TAG_EVENTS, MPI_COMM_WORLD, q) != MPI_SUCCESS) {
-        free(q);
-        return -1;
-    }
-    *req = q;
-    return 0;
+    if (!q) return -1;
+    return started(q, MPI_Isend(buf, (int)len, MPI_BYTE, to, TAG_EVENTS, MPI_COMM_WORLD, q),
+                   req);
 }
 
 static int mpi_recv(void *buf, size_t cap, size_t *len, int *from)
