@@ -50,6 +50,9 @@ struct kr__run {
     char *lp_mem;                     /* the LP records, lp_bytes apart (kr__lp_at) */
     size_t lp_bytes;                  /* struct kr__lp + the engine's lp_extra */
     uint64_t n;
+    uint64_t lo, hi;                  /* the LPs of this process (all but across MPI ranks:
+                                       * kr__net, core/place.h); other LPs' records are
+                                       * never touched (their pages are never made) */
     unsigned nthreads;
     struct kr__counters *counters;    /* one per thread */
     struct kr__pool *pools;           /* one per thread (sequential: one) */
@@ -69,6 +72,10 @@ struct kr__run {
     struct kr__key end_key;           /* everything before this key was committed */
     uint64_t run_digest;
     size_t peak_rss;
+    uint64_t *words;                  /* at the end: five digest words per LP (run.c) */
+    unsigned nranks;                  /* MPI ranks (1: one process); across ranks, rank 0's
+                                       * counters hold every rank's, thread by thread, and: */
+    struct kr__rank_stats *rank_stats; /* [nranks], rank 0 only */
     double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
     size_t nseries, capseries;
 };
@@ -220,6 +227,9 @@ bool kr__lp_done_step(struct kr__lp *lp, bool done);
 /* Bind the calling thread, number `id` of `nthreads`, to a core of its own (pin.c); left to
  * the OS where threads outnumber cores. */
 void kr__pin_thread(unsigned id, unsigned nthreads);
+/* This process's place among the MPI ranks on this machine, from the launcher's
+ * environment (0 of 1 when there is none). */
+void kr__local_ranks(unsigned *rank, unsigned *size);
 /* finish on the committed states, and the run digest: KR_OK, or a model error in r->fail. */
 int kr__run_finish(struct kr__run *r);
 /* Call fn(arg) on the calling thread with a bail point: a model error on the committed path
@@ -243,6 +253,9 @@ struct kr__alien;
 void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al);
 /* Engine ops for committed contexts: output straight to stdout. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
+/* Where kr__emit_direct writes (NULL: stdout): a buffer while a rank other than 0 runs
+ * init or finish, whose output rank 0 prints in rank order. */
+extern FILE *kr__emit_file;
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)

@@ -108,7 +108,7 @@ static void overrun_check(void)
     if (scanning) return;
     char buf[640];
     const struct kr__run *r = kr__run_current;
-    for (volatile kr_lp id = 0; r && id < r->n; id++) {
+    for (volatile kr_lp id = r ? r->lo : 0; r && id < r->hi; id++) {
         scanning = 1;
         if (sigsetjmp(scan_jmp, 0) == 0 && kr__overrun_lp(id, buf, sizeof buf)) kr__die(buf);
     }

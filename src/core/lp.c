@@ -128,10 +128,12 @@ void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
     lp->committed++;
 }
 
+FILE *kr__emit_file;
+
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
 {
     (void)c;
-    fwrite(text, 1, len, stdout);
+    fwrite(text, 1, len, kr__emit_file ? kr__emit_file : stdout);
 }
 
 void kr__run_ended(struct kr__run *r, bool by_done, kr_time next)
@@ -188,7 +190,7 @@ bool kr__overrun_lp(kr_lp id, char *buf, size_t cap)
 bool kr__overrun_find(char *buf, size_t cap)
 {
     const struct kr__run *r = kr__run_current;
-    for (kr_lp id = 0; r && id < r->n; id++)
+    for (kr_lp id = r ? r->lo : 0; r && id < r->hi; id++)
         if (kr__overrun_lp(id, buf, cap)) return true;
     return false;
 }

@@ -65,12 +65,60 @@ void kr__thread_start_or_die(pthread_t *t, void *(*fn)(void *), void *arg, size_
     if (kr__thread_start(t, fn, arg, stack_kb, what, &err)) kr__die(err.msg);
 }
 
+/* An environment variable's value as a count (0: unset or not a number). */
+static unsigned env_count(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+    return v && *v && !*end && n < 65536 ? (unsigned)n : 0;
+}
+
+void kr__local_ranks(unsigned *rank, unsigned *size)
+{
+    static const char *const names[][2] = {
+        { "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" }, /* Open MPI */
+        { "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },                       /* MPICH */
+        { "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE" },                   /* srun */
+    };
+    *rank = 0;
+    *size = 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        unsigned s = env_count(names[i][1]);
+        if (s > 1) {
+            *rank = env_count(names[i][0]) % s;
+            *size = s;
+            return;
+        }
+    }
+}
+
+/* Worker `id` of `nthreads` in this process, beside the other ranks on this machine: the
+ * CPUs the process may use are dealt out over all of those workers (mpirun may have bound
+ * each rank to cores of its own, or left them all on every core). */
+static cpu_set_t allowed; /* the process's CPUs, as the first worker found them */
+
+static void take_allowed(void)
+{
+    if (sched_getaffinity(0, sizeof allowed, &allowed)) CPU_ZERO(&allowed);
+}
+
 void kr__pin_thread(unsigned id, unsigned nthreads)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu <= 0 || nthreads > (unsigned)ncpu) return; /* oversubscribed: let the OS place */
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(id % (unsigned)ncpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, take_allowed);
+    unsigned lr, ls;
+    kr__local_ranks(&lr, &ls);
+    unsigned cnt = (unsigned)CPU_COUNT(&allowed);
+    bool bound = cnt < (unsigned)sysconf(_SC_NPROCESSORS_ONLN); /* (by mpirun: its own) */
+    unsigned total = bound ? nthreads : ls * nthreads, at = bound ? id : lr * nthreads + id;
+    if (!cnt || total > cnt) return; /* oversubscribed: let the OS place */
+    for (unsigned c = 0, k = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &allowed) || k++ != at % cnt) continue;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(c, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        return;
+    }
 }

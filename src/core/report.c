@@ -16,9 +16,12 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     struct kr__totals t;
     kr__totals(r->counters, r->nthreads, &t);
     double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
-    fprintf(f, "kairos: model %s, engine %s, %u thread%s, %llu LPs, end time %g, seed %llu\n",
-            r->model->name, r->cfg->engine->name, r->nthreads, r->nthreads == 1 ? "" : "s",
-            (unsigned long long)r->n, r->cfg->end, (unsigned long long)r->cfg->seed);
+    char ranks[32] = "";
+    if (r->nranks > 1) snprintf(ranks, sizeof ranks, "%u ranks x ", r->nranks);
+    fprintf(f, "kairos: model %s, engine %s, %s%u thread%s, %llu LPs, end time %g, seed %llu\n",
+            r->model->name, r->cfg->engine->name, ranks, r->nthreads,
+            r->nthreads == 1 ? "" : "s", (unsigned long long)r->n, r->cfg->end,
+            (unsigned long long)r->cfg->seed);
     if (r->interrupted)
         fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
                 r->interrupted == SIGINT    ? "SIGINT"
@@ -149,8 +152,9 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
     kr__json_str(f, r->model->name);
-    fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"lps\": %llu,\n  \"end_time\": ",
-            r->cfg->engine->name, r->nthreads, (unsigned long long)r->n);
+    fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"ranks\": %u,\n  \"lps\": %llu,\n"
+            "  \"end_time\": ", r->cfg->engine->name, r->nthreads, r->nranks ? r->nranks : 1,
+            (unsigned long long)r->n);
     kr__json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n  \"ended_by\": \"%s\",\n  \"final_gvt\": ",
             (unsigned long long)r->cfg->seed,

@@ -17,6 +17,8 @@
 #include "stats/progress.h"
 #include "core/report.h"
 #include "core/run.h"
+#include "core/place.h"
+#include "net/net.h"
 
 static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 {
@@ -26,13 +28,14 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 
 static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, NULL };
 
-/* finish for every LP, in LP order, and the run digest (under kr__guarded). */
+/* finish for this process's LPs, in LP order, and their words of the run digest (under
+ * kr__guarded): five per LP into r->words, in order. */
 static void finish_all(void *arg)
 {
     struct kr__run *r = arg;
     const struct kr_model *m = r->model;
-    uint64_t h = kr__mix(0x4B41, r->n);
-    for (kr_lp id = 0; id < r->n; id++) {
+    uint64_t *w = r->words;
+    for (kr_lp id = r->lo; id < r->hi; id++) {
         struct kr__lp *lp = kr__lp_at(r, id);
         kr__ctx.run = r;
         kr__ctx.lp = lp;
@@ -47,15 +50,52 @@ static void finish_all(void *arg)
             kr__watch_end(&kr__watch_callbacks);
         }
         kr__ctx.mode = KR_MODE_NONE;
-        h = kr__mix(h, lp->digest);
-        h = kr__mix(h, lp->committed);
-        h = kr__mix(h, lp->rng);
-        h = kr__mix(h, lp->seq);
         struct kr__alien al = { 0 };
-        h = kr__mix(h, kr__arena_hash(&lp->arena, lp->root, &al));
+        *w++ = lp->digest;
+        *w++ = lp->committed;
+        *w++ = lp->rng;
+        *w++ = lp->seq;
+        *w++ = kr__arena_hash(&lp->arena, lp->root, &al);
         if (al.found) kr__alien_report(r, id, &al);
     }
+}
+
+/* The run digest: the words of every LP in LP order. Across ranks the fold runs on from rank
+ * to rank (each has its LPs' words ready), the last one sending the result to rank 0. */
+static int fold_digest(struct kr__run *r)
+{
+    uint64_t h = kr__mix(0x4B41, r->n);
+    const struct kr__net_ops *o = kr__net.size > 1 ? kr__net.ops : NULL;
+    int me = kr__net.rank, last = kr__net.size - 1;
+    void *b = NULL;
+    size_t len = 0;
+    if (o && me > 0) {
+        if (o->recv_bytes(&b, &len, me - 1) || len != sizeof h) return -1;
+        memcpy(&h, b, sizeof h);
+        free(b);
+    }
+    for (size_t i = 0; i < 5 * (r->hi - r->lo); i++) h = kr__mix(h, r->words[i]);
+    if (o && o->send_bytes(&h, sizeof h, me < last ? me + 1 : 0)) return -1;
+    if (o && me == 0) {
+        if (o->recv_bytes(&b, &len, last) || len != sizeof h) return -1;
+        memcpy(&h, b, sizeof h);
+        free(b);
+    }
     r->run_digest = h;
+    return 0;
+}
+
+/* Across ranks: what this rank's LPs printed in finish, after rank 0's (printed as it
+ * came) in rank order. Collective; 0, or -1 on an MPI error. */
+static int gather_output(char *buf, size_t len)
+{
+    void *all = NULL;
+    size_t total = 0;
+    if (kr__net.rank == 0) len = 0; /* (printed already) */
+    if (kr__net.ops->gather_bytes(buf, len, &all, &total)) return -1;
+    if (all) fwrite(all, 1, total, stdout);
+    free(all);
+    return 0;
 }
 
 int kr__run_finish(struct kr__run *r)
@@ -65,7 +105,22 @@ int kr__run_finish(struct kr__run *r)
     /* Never silently; and the process ends here: the write past the block may have
      * corrupted the C library's heap, which freeing the run would then trip over. */
     if (kr__overrun_find(overrun, sizeof overrun)) kr__die(overrun);
+    r->words = malloc(5 * (r->hi - r->lo) * sizeof *r->words + 1);
+    if (!r->words) kr__fatal_oom("the run digest", 5 * (r->hi - r->lo) * sizeof *r->words);
+    bool ranks = kr__net.size > 1;
+    char *out = NULL;
+    size_t outlen = 0;
+    if (ranks && kr__net.rank > 0) kr__emit_file = open_memstream(&out, &outlen);
     int st = kr__guarded(r, finish_all, r);
+    if (kr__emit_file) fclose(kr__emit_file);
+    kr__emit_file = NULL;
+    /* (every rank takes part, failed or not: the others wait in the collectives) */
+    if (ranks && (gather_output(out, outlen) || fold_digest(r)))
+        kr__die("MPI failed at the end of the run (finish output, run digest)");
+    free(out);
+    if (!ranks) fold_digest(r);
+    free(r->words);
+    r->words = NULL;
     kr__stdout_flush();
     return st;
 }
@@ -136,6 +191,9 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     if (!(r->model = kr__model_load(cfg->model, err))) return err->status;
     if (kr__params_check(cfg, r->model, err)) return err->status;
     r->n = cfg->lps;
+    r->nranks = (unsigned)kr__net.size;
+    r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
+    r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
     r->lookahead = r->model->lookahead;
     r->nthreads = cfg->engine->threads(cfg, r->n);
     /* (calloc: its large blocks start 16 bytes into a page, so records straddle lines; a
@@ -159,7 +217,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
 void kr__run_free(struct kr__run *r)
 {
     kr__run_current = NULL;
-    for (kr_lp id = 0; r->lp_mem && id < r->n; id++) {
+    for (kr_lp id = r->lo; r->lp_mem && id < r->hi; id++) {
         struct kr__lp *lp = kr__lp_at(r, id);
         kr__arena_destroy(&lp->arena);
         if (lp->out) kr__outvec_free(lp->out);
@@ -168,6 +226,7 @@ void kr__run_free(struct kr__run *r)
     kr__region_destroy();
     if (r->pools) kr__pools_free(r->pools, r->nthreads);
     free(r->series);
+    free(r->rank_stats);
     free(r->counters);
     free(r->lp_mem);
 }
@@ -191,8 +250,10 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     kr__watch_thread_stop();
     if (!err->status && !r.rc) {
         r.peak_rss = kr__peak_rss_bytes();
-        kr__report_summary(&r, stderr);
-        if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
+        if (kr__net.rank == 0) { /* (across ranks: rank 0 has them all, ranks.c) */
+            kr__report_summary(&r, stderr);
+            if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
+        }
         *interrupted = r.interrupted;
     } else if (!err->status) {
         *err = r.fail; /* (the engine's, or finish's) */

@@ -24,7 +24,9 @@ struct kr__key {
 
 /* Where an event is in its life (struct kr__ev.st). */
 enum { KR_EV_FREE, KR_EV_INFLIGHT, KR_EV_PENDING, KR_EV_PROCESSED, KR_EV_CANCELLED, KR_EV_PARKED,
-       KR_EV_SUSPENDED /* preempted mid-event (time-sharing); in the heap to be resumed */ };
+       KR_EV_SUSPENDED, /* preempted mid-event (time-sharing); in the heap to be resumed */
+       KR_EV_REMOTE     /* optimistic, across ranks: the sender's copy of an event it sent to
+                         * another rank (in its parent's child list, for the antimessage) */ };
 
 /* Flags (struct kr__ev.flags). */
 enum {
@@ -34,6 +36,9 @@ enum {
     KR_EVF_SPAN = 8,       /* sent with kr_schedule_span: `dur` is the model's, not the lookahead */
     KR_EVF_BARRIER = 16, /* conservative, --barriers events: the completion of an offloaded event */
     KR_EVF_CKPT = 32,      /* optimistic: `ckpt` is set (read from the first line at commit) */
+    KR_EVF_REMOTE = 64,    /* optimistic, across ranks: came from (or, KR_EV_REMOTE, went to)
+                            * another rank; `rid` names it there */
+    KR_EVF_RKIDS = 128,    /* optimistic: its child list starts with KR_EV_REMOTE copies */
 };
 
 struct kr__ckpt;
@@ -56,8 +61,11 @@ struct kr__ev {
     /* The tail: what the optimistic and conservative engines keep while an event is
      * processed or rolled back. An event without payload on the sequential engine has none:
      * it is a 64-byte slot (KR_POOL_TINY, msg/pool.h), and nothing may touch these there. */
-    struct kr__ckpt *ckpt;        /* state saved just before this event ran (optimistic;
+    union {
+        struct kr__ckpt *ckpt;    /* state saved just before this event ran (optimistic;
                                    * KR_EVF_CKPT says it is set) */
+        uint64_t rid;             /* KR_EVF_REMOTE, until it runs: its remote id */
+    };
     union {
         struct kr__ev *prev;      /* optimistic: the LP's processed list */
         kr_time dur;              /* conservative: the event's duration (set when sent) */

@@ -15,12 +15,18 @@
 #include <stdint.h>
 #include "msg/event.h"
 
-enum { KR_WIRE_EVENT = 1, KR_WIRE_ANTI = 2 };
+/* Kinds: an event, an antimessage; committed output on its way to rank 0 (the event's key,
+ * `type` its part within the event, the text as payload) and a rank's mark that all of its
+ * output before key k has been sent (kr__wire_put_text / _upto). */
+enum { KR_WIRE_EVENT = 1, KR_WIRE_ANTI = 2, KR_WIRE_TEXT = 3, KR_WIRE_UPTO = 4 };
 
 struct kr__wire_hdr {
     uint8_t kind;             /* KR_WIRE_* */
     uint8_t flags;            /* the event's KR_EVF_SPAN (the rest are the receiver's) */
-    uint16_t pad_;
+    uint8_t colour;           /* the sender's GVT colour when it sent the record: its round
+                               * count's lowest bit... */
+    uint8_t round;            /* ...and its low 8 bits (a later round tells the receiver to
+                               * start one) */
     uint32_t type;
     uint32_t size;            /* payload bytes (0 for an antimessage) */
     uint32_t pad2_;
@@ -44,12 +50,19 @@ static inline size_t kr__wire_event_bytes(size_t size)
     return sizeof(struct kr__wire_hdr) + kr__wire_pad8(size);
 }
 
-/* Encode e as sent (key, destination, type, payload) with remote id rid at buf, which has
- * kr__wire_event_bytes(e->size) bytes; returns them. */
-size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid);
+/* Encode e as sent (key, destination, type, payload) with remote id rid and the sender's
+ * GVT round count at buf, which has kr__wire_event_bytes(e->size) bytes; returns them. */
+size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid,
+                          unsigned round);
 /* Encode the antimessage of the event named rid (key k, for dest); returns the bytes. */
 size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
-                         uint64_t rid);
+                         uint64_t rid, unsigned round);
+
+/* Committed output text (len bytes, part `part` of the event with key k); its bytes are
+ * kr__wire_event_bytes(len). And the mark "all output before k was sent". */
+size_t kr__wire_put_text(unsigned char *buf, const struct kr__key *k, uint32_t part,
+                         const char *text, size_t len);
+size_t kr__wire_put_upto(unsigned char *buf, const struct kr__key *k);
 
 /* One decoded record: its header, and for an event its payload (inside the buffer). */
 struct kr__wire_item {
@@ -58,7 +71,7 @@ struct kr__wire_item {
 };
 
 enum { KR_WIRE_OK = 0, KR_WIRE_END, KR_WIRE_TRUNCATED, KR_WIRE_BAD_KIND, KR_WIRE_BAD_SIZE,
-       KR_WIRE_BAD_DEST };
+       KR_WIRE_BAD_DEST, KR_WIRE_BAD_COLOUR };
 
 /* Decode the record at *p (before end) into it and advance *p past it: KR_WIRE_OK, or
  * KR_WIRE_END at the end of the buffer, or the first thing wrong (a destination must be

@@ -40,6 +40,8 @@ static void gvt_combine(void *in, void *inout, int *len, MPI_Datatype *type)
         key_min(&b[i].err, &a[i].err);
         b[i].in_flight += a[i].in_flight;
         b[i].done += a[i].done;
+        if (kr__key_lt(&b[i].max_done, &a[i].max_done)) b[i].max_done = a[i].max_done;
+        b[i].flags |= a[i].flags;
     }
 }
 
@@ -106,6 +108,76 @@ static int mpi_recv(void *buf, size_t cap, size_t *len, int *from)
                     MPI_STATUS_IGNORE) == MPI_SUCCESS ? 1 : -1;
 }
 
+/* ---- the run's start and end: blocking, tag 2 ---- */
+#define TAG_BYTES 2
+
+static int mpi_send_bytes(const void *buf, size_t len, int to)
+{
+    if (len > (size_t)INT_MAX) return -1;
+    return MPI_Send(buf, (int)len, MPI_BYTE, to, TAG_BYTES, MPI_COMM_WORLD) == MPI_SUCCESS ? 0
+                                                                                       : -1;
+}
+
+static int mpi_recv_bytes(void **buf, size_t *len, int from)
+{
+    MPI_Status st;
+    int n = 0;
+    if (MPI_Probe(from, TAG_BYTES, MPI_COMM_WORLD, &st) != MPI_SUCCESS ||
+        MPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS)
+        return -1;
+    *buf = malloc(n ? (size_t)n : 1);
+    *len = (size_t)n;
+    if (!*buf) return -1;
+    if (MPI_Recv(*buf, n, MPI_BYTE, from, TAG_BYTES, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+        MPI_SUCCESS)
+        return 0;
+    free(*buf);
+    *buf = NULL;
+    return -1;
+}
+
+/* The counts first, then the bytes (at most INT_MAX in all: finish output and statistics). */
+static int mpi_gather_bytes(const void *buf, size_t len, void **all, size_t *total)
+{
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    *all = NULL;
+    *total = 0;
+    if (len > (size_t)INT_MAX) return -1;
+    int n = (int)len, *counts = NULL, *at = NULL;
+    if (rank == 0 && (!(counts = calloc((size_t)size, sizeof *counts)) ||
+                      !(at = calloc((size_t)size, sizeof *at)))) {
+        free(counts);
+        return -1; /* (the others block in the gather: the caller aborts the job) */
+    }
+    int rc = MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    long long sum = 0;
+    for (int i = 0; rank == 0 && i < size; i++) {
+        at[i] = (int)sum;
+        sum += counts[i];
+    }
+    char *out = NULL;
+    if (rc == MPI_SUCCESS && rank == 0 && (sum > INT_MAX || !(out = malloc(sum ? sum : 1))))
+        rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Gatherv(buf, n, MPI_BYTE, out, counts, at, MPI_BYTE, 0, MPI_COMM_WORLD);
+    free(counts);
+    free(at);
+    if (rc != MPI_SUCCESS) {
+        free(out);
+        return -1;
+    }
+    *all = out;
+    *total = (size_t)sum;
+    return 0;
+}
+
+static void mpi_abort(int code)
+{
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
 static int mpi_init(int *rank, int *size, char *lib, size_t libcap, char *err, size_t errcap)
 {
     int provided = 0;
@@ -155,6 +227,10 @@ static const struct kr__net_ops ops = {
     .isend = mpi_isend,
     .test = mpi_test,
     .recv = mpi_recv,
+    .send_bytes = mpi_send_bytes,
+    .recv_bytes = mpi_recv_bytes,
+    .gather_bytes = mpi_gather_bytes,
+    .abort = mpi_abort,
 };
 
 const struct kr__net_ops *kr_net_mpi_entry(void);

@@ -112,27 +112,37 @@ int kr__net_start(struct kr__error *err)
     return KR_OK;
 }
 
+/* The rank that reports, of every rank's status * 2 + defer: the lowest that failed on its
+ * own, else the lowest that failed (-1: none); *alone counts those that failed on their own. */
+static int reporter(const int *all, int size, int *alone)
+{
+    int first = -1;
+    *alone = 0;
+    for (int pass = 0; pass < 2 && first < 0; pass++) /* on its own first, then any */
+        for (int r = 0; r < size && first < 0; r++)
+            if (all[r] && (pass || !(all[r] & 1))) first = r;
+    for (int r = 0; r < size; r++) *alone += all[r] != 0 && !(all[r] & 1);
+    return first;
+}
+
 int kr__net_agree(struct kr__error *err)
 {
     if (!kr__net.ops || kr__net.size < 2) return err->status;
     int *all = calloc((size_t)kr__net.size, sizeof *all);
-    if (!all || kr__net.ops->allgather_int(err->status, all)) {
+    /* (a rank that failed because another did says so: the others report first) */
+    int mine = err->status ? err->status * 2 + (kr__net.defer ? 1 : 0) : 0;
+    if (!all || kr__net.ops->allgather_int(mine, all)) {
         free(all);
         if (!err->status)
             kr__fail(err, KR_ERR_RESOURCE, "rank %d: the ranks could not exchange their "
                      "start-up status (MPI_Allgather failed)", kr__net.rank);
         return err->status;
     }
-    int first = -1, failed = 0;
-    for (int r = 0; r < kr__net.size; r++)
-        if (all[r]) {
-            if (first < 0) first = r;
-            failed++;
-        }
+    int failed, first = reporter(all, kr__net.size, &failed);
     if (first >= 0 && first != kr__net.rank) {
-        err->status = all[first];
+        err->status = all[first] / 2;
         kr__net.mute = true;
-    } else if (first == kr__net.rank && failed < kr__net.size) {
+    } else if (first == kr__net.rank && failed < kr__net.size && !kr__net.started) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         snprintf(err->msg, sizeof err->msg, "rank %d of %d (%d of the ranks failed, the "

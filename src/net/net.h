@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "msg/event.h"
 
-#define KR_NET_ABI 3
+#define KR_NET_ABI 4
 #define KR_NET_MODULE "kairos-mpi.so"
 #define KR_NET_ENTRY "kr_net_mpi_entry"
 
@@ -28,7 +28,10 @@ struct kr__net_gvt {
     int64_t in_flight;        /* remote messages of the old colour it sent, less those it
                                 * received: their sum is what is still on the way */
     uint64_t done;            /* its LPs whose done() holds */
+    struct kr__key max_done;  /* the latest key after which one of them became done (max) */
+    uint64_t flags;           /* KR_NET_* (or) */
 };
+enum { KR_NET_STOPPING = 1 /* a rank was interrupted: stop at a committed time */ };
 
 /* What the MPI module provides (one table, checked by its abi). */
 struct kr__net_ops {
@@ -51,11 +54,25 @@ struct kr__net_ops {
      * *from), 0 none, -1 error, or -2 if it needs more than cap bytes (*len: how many;
      * it stays to be taken with a larger buffer). */
     int (*recv)(void *buf, size_t cap, size_t *len, int *from);
+    /* Blocking, on a tag of their own (the run's start and end, never beside recv's
+     * traffic of the same kind): send len bytes to rank `to`; take the next such message
+     * from rank `from` into a malloc'd *buf of *len bytes. 0, or -1. */
+    int (*send_bytes)(const void *buf, size_t len, int to);
+    int (*recv_bytes)(void **buf, size_t *len, int from);
+    /* Collective: every rank's bytes, concatenated in rank order into a malloc'd *all of
+     * *total bytes at rank 0 (elsewhere *all is NULL). 0, or -1. */
+    int (*gather_bytes)(const void *buf, size_t len, void **all, size_t *total);
+    /* End the whole job (every rank) with this exit status. */
+    void (*abort)(int code);
 };
 
 struct kr__net {
     int rank, size;                   /* 0 and 1 for a process on its own */
     bool mute;                        /* another rank reports the run's failure */
+    bool started;                     /* the run across ranks has begun (a failure now is
+                                       * the model's or the run's: reported as on one) */
+    bool defer;                       /* this rank failed because another did (kr__net_agree
+                                       * lets a rank that failed on its own report) */
     const struct kr__net_ops *ops;    /* NULL: no MPI (one process) */
     char lib[128];                    /* the MPI library (its version string's first line) */
 };
@@ -68,9 +85,11 @@ int kr__net_launched(int *rank);
 /* Join the other ranks if mpirun started several: load the module, MPI_Init. A failure is
  * this rank's (a usage error: no MPI support, the module missing or broken). */
 int kr__net_start(struct kr__error *err);
-/* Collective (every rank, once): the failure of the lowest rank that failed becomes every
- * rank's status; only that rank keeps its message to print (the others are muted), and it
- * names its rank when others did not fail. Returns the agreed status. */
+/* Collective (every rank, once, at the start and again after a run): the failure of the
+ * lowest rank that failed on its own (not kr__net.defer) - else of the lowest that failed -
+ * becomes every rank's status; only that rank keeps its message to print (the others are
+ * muted), and before the run has started it names its rank when others did not fail.
+ * Returns the agreed status. */
 int kr__net_agree(struct kr__error *err);
 /* MPI_Finalize, if started. */
 void kr__net_stop(void);

@@ -21,7 +21,8 @@ void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__ke
         g->err_key = *k;
     }
     pthread_mutex_unlock(&g->err_mu);
-    atomic_store_explicit(&g->stop, 1, memory_order_release);
+    /* (across ranks, the next GVT round stops every rank: ranks.c) */
+    if (!g->net.on) atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
 
 static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep)
@@ -35,6 +36,7 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
             if (!chained) kr__ckpt_release(&th->blobs, x->ckpt);
             x->ckpt = NULL;
         }
+        if (x->flags & KR_EVF_RKIDS) tw_rank_forget(th, x); /* (copies sent to ranks) */
         kr__pool_put(th->pool, x);
         th->cnt->fossil_freed++;
         tl->nkept--;
@@ -202,6 +204,7 @@ bool tw_commit(struct tw_thread *th, const struct kr__key *hp)
     th->ndirty = keep;
     if (failed) return false; /* the run stops with the error */
     th->applied = h;
+    if (th->g->net.on) tw_rank_fossil(th, h.ts); /* (no antimessage can come for those) */
     pthread_mutex_lock(&th->sink.mu);
     th->sink.upto = h;
     pthread_mutex_unlock(&th->sink.mu);

@@ -70,7 +70,8 @@ void tw_flush_local(struct tw_thread *th)
 {
     for (size_t i = 0; i < th->wn; i++) {
         struct tw_item it = th->work[i];
-        if (it.anti) tw_cancel(th, it.e);
+        if (it.anti == 1) tw_cancel(th, it.e);
+        else if (it.anti) tw_rank_take(th, it.e); /* (from another rank: ranks.c) */
         else tw_deliver(th, it.e);
     }
     th->wn = 0;
@@ -191,16 +192,31 @@ static void tw_safe_stop(struct tw_thread *th)
     atomic_fetch_add_explicit(&g->stop_acks, 1, memory_order_release);
 }
 
+/* e joins its parent's children, after the copies of events sent to other ranks (tw.h,
+ * KR_EVF_RKIDS: they stay first, so that they are found without reading a local child). */
+static inline void tw_child_link(struct kr__ev *p, struct kr__ev *e)
+{
+    struct kr__ev **at = &p->child;
+    if (p->flags & KR_EVF_RKIDS) {
+        struct kr__ev *x = p->child;
+        while (x->flags & KR_EVF_RKIDS) x = x->sib;
+        at = &x->sib;
+    }
+    e->sib = *at;
+    *at = e;
+}
+
 static void tw_send(struct kr__ctx *c, struct kr__ev *e)
 {
     struct tw_thread *th = c->eng;
     struct tw_global *g = th->g;
     /* (alone: not even the owner table, a random read per send with many LPs) */
     unsigned owner = th->alone ? th->id : tw_owner(g, e->dest);
-    if (c->ev) { /* remember children for cancellation; init sends are never undone */
-        e->sib = c->ev->child;
-        c->ev->child = e;
+    if (__builtin_expect(tw_remote(g, owner), 0)) {
+        tw_rank_send(th, e, owner, c->ev);
+        return;
     }
+    if (c->ev) tw_child_link(c->ev, e); /* (for cancellation; init sends are never undone) */
     if (owner == th->id) {
         tw_work_push(th, e, 0);
         return;
@@ -504,6 +520,7 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
 static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
 {
     if (th->npost) tw_post_publish(th);
+    if (th->g->net.on) tw_rank_turn(th, true);
     if (!oversubscribed && ++*spins < 4096) {
         __builtin_ia32_pause();
         return;
@@ -576,6 +593,10 @@ static bool tw_platform_turn(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     if (th->fast) tw_safe_read(th);
+    if (g->net.on) {
+        tw_rank_turn(th, false);
+        if (th->nudge) tw_gvt_maybe_start(th, true); /* (another rank is in a later round) */
+    }
     tw_drain(th);
     tw_gvt_poll(th);
     if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
@@ -652,6 +673,8 @@ static void tw_thread_epilogue(struct tw_thread *th)
 static void tw_worker_end(struct tw_thread *th)
 {
     tw_thread_epilogue(th);
+    if (th->g->net.on && kr__xport_flush(&th->g->net.x, th->id)) /* (ranks.c: tw_rank_end) */
+        kr__die("MPI failed while a worker sent its last messages; the run cannot go on");
     tw_ts_thread_end(th);
     kr__fault_thread_fini();
     struct tw_global *g = th->g;
@@ -666,7 +689,9 @@ static void *tw_worker(void *arg)
 {
     struct tw_thread *th = arg;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    bool over = ncpu > 0 && th->g->n > (unsigned)ncpu;
+    unsigned lr, ls; /* (the other ranks' workers on this machine count too) */
+    kr__local_ranks(&lr, &ls);
+    bool over = ncpu > 0 && ls * th->g->n > (unsigned)ncpu;
     tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0, turns = 0;
@@ -709,7 +734,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->g = g;
         th->pool = &r->pools[t];
         th->cnt = &r->counters[t];
-        kr_lp lo = kr__block_first(t, r->n, g->n), hi = kr__block_first(t + 1, r->n, g->n);
+        kr_lp lo = r->lo + kr__block_first(t, r->hi - r->lo, g->n),
+              hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
         th->nlps = hi - lo;
         for (kr_lp id = lo; id < hi; id++) {
             g->owner[id] = g->target[id] = (uint16_t)t;
@@ -721,8 +747,9 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
         /* (done() decides the end only later) */
-        th->fast = r->cfg->tw.safe_events && !r->model->done;
-        th->alone = g->n == 1;
+        /* (across ranks, nothing bounds what other ranks send yet: no safe events) */
+        th->fast = r->cfg->tw.safe_events && !r->model->done && !g->net.on;
+        th->alone = g->n == 1 && !g->net.on;
         tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->qbound = kr__key_at(-INFINITY);
@@ -755,7 +782,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
 static void tw_init_lps(struct kr__run *r, struct tw_global *g)
 {
-    for (kr_lp id = 0; id < r->n; id++) {
+    for (kr_lp id = r->lo; id < r->hi; id++) {
         kr__lp_setup(r, id);
         tw_lp_of(kr__lp_at(r, id))->id = (uint32_t)id;
     }
@@ -764,7 +791,7 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.ops = &tw_ops;
         kr__ctx.eng = th;
         kr__ctx.pool = th->pool;
-        for (kr_lp id = 0; id < r->n; id++) {
+        for (kr_lp id = r->lo; id < r->hi; id++) {
             if (g->owner[id] != t) continue;
             kr__lp_run_init(r, id);
             tw_flush_local(th); /* same-thread sends of init */
@@ -803,6 +830,7 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
  * lock around the whole of it. */
 static void tw_print_committed(struct tw_global *g, bool all)
 {
+    if (g->net.on && g->net.rank) return; /* (rank 0 prints: tw_rank_output) */
     pthread_mutex_lock(&g->print_mu);
     struct kr__key upto = kr__key_at(INFINITY);
     struct kr__outvec v = { 0 };
@@ -815,6 +843,7 @@ static void tw_print_committed(struct tw_global *g, bool all)
         pthread_mutex_unlock(&s->mu);
     }
     if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+    if (g->net.on) upto = tw_rank_print_upto(g, &v, upto); /* (the other ranks' output) */
     pthread_mutex_lock(&g->err_mu);
     if (g->err) { /* nothing after an error (the failed event's own output, yes) */
         struct kr__key past = g->err_key;
@@ -852,7 +881,8 @@ static void tw_salvage(void *arg)
  * events off and reports its latest; a GVT round past them all stops the run (gvt.c). */
 static void tw_stop_request(struct tw_global *g)
 {
-    atomic_store_explicit(&g->stopping, 1, memory_order_relaxed);
+    if (g->net.on) atomic_store(&g->net.want_stop, true); /* (all ranks, by a GVT round) */
+    else atomic_store_explicit(&g->stopping, 1, memory_order_relaxed);
 }
 
 /* The watcher's pause between looks: 10 ms, or until the last worker is out (a plain sleep
@@ -873,6 +903,8 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
 {
     struct kr__progress prog;
     kr__progress_start(&prog, r);
+    bool others = g->net.on && g->net.rank; /* (rank 0 shows the progress and prints) */
+    if (others) prog.on = false;
     uint64_t last = kr__clock_ns();
     while (atomic_load_explicit(&g->running, memory_order_acquire) > 0) {
         tw_watch_wait(g);
@@ -881,7 +913,8 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
             atomic_fetch_add_explicit(&g->paused_ns, now - last, memory_order_relaxed);
         last = now;
         if (kr__interrupted()) tw_stop_request(g);
-        tw_print_committed(g, false);
+        if (others) tw_rank_output(g, false);
+        else tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
         for (unsigned t = 0; t < g->n; t++)
             kr__watch_poll(&g->th[t].watch, r, r->cfg->tw.preempt == KR_PREEMPT_OFF ?
@@ -977,6 +1010,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g->owner);
     free(g->target);
     free(g->lvt);
+    tw_rank_free(g);
     free(g->moves);
     free(g->err);
     pthread_cond_destroy(&g->end_cv);
@@ -994,21 +1028,43 @@ static void tw_init_body(void *arg)
     tw_init_lps(a->r, a->g);
 }
 
-/* The run's failure, if a committed event failed: the lowest key's error. */
+/* The run's failure, if a committed event failed: the lowest key's error (across ranks,
+ * the rank that has it reports it; the others fail quietly: kr__net.defer). */
 static int tw_failure(struct kr__run *r, const struct tw_global *g)
 {
+    bool other = g->net.on && !isinf(g->net.err.ts) &&
+                 (!g->err || kr__key_cmp(&g->err_key, &g->net.err) != 0);
+    if (other) {
+        kr__net.defer = true;
+        return kr__fail(&r->fail, KR_ERR_MODEL, "a model error on another rank");
+    }
     if (!g->err) return KR_OK;
     return kr__fail(&r->fail, KR_ERR_MODEL, "%s", g->err);
+}
+
+/* init runs here, in LP order, on this thread: a model error in it is the run's (no
+ * worker has started; what the threads were given is freed). Across ranks, ranks but 0
+ * keep init's output for rank 0 to print in rank order, and all agree whether to go on. */
+static int tw_init_all(struct kr__run *r, struct tw_global *g)
+{
+    char *out = NULL;
+    size_t len = 0;
+    if (g->net.on && g->net.rank) kr__emit_file = open_memstream(&out, &len);
+    int st = kr__guarded(r, tw_init_body, &(struct tw_init_arg){ r, g });
+    if (kr__emit_file) fclose(kr__emit_file);
+    kr__emit_file = NULL;
+    if (g->net.on) st = tw_rank_started(r, out, len, st);
+    free(out);
+    return st;
 }
 
 static int tw_run(struct kr__run *r)
 {
     struct tw_global *g = tw_global_new(r);
     if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
+    tw_rank_setup(r, g);
     tw_setup_threads(r, g);
-    /* init runs here, in LP order, on this thread: a model error in it is the run's (no
-     * worker has started; what the threads were given is freed) */
-    int st = kr__guarded(r, tw_init_body, &(struct tw_init_arg){ r, g });
+    int st = tw_init_all(r, g);
     if (st) {
         tw_global_end(r, g);
         return st;
@@ -1024,6 +1080,11 @@ static int tw_run(struct kr__run *r)
     tw_watch(r, g);
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
     kr__set_salvage(NULL, NULL);
+    if (g->net.on) {
+        if (g->net.rank) tw_rank_output(g, true);
+        tw_rank_end(r, g);
+        tw_rank_stats(r, g);
+    }
     tw_print_committed(g, g->err == NULL);
     st = tw_failure(r, g);
     tw_global_end(r, g);

@@ -37,14 +37,14 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
 {
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-    if (s & 3) return;
+    if (s & TW_PH_MASK) return;
     if (atomic_load_explicit(&g->mig_req, memory_order_relaxed)) return; /* (migrating) */
     uint64_t now = kr__clock_ns();
     if (!force &&
         now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
         return;
     th->round_mark = th->cnt->processed - th->cnt->safe;
-    if (atomic_compare_exchange_strong_explicit(&g->state, &s, (s & ~3ull) + 4 + 1,
+    if (atomic_compare_exchange_strong_explicit(&g->state, &s, (s & ~TW_PH_MASK) + TW_ROUND + TW_PH_SEND,
                                                 memory_order_acq_rel, memory_order_relaxed))
         atomic_store_explicit(&g->last_round_ns, now, memory_order_relaxed);
 }
@@ -54,7 +54,7 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
     g->horizon = h;
     atomic_fetch_add_explicit(&g->epoch, 1, memory_order_release);
     atomic_store_explicit(&g->count, 0, memory_order_relaxed);
-    atomic_store_explicit(&g->state, s & ~3ull, memory_order_release);
+    atomic_store_explicit(&g->state, s & ~TW_PH_MASK, memory_order_release);
     if (stop) atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
 
@@ -96,13 +96,21 @@ static void close_phase2(struct tw_thread *th, uint64_t s)
     struct kr__key gvt = kr__key_at(INFINITY);
     for (unsigned t = 0; t < g->n; t++)
         if (kr__key_lt(&g->th[t].report, &gvt)) gvt = g->th[t].report;
+    if (g->net.on) tw_rank_gvt_start(th, s, &gvt); /* (the ranks' least: tw_gvt_found) */
+    else tw_gvt_found(th, s, gvt);
+}
+
+/* GVT is known (of this process, or of all ranks): the done phase, or the horizon. */
+void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt)
+{
+    struct tw_global *g = th->g;
     if (g->check && kr__key_lt(&gvt, &g->gvt))
         kr__internal_error("GVT went backwards: %.17g after %.17g", gvt.ts, g->gvt.ts);
     g->gvt = gvt;
     atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt.ts), memory_order_release);
     if (th->r->model->done) {
         atomic_store_explicit(&g->count, 0, memory_order_relaxed);
-        atomic_store_explicit(&g->state, (s & ~3ull) | 3, memory_order_release);
+        atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | TW_PH_DONE, memory_order_release);
         return;
     }
     publish_gvt(th, s);
@@ -117,6 +125,14 @@ static void close_phase3(struct tw_thread *th, uint64_t s)
         all = all && g->th[t].all_done;
         if (kr__key_lt(&maxd, &g->th[t].max_done)) maxd = g->th[t].max_done;
     }
+    if (g->net.on) tw_rank_done_start(th, s, all, &maxd); /* (tw_gvt_done_found) */
+    else tw_gvt_done_found(th, s, all, maxd);
+}
+
+/* Whether every LP is done at GVT, and since when: the end, or the horizon. */
+void tw_gvt_done_found(struct tw_thread *th, uint64_t s, bool all, struct kr__key maxd)
+{
+    struct tw_global *g = th->g;
     kr_time end = th->r->cfg->end;
     if (all && maxd.ts < end) {
         maxd.seq++; /* commit up to and including the event after which all were done */
@@ -141,18 +157,23 @@ void tw_gvt_poll(struct tw_thread *th)
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (s != th->seen_state) {
         th->seen_state = s;
-        switch (s & 3) {
-        case 1:
+        switch (s & TW_PH_MASK) {
+        case TW_PH_SEND:
+            th->nround++; /* (its colour: what it sends to other ranks from now on) */
+            th->nudge = false;
             th->min_sent = tw_post_publish(th) & KR_CHAN_KEPT ? tw_post_backlog_min(th)
                                                               : kr__key_at(INFINITY);
             if (last_through(g)) {
                 atomic_store_explicit(&g->count, 0, memory_order_relaxed);
-                atomic_store_explicit(&g->state, (s & ~3ull) | 2, memory_order_release);
+                atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | TW_PH_REPORT,
+                                      memory_order_release);
             }
             break;
-        case 2:
+        case TW_PH_REPORT:
+            if (g->net.on) tw_rank_turn(th, true);
             tw_drain(th);
             th->report = local_min(th);
+            th->rep_white = (int64_t)(th->rsent[!(th->nround & 1)] - th->rrecv[!(th->nround & 1)]);
             th->cnt->gvt_rounds++; /* every thread reports in every round */
             th->rep_committed = th->cnt->committed;
             th->rep_processed = th->cnt->processed;
@@ -161,7 +182,7 @@ void tw_gvt_poll(struct tw_thread *th)
             tw_balance_sample(th);
             if (last_through(g)) close_phase2(th, s);
             break;
-        case 3:
+        case TW_PH_DONE:
             report_done(th, &g->gvt);
             if (last_through(g)) close_phase3(th, s);
             break;
@@ -169,6 +190,7 @@ void tw_gvt_poll(struct tw_thread *th)
             break;
         }
     }
+    if ((s & TW_PH_MASK) >= TW_PH_NET) tw_rank_gvt_poll(th, s);
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
     if (ep != th->seen_epoch) {
         th->seen_epoch = ep;

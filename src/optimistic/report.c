@@ -56,8 +56,54 @@ static void timeshare_summary(const struct kr__run *r, FILE *f)
             (double)t.armed_ns * 1e-9 / (r->nthreads ? r->nthreads : 1), t.de_ns / 1e3, t.apms);
 }
 
+/* Across ranks: a row per rank (rank 0 has them all, ranks.c). */
+static void ranks_json(const struct kr__run *r, FILE *f)
+{
+    fprintf(f, "  \"per_rank\": [");
+    for (unsigned k = 0; k < r->nranks; k++) {
+        const struct kr__rank_stats *s = &r->rank_stats[k];
+        fprintf(f, "%s\n    {\"rank\": %u, \"committed_events\": %llu, \"processed_events\": "
+                "%llu, \"rollbacks\": %llu, \"rolled_back_events\": %llu, \"antimessages\": "
+                "%llu, \"events_to_ranks\": %llu, \"events_from_ranks\": %llu, "
+                "\"mpi_messages_sent\": %llu, \"mpi_messages_received\": %llu, "
+                "\"events_per_message\": %.3f, \"gvt_rounds\": %llu, \"gvt_reductions\": "
+                "%llu, \"gvt_reduction_us_mean\": %.3f}", k ? "," : "", k,
+                (unsigned long long)s->committed, (unsigned long long)s->processed,
+                (unsigned long long)s->rollbacks, (unsigned long long)s->rolled_back,
+                (unsigned long long)s->antimessages, (unsigned long long)s->rank_sent,
+                (unsigned long long)s->rank_received, (unsigned long long)s->messages_sent,
+                (unsigned long long)s->messages_received,
+                s->messages_sent ? (double)s->rank_sent / (double)s->messages_sent : 0.0,
+                (unsigned long long)s->gvt_rounds, (unsigned long long)s->reductions,
+                s->reductions ? s->reduce_seconds * 1e6 / (double)s->reductions : 0.0);
+    }
+    fprintf(f, "\n  ],\n");
+}
+
+static void ranks_summary(const struct kr__run *r, FILE *f)
+{
+    uint64_t sent = 0, msgs = 0;
+    for (unsigned k = 0; k < r->nranks; k++) {
+        sent += r->rank_stats[k].rank_sent;
+        msgs += r->rank_stats[k].messages_sent;
+    }
+    fprintf(f, "  ranks:            %u; %llu events to other ranks in %llu MPI messages (%.1f "
+            "per message); peak memory above: rank 0's\n", r->nranks, (unsigned long long)sent,
+            (unsigned long long)msgs, msgs ? (double)sent / (double)msgs : 0.0);
+    for (unsigned k = 0; k < r->nranks; k++) {
+        const struct kr__rank_stats *s = &r->rank_stats[k];
+        fprintf(f, "    rank %u: %llu committed, %llu processed, %llu rollbacks; events out %llu, "
+                "in %llu; GVT %llu reductions, mean %.1f us\n", k,
+                (unsigned long long)s->committed, (unsigned long long)s->processed,
+                (unsigned long long)s->rollbacks, (unsigned long long)s->rank_sent,
+                (unsigned long long)s->rank_received, (unsigned long long)s->reductions,
+                s->reductions ? s->reduce_seconds * 1e6 / (double)s->reductions : 0.0);
+    }
+}
+
 void tw_json(const struct kr__run *r, FILE *f)
 {
+    if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
     if (r->cfg->tw.preempt == KR_PREEMPT_OFF) return;
     struct ts_totals t;
     totals(r, &t);
@@ -112,4 +158,5 @@ void tw_summary(const struct kr__run *r, FILE *f)
     balance_summary(r, &t, f);
     kr__state_summary(r, f);
     timeshare_summary(r, f);
+    if (r->nranks > 1 && r->rank_stats) ranks_summary(r, f);
 }

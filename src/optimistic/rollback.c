@@ -74,6 +74,10 @@ static void cancel_child(struct tw_thread *th, struct kr__ev *c)
 {
     unsigned owner = tw_owner(th->g, c->dest);
     th->cnt->antimessages++;
+    if (c->st == KR_EV_REMOTE) { /* (its copy: the event is on another rank) */
+        tw_rank_cancel(th, c);
+        return;
+    }
     if (owner == th->id) {
         tw_work_push(th, c, 1);
         return;

@@ -51,7 +51,9 @@ static void tw_take(struct tw_thread *th, struct kr__ev *e)
                            "(%.17g, %u) (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
                            "n antimessage" : " message", e->k.ts, e->k.gen, th->qbound.ts,
                            th->qbound.gen, (unsigned long long)e->dest);
-    if (e->flags & KR_EVF_ANTI) {
+    if (e->flags & KR_EVF_REMOTE) {
+        tw_rank_take(th, e);
+    } else if (e->flags & KR_EVF_ANTI) {
         tw_cancel(th, e->child);
         kr__pool_put(th->pool, e);
     } else {

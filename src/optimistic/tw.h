@@ -14,6 +14,8 @@
 #include "core/interrupt.h"
 #include "core/place.h"
 #include "msg/channel.h"
+#include "msg/match.h"
+#include "net/xport.h"
 #include "queue/heap.h"
 #include "state/blob.h"
 #include "stats/output.h"
@@ -21,6 +23,25 @@
 #include "core/watchdog.h"
 
 struct tw_global;
+
+/* The run across MPI ranks (ranks.c, docs/cluster.md): this rank's share of the engine. */
+struct tw_net {
+    bool on;                   /* more than one rank */
+    int rank, nranks;
+    struct kr__xport x;        /* slots 0 .. n-1: the workers; n: the watcher (output) */
+    struct kr__net_gvt in, out; /* the round's reduction (under x.mu while req is set) */
+    void *req;
+    _Atomic bool want_stop;    /* this rank was interrupted (the next round tells all) */
+    bool ended;                /* past the last event: what still arrives is dropped */
+    struct kr__key err;        /* the lowest model error of all ranks (infinity: none) */
+    /* Rank 0: committed output of the other ranks, and how far each has sent it. */
+    pthread_mutex_t out_mu;
+    struct kr__outvec rout;
+    struct kr__key *rupto;     /* [rank] */
+    uint64_t sent_text, received_text; /* output records (end: nothing left in flight) */
+    uint64_t late[2];          /* events and antimessages taken in (and dropped) at the end */
+    uint64_t reductions, reduce_ns, reduce_t0; /* GVT reductions: how many, how long */
+};
 
 /* Time one event in this many (the cost of an event, for statistics and tuning). */
 #define TW_EVENT_SAMPLE 64
@@ -188,6 +209,15 @@ struct tw_thread {
     size_t ndirty, capdirty;
     kr_lp *open;              /* page/buddy: LPs whose safe events left pages open */
     size_t nopen, capopen;
+    /* Across ranks (ranks.c). */
+    unsigned nround;          /* GVT rounds whose phase 1 it passed: its colour is the lowest
+                               * bit (what it sends to other ranks is counted by colour) */
+    bool nudge;               /* another rank is in a later round: start one */
+    unsigned net_turns;       /* loop turns since it last flushed and took messages in */
+    uint64_t rsent[2], rrecv[2]; /* records to and from other ranks, by colour */
+    int64_t rep_white;        /* at its report: of the old colour, sent less received */
+    uint64_t rid_next;
+    struct kr__match rmatch;  /* events from other ranks, by remote id (their antimessages) */
     /* GVT participation. */
     uint64_t seen_state;
     uint64_t seen_epoch;
@@ -252,7 +282,7 @@ struct tw_global {
     struct tw_thread *th;
     struct kr__chan *chan;                 /* n x n: [to * n + from] */
     struct kr__arrivals *arr;              /* per receiver */
-    _Alignas(64) _Atomic uint64_t state;   /* round * 4 + phase (0 idle, 1, 2, 3 done-check) */
+    _Alignas(64) _Atomic uint64_t state;   /* round * TW_ROUND + phase (TW_PH_*, gvt.c) */
     _Atomic unsigned count;                /* threads through the current phase */
     _Atomic uint64_t last_round_ns;
     _Alignas(64) _Atomic uint64_t epoch;   /* bumps when `horizon` is published */
@@ -319,7 +349,13 @@ struct tw_global {
     _Atomic uint64_t safe_hi;              /* time bits + 1 (0: none; times are >= 0, whose
                                             * bits order as the times do) */
     unsigned fast_threads;                 /* workers that run safe events (acks expected) */
+    struct tw_net net;
 };
+
+/* GVT round phases (gvt.c): state = round * TW_ROUND + phase. */
+enum { TW_PH_IDLE, TW_PH_SEND, TW_PH_REPORT, TW_PH_DONE, TW_PH_NET, TW_PH_NET_DONE };
+#define TW_PH_MASK 7ull
+#define TW_ROUND 8ull
 
 static inline kr_time tw_time_of(uint64_t b)
 {
@@ -537,8 +573,31 @@ bool tw_balance_plan(struct tw_thread *th);
 void tw_balance_start(struct tw_thread *th);
 void tw_balance_sample(struct tw_thread *th);
 void tw_retired_wait(struct tw_thread *th);
+/* ranks.c (docs/cluster.md). An owner at or past g->n is rank owner - g->n. */
+static inline bool tw_remote(const struct tw_global *g, unsigned owner)
+{
+    return owner >= g->n;
+}
+void tw_rank_setup(struct kr__run *r, struct tw_global *g);
+void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent);
+void tw_rank_cancel(struct tw_thread *th, struct kr__ev *copy);
+void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent);
+void tw_rank_take(struct tw_thread *th, struct kr__ev *e);
+void tw_rank_turn(struct tw_thread *th, bool now);
+void tw_rank_fossil(struct tw_thread *th, kr_time t);
+void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min);
+void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all, const struct kr__key *maxd);
+void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s);
+void tw_rank_output(struct tw_global *g, bool all);
+struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, struct kr__key upto);
+void tw_rank_end(struct kr__run *r, struct tw_global *g);
+int tw_rank_started(struct kr__run *r, char *out, size_t len, int st);
+void tw_rank_free(struct tw_global *g);
+void tw_rank_stats(struct kr__run *r, struct tw_global *g);
 /* gvt.c */
 void tw_gvt_poll(struct tw_thread *th);
+void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt);
+void tw_gvt_done_found(struct tw_thread *th, uint64_t s, bool all, struct kr__key maxd);
 void tw_gvt_maybe_start(struct tw_thread *th, bool force);
 /* commit.c */
 /* An LP's next event takes a checkpoint first (since_ckpt at least any interval). */

@@ -1,5 +1,6 @@
 /* counters.c - see counters.h. */
 #include "stats/counters.h"
+#include <stddef.h>
 #include <string.h>
 
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t)
@@ -23,4 +24,20 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
     }
     for (unsigned i = 0; i < n; i++) /* (each saw them all, but a retired worker) */
         if (all[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = all[i].gvt_rounds;
+}
+
+void kr__counters_add(struct kr__counters *into, const struct kr__counters *c)
+{
+    uint64_t wf = into->window_final, kf = into->ckpt_interval_final, sp = into->stacks_peak,
+             gr = into->gvt_rounds;
+    /* (every field from `processed` up to the doubles is a count) */
+    uint64_t *a = &into->processed;
+    const uint64_t *b = &c->processed;
+    size_t n = (offsetof(struct kr__counters, de_ns) - offsetof(struct kr__counters, processed)) /
+               sizeof(uint64_t);
+    for (size_t i = 0; i < n; i++) a[i] += b[i];
+    into->window_final = wf > c->window_final ? wf : c->window_final;
+    into->ckpt_interval_final = kf > c->ckpt_interval_final ? kf : c->ckpt_interval_final;
+    into->stacks_peak = sp > c->stacks_peak ? sp : c->stacks_peak;
+    into->gvt_rounds = gr > c->gvt_rounds ? gr : c->gvt_rounds; /* (the same rounds) */
 }

@@ -26,7 +26,9 @@ struct kr__counters {
     uint64_t migrated_out;               /* LPs this thread handed to another */
     uint64_t event_ns_sampled;           /* time in the events that were timed... */
     uint64_t events_timed;               /* ...one in TW_EVENT_SAMPLE */
-    uint64_t remote_sent;                /* events sent to another thread */
+    uint64_t remote_sent;                /* events sent to another thread (or rank) */
+    uint64_t rank_sent;                  /* of them: to another rank (MPI) */
+    uint64_t rank_received;              /* events taken in from other ranks */
     uint64_t gvt_rounds;
     uint64_t fossil_freed;
     uint64_t throttled;                  /* loop turns held back by the optimism bound */
@@ -80,5 +82,18 @@ struct kr__totals {
         ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts;
 };
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t);
+/* Add c's counts into `into` (the same thread of another rank: its counts summed, its
+ * final values and peaks the larger). */
+void kr__counters_add(struct kr__counters *into, const struct kr__counters *c);
+
+/* One rank's share of a run across ranks (rank 0 reports every rank's). */
+struct kr__rank_stats {
+    uint64_t committed, processed, rollbacks, rolled_back, antimessages;
+    uint64_t rank_sent, rank_received;       /* events to and from other ranks */
+    uint64_t messages_sent, messages_received; /* MPI messages carrying them (and output) */
+    uint64_t gvt_rounds, reductions;         /* GVT rounds, and the reductions they took */
+    double reduce_seconds;                   /* wall time from starting a reduction to
+                                              * its result, summed */
+};
 
 #endif

@@ -24,6 +24,13 @@ void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *t
     v->n++;
 }
 
+void kr__outvec_add_part(struct kr__outvec *v, const struct kr__key *k, uint32_t part,
+                         const char *text, size_t len)
+{
+    kr__outvec_add(v, k, text, len);
+    v->r[v->n - 1].part = part;
+}
+
 void kr__outvec_drop_from(struct kr__outvec *v, const struct kr__key *k)
 {
     while (v->n && !kr__key_lt(&v->r[v->n - 1].k, k)) free(v->r[--v->n].text);

@@ -23,6 +23,9 @@ struct kr__outvec {
 
 /* Append text produced by the event with key k (copies the text). */
 void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len);
+/* Append a record with its part given (output of another rank, in key order or not). */
+void kr__outvec_add_part(struct kr__outvec *v, const struct kr__key *k, uint32_t part,
+                         const char *text, size_t len);
 /* Drop (rollback) every record whose key is >= k; records are in key order. */
 void kr__outvec_drop_from(struct kr__outvec *v, const struct kr__key *k);
 /* Move every record with key < h to the end of `to`. */

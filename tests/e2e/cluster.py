@@ -9,6 +9,7 @@ reported once, by the lowest failing rank, with the same exit status on all.
 The checks without mpirun (the environment a launcher sets, faked) run everywhere; those
 with mpirun are skipped, and say so, where Open MPI or the module (BUILD_DIR/kairos-mpi.so)
 is missing."""
+import json
 import os
 import shutil
 import subprocess
@@ -123,8 +124,6 @@ def with_mpirun():
     once(p, 2, "rank 1 of 2", "the model missing on rank 1")
     if "cannot load model '/nonexistent/libring.so'" not in p.stderr:
         fail(f"the model missing on rank 1: the report must name the model\n{p.stderr}")
-    once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--threads", "1"), 2,
-         "does not run across MPI ranks", "2 ranks of a valid run (not built yet)")
     p = mpirun(1, "run", "phold", "--lps", "64", "--end", "10", "--stats", os.devnull)
     _, _, plain = run(kairos, "run", "phold", "--lps", "64", "--end", "10")
     if p.returncode != 0:
@@ -146,6 +145,91 @@ def with_mpirun():
              "in order, aggregated (test_xport)")
 
 
+def same_as_sequential():
+    """The engine across ranks commits the sequential history: digest and stdout."""
+    ring, chaos = os.path.join(build, "libring.so"), os.path.join(build, "libchaos.so")
+    cases = {
+        "phold": ["phold", "--lps", "256", "--end", "20"],
+        "queueing": ["queueing", "--lps", "64", "--end", "100"],
+        "pcs": ["pcs", "--lps", "64", "--end", "0.3"],
+        "datastore": ["datastore", "--lps", "16", "--end", "1"],
+        "chaos": [chaos, "--lps", "64", "--end", "30", "-P", "span=0.05"],
+        "chaos-done": [chaos, "--lps", "16", "--end", "inf", "-P", "done_after=200"],
+        "ring-done": [ring, "--lps", "16", "--end", "inf", "-P", "laps=300"],
+    }
+    # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
+    # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)
+    layouts = [(2, 1, []), (3, 2, []), (4, 1, []),
+               (2, 1, ["--state", "page", "--gvt-period", "0.05"]),
+               (3, 2, ["--state", "page", "--gvt-period", "0.05"])]
+    for name, args in cases.items():
+        rc, out, err = run(kairos, "run", *args, "--sync", "sequential")
+        if rc != 0:
+            fail(f"{name}: the sequential run failed:\n{err}")
+        for np, threads, extra in layouts:
+            p = mpirun(np, "run", *args, "--threads", str(threads), *extra)
+            what = f"{name}, {np} ranks x {threads} thread{'s' if threads > 1 else ''} " + \
+                   " ".join(extra)
+            if p.returncode != 0:
+                fail(f"{what}: exit {p.returncode}\n{p.stderr}")
+            if digest(p.stderr) != digest(err):
+                fail(f"{what}: digest {digest(p.stderr)}, sequential {digest(err)}")
+            if p.stdout != out:
+                fail(f"{what}: stdout differs from the sequential stdout "
+                     f"({len(p.stdout)} vs {len(out)} bytes)")
+            if p.stderr.count("run digest:") != 1 or f"{np} ranks x" not in p.stderr:
+                fail(f"{what}: want one summary, from rank 0, naming the ranks:\n{p.stderr}")
+        t.ok(f"{name}: the sequential digest and stdout on 2x1, 3x2, 4x1 ranks x threads, "
+             "and with --state page and 50-us GVT rounds")
+
+
+def stats_across_ranks():
+    path = os.path.join(build, "cluster-stats.json")
+    p = mpirun(2, "run", "phold", "--lps", "256", "--end", "20", "--threads", "1",
+               "--stats", path)
+    run(kairos, "run", "phold", "--lps", "256", "--end", "20", "--sync", "sequential",
+        "--stats", path + ".seq")
+    with open(path) as f:
+        st = json.load(f)
+    with open(path + ".seq") as f:
+        sq = json.load(f)
+    if p.returncode != 0 or st["ranks"] != 2 or len(st["per_rank"]) != 2:
+        fail(f"--stats of 2 ranks: want ranks 2 and two per_rank rows\n{p.stderr}")
+    if st["committed_events"] != sq["committed_events"] or \
+            sum(r["committed_events"] for r in st["per_rank"]) != sq["committed_events"]:
+        fail(f"--stats of 2 ranks: committed events {st['committed_events']} (rows "
+             f"{[r['committed_events'] for r in st['per_rank']]}), sequential "
+             f"{sq['committed_events']}")
+    a, b = st["per_rank"]
+    if a["events_to_ranks"] != b["events_from_ranks"] or not a["events_to_ranks"] or \
+            not a["mpi_messages_sent"]:
+        fail(f"--stats of 2 ranks: events and messages between the ranks do not add up: "
+             f"{a} {b}")
+    t.ok("--stats of 2 ranks: every rank's events in the totals, a row per rank, what one "
+         "sent the other took in")
+
+
+def errors_across_ranks():
+    """A model error, a crash and an endless event on one rank of 4: every rank stops, the
+    sequential engine's message once, its exit status (and its stdout, but for a rank that
+    dies: docs/cluster.md)."""
+    misuse, hazard = os.path.join(build, "libmisuse.so"), os.path.join(build, "libhazard.so")
+    cases = [("a model error on rank 1", [misuse, "-P", "case=9"], True),
+             ("a segfault on rank 1", [misuse, "-P", "case=15"], True),
+             ("an endless event on rank 0 (--event-timeout)",
+              [hazard, "-P", "case=11", "-P", "at=3", "--event-timeout", "1"], False)]
+    for what, args, same_out in cases:
+        base = ["run", *args, "--lps", "4", "--end", "10"]
+        rc, out, err = run(kairos, *base, "--sync", "sequential", check=False)
+        msg = [ln for ln in err.splitlines() if ln.startswith("kairos: error:")]
+        if rc != 1 or len(msg) != 1:
+            fail(f"{what}: the sequential run must fail with one message:\n{err}")
+        p = mpirun(4, *base, "--threads", "1")
+        once(p, 1, msg[0], what + ", 4 ranks")
+        if same_out and p.stdout != out:
+            fail(f"{what}: stdout differs from the sequential stdout:\n{p.stdout}\n--\n{out}")
+
+
 without_mpirun()
 if not shutil.which("mpirun"):
     print("skipped: the checks under mpirun (no mpirun on this machine)")
@@ -153,4 +237,7 @@ elif not os.path.exists(MODULE):
     print(f"skipped: the checks under mpirun ({MODULE} not built: CMake found no MPI)")
 else:
     with_mpirun()
+    same_as_sequential()
+    stats_across_ranks()
+    errors_across_ranks()
 t.finish()

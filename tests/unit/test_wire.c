@@ -18,20 +18,22 @@ static void wire_round_trip(void)
     for (unsigned i = 0; i < e->size; i++) e->payload[i] = (unsigned char)(i * 13 + 1);
     unsigned char buf[512];
     memset(buf, 0xEE, sizeof buf);
-    size_t n = kr__wire_put_event(buf, e, 0x10000000000005ull);
+    size_t n = kr__wire_put_event(buf, e, 0x10000000000005ull, 1);
     CHECK(n == kr__wire_event_bytes(19) && n == 64 + 24);
     CHECK(buf[64 + 19] == 0 && buf[64 + 23] == 0);          /* padding zeroed */
     struct kr__key ak = { 4.0, 0, 0, 2, 8 };
-    n += kr__wire_put_anti(buf + n, &ak, 5, 77);
+    n += kr__wire_put_anti(buf + n, &ak, 5, 77, 0);
     const unsigned char *p = buf, *end = buf + n;
     struct kr__wire_item it;
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_OK);
     CHECK(it.h.kind == KR_WIRE_EVENT && it.h.dest == 9 && it.h.type == 7 && it.h.size == 19);
     CHECK(kr__key_cmp(&it.h.k, &e->k) == 0 && it.h.rid == 0x10000000000005ull);
     CHECK(it.h.flags == KR_EVF_SPAN);                       /* the sender's own flags stay */
+    CHECK(it.h.colour == 1 && it.h.round == 1);
     CHECK(memcmp(it.payload, e->payload, 19) == 0);
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_OK);
     CHECK(it.h.kind == KR_WIRE_ANTI && it.h.dest == 5 && it.h.rid == 77 && it.h.size == 0);
+    CHECK(it.h.colour == 0);
     CHECK(kr__key_cmp(&it.h.k, &ak) == 0);
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_END);
     /* damaged buffers stop decoding at the damage */
@@ -41,9 +43,14 @@ static void wire_round_trip(void)
     CHECK(kr__wire_next(&p, buf + 30, 10, &it) == KR_WIRE_TRUNCATED);
     p = buf;
     CHECK(kr__wire_next(&p, end, 9, &it) == KR_WIRE_BAD_DEST); /* LP 9 of 9 */
-    buf[0] = 3;
+    buf[0] = 5;
     p = buf;
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_BAD_KIND);
+    buf[0] = KR_WIRE_EVENT;
+    buf[2] = 0;                                      /* a colour that is not its round's */
+    p = buf;
+    CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_BAD_COLOUR);
+    buf[2] = 1;
     buf[0] = KR_WIRE_ANTI;                                   /* an antimessage with payload */
     p = buf;
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_BAD_SIZE);

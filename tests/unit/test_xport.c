@@ -73,7 +73,7 @@ static void *sender(void *arg)
             e->dest = (kr_lp)to;
             unsigned char *w = kr__xport_reserve(&x, t, to, kr__wire_event_bytes(e->size));
             if (!w) bad = 1;
-            else kr__xport_append(&x, t, to, kr__wire_put_event(w, e, rid));
+            else kr__xport_append(&x, t, to, kr__wire_put_event(w, e, rid, 0));
         }
         if (i % 7 == 6 && kr__xport_flush(&x, t)) bad = 1;
         if (i % 3 == 0 && kr__xport_poll(&x, deliver, NULL) < 0) bad = 1;

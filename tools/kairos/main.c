@@ -98,7 +98,10 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     if (kr__options_defaults(c, err)) return err->status;
     for (int i = 3; i < argc; i++)
         if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
-    if (kr__options_finish(c, ncpu > 0 ? (unsigned)ncpu : 1, err)) return err->status;
+    unsigned lr, ls; /* (by default, the ranks on this machine share its cores) */
+    kr__local_ranks(&lr, &ls);
+    unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
+    if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
     if (check_output_path("--stats", c->stats_path, err)) return err->status;
     if (isinf(c->end)) {
         const struct kr_model *m = kr__model_load(c->model, err);
@@ -129,15 +132,13 @@ static int cluster_check(const struct kr__config *c, struct kr__error *err)
     return kr__model_load(c->model, err) ? KR_OK : err->status;
 }
 
-/* A run across ranks that passed every check: the engine for it is not built yet (every
- * rank refuses; rank 0 says so). */
-static int cluster_run(struct kr__error *err)
+/* A run across ranks that passed every check: each rank runs its share; the lowest rank
+ * whose run failed on its own reports (kr__net_agree). */
+static int cluster_run(const struct kr__config *c, struct kr__error *err, int *interrupted)
 {
-    kr__net.mute = kr__net.rank != 0;
-    return kr__fail(err, KR_ERR_USAGE, "the optimistic engine does not run across MPI ranks "
-                    "in this version of Kairos yet (mpirun started %d); run one process, with "
-                    "--threads for the cores of this machine (KAIROS_MPI=off runs each rank "
-                    "as a run of its own)", kr__net.size);
+    kr__net.started = true;
+    kr__run_main(c, err, interrupted);
+    return kr__net_agree(err);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -155,7 +156,7 @@ static int cmd_run(int argc, char **argv)
     if (!configure(&c, argc, argv, &err) && kr__net.size > 1) cluster_check(&c, &err);
     if (!kr__net_agree(&err)) {
         if (kr__net.size == 1) kr__run_main(&c, &err, &interrupted);
-        else cluster_run(&err);
+        else cluster_run(&c, &err, &interrupted);
     }
     /* (the report before MPI_Finalize: mpirun kills the other ranks once one has left with
      * a failure, and the reporter may not be the first to leave) */

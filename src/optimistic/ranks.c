@@ -1,0 +1,486 @@
+/* ranks.c - the optimistic engine across MPI ranks (docs/cluster.md): events and
+ * antimessages to LPs of other ranks, GVT rounds over all ranks, committed output sent to
+ * rank 0, and the end of the run.
+ *
+ * A rank owns a block of LPs (kr__run.lo .. hi) and runs the one-process engine on them; an
+ * LP of another rank has owner g->n + its rank in the owner table, so that a send or a
+ * cancellation finds it as cheaply as a local one. A send to another rank is encoded into
+ * the sending thread's message for that rank (net/xport.c); the sender keeps its copy in the
+ * parent's child list, ahead of the local children, with the remote id that names it there.
+ * Workers flush and take in messages in their loop turns. What arrives is decoded into the
+ * poller's pool and handed to the owner thread like a message from another thread; the
+ * owner matches remote ids with antimessages (msg/match.c) in either order.
+ *
+ * GVT (Mattern's colours): each worker flips its colour at a round's phase 1 and counts the
+ * records it sends and takes in by colour. The rank's round closes with a reduction over
+ * all ranks of the least key (pending, in channels, and sent in this colour) and of the old
+ * colour's records sent less received; until that sum is 0 some old record is still on its
+ * way, and the ranks repeat phase 2 and the reduction. */
+#include <math.h>
+#include <stdlib.h>
+#include "optimistic/tw.h"
+#include "msg/wire.h"
+#include "core/error.h"
+
+static _Noreturn void net_broken(const char *what)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "MPI failed while %s on rank %d; the run cannot go on", what,
+             kr__net.rank);
+    kr__die(msg);
+}
+
+void tw_rank_setup(struct kr__run *r, struct tw_global *g)
+{
+    struct tw_net *net = &g->net;
+    net->err = kr__key_at(INFINITY);
+    net->on = kr__net.size > 1;
+    if (!net->on) return;
+    net->rank = kr__net.rank;
+    net->nranks = kr__net.size;
+    if (g->n + (unsigned)net->nranks > UINT16_MAX)
+        kr__die("too many threads and ranks for the owner table (at most 65535 in all)");
+    for (kr_lp id = 0; id < r->n; id++) {
+        if (id == r->lo) id = r->hi; /* (this rank's own: tw_setup_threads) */
+        if (id >= r->n) break;
+        g->owner[id] = g->target[id] =
+            (uint16_t)(g->n + kr__block_of(id, r->n, (unsigned)net->nranks));
+    }
+    if (kr__xport_init(&net->x, g->n + 1)) net_broken("setting up messages between ranks");
+    pthread_mutex_init(&net->out_mu, NULL);
+    net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
+    if (!net->rupto) kr__fatal_oom("output marks", (size_t)net->nranks * sizeof *net->rupto);
+    for (int k = 0; k < net->nranks; k++) net->rupto[k] = kr__key_at(-INFINITY);
+    g->balance = KR_BALANCE_OFF; /* (moves stay inside a rank: not built for ranks yet) */
+}
+
+void tw_rank_free(struct tw_global *g)
+{
+    struct tw_net *net = &g->net;
+    if (!net->on) return;
+    for (unsigned t = 0; t < g->n; t++) kr__match_destroy(&g->th[t].rmatch);
+    kr__xport_destroy(&net->x);
+    kr__outvec_free(&net->rout);
+    free(net->rupto);
+    pthread_mutex_destroy(&net->out_mu);
+}
+
+/* A remote id: never 0, unique among a receiver's live events (2^40 per thread and rank
+ * before one repeats, long after the first was committed). */
+static uint64_t next_rid(struct tw_thread *th)
+{
+    th->rid_next = (th->rid_next + 1) & ((1ull << 40) - 1);
+    return ((uint64_t)(th->g->net.rank + 1) << 48) | ((uint64_t)(th->id & 0xff) << 40) |
+           th->rid_next;
+}
+
+static unsigned char *reserve(struct tw_thread *th, int to, size_t bytes)
+{
+    unsigned char *p = kr__xport_reserve(&th->g->net.x, th->id, to, bytes);
+    if (!p) net_broken("sending events");
+    return p;
+}
+
+/* A record of this thread's colour leaves: counted, and (sent after phase 1) bounded. */
+static void sent_record(struct tw_thread *th, int to, size_t bytes, const struct kr__key *k)
+{
+    kr__xport_append(&th->g->net.x, th->id, to, bytes);
+    th->rsent[th->nround & 1]++;
+    if (kr__key_lt(k, &th->min_sent)) th->min_sent = *k;
+}
+
+void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent)
+{
+    int to = (int)(owner - th->g->n);
+    uint64_t rid = next_rid(th);
+    unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size));
+    sent_record(th, to, kr__wire_put_event(p, e, rid, th->nround), &e->k);
+    th->cnt->remote_sent++;
+    th->cnt->rank_sent++;
+    if (!parent) { /* (init: never cancelled) */
+        kr__pool_put(th->pool, e);
+        return;
+    }
+    /* The copy goes first in the child list; RKIDS on a copy says the next is one too, so
+     * that the copies are found without reading a local child (another thread's event). */
+    e->st = KR_EV_REMOTE;
+    e->rid = rid;
+    e->flags = KR_EVF_REMOTE | (parent->flags & KR_EVF_RKIDS);
+    e->sib = parent->child;
+    parent->child = e;
+    parent->flags |= KR_EVF_RKIDS;
+}
+
+void tw_rank_cancel(struct tw_thread *th, struct kr__ev *copy)
+{
+    int to = (int)(tw_owner(th->g, copy->dest) - th->g->n);
+    unsigned char *p = reserve(th, to, sizeof(struct kr__wire_hdr));
+    sent_record(th, to, kr__wire_put_anti(p, &copy->k, copy->dest, copy->rid, th->nround),
+                &copy->k);
+    kr__pool_put(th->pool, copy);
+}
+
+void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent)
+{
+    struct kr__ev *c = parent->child;
+    for (bool more = true; more; c = parent->child) {
+        more = c->flags & KR_EVF_RKIDS;
+        parent->child = c->sib;
+        kr__pool_put(th->pool, c);
+    }
+    parent->flags &= (uint8_t)~KR_EVF_RKIDS;
+}
+
+void tw_rank_take(struct tw_thread *th, struct kr__ev *e)
+{
+    uint64_t rid = e->rid;
+    if (e->flags & KR_EVF_ANTI) {
+        struct kr__ev *t = kr__match_anti(&th->rmatch, rid, e->k.ts);
+        kr__pool_put(th->pool, e);
+        if (t) tw_cancel(th, t);
+        return;
+    }
+    e->ckpt = NULL;
+    e->flags &= (uint8_t)~KR_EVF_REMOTE;
+    int m = kr__match_event(&th->rmatch, rid, e);
+    if (m == KR_MATCH_ANNIHILATED) {
+        kr__pool_put(th->pool, e);
+        return;
+    }
+    if (m == KR_MATCH_DUPLICATE)
+        kr__internal_error("thread %u got remote event %#llx twice (LP %llu, time %.17g)",
+                           th->id, (unsigned long long)rid, (unsigned long long)e->dest,
+                           e->k.ts);
+    tw_deliver(th, e);
+}
+
+void tw_rank_fossil(struct tw_thread *th, kr_time t)
+{
+    if (th->rmatch.n) kr__match_fossil(&th->rmatch, t);
+}
+
+/* ---- taking messages in ---- */
+
+struct take_ctx {
+    struct tw_global *g;
+    struct tw_thread *th;     /* the poller (NULL: the watcher, at the end) */
+};
+
+/* An event or antimessage from another rank, into the poller's pool and on to its owner. */
+static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
+{
+    struct tw_global *g = th->g;
+    bool anti = it->h.kind == KR_WIRE_ANTI;
+    struct kr__ev *e = kr__pool_get(th->pool, anti ? 0 : it->h.size);
+    e->k = it->h.k;
+    e->dest = it->h.dest;
+    e->type = it->h.type;
+    e->size = it->h.size;
+    e->flags = (uint8_t)(KR_EVF_REMOTE | (anti ? KR_EVF_ANTI : it->h.flags & KR_EVF_SPAN));
+    e->rid = it->h.rid;
+    e->child = e->sib = NULL;
+    if (!anti) {
+        memcpy(e->payload, it->payload, it->h.size);
+        th->cnt->rank_received++;
+    }
+    unsigned owner = tw_owner(g, e->dest);
+    if (tw_remote(g, owner))
+        kr__internal_error("rank %d got a%s for LP %llu, which rank %u owns", g->net.rank,
+                           anti ? "n antimessage" : "n event", (unsigned long long)e->dest,
+                           owner - g->n);
+    if (owner == th->id) tw_work_push(th, e, 2); /* (tw_flush_local: tw_rank_take) */
+    else tw_transport_send(th, owner, e);
+}
+
+/* Rank 0: committed output of another rank. */
+static void take_text(struct tw_net *net, const struct kr__wire_item *it, int from)
+{
+    pthread_mutex_lock(&net->out_mu);
+    if (it->h.kind == KR_WIRE_UPTO) net->rupto[from] = it->h.k;
+    else kr__outvec_add_part(&net->rout, &it->h.k, it->h.type, (const char *)it->payload,
+                             it->h.size);
+    pthread_mutex_unlock(&net->out_mu);
+}
+
+static void take(void *arg, const unsigned char *buf, size_t n, int from)
+{
+    struct take_ctx *c = arg;
+    struct tw_net *net = &c->g->net;
+    const unsigned char *p = buf, *end = buf + n;
+    struct kr__wire_item it;
+    int rc;
+    while ((rc = kr__wire_next(&p, end, c->g->r->n, &it)) == KR_WIRE_OK) {
+        bool text = it.h.kind == KR_WIRE_TEXT || it.h.kind == KR_WIRE_UPTO;
+        if (text) {
+            net->received_text++;
+            if (net->rank == 0) take_text(net, &it, from);
+            continue;
+        }
+        if (c->th) {
+            c->th->rrecv[it.h.colour]++;
+            if ((int8_t)(uint8_t)(it.h.round - c->th->nround) > 0) c->th->nudge = true;
+        } else {
+            net->late[it.h.colour]++;
+        }
+        if (!net->ended && c->th) take_event(c->th, &it);
+    }
+    if (rc != KR_WIRE_END)
+        kr__internal_error("rank %d got a damaged message from rank %d: %s", net->rank, from,
+                           kr__wire_strerror(rc));
+}
+
+/* A loop turn's share: send what waits and take in what came, every post_every turns (about
+ * TW_POST_NS: a message per turn carried one event; transport.c paces the same way), or
+ * `now` (idle, a GVT report). */
+void tw_rank_turn(struct tw_thread *th, bool now)
+{
+    struct tw_net *net = &th->g->net;
+    if (!now && ++th->net_turns < th->post_every) return;
+    th->net_turns = 0;
+    if (kr__xport_flush(&net->x, th->id)) net_broken("sending events");
+    struct take_ctx c = { th->g, th };
+    if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("taking events in");
+}
+
+/* ---- GVT across ranks ---- */
+
+static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
+{
+    struct tw_net *net = &g->net;
+    pthread_mutex_lock(&net->x.mu);
+    int rc = net->x.ops->gvt_start(&net->in, &net->out, &net->req);
+    pthread_mutex_unlock(&net->x.mu);
+    if (rc) net_broken("starting a GVT round");
+    net->reduce_t0 = kr__clock_ns();
+    atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | phase, memory_order_release);
+}
+
+void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min)
+{
+    struct tw_global *g = th->g;
+    struct tw_net *net = &g->net;
+    int64_t white = 0;
+    for (unsigned t = 0; t < g->n; t++) white += g->th[t].rep_white;
+    pthread_mutex_lock(&g->err_mu);
+    struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
+    pthread_mutex_unlock(&g->err_mu);
+    net->in = (struct kr__net_gvt){ .min = *min, .sent_min = kr__key_at(INFINITY), .err = err,
+                                    .in_flight = white, .max_done = kr__key_at(-INFINITY),
+                                    .flags = net->want_stop ? KR_NET_STOPPING : 0 };
+    reduce_start(g, s, TW_PH_NET);
+}
+
+void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all, const struct kr__key *maxd)
+{
+    struct tw_net *net = &th->g->net;
+    net->in.done = all;
+    net->in.max_done = *maxd;
+    reduce_start(th->g, s, TW_PH_NET_DONE);
+}
+
+/* One look at the round's reduction: 1 done (this caller owns the result), 0 not yet. */
+static int reduce_test(struct tw_net *net)
+{
+    if (pthread_mutex_trylock(&net->x.mu)) return 0;
+    int rc = net->req ? net->x.ops->test(net->req) : 0;
+    if (rc == 1) net->req = NULL;
+    pthread_mutex_unlock(&net->x.mu);
+    if (rc < 0) net_broken("in a GVT round");
+    return rc;
+}
+
+/* The ranks' GVT: the horizon (or the end), or another phase 2 while old records are on
+ * their way. */
+static void gvt_result(struct tw_thread *th, uint64_t s)
+{
+    struct tw_global *g = th->g;
+    struct tw_net *net = &g->net;
+    if (g->check && net->out.in_flight < 0)
+        kr__internal_error("GVT round: %lld more old-colour records taken in than sent",
+                           (long long)-net->out.in_flight);
+    if (net->out.in_flight) {
+        atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) + TW_ROUND + TW_PH_REPORT,
+                              memory_order_release);
+        return;
+    }
+    if (net->out.flags & KR_NET_STOPPING) atomic_store(&g->stopping, 1);
+    if (!isinf(net->out.err.ts)) {
+        net->err = net->out.err; /* a model error on some rank: every rank stops */
+        atomic_store_explicit(&g->stop, 1, memory_order_release);
+    }
+    tw_gvt_found(th, s, net->out.min);
+}
+
+void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s)
+{
+    struct tw_net *net = &th->g->net;
+    if (!reduce_test(net)) return;
+    net->reductions++;
+    net->reduce_ns += kr__clock_ns() - net->reduce_t0;
+    if ((s & TW_PH_MASK) == TW_PH_NET) gvt_result(th, s);
+    else tw_gvt_done_found(th, s, th->g->net.out.done == (uint64_t)th->g->net.nranks,
+                           th->g->net.out.max_done);
+}
+
+/* ---- committed output to rank 0 ---- */
+
+static const struct kr__key key_max = { INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+
+/* Ranks but 0: what the workers committed, with the mark of how far it reaches, to rank 0
+ * (from the watcher: its slot, n). */
+void tw_rank_output(struct tw_global *g, bool all)
+{
+    struct tw_net *net = &g->net;
+    struct kr__key upto = key_max;
+    struct kr__outvec v = { 0 };
+    for (unsigned t = 0; t < g->n; t++) {
+        struct kr__outsink *s = &g->th[t].sink;
+        pthread_mutex_lock(&s->mu);
+        if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
+        kr__outvec_move_before(&s->v, &key_max, &v);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (all) upto = key_max;
+    for (size_t i = 0; i < v.n; i++) {
+        const struct kr__outrec *o = &v.r[i];
+        unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, kr__wire_event_bytes(o->len));
+        if (!p) net_broken("sending committed output");
+        kr__xport_append(&net->x, g->n, 0,
+                         kr__wire_put_text(p, &o->k, o->part, o->text, o->len));
+        net->sent_text++;
+    }
+    kr__outvec_free(&v);
+    unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, sizeof(struct kr__wire_hdr));
+    if (!p) net_broken("sending committed output");
+    kr__xport_append(&net->x, g->n, 0, kr__wire_put_upto(p, &upto));
+    net->sent_text++;
+    if (kr__xport_flush(&net->x, g->n)) net_broken("sending committed output");
+}
+
+/* Rank 0: the other ranks' output joins v, and how far all of it may be printed. */
+struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, struct kr__key upto)
+{
+    struct tw_net *net = &g->net;
+    pthread_mutex_lock(&net->out_mu);
+    kr__outvec_move_before(&net->rout, &key_max, v);
+    for (int k = 1; k < net->nranks; k++)
+        if (kr__key_lt(&net->rupto[k], &upto)) upto = net->rupto[k];
+    pthread_mutex_unlock(&net->out_mu);
+    if (!isinf(net->err.ts)) { /* nothing after the first error of all ranks */
+        struct kr__key past = net->err;
+        past.seq++;
+        if (kr__key_lt(&past, &upto)) upto = past;
+    }
+    return upto;
+}
+
+/* ---- the end ---- */
+
+/* Every rank past its last event: take in (and drop) what is still on its way, until the
+ * ranks agree that every record sent has been taken in - then no message is left
+ * unreceived at MPI_Finalize, and rank 0 has all the output - and on the lowest model error
+ * of all ranks, if there was one. */
+void tw_rank_end(struct kr__run *r, struct tw_global *g)
+{
+    (void)r;
+    struct tw_net *net = &g->net;
+    net->ended = true;
+    struct take_ctx c = { g, NULL };
+    pthread_mutex_lock(&g->err_mu);
+    struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
+    pthread_mutex_unlock(&g->err_mu);
+    for (;;) {
+        if (kr__xport_flush(&net->x, g->n)) net_broken("ending the run");
+        if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
+        int64_t sent = (int64_t)net->sent_text, got = (int64_t)net->received_text;
+        for (unsigned t = 0; t < g->n; t++)
+            sent += (int64_t)(g->th[t].rsent[0] + g->th[t].rsent[1]),
+            got += (int64_t)(g->th[t].rrecv[0] + g->th[t].rrecv[1]);
+        got += (int64_t)(net->late[0] + net->late[1]);
+        net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err,
+                                        .in_flight = sent - got };
+        pthread_mutex_lock(&net->x.mu);
+        int rc = net->x.ops->gvt_start(&net->in, &net->out, &net->req);
+        pthread_mutex_unlock(&net->x.mu);
+        if (rc) net_broken("ending the run");
+        while (!reduce_test(net))
+            if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
+        if (!net->out.in_flight) break;
+    }
+    /* (a model error found in the last commit: every rank fails, the lowest key reports) */
+    if (kr__key_lt(&net->out.err, &net->err)) net->err = net->out.err;
+}
+
+/* ---- the start ---- */
+
+int tw_rank_started(struct kr__run *r, char *out, size_t len, int st)
+{
+    const struct kr__net_ops *o = kr__net.ops;
+    void *all = NULL;
+    size_t total = 0;
+    if (o->gather_bytes(out, kr__net.rank ? len : 0, &all, &total))
+        net_broken("gathering init's output");
+    if (all) fwrite(all, 1, total, stdout); /* (rank 0: its own went out as it came) */
+    free(all);
+    int *sts = calloc((size_t)kr__net.size, sizeof *sts);
+    if (!sts) kr__fatal_oom("start-up statuses", (size_t)kr__net.size * sizeof *sts);
+    if (o->allgather_int(st, sts)) net_broken("agreeing on the start");
+    int failed = -1;
+    for (int k = 0; k < kr__net.size && failed < 0; k++)
+        if (sts[k]) failed = k;
+    free(sts);
+    if (st || failed < 0) return st;
+    kr__net.defer = true;
+    return kr__fail(&r->fail, KR_ERR_MODEL, "init failed on rank %d", failed);
+}
+
+/* ---- statistics ---- */
+
+/* Rank 0 gets every rank's counters (added into its own, thread by thread) and a row per
+ * rank (kr__run.rank_stats). Collective. */
+void tw_rank_stats(struct kr__run *r, struct tw_global *g)
+{
+    struct tw_net *net = &g->net;
+    size_t cb = g->n * sizeof *r->counters, len = sizeof(struct kr__rank_stats) + cb;
+    unsigned char *mine = malloc(len);
+    if (!mine) kr__fatal_oom("statistics", len);
+    struct kr__rank_stats st = { .messages_sent = net->x.messages_sent,
+                                 .messages_received = net->x.messages_received,
+                                 .reductions = net->reductions,
+                                 .reduce_seconds = (double)net->reduce_ns * 1e-9 };
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct kr__counters *c = &r->counters[t];
+        st.committed += c->committed;
+        st.processed += c->processed;
+        st.rollbacks += c->rollbacks;
+        st.rolled_back += c->rolled_back;
+        st.antimessages += c->antimessages;
+        st.rank_sent += c->rank_sent;
+        st.rank_received += c->rank_received;
+        if (c->gvt_rounds > st.gvt_rounds) st.gvt_rounds = c->gvt_rounds;
+    }
+    memcpy(mine, &st, sizeof st);
+    memcpy(mine + sizeof st, r->counters, cb);
+    void *all = NULL;
+    size_t total = 0;
+    if (kr__net.ops->gather_bytes(mine, len, &all, &total)) net_broken("gathering statistics");
+    free(mine);
+    r->nranks = (unsigned)net->nranks;
+    if (!all) return;
+    if (total != len * (size_t)net->nranks)
+        kr__internal_error("statistics of %zu bytes from %d ranks, %zu expected", total,
+                           net->nranks, len * (size_t)net->nranks);
+    r->rank_stats = malloc((size_t)net->nranks * sizeof *r->rank_stats);
+    if (!r->rank_stats) kr__fatal_oom("statistics", (size_t)net->nranks * sizeof *r->rank_stats);
+    for (int k = 0; k < net->nranks; k++) {
+        const unsigned char *p = (const unsigned char *)all + (size_t)k * len;
+        memcpy(&r->rank_stats[k], p, sizeof st);
+        for (unsigned t = 0; k && t < g->n; t++) {
+            struct kr__counters c;
+            memcpy(&c, p + sizeof st + t * sizeof c, sizeof c);
+            kr__counters_add(&r->counters[t], &c);
+        }
+    }
+    free(all);
+}
