@@ -21,6 +21,7 @@
 #include "optimistic/tw.h"
 #include "msg/wire.h"
 #include "core/error.h"
+#include "stats/progress.h"
 
 static _Noreturn void net_broken(const char *what)
 {
@@ -247,11 +248,11 @@ void tw_rank_turn(struct tw_thread *th, bool now)
 static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
 {
     struct tw_net *net = &g->net;
-    pthread_mutex_lock(&net->x.mu);
+    pthread_mutex_lock(&net->x.mu); /* (the worker that sees the result reads reduce_t0) */
+    net->reduce_t0 = kr__clock_ns();
     int rc = net->x.ops->gvt_start(&net->in, &net->out, &net->req);
     pthread_mutex_unlock(&net->x.mu);
     if (rc) net_broken("starting a GVT round");
-    net->reduce_t0 = kr__clock_ns();
     atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | phase, memory_order_release);
 }
 
@@ -305,8 +306,10 @@ static void gvt_result(struct tw_thread *th, uint64_t s)
         return;
     }
     if (net->out.flags & KR_NET_STOPPING) atomic_store(&g->stopping, 1);
-    if (!isinf(net->out.err.ts)) {
-        net->err = net->out.err; /* a model error on some rank: every rank stops */
+    if (!isinf(net->out.err.ts)) { /* a model error on some rank: every rank stops */
+        pthread_mutex_lock(&net->out_mu); /* (the printer reads it) */
+        net->err = net->out.err;
+        pthread_mutex_unlock(&net->out_mu);
         atomic_store_explicit(&g->stop, 1, memory_order_release);
     }
     tw_gvt_found(th, s, net->out.min);
@@ -366,12 +369,12 @@ struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, str
     kr__outvec_move_before(&net->rout, &key_max, v);
     for (int k = 1; k < net->nranks; k++)
         if (kr__key_lt(&net->rupto[k], &upto)) upto = net->rupto[k];
-    pthread_mutex_unlock(&net->out_mu);
     if (!isinf(net->err.ts)) { /* nothing after the first error of all ranks */
         struct kr__key past = net->err;
         past.seq++;
         if (kr__key_lt(&past, &upto)) upto = past;
     }
+    pthread_mutex_unlock(&net->out_mu);
     return upto;
 }
 
@@ -409,7 +412,9 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
         if (!net->out.in_flight) break;
     }
     /* (a model error found in the last commit: every rank fails, the lowest key reports) */
+    pthread_mutex_lock(&net->out_mu);
     if (kr__key_lt(&net->out.err, &net->err)) net->err = net->out.err;
+    pthread_mutex_unlock(&net->out_mu);
 }
 
 /* ---- the start ---- */
@@ -448,7 +453,8 @@ void tw_rank_stats(struct kr__run *r, struct tw_global *g)
     struct kr__rank_stats st = { .messages_sent = net->x.messages_sent,
                                  .messages_received = net->x.messages_received,
                                  .reductions = net->reductions,
-                                 .reduce_seconds = (double)net->reduce_ns * 1e-9 };
+                                 .reduce_seconds = (double)net->reduce_ns * 1e-9,
+                                 .peak_rss = kr__peak_rss_bytes() };
     for (unsigned t = 0; t < g->n; t++) {
         const struct kr__counters *c = &r->counters[t];
         st.committed += c->committed;

@@ -67,7 +67,8 @@ static void ranks_json(const struct kr__run *r, FILE *f)
                 "%llu, \"events_to_ranks\": %llu, \"events_from_ranks\": %llu, "
                 "\"mpi_messages_sent\": %llu, \"mpi_messages_received\": %llu, "
                 "\"events_per_message\": %.3f, \"gvt_rounds\": %llu, \"gvt_reductions\": "
-                "%llu, \"gvt_reduction_us_mean\": %.3f}", k ? "," : "", k,
+                "%llu, \"gvt_reduction_us_mean\": %.3f, \"peak_rss_bytes\": %llu}",
+                k ? "," : "", k,
                 (unsigned long long)s->committed, (unsigned long long)s->processed,
                 (unsigned long long)s->rollbacks, (unsigned long long)s->rolled_back,
                 (unsigned long long)s->antimessages, (unsigned long long)s->rank_sent,
@@ -75,7 +76,8 @@ static void ranks_json(const struct kr__run *r, FILE *f)
                 (unsigned long long)s->messages_received,
                 s->messages_sent ? (double)s->rank_sent / (double)s->messages_sent : 0.0,
                 (unsigned long long)s->gvt_rounds, (unsigned long long)s->reductions,
-                s->reductions ? s->reduce_seconds * 1e6 / (double)s->reductions : 0.0);
+                s->reductions ? s->reduce_seconds * 1e6 / (double)s->reductions : 0.0,
+                (unsigned long long)s->peak_rss);
     }
     fprintf(f, "\n  ],\n");
 }
@@ -88,16 +90,17 @@ static void ranks_summary(const struct kr__run *r, FILE *f)
         msgs += r->rank_stats[k].messages_sent;
     }
     fprintf(f, "  ranks:            %u; %llu events to other ranks in %llu MPI messages (%.1f "
-            "per message); peak memory above: rank 0's\n", r->nranks, (unsigned long long)sent,
+            "per message); the peak memory below is rank 0's\n", r->nranks, (unsigned long long)sent,
             (unsigned long long)msgs, msgs ? (double)sent / (double)msgs : 0.0);
     for (unsigned k = 0; k < r->nranks; k++) {
         const struct kr__rank_stats *s = &r->rank_stats[k];
         fprintf(f, "    rank %u: %llu committed, %llu processed, %llu rollbacks; events out %llu, "
-                "in %llu; GVT %llu reductions, mean %.1f us\n", k,
+                "in %llu; GVT %llu reductions, mean %.1f us; peak memory %.1f MiB\n", k,
                 (unsigned long long)s->committed, (unsigned long long)s->processed,
                 (unsigned long long)s->rollbacks, (unsigned long long)s->rank_sent,
                 (unsigned long long)s->rank_received, (unsigned long long)s->reductions,
-                s->reductions ? s->reduce_seconds * 1e6 / (double)s->reductions : 0.0);
+                s->reductions ? s->reduce_seconds * 1e6 / (double)s->reductions : 0.0,
+                (double)s->peak_rss / (1 << 20));
     }
 }
 

@@ -94,6 +94,7 @@ struct kr__rank_stats {
     uint64_t gvt_rounds, reductions;         /* GVT rounds, and the reductions they took */
     double reduce_seconds;                   /* wall time from starting a reduction to
                                               * its result, summed */
+    uint64_t peak_rss;                       /* the rank's peak memory, bytes */
 };
 
 #endif
