@@ -482,6 +482,9 @@ static void tw_post_pace(struct tw_thread *th, unsigned turns)
                      (unsigned)(TW_POST_NS / turn_ns);
     th->every = TW_EVERY_NS / turn_ns >= TW_EVERY_TURNS ? TW_EVERY_TURNS :
                 (unsigned)(TW_EVERY_NS / turn_ns) + 1;
+    th->net_every = turn_ns >= TW_RANK_POST_NS ? 1 :
+                    TW_RANK_POST_NS / turn_ns > TW_RANK_POST_TURNS_MAX ? TW_RANK_POST_TURNS_MAX :
+                    (unsigned)(TW_RANK_POST_NS / turn_ns);
 }
 
 /* Run on while the next events lie below the safe time: nothing that arrives meanwhile can
@@ -756,7 +759,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->qseq = 1; /* (void until first written) */
         th->qlast = UINT64_MAX;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
-        th->post_every = 1; /* (until the turns are timed) */
+        th->post_every = th->net_every = 1; /* (until the turns are timed) */
         th->every = 1;
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));

@@ -230,13 +230,12 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from)
                            kr__wire_strerror(rc));
 }
 
-/* A loop turn's share: send what waits and take in what came, every post_every turns (about
- * TW_POST_NS: a message per turn carried one event; transport.c paces the same way), or
- * `now` (idle, a GVT report). */
+/* A loop turn's share: send what waits and take in what came, every net_every turns (about
+ * TW_RANK_POST_NS), or `now` (idle, a GVT report). */
 void tw_rank_turn(struct tw_thread *th, bool now)
 {
     struct tw_net *net = &th->g->net;
-    if (!now && ++th->net_turns < th->post_every) return;
+    if (!now && ++th->net_turns < th->net_every) return;
     th->net_turns = 0;
     if (kr__xport_flush(&net->x, th->id)) net_broken("sending events");
     struct take_ctx c = { th->g, th };

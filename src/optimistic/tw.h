@@ -213,7 +213,8 @@ struct tw_thread {
     unsigned nround;          /* GVT rounds whose phase 1 it passed: its colour is the lowest
                                * bit (what it sends to other ranks is counted by colour) */
     bool nudge;               /* another rank is in a later round: start one */
-    unsigned net_turns;       /* loop turns since it last flushed and took messages in */
+    unsigned net_turns;       /* loop turns since it last flushed and took messages in... */
+    unsigned net_every;       /* ...and how many make TW_RANK_POST_NS (tw_post_pace) */
     uint64_t rsent[2], rrecv[2]; /* records to and from other ranks, by colour */
     int64_t rep_white;        /* at its report: of the old colour, sent less received */
     uint64_t rid_next;
@@ -485,6 +486,12 @@ void tw_drain(struct tw_thread *th);
  * a rollback storm at 1/6 the speed). */
 #define TW_POST_BATCH 32
 #define TW_POST_NS 2000
+/* Between ranks a message costs more (an MPI send and probe): a worker flushes and polls
+ * about every TW_RANK_POST_NS of its turns. PHOLD-std, 2 ranks x 1 thread, 4 interleaved
+ * runs: every ~2 us, 2-3 events per message and 2.8-6.1 M/s; ~8 us, 10-15 and 5.2-7.8;
+ * ~32 us, 27-30 and 3.9-5.2 (later events, more rollbacks). */
+#define TW_RANK_POST_NS 8000
+#define TW_RANK_POST_TURNS_MAX 64
 /* The loop's housekeeping (GVT start, pacing, checkpoint tuning, load sampling) runs every
  * 256 turns that ran events, or sooner so that it runs at least every TW_EVERY_NS: with
  * 10-us events in bursts of safe ones, 256 turns took 80 ms, and a 5-ms GVT period became
