@@ -103,7 +103,8 @@ static const struct opt table[] = {
               "sequential" },
     { "--threads", "N", K_UINT, F(threads), NULL, 1, 1024, .json = "threads",
       .help = "worker threads (default: all cores; conservative: N workers\n"
-              "beside the scheduler thread, default cores - 1)" },
+              "beside the scheduler thread, default cores - 1; under mpirun:\n"
+              "per rank, default the cores shared by the ranks on the machine)" },
     { "--lps", "N", K_U64, F(lps), "1024", 1, UINT32_MAX, .json = "lps",
       .help = "number of logical processes (default 1024)" },
     { "--end", "T", K_TIME, F(end), "1000", 0, INFINITY, .json = "end",

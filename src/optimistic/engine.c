@@ -1006,6 +1006,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
         free(th->mig);
         free(th->post);
     }
+    tw_rank_free(g); /* (the threads' remote-id maps) */
     free(g->th);
     free(g->chan);
     free(g->arr);
@@ -1013,7 +1014,6 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g->owner);
     free(g->target);
     free(g->lvt);
-    tw_rank_free(g);
     free(g->moves);
     free(g->err);
     pthread_cond_destroy(&g->end_cv);

@@ -44,8 +44,9 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
         now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
         return;
     th->round_mark = th->cnt->processed - th->cnt->safe;
-    if (atomic_compare_exchange_strong_explicit(&g->state, &s, (s & ~TW_PH_MASK) + TW_ROUND + TW_PH_SEND,
-                                                memory_order_acq_rel, memory_order_relaxed))
+    uint64_t next = (s & ~TW_PH_MASK) + TW_ROUND + TW_PH_SEND;
+    if (atomic_compare_exchange_strong_explicit(&g->state, &s, next, memory_order_acq_rel,
+                                                memory_order_relaxed))
         atomic_store_explicit(&g->last_round_ns, now, memory_order_relaxed);
 }
 

@@ -90,7 +90,8 @@ static void ranks_summary(const struct kr__run *r, FILE *f)
         msgs += r->rank_stats[k].messages_sent;
     }
     fprintf(f, "  ranks:            %u; %llu events to other ranks in %llu MPI messages (%.1f "
-            "per message); the peak memory below is rank 0's\n", r->nranks, (unsigned long long)sent,
+            "per message); the peak memory below is rank 0's\n", r->nranks,
+            (unsigned long long)sent,
             (unsigned long long)msgs, msgs ? (double)sent / (double)msgs : 0.0);
     for (unsigned k = 0; k < r->nranks; k++) {
         const struct kr__rank_stats *s = &r->rank_stats[k];

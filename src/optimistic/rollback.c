@@ -74,7 +74,8 @@ static void cancel_child(struct tw_thread *th, struct kr__ev *c)
 {
     unsigned owner = tw_owner(th->g, c->dest);
     th->cnt->antimessages++;
-    if (c->st == KR_EV_REMOTE) { /* (its copy: the event is on another rank) */
+    if (tw_remote(th->g, owner)) { /* (its copy: the event is on another rank; a local
+                                    * child's fields but dest and sib are its receiver's) */
         tw_rank_cancel(th, c);
         return;
     }

@@ -28,6 +28,8 @@ static void usage(FILE *f)
         "  kairos calibrate [options]                      measure the cost of extra ticks\n"
         "                                                  and pick --tick-us for this machine\n"
         "  kairos --help | --version\n"
+        "  mpirun -np N kairos run MODEL [options]         the optimistic engine across N\n"
+        "                                                  processes (docs/cluster.md)\n"
         "\n"
         "MODEL is a built-in model name (see 'kairos models') or the path of a model shared\n"
         "object that exports kr_model_entry(), e.g. ./mymodel.so.\n"
@@ -38,7 +40,7 @@ static void usage(FILE *f)
     fputs(
         "\n"
         "Every run prints a summary with a run digest: a hash of each LP's committed history and\n"
-        "final state. It is the same for every engine and thread count.\n"
+        "final state. It is the same for every engine, thread and rank count.\n"
         "Exit status: 0 success, 1 model or run-time error (also a failed write to stdout),\n"
         "2 bad command line, 3 internal error (an engine invariant failed: please report it),\n"
         "130/143 interrupted by SIGINT/SIGTERM (committed output, summary and --stats are\n"
