@@ -11,6 +11,7 @@ with mpirun are skipped, and say so, where Open MPI or the module (BUILD_DIR/kai
 is missing."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,7 +162,9 @@ def same_as_sequential():
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)
     layouts = [(2, 1, []), (3, 2, []), (4, 1, []),
                (2, 1, ["--state", "page", "--gvt-period", "0.05"]),
-               (3, 2, ["--state", "page", "--gvt-period", "0.05"])]
+               (3, 2, ["--state", "page", "--gvt-period", "0.05"]),
+               (2, 1, ["--check"] + ([] if kind == "tsan" else ["--preempt", "tick"]))]
+    # (a ThreadSanitizer build has no time-sharing)
     for name, args in cases.items():
         rc, out, err = run(kairos, "run", *args, "--sync", "sequential")
         if rc != 0:
@@ -180,7 +183,7 @@ def same_as_sequential():
             if p.stderr.count("run digest:") != 1 or f"{np} ranks x" not in p.stderr:
                 fail(f"{what}: want one summary, from rank 0, naming the ranks:\n{p.stderr}")
         t.ok(f"{name}: the sequential digest and stdout on 2x1, 3x2, 4x1 ranks x threads, "
-             "and with --state page and 50-us GVT rounds")
+             "with --state page and 50-us GVT rounds, with --check and --preempt tick")
 
 
 def stats_across_ranks():
@@ -213,11 +216,17 @@ def errors_across_ranks():
     """A model error, a crash and an endless event on one rank of 4: every rank stops, the
     sequential engine's message once, its exit status (and its stdout, but for a rank that
     dies: docs/cluster.md)."""
-    misuse, hazard = os.path.join(build, "libmisuse.so"), os.path.join(build, "libhazard.so")
+    misuse, spin = os.path.join(build, "libmisuse.so"), os.path.join(build, "libspinloop.so")
     cases = [("a model error on rank 1", [misuse, "-P", "case=9"], True),
              ("a segfault on rank 1", [misuse, "-P", "case=15"], True),
              ("an endless event on rank 0 (--event-timeout)",
-              [hazard, "-P", "case=11", "-P", "at=3", "--event-timeout", "1"], False)]
+              [spin, "-P", "case=1", "--event-timeout", "1"], False)]
+    # (one LP loops: when several ranks each time out on an endless event of their own,
+    # each reports its own - the sequential engine names the first; docs/cluster.md)
+    # (ThreadSanitizer cannot follow the longjmp out of the fault handler that defers a
+    # crash on the parallel engines: bad_input.py skips it there too)
+    if kind == "tsan":
+        cases = [c for c in cases if "segfault" not in c[0]]
     for what, args, same_out in cases:
         base = ["run", *args, "--lps", "4", "--end", "10"]
         rc, out, err = run(kairos, *base, "--sync", "sequential", check=False)
@@ -230,6 +239,34 @@ def errors_across_ranks():
             fail(f"{what}: stdout differs from the sequential stdout:\n{p.stdout}\n--\n{out}")
 
 
+def interrupted_across_ranks():
+    """SIGTERM to mpirun (which passes it to every rank): all ranks stop at one committed
+    time T, and the digest is that of --end T."""
+    import signal
+    import time
+    cmd = ["mpirun", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
+           "btl_vader_single_copy_mechanism", "none", "-np", "2", kairos, "run", "phold",
+           "--lps", "1024", "--end", "1e9", "--threads", "1"]
+    e = env_with(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    time.sleep(2.0)
+    p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("SIGTERM to mpirun: the ranks did not stop within 60 s")
+    m = re.search(r"interrupted by SIGTERM: committed up to virtual time (\S+)", err)
+    if not m or err.count("run digest:") != 1:
+        fail(f"SIGTERM to mpirun: want one summary saying where the run stopped:\n{err}")
+    _, _, seq = run(kairos, "run", "phold", "--lps", "1024", "--end", m.group(1), "--sync",
+                    "sequential")
+    if digest(err) != digest(seq):
+        fail(f"SIGTERM to mpirun: digest {digest(err)}, --end {m.group(1)} sequential "
+             f"{digest(seq)}")
+    t.ok("SIGTERM to mpirun: every rank stops at one committed time T, the digest of --end T")
+
+
 without_mpirun()
 if not shutil.which("mpirun"):
     print("skipped: the checks under mpirun (no mpirun on this machine)")
@@ -240,4 +277,5 @@ else:
     same_as_sequential()
     stats_across_ranks()
     errors_across_ranks()
+    interrupted_across_ranks()
 t.finish()
