@@ -121,8 +121,14 @@ int kr__xport_flush(struct kr__xport *x, unsigned t)
     for (int to = 0; to < x->nranks; to++) {
         if (to == x->rank) continue;
         struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
-        for (unsigned k = 0; k < o->nm; k++)
-            if (k != o->fill && reap(x, &o->m[k]) < 0) return -1;
+        /* Oldest first, up to the first still going: sends to one rank finish in order,
+         * and testing every message in flight each turn was 12% of a run whose receiver
+         * lagged (hundreds in flight). */
+        for (unsigned k = 1; k < o->nm; k++) {
+            int d = reap(x, &o->m[(o->fill + k) % o->nm]);
+            if (d < 0) return -1;
+            if (d == 0) break;
+        }
         if (o->nm && o->m[o->fill].n && send_fill(x, o, to)) return -1;
     }
     return 0;
