@@ -249,7 +249,7 @@ def interrupted_across_ranks():
            "--lps", "1024", "--end", "1e9", "--threads", "1"]
     e = env_with(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
-    time.sleep(2.0)
+    time.sleep(8.0 if kind else 3.0)  # (past MPI_Init and init, where the handlers are set)
     p.send_signal(signal.SIGTERM)
     try:
         _, err = p.communicate(timeout=60)
