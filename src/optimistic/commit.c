@@ -238,8 +238,8 @@ void tw_commit_before_error(struct tw_thread *th)
 void tw_release_all(struct tw_thread *th)
 {
     struct kr__key h = th->g->horizon;
-    for (kr_lp id = 0; id < th->r->n; id++) {
-        if (th->g->owner[id] != th->id) continue;
+    for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
+        if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
         struct kr__lp *lp = kr__lp_at(th->r, id);
         struct tw_lp *tl = tw_lp_of(lp);
         if ((tl->tail && !kr__key_lt(&tl->tail->k, &h)) || lp->ult)

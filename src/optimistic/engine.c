@@ -54,7 +54,7 @@ void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
  * skips the look at the LP's local time, a cache miss per event with many LPs. */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e)
 {
-    if (!th->alone && e->k.ts <= th->g->lvt[e->dest]) {
+    if (!th->alone && e->k.ts <= th->g->lvt[tw_lidx(th->g, e->dest)]) {
         struct kr__lp *lp = kr__lp_at(th->r, e->dest);
         struct tw_lp *tl = tw_lp_of(lp);
         if ((tl->tail && kr__key_lt(&e->k, &tl->tail->k)) ||
@@ -741,8 +741,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
               hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
         th->nlps = hi - lo;
         for (kr_lp id = lo; id < hi; id++) {
-            g->owner[id] = g->target[id] = (uint16_t)t;
-            g->lvt[id] = -INFINITY;
+            g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
+            g->lvt[tw_lidx(g, id)] = -INFINITY;
         }
         atomic_init(&th->cpu_share, -1.0);
         atomic_init(&th->rq_shared, 0);
@@ -795,7 +795,7 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.eng = th;
         kr__ctx.pool = th->pool;
         for (kr_lp id = r->lo; id < r->hi; id++) {
-            if (g->owner[id] != t) continue;
+            if (g->owner[tw_lidx(g, id)] != t) continue;
             kr__lp_run_init(r, id);
             tw_flush_local(th); /* same-thread sends of init */
             /* Page tracking: its base checkpoint at once, which closes its pages, so they
@@ -944,11 +944,13 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
     if (!g->th || !g->chan || !g->arr || !g->clock)
         kr__fatal_oom("worker threads", (size_t)g->n * g->n * sizeof *g->chan);
-    g->owner = malloc(r->n * sizeof *g->owner);
-    g->target = malloc(r->n * sizeof *g->target);
-    g->lvt = malloc(r->n * sizeof *g->lvt);
+    g->lo = r->lo;
+    g->nlocal = r->hi - r->lo;
+    g->owner = malloc(g->nlocal * sizeof *g->owner);
+    g->target = malloc(g->nlocal * sizeof *g->target);
+    g->lvt = malloc(g->nlocal * sizeof *g->lvt);
     if (!g->owner || !g->target || !g->lvt)
-        kr__fatal_oom("LP tables", r->n * (2 * sizeof *g->owner + sizeof *g->lvt));
+        kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
     g->balance = r->cfg->tw.balance;
     /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
     g->chan_slots = g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
@@ -1065,7 +1067,7 @@ static int tw_run(struct kr__run *r)
 {
     struct tw_global *g = tw_global_new(r);
     if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
-    tw_rank_setup(r, g);
+    tw_rank_setup(g);
     tw_setup_threads(r, g);
     int st = tw_init_all(r, g);
     if (st) {

@@ -225,8 +225,8 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
     th->all_done = done == th->nlps;
     if (th->g->check) { /* what migrations keep per thread agrees with the owner table */
         kr_lp own = 0, dn = 0;
-        for (kr_lp id = 0; id < th->r->n; id++) {
-            if (th->g->owner[id] != th->id) continue;
+        for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
+            if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
             own++;
             const struct kr__lp *lp = kr__lp_at(th->r, id);
             dn += lp->done_seen || lp->done_init;

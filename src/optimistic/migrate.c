@@ -1,4 +1,6 @@
 /* migrate.c - LP migration between worker threads, and the load balancer that plans it.
+ * One process only: the per-LP tables are indexed by LP id here, which holds where the
+ * process owns every LP (g->lo is 0); across MPI ranks balancing is off (ranks.c).
  *
  * An LP moves with its whole optimistic history: state, processed list, checkpoints,
  * uncommitted output, parked events, and its pending events out of the old owner's heap.

@@ -194,7 +194,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
         lp->ult = u;
         e->st = KR_EV_SUSPENDED;
         kr__heap_push(&th->heap, e);
-        th->g->lvt[e->dest] = e->k.ts; /* deliveries below it take the slow path */
+        th->g->lvt[tw_lidx(th->g, e->dest)] = e->k.ts; /* deliveries below it take the slow path */
         tw_flush_local(th);                     /* what it sent so far to this thread's LPs */
         return;
     }

@@ -3,10 +3,11 @@
  * rank 0, and the end of the run.
  *
  * A rank owns a block of LPs (kr__run.lo .. hi) and runs the one-process engine on them; an
- * LP of another rank has owner g->n + its rank in the owner table, so that a send or a
- * cancellation finds it as cheaply as a local one. A send to another rank is encoded into
- * the sending thread's message for that rank (net/xport.c); the sender keeps its copy in the
- * parent's child list, ahead of the local children, with the remote id that names it there.
+ * LP of another rank has owner g->n + its rank (tw_owner: the block rule, no table), so
+ * that a send or a cancellation tells it apart as cheaply as a local one. A send to another
+ * rank is encoded into the sending thread's message for that rank (net/xport.c); the
+ * sender keeps its copy in the parent's child list, ahead of the local children, with the
+ * remote id that names it there.
  * Workers flush and take in messages in their loop turns. What arrives is decoded into the
  * poller's pool and handed to the owner thread like a message from another thread; the
  * owner matches remote ids with antimessages (msg/match.c) in either order.
@@ -31,7 +32,7 @@ static _Noreturn void net_broken(const char *what)
     kr__die(msg);
 }
 
-void tw_rank_setup(struct kr__run *r, struct tw_global *g)
+void tw_rank_setup(struct tw_global *g)
 {
     struct tw_net *net = &g->net;
     net->err = kr__key_at(INFINITY);
@@ -41,18 +42,14 @@ void tw_rank_setup(struct kr__run *r, struct tw_global *g)
     net->nranks = kr__net.size;
     if (g->n + (unsigned)net->nranks > UINT16_MAX)
         kr__die("too many threads and ranks for the owner table (at most 65535 in all)");
-    for (kr_lp id = 0; id < r->n; id++) {
-        if (id == r->lo) id = r->hi; /* (this rank's own: tw_setup_threads) */
-        if (id >= r->n) break;
-        g->owner[id] = g->target[id] =
-            (uint16_t)(g->n + kr__block_of(id, r->n, (unsigned)net->nranks));
-    }
     if (kr__xport_init(&net->x, g->n + 1)) net_broken("setting up messages between ranks");
     pthread_mutex_init(&net->out_mu, NULL);
     net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
     if (!net->rupto) kr__fatal_oom("output marks", (size_t)net->nranks * sizeof *net->rupto);
     for (int k = 0; k < net->nranks; k++) net->rupto[k] = kr__key_at(-INFINITY);
-    g->balance = KR_BALANCE_OFF; /* (moves stay inside a rank: not built for ranks yet) */
+    /* (moves stay inside a rank, and migrate.c indexes the per-LP tables by LP id, which
+     * holds only where lo is 0: not built for ranks yet) */
+    g->balance = KR_BALANCE_OFF;
 }
 
 void tw_rank_free(struct tw_global *g)

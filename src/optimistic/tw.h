@@ -311,9 +311,12 @@ struct tw_global {
                                             * open (tw_keep_open) */
     bool chained;                          /* checkpoints form chains (not --state full): they
                                             * are freed by trimming chains, else one by one */
-    uint16_t *owner;                       /* per LP: its thread (changed only in tw_migrate) */
-    uint16_t *target;                      /* per LP: its thread after the planned moves */
-    kr_time *lvt;                          /* per LP: timestamp of its last processed event,
+    /* Per LP of this process (lo .. lo + nlocal: all LPs but across ranks; an index is
+     * id - lo, tw_lidx): */
+    kr_lp lo, nlocal;
+    uint16_t *owner;                       /* its thread (changed only in tw_migrate) */
+    uint16_t *target;                      /* its thread after the planned moves */
+    kr_time *lvt;                          /* timestamp of its last processed event,
                                             * written by the owner. A compact array, so a
                                             * straggler check does not miss on the LP itself
                                             * (65536 LPs: 8 B vs 128 B) */
@@ -382,11 +385,21 @@ static inline kr_time tw_clock_min(const struct tw_global *g, unsigned skip)
     return s;
 }
 
+/* An LP of this process: its index in the per-LP tables. */
+static inline kr_lp tw_lidx(const struct tw_global *g, kr_lp id)
+{
+    return id - g->lo;
+}
+
 /* An LP's thread: a compact table (2 bytes an LP, so a send does not touch the destination
- * LP's memory), changed only by migration. */
+ * LP's memory), changed only by migration; an LP of another rank is g->n + its rank, by
+ * the block rule (core/place.h: no table as large as the whole run on every rank). Moves
+ * (migrate.c) stay inside one process, and across ranks they are off: there lo is 0. */
 static inline unsigned tw_owner(const struct tw_global *g, kr_lp id)
 {
-    return g->owner[id];
+    kr_lp i = id - g->lo; /* (below lo wraps around: one comparison for both ends) */
+    if (__builtin_expect(i < g->nlocal, 1)) return g->owner[i];
+    return g->n + kr__block_of(id, g->r->n, (unsigned)g->net.nranks);
 }
 
 /* lp's Time Warp bookkeeping: the line right after its record (kr__engine.lp_extra; only
@@ -400,7 +413,7 @@ static inline struct tw_lp *tw_lp_of(const struct kr__lp *lp)
 static inline void tw_set_lvt(struct tw_thread *th, const struct kr__lp *lp)
 {
     const struct tw_lp *tl = tw_lp_of(lp);
-    th->g->lvt[tl->id] = tl->tail ? tl->tail->k.ts : -INFINITY;
+    th->g->lvt[tw_lidx(th->g, tl->id)] = tl->tail ? tl->tail->k.ts : -INFINITY;
 }
 
 static inline struct kr__chan *tw_chan(const struct tw_global *g, unsigned from, unsigned to)
@@ -585,7 +598,7 @@ static inline bool tw_remote(const struct tw_global *g, unsigned owner)
 {
     return owner >= g->n;
 }
-void tw_rank_setup(struct kr__run *r, struct tw_global *g);
+void tw_rank_setup(struct tw_global *g);
 void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent);
 void tw_rank_cancel(struct tw_thread *th, struct kr__ev *copy);
 void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent);
