@@ -24,6 +24,9 @@ struct kr__kv {
 struct kr__engine;
 struct kr__error;
 
+/* The most worker threads of a process (--threads). */
+#define KR_THREADS_MAX 1024
+
 /* The run's configuration: what every engine reads, then each engine's own options. */
 struct kr__config {
     const char *model;          /* built-in name or path to a .so */

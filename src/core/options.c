@@ -101,7 +101,7 @@ static const struct opt table[] = {
               "events that overlap in virtual time run in parallel, never\n"
               "rolled back; needs event durations or a lookahead) or\n"
               "sequential" },
-    { "--threads", "N", K_UINT, F(threads), NULL, 1, 1024, .json = "threads",
+    { "--threads", "N", K_UINT, F(threads), NULL, 1, KR_THREADS_MAX, .json = "threads",
       .help = "worker threads (default: all cores; conservative: N workers\n"
               "beside the scheduler thread, default cores - 1; under mpirun:\n"
               "per rank, default the cores shared by the ranks on the machine)" },

@@ -63,13 +63,14 @@ void tw_rank_free(struct tw_global *g)
     pthread_mutex_destroy(&net->out_mu);
 }
 
-/* A remote id: never 0, unique among a receiver's live events (2^40 per thread and rank
+/* A remote id: never 0, unique among a receiver's live events - the sending rank + 1 (16
+ * bits), thread (12: --threads is at most 1024) and a count (36: 6.9e10 sends per thread
  * before one repeats, long after the first was committed). */
 static uint64_t next_rid(struct tw_thread *th)
 {
-    th->rid_next = (th->rid_next + 1) & ((1ull << 40) - 1);
-    return ((uint64_t)(th->g->net.rank + 1) << 48) | ((uint64_t)(th->id & 0xff) << 40) |
-           th->rid_next;
+    _Static_assert(KR_THREADS_MAX <= 4096, "a thread's part of a remote id is 12 bits");
+    th->rid_next = (th->rid_next + 1) & ((1ull << 36) - 1);
+    return ((uint64_t)(th->g->net.rank + 1) << 48) | ((uint64_t)th->id << 36) | th->rid_next;
 }
 
 static unsigned char *reserve(struct tw_thread *th, int to, size_t bytes)
