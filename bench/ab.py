@@ -62,8 +62,7 @@ def main():
     print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
     print("|---|---|---|---|---|")
     for loaded in loads:
-        busy = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"]) if loaded else None
-        try:
+        with loadcheck.busy_core(1 if loaded else None):
             for name, args in configs:
                 ra, rb, digests = [], [], set()
                 for _ in range(a.reps):
@@ -76,9 +75,6 @@ def main():
                 note = "" if len(da) == 1 and len(db) == 1 else " (digests vary!)"
                 print(f"| {name}{note} | {'busy core 1' if loaded else 'idle'} | {fmt(ra)} | "
                       f"{fmt(rb)} | {statistics.median(rb) / statistics.median(ra):.2f} |")
-        finally:
-            if busy:
-                busy.kill()
     print(f"\ncross-core round trip after: {loadcheck.pingpong(a.pingpong)}")
 
 

@@ -16,7 +16,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 
 import loadcheck
@@ -84,13 +83,10 @@ def main():
     tool = os.path.join(os.path.dirname(a.kairos), "kr_pingpong")
     print(loadcheck.describe())
     print(f"cross-core round trip before: {loadcheck.pingpong(tool)}")
-    hog = None
+    cpu = (os.cpu_count() or 1) - 1
     if a.load:
-        cpu = (os.cpu_count() or 1) - 1
-        hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c",
-                                "while True: pass"])
         print(f"a busy loop runs on core {cpu} throughout")
-    try:
+    with loadcheck.busy_core(cpu if a.load else None):
         configs = [("sequential", 0, 1), ("1 rank x 2 threads", 1, 2),
                    ("2 ranks x 1 thread", 2, 1)]
         table(f"PHOLD-std, 1024 LPs, ~{a.events / 1e6:.0f} M events, {a.reps} interleaved runs",
@@ -99,9 +95,6 @@ def main():
               f"events, {a.reps} interleaved runs", a.kairos,
               [("sequential", 0, 1), ("2 ranks x 1 thread", 2, 1)], a.reps,
               phold_args(1024, a.events / 50, 5))
-    finally:
-        if hog:
-            hog.kill()
     print(f"\ncross-core round trip after: {loadcheck.pingpong(tool)}")
 
 

@@ -2,6 +2,7 @@
 loop or another job skews every figure after it: one ran unnoticed on core 1 for 20 minutes
 of a session; reads /proc/stat twice), and the cross-core round trip (build/kr_pingpong),
 which on a VM varies from ~90 ns to over a microsecond. Prints nothing itself."""
+import contextlib
 import os
 import subprocess
 import time
@@ -43,3 +44,17 @@ def pingpong(tool):
         return "not measured (build kr_pingpong)"
     out = subprocess.run([tool], capture_output=True, text=True).stdout.strip()
     return out.split(": ", 1)[-1]
+
+
+@contextlib.contextmanager
+def busy_core(cpu):
+    """A busy loop pinned to core `cpu` while the block runs (None: none), the loaded case
+    every benchmark measures beside the idle one."""
+    busy = subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"]) \
+        if cpu is not None else None
+    try:
+        yield
+    finally:
+        if busy:
+            busy.kill()
+            busy.wait()

@@ -121,13 +121,9 @@ def scale(args):
 
 
 def table(args, contended):
-    last = str((os.cpu_count() or 1) - 1)
-    busy = subprocess.Popen(["taskset", "-c", last, "sh", "-c", "while :; do :; done"]) if contended else None
-    try:
+    last = (os.cpu_count() or 1) - 1
+    with loadcheck.busy_core(last if contended else None):
         rows(args, f", busy loop on core {last}" if contended else "")
-    finally:
-        if busy:
-            busy.kill()
 
 
 def rows(args, suffix):

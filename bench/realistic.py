@@ -94,17 +94,12 @@ def main():
     print("|---|---|---|---|---|")
     ok = True
     for loaded in ([False, True] if a.load else [False]):
-        busy = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"]) \
-            if loaded else None
-        try:
+        with loadcheck.busy_core(1 if loaded else None):
             for name, margs in MODELS:
                 if only and name not in only:
                     continue
                 margs = [m.format(build=build) for m in margs]
                 ok &= bench_model(a.kairos, name, margs, a.reps, extra, loaded)
-        finally:
-            if busy:
-                busy.kill()
     print(f"\ncross-core round trip after: {loadcheck.pingpong(tool)}")
     if extra:
         print(f"optimistic runs with: {' '.join(extra)}")
