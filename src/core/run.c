@@ -115,10 +115,9 @@ int kr__run_finish(struct kr__run *r)
     if (kr__emit_file) fclose(kr__emit_file);
     kr__emit_file = NULL;
     /* (every rank takes part, failed or not: the others wait in the collectives) */
-    if (ranks && (gather_output(out, outlen) || fold_digest(r)))
+    if ((ranks && gather_output(out, outlen)) || fold_digest(r))
         kr__die("MPI failed at the end of the run (finish output, run digest)");
     free(out);
-    if (!ranks) fold_digest(r);
     free(r->words);
     r->words = NULL;
     kr__stdout_flush();

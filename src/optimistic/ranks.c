@@ -246,14 +246,19 @@ void tw_rank_turn(struct tw_thread *th, bool now)
 
 /* ---- GVT across ranks ---- */
 
-static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
+/* Start the reduction of net->in (reduce_test sees it through). */
+static void reduce_begin(struct tw_net *net, const char *what)
 {
-    struct tw_net *net = &g->net;
     pthread_mutex_lock(&net->x.mu); /* (the worker that sees the result reads reduce_t0) */
     net->reduce_t0 = kr__clock_ns();
     int rc = net->x.ops->gvt_start(&net->in, &net->out, &net->req);
     pthread_mutex_unlock(&net->x.mu);
-    if (rc) net_broken("starting a GVT round");
+    if (rc) net_broken(what);
+}
+
+static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
+{
+    reduce_begin(&g->net, "starting a GVT round");
     atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | phase, memory_order_release);
 }
 
@@ -404,10 +409,7 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
         got += (int64_t)(net->late[0] + net->late[1]);
         net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err,
                                         .in_flight = sent - got };
-        pthread_mutex_lock(&net->x.mu);
-        int rc = net->x.ops->gvt_start(&net->in, &net->out, &net->req);
-        pthread_mutex_unlock(&net->x.mu);
-        if (rc) net_broken("ending the run");
+        reduce_begin(net, "ending the run");
         while (!reduce_test(net))
             if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
         if (!net->out.in_flight) break;
