@@ -36,7 +36,8 @@ static void gvt_combine(void *in, void *inout, int *len, MPI_Datatype *type)
     struct kr__net_gvt *b = inout;
     for (int i = 0; i < *len; i++) {
         key_min(&b[i].min, &a[i].min);
-        key_min(&b[i].sent_min, &a[i].sent_min);
+        if (kr__key_lt(&b[i].safe_hi, &a[i].safe_hi)) b[i].safe_hi = a[i].safe_hi;
+        if (a[i].lookahead < b[i].lookahead) b[i].lookahead = a[i].lookahead;
         key_min(&b[i].err, &a[i].err);
         b[i].in_flight += a[i].in_flight;
         b[i].done += a[i].done;

@@ -15,23 +15,29 @@
 #include "core/error.h"
 #include "msg/event.h"
 
-#define KR_NET_ABI 4
+#define KR_NET_ABI 5
 #define KR_NET_MODULE "kairos-mpi.so"
 #define KR_NET_ENTRY "kr_net_mpi_entry"
 
 /* What each rank brings to a GVT round across ranks (docs/cluster.md), combined over the
- * ranks by a non-blocking all-reduce: keys by their minimum, counts by their sum. */
+ * ranks by a non-blocking all-reduce: keys by their minimum (or maximum, where said), counts
+ * by their sum. The run's start uses it too: `min` is then the lowest event of all, and
+ * `lookahead` the run's. */
 struct kr__net_gvt {
     struct kr__key min;       /* the rank's lowest unprocessed key (pending, in buffers) */
-    struct kr__key sent_min;  /* the lowest key it sent to other ranks in this round */
+    struct kr__key safe_hi;   /* the latest safe event it ran (max: where a stop may be) */
     struct kr__key err;       /* the lowest key of a committed model error (or infinity) */
+    double lookahead;         /* start: the lookahead its LPs declared (min; infinity: none) */
     int64_t in_flight;        /* remote messages of the old colour it sent, less those it
                                 * received: their sum is what is still on the way */
     uint64_t done;            /* its LPs whose done() holds */
     struct kr__key max_done;  /* the latest key after which one of them became done (max) */
     uint64_t flags;           /* KR_NET_* (or) */
 };
-enum { KR_NET_STOPPING = 1 /* a rank was interrupted: stop at a committed time */ };
+enum {
+    KR_NET_STOPPING = 1,  /* a rank was interrupted: stop at a committed time */
+    KR_NET_UNACKED = 2,   /* a rank's workers may still run safe events (not all stopped) */
+};
 
 /* What the MPI module provides (one table, checked by its abi). */
 struct kr__net_ops {

@@ -1,5 +1,6 @@
 /* xport.c - aggregated messages to other ranks (see xport.h). */
 #include "net/xport.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
@@ -17,11 +18,14 @@ int kr__xport_init(struct kr__xport *x, unsigned nthreads)
     x->out = calloc((size_t)nthreads * (size_t)x->nranks, sizeof *x->out);
     x->incap = KR_XPORT_BYTES;
     x->in = malloc(x->incap);
-    if (!x->out || !x->in) {
+    x->stamped = malloc((size_t)x->nranks * sizeof *x->stamped);
+    if (!x->out || !x->in || !x->stamped) {
         free(x->out);
         free(x->in);
+        free(x->stamped);
         return -1;
     }
+    for (int k = 0; k < x->nranks; k++) x->stamped[k] = -INFINITY;
     pthread_mutex_init(&x->mu, NULL);
     return 0;
 }
@@ -51,6 +55,7 @@ void kr__xport_destroy(struct kr__xport *x)
     if (x->out) pthread_mutex_destroy(&x->mu);
     free(x->out);
     free(x->in);
+    free(x->stamped);
     memset(x, 0, sizeof *x);
 }
 
@@ -64,13 +69,36 @@ static struct kr__xmsg *to_fill(struct kr__xout *o)
     return o->m;
 }
 
-/* Send the message being filled, and make a free one the one to fill. */
+/* Room for bytes more in m (a fresh one gets its stamp's place first). */
+static void room(struct kr__xmsg *m, size_t bytes)
+{
+    if (!m->n) m->n = KR_XPORT_HDR;
+    if (m->cap >= m->n + bytes) return;
+    /* (one record larger than a message gets one to itself) */
+    size_t cap = m->n + bytes > KR_XPORT_BYTES ? m->n + bytes : KR_XPORT_BYTES;
+    unsigned char *b = realloc(m->buf, cap);
+    if (!b) kr__fatal_oom("a message to another rank", cap);
+    m->buf = b;
+    m->cap = cap;
+}
+
+static bool has_records(const struct kr__xout *o)
+{
+    return o->nm && o->m[o->fill].n > KR_XPORT_HDR;
+}
+
+/* Stamp and send the message being filled (the stamp read under the lock, so that stamps
+ * to one rank only grow), and make a free one the one to fill. */
 static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
 {
     struct kr__xmsg *m = &o->m[o->fill];
     pthread_mutex_lock(&x->mu);
+    double c = x->clock ? x->clock(x->clock_ctx) : -INFINITY;
+    memcpy(m->buf, &c, sizeof c);
     int r = x->ops->isend(m->buf, m->n, to, &m->req);
     x->messages_sent += r == 0;
+    x->stamps_sent += r == 0 && m->n == KR_XPORT_HDR;
+    if (c > x->stamped[to]) x->stamped[to] = c;
     pthread_mutex_unlock(&x->mu);
     if (r) return -1;
     for (unsigned k = 1; k < o->nm; k++) { /* oldest first */
@@ -79,7 +107,7 @@ static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
         if (d < 0) return -1;
         if (d == 1) {
             o->fill = i;
-            o->m[i].n = 0;
+            o->m[i].n = 0; /* (room() makes the stamp's place) */
             return 0;
         }
     }
@@ -95,17 +123,11 @@ unsigned char *kr__xport_reserve(struct kr__xport *x, unsigned t, int to, size_t
 {
     struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
     struct kr__xmsg *m = to_fill(o);
-    if (m->n && m->n + bytes > KR_XPORT_BYTES) {
+    if (m->n > KR_XPORT_HDR && m->n + bytes > KR_XPORT_BYTES) {
         if (send_fill(x, o, to)) return NULL;
         m = &o->m[o->fill];
     }
-    if (m->cap < m->n + bytes) { /* (one record larger than a message gets one to itself) */
-        size_t cap = m->n + bytes > KR_XPORT_BYTES ? m->n + bytes : KR_XPORT_BYTES;
-        unsigned char *b = realloc(m->buf, cap);
-        if (!b) kr__fatal_oom("a message to another rank", cap);
-        m->buf = b;
-        m->cap = cap;
-    }
+    room(m, bytes);
     return m->buf + m->n;
 }
 
@@ -129,13 +151,29 @@ int kr__xport_flush(struct kr__xport *x, unsigned t)
             if (d < 0) return -1;
             if (d == 0) break;
         }
-        if (o->nm && o->m[o->fill].n && send_fill(x, o, to)) return -1;
+        if (has_records(o) && send_fill(x, o, to)) return -1;
     }
     return 0;
 }
 
-int kr__xport_poll(struct kr__xport *x, void (*deliver)(void *, const unsigned char *,
-                                                       size_t, int), void *ctx)
+int kr__xport_stamp(struct kr__xport *x, unsigned t)
+{
+    for (int to = 0; to < x->nranks; to++) {
+        if (to == x->rank) continue;
+        struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
+        if (has_records(o)) continue; /* (its flush carries the stamp) */
+        pthread_mutex_lock(&x->mu);
+        bool moved = x->clock && x->clock(x->clock_ctx) > x->stamped[to];
+        pthread_mutex_unlock(&x->mu);
+        if (!moved) continue;
+        struct kr__xmsg *m = to_fill(o);
+        room(m, 0);
+        if (send_fill(x, o, to)) return -1;
+    }
+    return 0;
+}
+
+int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx)
 {
     if (pthread_mutex_trylock(&x->mu)) return 0; /* (another worker has the turn) */
     int count = 0;
@@ -156,7 +194,13 @@ int kr__xport_poll(struct kr__xport *x, void (*deliver)(void *, const unsigned c
         }
         x->messages_received++;
         count++;
-        deliver(ctx, x->in, len, from); /* (under the lock: it must not send) */
+        if (len < KR_XPORT_HDR)
+            kr__internal_error("rank %d got a message of %zu bytes from rank %d: shorter than "
+                               "its stamp", x->rank, len, from);
+        double stamp;
+        memcpy(&stamp, x->in, sizeof stamp);
+        /* (under the lock: it must not send) */
+        deliver(ctx, x->in + KR_XPORT_HDR, len - KR_XPORT_HDR, from, stamp);
     }
     pthread_mutex_unlock(&x->mu);
     return count;

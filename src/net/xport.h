@@ -8,9 +8,15 @@
  * runs MPI_THREAD_SERIALIZED); taking messages in is a try: a worker that finds another one
  * at it goes on with its events.
  *
- * Messages from one thread to one rank arrive in the order sent (MPI does not overtake
- * between one pair of ranks with one tag), and records in a message in the order appended;
- * records from different threads of a rank may interleave.
+ * Messages from one rank to another arrive in the order sent (every send is made under the
+ * lock, and MPI does not overtake between one pair of ranks with one tag), and records in a
+ * message in the order appended; records from different threads of a rank may interleave.
+ *
+ * Every message starts with a stamp: the sender's clock (kr__xport.clock) when it went
+ * out. The engine's clock is a time below which the rank will send nothing more, so a
+ * receiver that has taken in the message knows that every later one from that rank lies at
+ * or above it (safe events across ranks, docs/cluster.md). A rank with nothing to send can
+ * still move its clock on, with a message that holds only the stamp (kr__xport_stamp).
  */
 #ifndef KR_NET_XPORT_H
 #define KR_NET_XPORT_H
@@ -24,6 +30,8 @@
 /* A message's size: under Open MPI's eager limit here (1 KiB moved 16 events in 0.76 us a
  * round trip, 16 KiB 256 in 9.9 us: past the limit a message waits for its receiver). */
 #define KR_XPORT_BYTES 4096
+/* Each message's first bytes: the stamp (a double, the sender's byte order). */
+#define KR_XPORT_HDR sizeof(double)
 
 struct kr__xmsg {
     unsigned char *buf;
@@ -46,6 +54,12 @@ struct kr__xport {
     unsigned char *in;        /* the receive buffer (under mu) */
     size_t incap;
     uint64_t messages_sent, messages_received; /* (under mu) */
+    uint64_t stamps_sent;     /* messages that held only a stamp (under mu) */
+    /* The stamp of each message, called under mu (NULL: -infinity), and the latest one
+     * sent to each rank. */
+    double (*clock)(void *ctx);
+    void *clock_ctx;
+    double *stamped;          /* [rank] (under mu) */
 };
 
 /* For `nthreads` threads of this rank (kr__net must be started). 0, or -1. */
@@ -60,10 +74,14 @@ void kr__xport_append(struct kr__xport *x, unsigned t, int to, size_t bytes);
 /* Send thread t's messages that hold records, and reap finished sends (each loop turn).
  * 0, or -1 on an MPI error. */
 int kr__xport_flush(struct kr__xport *x, unsigned t);
-/* Take in what has arrived, each message's bytes to deliver(ctx, bytes, n, from rank):
- * the count of messages, 0 if none or another thread holds the network turn, -1 on an MPI
- * error. */
-int kr__xport_poll(struct kr__xport *x, void (*deliver)(void *, const unsigned char *,
-                                                       size_t, int), void *ctx);
+/* Thread t: a message with only a stamp to each rank that t has nothing for, if the
+ * clock moved past the last stamp that rank got. 0, or -1 on an MPI error. */
+int kr__xport_stamp(struct kr__xport *x, unsigned t);
+/* Take in what has arrived, each message's records and stamp to deliver(ctx, bytes, n,
+ * from rank, stamp): the count of messages, 0 if none or another thread holds the network
+ * turn, -1 on an MPI error. deliver runs under the lock. */
+typedef void kr__xport_deliver(void *ctx, const unsigned char *b, size_t n, int from,
+                               double stamp);
+int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx);
 
 #endif

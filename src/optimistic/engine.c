@@ -99,6 +99,7 @@ static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, boo
     kr_time f = top ? top->k.ts : INFINITY;
     if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
     f += g->lookahead;
+    if (g->net.on) tw_rank_clock_publish(th, f); /* (its stamp's part: records to ranks) */
     if (f == th->clock_sent) return;
     /* (a message put before the clock moves must be visible by the time it has: a backlog
      * the receiver has no room for yet holds the clock where it is) */
@@ -145,6 +146,7 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
 static void tw_quiet_try(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
+    if (g->net.on) return; /* (other ranks have no quiet records: only their stamps) */
     uint64_t mark = th->qsent + th->qtaken;
     for (unsigned i = 0; i < g->n; i++) {
         if (i == th->id) continue;
@@ -376,6 +378,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     th->cnt->processed++;
     th->cnt->committed++;
     th->cnt->safe++;
+    if (e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e); /* (copies for no antimessage) */
     e->child = NULL;
     if (th->g->open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
     kr__pool_put(th->pool, e);
@@ -463,9 +466,14 @@ static void tw_clock_start(struct tw_global *g)
         struct kr__ev *top = tw_top(&g->th[t]);
         if (top && top->k.ts < lo) lo = top->k.ts;
     }
+    /* (across ranks: the least of all ranks, init's events between them included) */
+    if (g->net.on) lo = tw_rank_begin(g, lo);
+    g->lookahead = g->r->lookahead; /* (init may have set it; across ranks, any rank's) */
     for (unsigned t = 0; t < g->n; t++) {
         g->th[t].clock_sent = lo + g->lookahead;
         atomic_store_explicit(&g->clock[t].bits, kr__time_bits(lo + g->lookahead),
+                              memory_order_relaxed);
+        atomic_store_explicit(&g->clock[t].rbits, kr__time_bits(lo + g->lookahead),
                               memory_order_relaxed);
     }
 }
@@ -750,8 +758,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
         /* (done() decides the end only later) */
-        /* (across ranks, nothing bounds what other ranks send yet: no safe events) */
-        th->fast = r->cfg->tw.safe_events && !r->model->done && !g->net.on;
+        th->fast = r->cfg->tw.safe_events && !r->model->done;
         th->alone = g->n == 1 && !g->net.on;
         tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
@@ -768,6 +775,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->clock[t].top_bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].sent, 0);
         atomic_init(&g->clock[t].taken, 0);
+        atomic_init(&g->clock[t].rbits, kr__time_bits(-INFINITY));
+        th->rbuf_min = INFINITY;
         th->last_ts = -INFINITY;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
@@ -1075,7 +1084,6 @@ static int tw_run(struct kr__run *r)
         return st;
     }
     kr__set_salvage(tw_salvage, g);
-    g->lookahead = r->lookahead; /* (init may have set it) */
     g->fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
     atomic_store(&g->running, g->n);
@@ -1107,7 +1115,6 @@ struct tw_global *tw_test_start(struct kr__run *r, unsigned chan_slots)
     if (chan_slots) g->chan_slots = chan_slots;
     tw_setup_threads(r, g);
     tw_init_lps(r, g);
-    g->lookahead = r->lookahead;
     g->fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
     atomic_store(&g->running, g->n);

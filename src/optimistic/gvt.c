@@ -69,9 +69,15 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
 static bool stop_point(const struct tw_global *g)
 {
     if (!atomic_load_explicit(&g->stopping, memory_order_relaxed)) return false;
-    if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads) return false;
-    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
-    if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false; /* (safe_hi: time bits + 1) */
+    if (g->net.on) { /* (every rank's workers, as the round's reduction saw them: ranks.c) */
+        if (g->net.out.flags & KR_NET_UNACKED || !(g->gvt.ts > g->net.out.safe_hi.ts))
+            return false;
+    } else {
+        if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads)
+            return false;
+        uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+        if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false; /* (time bits + 1) */
+    }
     return g->gvt.ts > g->horizon.ts;
 }
 

@@ -16,7 +16,14 @@
  * records it sends and takes in by colour. The rank's round closes with a reduction over
  * all ranks of the least key (pending, in channels, and sent in this colour) and of the old
  * colour's records sent less received; until that sum is 0 some old record is still on its
- * way, and the ranks repeat phase 2 and the reduction. */
+ * way, and the ranks repeat phase 2 and the reduction.
+ *
+ * Safe events (tw.h) across ranks: each message is stamped with the sending rank's clock -
+ * the least clock of its workers, each lowered to its records still waiting in its messages
+ * - below which that rank sends nothing more. Messages from one rank arrive in order, so
+ * once a poller has handed a message's events to their threads, the other ranks' least
+ * stamp bounds everything still to come from them: it joins the workers' clocks
+ * (tw_clock_min). A rank with nothing to send moves its clock on with stamps alone. */
 #include <math.h>
 #include <stdlib.h>
 #include "optimistic/tw.h"
@@ -30,6 +37,18 @@ static _Noreturn void net_broken(const char *what)
     snprintf(msg, sizeof msg, "MPI failed while %s on rank %d; the run cannot go on", what,
              kr__net.rank);
     kr__die(msg);
+}
+
+/* A message's stamp: the rank's clock (the file's comment). Under the network lock. */
+static double rank_clock(void *arg)
+{
+    const struct tw_global *g = arg;
+    kr_time c = INFINITY;
+    for (unsigned t = 0; t < g->n; t++) {
+        kr_time v = tw_time_of(atomic_load_explicit(&g->clock[t].rbits, memory_order_acquire));
+        if (v < c) c = v;
+    }
+    return c;
 }
 
 void tw_rank_setup(struct tw_global *g)
@@ -47,6 +66,13 @@ void tw_rank_setup(struct tw_global *g)
     net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
     if (!net->rupto) kr__fatal_oom("output marks", (size_t)net->nranks * sizeof *net->rupto);
     for (int k = 0; k < net->nranks; k++) net->rupto[k] = kr__key_at(-INFINITY);
+    net->from = malloc((size_t)net->nranks * sizeof *net->from);
+    if (!net->from) kr__fatal_oom("clocks of other ranks", (size_t)net->nranks * sizeof(double));
+    for (int k = 0; k < net->nranks; k++) net->from[k] = -INFINITY;
+    net->hold = 0;
+    atomic_init(&net->clock_bits, kr__time_bits(-INFINITY));
+    net->x.clock = rank_clock;
+    net->x.clock_ctx = g;
     /* (moves stay inside a rank, and migrate.c indexes the per-LP tables by LP id, which
      * holds only where lo is 0: not built for ranks yet) */
     g->balance = KR_BALANCE_OFF;
@@ -60,6 +86,7 @@ void tw_rank_free(struct tw_global *g)
     kr__xport_destroy(&net->x);
     kr__outvec_free(&net->rout);
     free(net->rupto);
+    free(net->from);
     pthread_mutex_destroy(&net->out_mu);
 }
 
@@ -86,6 +113,7 @@ static void sent_record(struct tw_thread *th, int to, size_t bytes, const struct
     kr__xport_append(&th->g->net.x, th->id, to, bytes);
     th->rsent[th->nround & 1]++;
     if (kr__key_lt(k, &th->min_sent)) th->min_sent = *k;
+    if (k->ts < th->rbuf_min) th->rbuf_min = k->ts; /* (until its flush: the stamp) */
 }
 
 void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent)
@@ -133,6 +161,11 @@ void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent)
 void tw_rank_take(struct tw_thread *th, struct kr__ev *e)
 {
     uint64_t rid = e->rid;
+    if (th->g->check && e->k.ts < th->safe_prev)
+        kr__internal_error("thread %u received a%s from another rank at time %.17g below its "
+                           "safe time %.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
+                           "n antimessage" : "n event", e->k.ts, th->safe_prev,
+                           (unsigned long long)e->dest);
     if (e->flags & KR_EVF_ANTI) {
         struct kr__ev *t = kr__match_anti(&th->rmatch, rid, e->k.ts);
         kr__pool_put(th->pool, e);
@@ -205,7 +238,46 @@ static void take_text(struct tw_net *net, const struct kr__wire_item *it, int fr
     pthread_mutex_unlock(&net->out_mu);
 }
 
-static void take(void *arg, const unsigned char *buf, size_t n, int from)
+/* Under the network lock, once no hand-off of any poller waits in a full channel: the
+ * other ranks' clock moves to their least stamp. */
+static void clock_advance(struct tw_net *net)
+{
+    if (net->hold) return;
+    kr_time c = INFINITY;
+    for (int k = 0; k < net->nranks; k++)
+        if (k != net->rank && net->from[k] < c) c = net->from[k];
+    if (c > tw_time_of(atomic_load_explicit(&net->clock_bits, memory_order_relaxed)))
+        atomic_store_explicit(&net->clock_bits, kr__time_bits(c), memory_order_release);
+}
+
+/* Under the network lock: the poller has handed on a message from rank `from` (the events
+ * for its own LPs are on its work list, taken in before it runs another event); once what
+ * it put for other threads is visible to them, the message's stamp may move the clock. A
+ * full channel keeps some back: then the clock waits until this poller gets them through
+ * (clock_retry). */
+static void take_stamp(struct tw_thread *th, int from, double stamp)
+{
+    struct tw_net *net = &th->g->net;
+    if (stamp > net->from[from]) net->from[from] = stamp;
+    if (th->npost && (tw_post_publish(th) & KR_CHAN_KEPT)) {
+        if (!th->net_held) net->hold++;
+        th->net_held = true;
+        return;
+    }
+    if (th->net_held) net->hold--;
+    th->net_held = false;
+    clock_advance(net);
+}
+
+static void clock_retry(struct tw_thread *th)
+{
+    struct tw_net *net = &th->g->net;
+    if (pthread_mutex_trylock(&net->x.mu)) return;
+    take_stamp(th, net->rank, -INFINITY);
+    pthread_mutex_unlock(&net->x.mu);
+}
+
+static void take(void *arg, const unsigned char *buf, size_t n, int from, double stamp)
 {
     struct take_ctx *c = arg;
     struct tw_net *net = &c->g->net;
@@ -225,11 +297,17 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from)
         } else {
             net->late[it.h.colour]++;
         }
+        if (c->g->check && it.h.k.ts < net->from[from])
+            kr__internal_error("rank %d got a%s at time %.17g from rank %d, whose stamp said "
+                               "nothing below %.17g would come", net->rank,
+                               it.h.kind == KR_WIRE_ANTI ? "n antimessage" : "n event",
+                               it.h.k.ts, from, net->from[from]);
         if (!net->ended && c->th) take_event(c->th, &it);
     }
     if (rc != KR_WIRE_END)
         kr__internal_error("rank %d got a damaged message from rank %d: %s", net->rank, from,
                            kr__wire_strerror(rc));
+    if (!net->ended && c->th) take_stamp(c->th, from, stamp);
 }
 
 /* A loop turn's share: send what waits and take in what came, every net_every turns (about
@@ -240,8 +318,22 @@ void tw_rank_turn(struct tw_thread *th, bool now)
     if (!now && ++th->net_turns < th->net_every) return;
     th->net_turns = 0;
     if (kr__xport_flush(&net->x, th->id)) net_broken("sending events");
+    th->rbuf_min = INFINITY;
+    /* (one worker sends the stamps alone: each would move the same clock) */
+    if (th->id == 0 && th->fast && kr__xport_stamp(&net->x, 0)) net_broken("sending clocks");
     struct take_ctx c = { th->g, th };
     if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("taking events in");
+    if (th->net_held) clock_retry(th);
+}
+
+/* A worker's clock (engine.c) as its stamp's part: lowered to its records that wait in its
+ * messages, which leave only at its next flush, maybe after a stamp from the new clock. */
+void tw_rank_clock_publish(struct tw_thread *th, kr_time f)
+{
+    uint64_t v = kr__time_bits(th->rbuf_min < f ? th->rbuf_min : f);
+    _Atomic uint64_t *rb = &th->g->clock[th->id].rbits;
+    if (atomic_load_explicit(rb, memory_order_relaxed) != v) /* (a write only if it moved) */
+        atomic_store_explicit(rb, v, memory_order_release);
 }
 
 /* ---- GVT across ranks ---- */
@@ -271,9 +363,14 @@ void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *m
     pthread_mutex_lock(&g->err_mu);
     struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
     pthread_mutex_unlock(&g->err_mu);
-    net->in = (struct kr__net_gvt){ .min = *min, .sent_min = kr__key_at(INFINITY), .err = err,
-                                    .in_flight = white, .max_done = kr__key_at(-INFINITY),
-                                    .flags = net->want_stop ? KR_NET_STOPPING : 0 };
+    /* (an interrupted run stops past every rank's safe events: gvt.c, stop_point) */
+    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+    bool unacked = atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads;
+    net->in = (struct kr__net_gvt){ .min = *min, .err = err, .in_flight = white,
+                                    .safe_hi = kr__key_at(hi ? tw_time_of(hi - 1) : -INFINITY),
+                                    .lookahead = INFINITY, .max_done = kr__key_at(-INFINITY),
+                                    .flags = (net->want_stop ? KR_NET_STOPPING : 0) |
+                                             (unacked ? KR_NET_UNACKED : 0) };
     reduce_start(g, s, TW_PH_NET);
 }
 
@@ -441,6 +538,38 @@ int tw_rank_started(struct kr__run *r, char *out, size_t len, int st)
     if (st || failed < 0) return st;
     kr__net.defer = true;
     return kr__fail(&r->fail, KR_ERR_MODEL, "init failed on rank %d", failed);
+}
+
+/* Every rank, before its workers start: init's records to other ranks leave (stamped
+ * -infinity, ahead of every real stamp), and the ranks agree on the run's lookahead (the
+ * least any LP declared, as one process finds it: each rank saw only its own LPs' init) and
+ * on the least event of all, `lo` here (pending, or sent by init to another rank). Nothing
+ * from another rank can come below that, and nothing sent later below it plus the lookahead:
+ * it starts every clock (engine.c, tw_clock_start). Collective. */
+kr_time tw_rank_begin(struct tw_global *g, kr_time lo)
+{
+    struct tw_net *net = &g->net;
+    struct kr__run *r = g->r;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        if (th->rbuf_min < lo) lo = th->rbuf_min; /* (init's records to other ranks) */
+        if (kr__xport_flush(&net->x, t)) net_broken("sending init's events");
+        th->rbuf_min = INFINITY;
+    }
+    net->in = (struct kr__net_gvt){ .min = kr__key_at(lo), .safe_hi = kr__key_at(-INFINITY),
+                                    .err = kr__key_at(INFINITY),
+                                    .lookahead = r->lookahead_declared ? r->lookahead : INFINITY,
+                                    .max_done = kr__key_at(-INFINITY) };
+    reduce_begin(net, "starting the run");
+    while (!reduce_test(net)) {}
+    if (!isinf(net->out.lookahead)) {
+        r->lookahead = net->out.lookahead;
+        r->lookahead_declared = true;
+    }
+    lo = net->out.min.ts;
+    for (int k = 0; k < net->nranks; k++) net->from[k] = lo;
+    atomic_store_explicit(&net->clock_bits, kr__time_bits(lo), memory_order_release);
+    return lo;
 }
 
 /* ---- statistics ---- */

@@ -41,6 +41,12 @@ struct tw_net {
     uint64_t sent_text, received_text; /* output records (end: nothing left in flight) */
     uint64_t late[2];          /* events and antimessages taken in (and dropped) at the end */
     uint64_t reductions, reduce_ns, reduce_t0; /* GVT reductions: how many, how long */
+    /* Safe events across ranks (ranks.c): each rank's latest stamp (under x.mu), and their
+     * least, once what came before it is handed to the workers: the other ranks' clock. */
+    double *from;              /* [rank] */
+    unsigned hold;             /* pollers whose hand-offs wait in a full channel */
+    _Alignas(64) _Atomic uint64_t clock_bits;
+    char pad_[64 - sizeof(uint64_t)];
 };
 
 /* Time one event in this many (the cost of an event, for statistics and tuning). */
@@ -99,7 +105,10 @@ struct tw_clock {
     _Atomic uint32_t top_gen;
     _Atomic uint64_t top_bits;
     _Atomic uint64_t sent, taken;
-    char pad_[64 - 6 * sizeof(uint64_t)];
+    /* Across ranks: its clock lowered to its records to other ranks still in its messages
+     * (those may leave after a later clock: ranks.c, the stamp). */
+    _Atomic uint64_t rbits;
+    char pad_[64 - 7 * sizeof(uint64_t)];
 };
 
 /* Safe events without lookahead. The clocks above reach a fixed point when the lookahead is
@@ -218,6 +227,8 @@ struct tw_thread {
     uint64_t rsent[2], rrecv[2]; /* records to and from other ranks, by colour */
     int64_t rep_white;        /* at its report: of the old colour, sent less received */
     uint64_t rid_next;
+    kr_time rbuf_min;         /* least time of its records to other ranks not yet flushed */
+    bool net_held;            /* hand-offs of its polls wait in a full channel (ranks.c) */
     struct kr__match rmatch;  /* events from other ranks, by remote id (their antimessages) */
     /* GVT participation. */
     uint64_t seen_state;
@@ -373,10 +384,12 @@ static inline kr_time tw_gvt(const struct tw_global *g)
     return tw_time_of(atomic_load_explicit(&g->gvt_bits, memory_order_acquire));
 }
 
-/* The least clock of the workers other than `skip` (safe events; g->n: all of them). */
+/* The least clock of the workers other than `skip` (safe events; g->n: all of them), and
+ * of the other ranks. */
 static inline kr_time tw_clock_min(const struct tw_global *g, unsigned skip)
 {
-    kr_time s = INFINITY;
+    kr_time s = g->net.on ? tw_time_of(atomic_load_explicit(&g->net.clock_bits,
+                                                            memory_order_acquire)) : INFINITY;
     for (unsigned i = 0; i < g->n; i++) {
         if (i == skip) continue;
         kr_time c = tw_time_of(atomic_load_explicit(&g->clock[i].bits, memory_order_acquire));
@@ -599,6 +612,8 @@ static inline bool tw_remote(const struct tw_global *g, unsigned owner)
     return owner >= g->n;
 }
 void tw_rank_setup(struct tw_global *g);
+kr_time tw_rank_begin(struct tw_global *g, kr_time lo);
+void tw_rank_clock_publish(struct tw_thread *th, kr_time f);
 void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent);
 void tw_rank_cancel(struct tw_thread *th, struct kr__ev *copy);
 void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent);

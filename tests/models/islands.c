@@ -3,7 +3,10 @@
  * zero-delay sends among the delayed ones and no lookahead. Worker threads stay quiet for
  * long stretches and then talk at the same virtual time: what the optimistic engine's quiet
  * records (safe events without lookahead) must get right. State on the model heap, and
- * printed output, so a wrong safe event shows in the digest or the output. */
+ * printed output, so a wrong safe event shows in the digest or the output.
+ * With -P lookahead=L, every hop takes at least L, the LPs of the first half declare 2L and
+ * the others L: the run's lookahead is L, which only the second half's init tells (across
+ * ranks, the ranks of the first half must learn it from the others). */
 #include <string.h>
 #include "kairos.h"
 
@@ -18,6 +21,8 @@ struct island_lp {
 static const struct kr_param islands_params[] = {
     { "far", KR_PARAM_DOUBLE, "0.002", "probability that a hop goes to any LP", 0, 1 },
     { "zero", KR_PARAM_DOUBLE, "0.3", "probability that a hop takes no virtual time", 0, 1 },
+    { "lookahead", KR_PARAM_DOUBLE, "0", "> 0: every hop takes at least this long (LPs of "
+      "the first half declare twice as much)", 0, 0 },
     { 0 },
 };
 
@@ -29,7 +34,7 @@ static bool hop(kr_lp me, kr_time now, uint64_t v)
     else dest = (me & ~(kr_lp)7) | (kr_random_u64() % 8);
     if (dest >= kr_lp_count()) dest = me;
     double delay = kr_random() < kr_param_double("zero", 0.3) ? 0.0 : kr_expo(1.0);
-    kr_schedule(dest, now + delay, HOP, &v, sizeof v);
+    kr_schedule(dest, now + kr_param_double("lookahead", 0) + delay, HOP, &v, sizeof v);
     return dest / 8 != me / 8;
 }
 
@@ -38,6 +43,8 @@ static void islands_init(kr_lp me)
     struct island_lp *s = kr_calloc(1, sizeof *s);
     s->trail = kr_calloc(TRAIL, sizeof *s->trail);
     kr_set_state(s);
+    double la = kr_param_double("lookahead", 0);
+    if (la > 0) kr_set_lookahead(me < kr_lp_count() / 2 ? 2 * la : la);
     hop(me, 0, me);
     hop(me, 0, me * 7 + 1);
 }

@@ -4,7 +4,8 @@
  * to every other rank - payloads of 0 to 200 bytes, now and then 10 KiB (a message of its
  * own) and 100 KiB (past MPI's eager limit: sent only once taken) - flushing every few
  * records, while both threads take in what arrives. Every record must arrive once, intact,
- * in the order its thread sent it. */
+ * in the order its thread sent it, and the stamps from one rank (a count of the clock's
+ * reads here) must never go back, messages with only a stamp included. */
 #include <pthread.h>
 #include "check.h"
 #include "msg/wire.h"
@@ -18,6 +19,15 @@ static struct kr__xport x;
 static uint64_t next_i[64][T];     /* per source rank and thread: the next record expected */
 static uint64_t received;           /* (all under x.mu: deliver runs under it) */
 static _Atomic int bad;
+static double clock_now;           /* the stamps: each read is later (under x.mu) */
+static double last_stamp[64];      /* per source rank (under x.mu) */
+static uint64_t stamps_only;       /* messages taken in with no record (under x.mu) */
+
+static double clock_read(void *ctx)
+{
+    (void)ctx;
+    return clock_now += 1.0;
+}
 
 static size_t payload_of(uint64_t i)
 {
@@ -29,9 +39,12 @@ static unsigned char byte_of(uint64_t rid, size_t k)
     return (unsigned char)(rid * 131 + k * 7);
 }
 
-static void deliver(void *ctx, const unsigned char *b, size_t n, int from)
+static void deliver(void *ctx, const unsigned char *b, size_t n, int from, double stamp)
 {
     (void)ctx;
+    if (stamp < last_stamp[from]) bad = 1;
+    last_stamp[from] = stamp;
+    stamps_only += n == 0;
     const unsigned char *p = b, *end = b + n;
     struct kr__wire_item it;
     int r;
@@ -76,6 +89,7 @@ static void *sender(void *arg)
             else kr__xport_append(&x, t, to, kr__wire_put_event(w, e, rid, 0));
         }
         if (i % 7 == 6 && kr__xport_flush(&x, t)) bad = 1;
+        if (i % 700 == 699 && kr__xport_stamp(&x, t)) bad = 1; /* (just flushed: stamps) */
         if (i % 3 == 0 && kr__xport_poll(&x, deliver, NULL) < 0) bad = 1;
     }
     if (kr__xport_flush(&x, t)) bad = 1;
@@ -97,6 +111,7 @@ int main(void)
     }
     CHECK(kr__net.size <= 64);
     CHECK(kr__xport_init(&x, T) == 0);
+    x.clock = clock_read;
     pthread_t th[T];
     for (unsigned t = 0; t < T; t++)
         CHECK(pthread_create(&th[t], NULL, sender, (void *)(uintptr_t)t) == 0);
@@ -111,6 +126,7 @@ int main(void)
            (unsigned long long)(kr__net.size - 1) * T * N);
     /* aggregated: a flush every 7 records per thread, so ~7 records a message per pair */
     CHECK(x.messages_sent * 5 < (uint64_t)(kr__net.size - 1) * T * N);
+    CHECK(x.stamps_sent > 0 && stamps_only > 0);
     kr__xport_destroy(&x);
     kr__net_stop();
     return check_done("xport");
