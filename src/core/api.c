@@ -149,6 +149,7 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     e->type = type;
     e->size = (uint32_t)size;
     e->flags = span ? KR_EVF_SPAN : 0;
+    e->xflags = 0;
     if (kr__ev_has_tail(e)) {
         e->child = e->sib = NULL;
         e->dur = dur;

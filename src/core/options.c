@@ -76,6 +76,7 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void bad(const char *fmt,
 static const char *const on_off[] = { "on", "off", NULL };
 static const int on_off_values[] = { 1, 0 };
 static const char *const balance_names[] = { "off", "auto", "storm", NULL };
+static const char *const cancel_names[] = { "aggressive", "lazy", NULL };
 static const char *const preempt_names[] = { "off", "return", "tick", "adaptive", NULL };
 static const char *const progress_names[] = { "auto", "on", "off", NULL };
 static const int progress_values[] = { -1, 1, 0 };
@@ -148,6 +149,14 @@ static const struct opt table[] = {
               "every other thread may still send, from their next events\n"
               "plus the lookahead) runs without a checkpoint and commits at\n"
               "once (default on; off: plain Time Warp)" },
+    { "--cancel", "MODE", K_CHOICE, F(tw.cancel), "aggressive", .names = cancel_names,
+      .names_shown = 2, .engines = E_TW, .json = "cancel",
+      .help = "what a rollback does with the events the undone events sent:\n"
+              "  aggressive  cancels them at once (default)\n"
+              "  lazy        keeps them until the event runs again; one it\n"
+              "              sends again alike (destination, time, type,\n"
+              "              payload) stays, the others are cancelled\n"
+              "              (events to other ranks: always at once)" },
     { "--window", "N|auto", K_UINT, F(tw.window), "auto", 1, 1u << 30, .autoz = true,
       .json_auto = true, .engines = E_TW, .json = "window",
       .help = "speculative events a thread may hold uncommitted before it\n"

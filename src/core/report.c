@@ -163,6 +163,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
+            "  \"lazy_kept\": %llu,\n"
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
             "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
             "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
@@ -173,8 +174,8 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
             r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0.0,
             (unsigned long long)t.rollbacks, (unsigned long long)t.rolled_back,
-            (unsigned long long)t.antimessages, (unsigned long long)t.checkpoints,
-            (unsigned long long)t.ckpt_bytes, (unsigned long long)t.coasted,
+            (unsigned long long)t.antimessages, (unsigned long long)t.lazy_kept,
+            (unsigned long long)t.checkpoints, (unsigned long long)t.ckpt_bytes, (unsigned long long)t.coasted,
             (unsigned long long)t.safe, (unsigned long long)t.migrated,
             (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
             (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,

@@ -40,6 +40,11 @@ enum {
                             * another rank; `rid` names it there */
     KR_EVF_RKIDS = 128,    /* optimistic: its child list starts with KR_EV_REMOTE copies */
 };
+/* The optimistic engine's second set of flags (struct kr__ev.xflags). */
+enum {
+    KR_EVX_LAZY = 1,       /* pending after a rollback, `child` still lists the local sends of
+                            * its undone run: kept until it runs again (--cancel lazy) */
+};
 
 struct kr__ckpt;
 
@@ -55,7 +60,7 @@ struct kr__ev {
     uint8_t cls;                  /* pool size class */
     uint8_t st;
     uint8_t flags;
-    uint8_t pad_;
+    uint8_t xflags;               /* optimistic: KR_EVX_* */
     uint16_t pool;                /* id of the pool (thread) that owns the memory */
     uint8_t pad2_[2];
     /* The tail: what the optimistic and conservative engines keep while an event is

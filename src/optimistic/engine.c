@@ -194,25 +194,12 @@ static void tw_safe_stop(struct tw_thread *th)
     atomic_fetch_add_explicit(&g->stop_acks, 1, memory_order_release);
 }
 
-/* e joins its parent's children, after the copies of events sent to other ranks (tw.h,
- * KR_EVF_RKIDS: they stay first, so that they are found without reading a local child). */
-static inline void tw_child_link(struct kr__ev *p, struct kr__ev *e)
-{
-    struct kr__ev **at = &p->child;
-    if (p->flags & KR_EVF_RKIDS) {
-        struct kr__ev *x = p->child;
-        while (x->flags & KR_EVF_RKIDS) x = x->sib;
-        at = &x->sib;
-    }
-    e->sib = *at;
-    *at = e;
-}
-
 static void tw_send(struct kr__ctx *c, struct kr__ev *e)
 {
     struct tw_thread *th = c->eng;
     struct tw_global *g = th->g;
     /* (alone: not even the owner table, a random read per send with many LPs) */
+    if (__builtin_expect(th->lazy != NULL, 0) && tw_lazy_keep(th, c->ev, e)) return;
     unsigned owner = th->alone ? th->id : tw_owner(g, e->dest);
     if (__builtin_expect(tw_remote(g, owner), 0)) {
         tw_rank_send(th, e, owner, c->ev);
@@ -408,8 +395,10 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
     th->last_ts = e->k.ts;
+    if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e); /* (its sends of an undone run) */
     if (tw_is_safe(th, lp, e)) {
         tw_process_safe(th, lp, e);
+        if (th->lazy) tw_lazy_end(th);
         return;
     }
     e->flags = 0; /* (before the checkpoint: KR_EVF_CKPT) */
@@ -417,10 +406,12 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     tl->since_ckpt++;
     e->child = NULL;
     if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
+        if (th->lazy) tw_lazy_end(th); /* (the thread runs others while it waits) */
         tw_ts_start(th, lp, e);
         return;
     }
     tw_run_sampled(th, lp, e);
+    if (th->lazy) tw_lazy_end(th);
     tw_finish_event(th, lp, e);
 }
 
@@ -971,6 +962,7 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     const struct kr__state_ops *m = kr__state_ops(r->state_mode);
     g->ckpt_full_every = m->incremental ? r->cfg->tw.ckpt_full_every : 1;
     g->chained = m->incremental;
+    g->lazy = r->cfg->tw.cancel == KR_CANCEL_LAZY;
     g->open_pages = m->open_pages;
     g->round_events = TW_ROUND_EVENTS;
     g->check = r->cfg->check;

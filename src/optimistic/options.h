@@ -1,5 +1,5 @@
 /* options.h - the optimistic engine's options (--state, --ckpt-*, --gvt-period, --balance,
- * --window, --safe, --preempt and the time-sharing knobs): its part of the run's
+ * --window, --safe, --cancel, --preempt and the time-sharing knobs): its part of the run's
  * configuration. A leaf header, so that the configuration can hold it without seeing the
  * engine. */
 #ifndef KR_OPTIMISTIC_OPTIONS_H
@@ -12,6 +12,10 @@
 enum kr__preempt { KR_PREEMPT_OFF, KR_PREEMPT_RETURN, KR_PREEMPT_TICK, KR_PREEMPT_ADAPTIVE };
 const char *kr__preempt_name(int p);
 
+/* --cancel: a rolled-back event's sends cancelled at once, or kept until it runs again and
+ * cancelled only if it does not send them again (rollback.c). */
+enum kr__cancel { KR_CANCEL_AGGRESSIVE, KR_CANCEL_LAZY };
+
 /* --balance (storm: random moves at every GVT round, for tests). */
 enum kr__balance { KR_BALANCE_OFF, KR_BALANCE_AUTO, KR_BALANCE_STORM };
 
@@ -21,6 +25,7 @@ struct kr__tw_options {
     int state_mode;             /* enum kr__state_mode: how LP state is saved */
     double gvt_period_ms;
     int balance;                /* enum kr__balance: LP migration */
+    int cancel;                 /* enum kr__cancel */
     unsigned window;            /* uncommitted speculative events a thread may hold; 0:
                                  * auto (adapted to cost, at most 8192) */
     bool safe_events;           /* events no rollback can reach run without state saving

@@ -213,6 +213,7 @@ static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
     e->type = it->h.type;
     e->size = it->h.size;
     e->flags = (uint8_t)(KR_EVF_REMOTE | (anti ? KR_EVF_ANTI : it->h.flags & KR_EVF_SPAN));
+    e->xflags = 0;
     e->rid = it->h.rid;
     e->child = e->sib = NULL;
     if (!anti) {

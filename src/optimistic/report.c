@@ -149,6 +149,9 @@ void tw_summary(const struct kr__run *r, FILE *f)
             "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
             (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
             (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
+    if (r->cfg->tw.cancel == KR_CANCEL_LAZY)
+        fprintf(f, "  lazy cancel:      %llu sends of undone events kept (sent alike again)\n",
+                (unsigned long long)t.lazy_kept);
     fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
             (unsigned long long)t.safe,
             t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);

@@ -1,8 +1,11 @@
 /* rollback.c - undoing speculative work: periodic checkpoints, rollback to a key with
  * restore + silent re-execution (coasting forward), and cancellation of sent events with
- * antimessages (aggressive cancellation). */
+ * antimessages: aggressive (at once) or lazy (--cancel lazy: the sends of an undone event
+ * wait on it until it runs again, and only those it does not send alike again are
+ * cancelled then; a receiver that ran one keeps its work). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "optimistic/tw.h"
 #include "core/error.h"
 
@@ -100,6 +103,70 @@ void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
     }
 }
 
+static void cancel_list(struct tw_thread *th, struct kr__ev *c)
+{
+    for (struct kr__ev *n; c; c = n) {
+        n = c->sib;
+        cancel_child(th, c);
+    }
+}
+
+/* Lazy: an undone event's sends to other ranks go at once (their copies lead the list);
+ * those to this process's threads stay on it (KR_EVX_LAZY) until it runs or is cancelled. */
+static void undo_sends(struct tw_thread *th, struct kr__ev *e, struct kr__ev *c)
+{
+    if (!th->g->lazy) {
+        cancel_list(th, c);
+        return;
+    }
+    if (e->flags & KR_EVF_RKIDS) {
+        for (bool more = true; more; ) {
+            struct kr__ev *n = c->sib;
+            more = c->flags & KR_EVF_RKIDS;
+            cancel_child(th, c);
+            c = n;
+        }
+    }
+    e->child = c;
+    if (c) e->xflags |= KR_EVX_LAZY;
+}
+
+void tw_lazy_start(struct tw_thread *th, struct kr__ev *e)
+{
+    th->lazy = e->child;
+    e->child = NULL;
+    e->xflags = 0;
+}
+
+/* Sent again alike (destination, key, type and payload: the key's sequence number comes
+ * from the restored state, so it repeats too): the old one stays where it is, possibly run
+ * already, and the new one is dropped. A kept event may be another thread's: only fields
+ * its receiver never writes are read. */
+bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e)
+{
+    for (struct kr__ev **p = &th->lazy; *p; p = &(*p)->sib) {
+        struct kr__ev *c = *p;
+        if (c->dest != e->dest || kr__key_cmp(&c->k, &e->k) || c->type != e->type ||
+            c->size != e->size || (e->size && memcmp(c->payload, e->payload, e->size)))
+            continue;
+        *p = c->sib;
+        c->sib = NULL;
+        tw_child_link(parent, c);
+        kr__pool_put(th->pool, e);
+        th->cnt->lazy_kept++;
+        return true;
+    }
+    return false;
+}
+
+void tw_lazy_end(struct tw_thread *th)
+{
+    struct kr__ev *c = th->lazy;
+    th->lazy = NULL;
+    cancel_list(th, c);
+    tw_flush_local(th); /* (cancellations of its own events) */
+}
+
 /* The receiver side: c is owned by this thread. */
 void tw_cancel(struct tw_thread *th, struct kr__ev *c)
 {
@@ -109,6 +176,11 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c)
                            (unsigned long long)c->dest, c->k.ts);
     if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED)
         tw_rollback(th, kr__lp_at(th->r, c->dest), &c->k, true); /* (suspended: abandoned) */
+    if (c->xflags & KR_EVX_LAZY) { /* (its rollback just now, or an earlier one, kept sends) */
+        cancel_list(th, c->child);
+        c->child = NULL;
+        c->xflags = 0;
+    }
     c->st = KR_EV_CANCELLED; /* pending or parked: dropped when it surfaces */
 }
 
@@ -136,8 +208,9 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     tl->tail = e->prev;
     if (tl->tail) tl->tail->next = NULL;
     else tl->head = NULL;
-    if (cancel) tw_cancel_children(th, e);
+    struct kr__ev *sent = e->child;
     e->child = NULL;
+    if (cancel) undo_sends(th, e, sent); /* (e->child: what lazy cancellation keeps) */
     if (tl->fail && e == tl->fail->poison) unpark(th, tl); /* (and the failure record goes) */
     if (e == tl->first_unc) tl->first_unc = NULL;
     th->uncommitted--;

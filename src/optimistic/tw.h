@@ -201,6 +201,7 @@ struct tw_thread {
     unsigned clock_turn;
     kr_time last_ts;          /* timestamp of the latest event run (progress, tw_clock) */
     unsigned prog_turn;
+    struct kr__ev *lazy;      /* the kept sends of the event it runs (--cancel lazy) */
     struct tw_item *work;
     size_t wn, wcap;
     /* Outgoing (transport.c): channels with messages put since they were last published. */
@@ -320,6 +321,7 @@ struct tw_global {
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
     bool open_pages;                       /* page/buddy: safe events leave written pages
                                             * open (tw_keep_open) */
+    bool lazy;                             /* --cancel lazy (rollback.c) */
     bool chained;                          /* checkpoints form chains (not --state full): they
                                             * are freed by trimming chains, else one by one */
     /* Per LP of this process (lo .. lo + nlocal: all LPs but across ranks; an index is
@@ -591,6 +593,11 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
 void tw_cancel_children(struct tw_thread *th, struct kr__ev *e);
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel);
 void tw_cancel(struct tw_thread *th, struct kr__ev *c);
+/* --cancel lazy (rollback.c): the sends kept on e, taken off it as it starts running; one it
+ * sends alike again stays (tw_lazy_keep), the rest are cancelled as it ends (tw_lazy_end). */
+void tw_lazy_start(struct tw_thread *th, struct kr__ev *e);
+bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e);
+void tw_lazy_end(struct tw_thread *th);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
 void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
 void tw_tune_ckpt(struct tw_thread *th);
@@ -606,6 +613,20 @@ bool tw_balance_plan(struct tw_thread *th);
 void tw_balance_start(struct tw_thread *th);
 void tw_balance_sample(struct tw_thread *th);
 void tw_retired_wait(struct tw_thread *th);
+/* e joins its parent's children, after the copies of events sent to other ranks (tw.h,
+ * KR_EVF_RKIDS: they stay first, so that they are found without reading a local child). */
+static inline void tw_child_link(struct kr__ev *p, struct kr__ev *e)
+{
+    struct kr__ev **at = &p->child;
+    if (p->flags & KR_EVF_RKIDS) {
+        struct kr__ev *x = p->child;
+        while (x->flags & KR_EVF_RKIDS) x = x->sib;
+        at = &x->sib;
+    }
+    e->sib = *at;
+    *at = e;
+}
+
 /* ranks.c (docs/cluster.md). An owner at or past g->n is rank owner - g->n. */
 static inline bool tw_remote(const struct tw_global *g, unsigned owner)
 {

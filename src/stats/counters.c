@@ -13,6 +13,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->rolled_back += c->rolled_back;
         t->rollbacks += c->rollbacks;
         t->antimessages += c->antimessages;
+        t->lazy_kept += c->lazy_kept;
         t->checkpoints += c->checkpoints;
         t->ckpt_bytes += c->ckpt_bytes;
         t->restores += c->restores;

@@ -11,6 +11,7 @@ struct kr__counters {
     uint64_t rolled_back;                /* executions undone */
     uint64_t rollbacks;
     uint64_t antimessages;               /* cancellations sent */
+    uint64_t lazy_kept;                  /* sends of undone events kept: sent alike again */
     uint64_t checkpoints;
     uint64_t ckpt_bytes;
     uint64_t ckpt_full;                  /* of checkpoints: full ones (the rest incremental) */
@@ -78,7 +79,7 @@ static inline void kr__counters_publish(struct kr__counters *c)
 /* The threads' counters summed (GVT rounds: the most any thread saw; each saw them all,
  * but a retired worker). */
 struct kr__totals {
-    uint64_t processed, committed, rolled_back, rollbacks, antimessages, checkpoints,
+    uint64_t processed, committed, rolled_back, rollbacks, antimessages, lazy_kept, checkpoints,
         ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts;
 };
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t);

@@ -168,7 +168,7 @@ def same_as_sequential():
                (2, 1, ["--state", "page", "--gvt-period", "0.05"]),
                (3, 2, ["--state", "page", "--gvt-period", "0.05"]),
                (2, 1, ["--check"] + ([] if kind == "tsan" else ["--preempt", "tick"])),
-               (3, 2, ["--check"])]
+               (3, 2, ["--check"]), (2, 2, ["--cancel", "lazy", "--check"])]
     # (a ThreadSanitizer build has no time-sharing)
     for name, args in cases.items():
         rc, out, err = run(kairos, "run", *args, "--sync", "sequential")
@@ -188,7 +188,8 @@ def same_as_sequential():
             if p.stderr.count("run digest:") != 1 or f"{np} ranks x" not in p.stderr:
                 fail(f"{what}: want one summary, from rank 0, naming the ranks:\n{p.stderr}")
         t.ok(f"{name}: the sequential digest and stdout on 2x1, 3x2, 4x1 ranks x threads, "
-             "with --state page and 50-us GVT rounds, with --check (and --preempt tick)")
+             "with --state page and 50-us GVT rounds, with --check (and --preempt tick), "
+             "with --cancel lazy")
 
 
 def stats_across_ranks():

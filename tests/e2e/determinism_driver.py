@@ -58,7 +58,8 @@ def pick_config(rnd, caps, tsan):
     args += ["--threads", str(rnd.choice([1, 2, 3, 4])), "--state", rnd.choice(states),
              "--preempt", rnd.choice(preempts), "--ckpt-interval", str(rnd.choice([1, 4, 16, "auto"])),
              "--gvt-period", rnd.choice(["0.05", "1", "5"]), "--safe", rnd.choice(["on", "off"]),
-             "--balance", rnd.choice(["off", "auto", "storm"])]
+             "--balance", rnd.choice(["off", "auto", "storm"]),
+             "--cancel", rnd.choice(["aggressive", "lazy"])]
     if "tick" in args:
         args += ["--tick-us", "200"]
     if rnd.random() < 0.3:
