@@ -198,8 +198,8 @@ static void tw_send(struct kr__ctx *c, struct kr__ev *e)
 {
     struct tw_thread *th = c->eng;
     struct tw_global *g = th->g;
-    /* (alone: not even the owner table, a random read per send with many LPs) */
     if (__builtin_expect(th->lazy != NULL, 0) && tw_lazy_keep(th, c->ev, e)) return;
+    /* (alone: not even the owner table, a random read per send with many LPs) */
     unsigned owner = th->alone ? th->id : tw_owner(g, e->dest);
     if (__builtin_expect(tw_remote(g, owner), 0)) {
         tw_rank_send(th, e, owner, c->ev);
