@@ -95,20 +95,17 @@ static void cancel_child(struct tw_thread *th, struct kr__ev *c)
     tw_transport_send(th, owner, a);
 }
 
-void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
-{
-    for (struct kr__ev *c = e->child, *n; c; c = n) {
-        n = c->sib;
-        cancel_child(th, c);
-    }
-}
-
 static void cancel_list(struct tw_thread *th, struct kr__ev *c)
 {
     for (struct kr__ev *n; c; c = n) {
         n = c->sib;
         cancel_child(th, c);
     }
+}
+
+void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
+{
+    cancel_list(th, e->child);
 }
 
 /* Lazy: an undone event's sends to other ranks go at once (their copies lead the list);
@@ -150,7 +147,6 @@ bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e)
             c->size != e->size || (e->size && memcmp(c->payload, e->payload, e->size)))
             continue;
         *p = c->sib;
-        c->sib = NULL;
         tw_child_link(parent, c);
         kr__pool_put(th->pool, e);
         th->cnt->lazy_kept++;
