@@ -6,7 +6,7 @@ size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t r
                           unsigned round)
 {
     struct kr__wire_hdr h = { .kind = KR_WIRE_EVENT, .flags = e->flags & KR_EVF_SPAN,
-                              .colour = (uint8_t)(round & 1), .round = (uint8_t)round,
+                              .round = (uint8_t)round,
                               .type = e->type, .size = e->size, .k = e->k, .dest = e->dest,
                               .rid = rid };
     memcpy(buf, &h, sizeof h);
@@ -19,8 +19,7 @@ size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t r
 size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
                          uint64_t rid, unsigned round)
 {
-    struct kr__wire_hdr h = { .kind = KR_WIRE_ANTI, .colour = (uint8_t)(round & 1),
-                              .round = (uint8_t)round, .k = *k,
+    struct kr__wire_hdr h = { .kind = KR_WIRE_ANTI, .round = (uint8_t)round, .k = *k,
                               .dest = dest, .rid = rid };
     memcpy(buf, &h, sizeof h);
     return sizeof h;
@@ -55,7 +54,6 @@ int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nl
     if (it->h.kind < KR_WIRE_EVENT || it->h.kind > KR_WIRE_UPTO) return KR_WIRE_BAD_KIND;
     bool bare = it->h.kind == KR_WIRE_ANTI || it->h.kind == KR_WIRE_UPTO;
     if (it->h.size > KR_WIRE_MAX_PAYLOAD || (bare && it->h.size)) return KR_WIRE_BAD_SIZE;
-    if (it->h.colour != (it->h.round & 1)) return KR_WIRE_BAD_COLOUR;
     if (it->h.dest >= nlps) return KR_WIRE_BAD_DEST;
     size_t bytes = kr__wire_event_bytes(it->h.size);
     if (left < bytes) return KR_WIRE_TRUNCATED;
@@ -73,7 +71,6 @@ const char *kr__wire_strerror(int code)
     case KR_WIRE_BAD_KIND: return "a record of no known kind";
     case KR_WIRE_BAD_SIZE: return "a record's payload size is impossible";
     case KR_WIRE_BAD_DEST: return "a record's destination LP does not exist";
-    case KR_WIRE_BAD_COLOUR: return "a record's GVT colour does not match its round";
     default: return "unknown wire error";
     }
 }

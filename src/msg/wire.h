@@ -23,10 +23,10 @@ enum { KR_WIRE_EVENT = 1, KR_WIRE_ANTI = 2, KR_WIRE_TEXT = 3, KR_WIRE_UPTO = 4 }
 struct kr__wire_hdr {
     uint8_t kind;             /* KR_WIRE_* */
     uint8_t flags;            /* the event's KR_EVF_SPAN (the rest are the receiver's) */
-    uint8_t colour;           /* the sender's GVT colour when it sent the record: its round
-                               * count's lowest bit... */
-    uint8_t round;            /* ...and its low 8 bits (a later round tells the receiver to
-                               * start one) */
+    uint8_t pad_;
+    uint8_t round;            /* the sender's GVT round count when it sent the record, low 8
+                               * bits: its lowest bit is the record's colour, and a later
+                               * round tells the receiver to start one */
     uint32_t type;
     uint32_t size;            /* payload bytes (0 for an antimessage) */
     uint32_t pad2_;
@@ -71,7 +71,7 @@ struct kr__wire_item {
 };
 
 enum { KR_WIRE_OK = 0, KR_WIRE_END, KR_WIRE_TRUNCATED, KR_WIRE_BAD_KIND, KR_WIRE_BAD_SIZE,
-       KR_WIRE_BAD_DEST, KR_WIRE_BAD_COLOUR };
+       KR_WIRE_BAD_DEST };
 
 /* Decode the record at *p (before end) into it and advance *p past it: KR_WIRE_OK, or
  * KR_WIRE_END at the end of the buffer, or the first thing wrong (a destination must be

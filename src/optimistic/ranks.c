@@ -293,10 +293,10 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from, double
             continue;
         }
         if (c->th) {
-            c->th->rrecv[it.h.colour]++;
+            c->th->rrecv[it.h.round & 1]++; /* (its colour) */
             if ((int8_t)(uint8_t)(it.h.round - c->th->nround) > 0) c->th->nudge = true;
         } else {
-            net->late[it.h.colour]++;
+            net->late[it.h.round & 1]++;
         }
         if (c->g->check && it.h.k.ts < net->from[from])
             kr__internal_error("rank %d got a%s at time %.17g from rank %d, whose stamp said "
