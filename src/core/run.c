@@ -85,18 +85,6 @@ static int fold_digest(struct kr__run *r)
     return 0;
 }
 
-/* Across ranks: what this rank's LPs printed in finish, after rank 0's (printed as it
- * came) in rank order. Collective; 0, or -1 on an MPI error. */
-static int gather_output(char *buf, size_t len)
-{
-    void *all = NULL;
-    size_t total = 0;
-    if (kr__net.rank == 0) len = 0; /* (printed already) */
-    if (kr__net.ops->gather_bytes(buf, len, &all, &total)) return -1;
-    if (all) fwrite(all, 1, total, stdout);
-    free(all);
-    return 0;
-}
 
 int kr__run_finish(struct kr__run *r)
 {
@@ -115,7 +103,7 @@ int kr__run_finish(struct kr__run *r)
     if (kr__emit_file) fclose(kr__emit_file);
     kr__emit_file = NULL;
     /* (every rank takes part, failed or not: the others wait in the collectives) */
-    if ((ranks && gather_output(out, outlen)) || fold_digest(r))
+    if ((ranks && kr__net_print_gathered(out, outlen)) || fold_digest(r))
         kr__die("MPI failed at the end of the run (finish output, run digest)");
     free(out);
     free(r->words);

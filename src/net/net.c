@@ -152,6 +152,16 @@ int kr__net_agree(struct kr__error *err)
     return err->status;
 }
 
+int kr__net_print_gathered(const char *buf, size_t len)
+{
+    void *all = NULL;
+    size_t total = 0;
+    if (kr__net.ops->gather_bytes(buf, kr__net.rank ? len : 0, &all, &total)) return -1;
+    if (all) fwrite(all, 1, total, stdout);
+    free(all);
+    return 0;
+}
+
 void kr__net_stop(void)
 {
     if (kr__net.ops) kr__net.ops->finalize();

@@ -523,12 +523,7 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
 int tw_rank_started(struct kr__run *r, char *out, size_t len, int st)
 {
     const struct kr__net_ops *o = kr__net.ops;
-    void *all = NULL;
-    size_t total = 0;
-    if (o->gather_bytes(out, kr__net.rank ? len : 0, &all, &total))
-        net_broken("gathering init's output");
-    if (all) fwrite(all, 1, total, stdout); /* (rank 0: its own went out as it came) */
-    free(all);
+    if (kr__net_print_gathered(out, len)) net_broken("gathering init's output");
     int *sts = calloc((size_t)kr__net.size, sizeof *sts);
     if (!sts) kr__fatal_oom("start-up statuses", (size_t)kr__net.size * sizeof *sts);
     if (o->allgather_int(st, sts)) net_broken("agreeing on the start");
