@@ -768,6 +768,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->clock[t].taken, 0);
         atomic_init(&g->clock[t].rbits, kr__time_bits(-INFINITY));
         th->rbuf_min = INFINITY;
+        th->stamp_last = -INFINITY;
         th->last_ts = -INFINITY;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);

@@ -229,6 +229,7 @@ struct tw_thread {
     int64_t rep_white;        /* at its report: of the old colour, sent less received */
     uint64_t rid_next;
     kr_time rbuf_min;         /* least time of its records to other ranks not yet flushed */
+    kr_time stamp_last;       /* worker 0: the rank's clock at its last stamps (ranks.c) */
     bool net_held;            /* hand-offs of its polls wait in a full channel (ranks.c) */
     struct kr__match rmatch;  /* events from other ranks, by remote id (their antimessages) */
     /* GVT participation. */
