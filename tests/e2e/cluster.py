@@ -261,16 +261,25 @@ def interrupted_across_ranks():
     import time
     cmd = ["mpirun", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
            "btl_vader_single_copy_mechanism", "none", "-np", "2", kairos, "run", "phold",
-           "--lps", "1024", "--end", "1e9", "--threads", "1"]
+           "--lps", "1024", "--end", "1e9", "--threads", "1", "--progress", "on"]
     e = env_with(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
-    time.sleep(8.0 if kind else 3.0)  # (past MPI_Init and init, where the handlers are set)
+    # Signal only once rank 0's first progress line shows the run under way: every rank is
+    # then past MPI_Init and its handlers (the start agrees on a reduction). A fixed wait was
+    # too short once under the parallel suite's load.
+    head, deadline = b"", time.monotonic() + 120
+    while b"[kairos]" not in head and time.monotonic() < deadline and p.poll() is None:
+        head += os.read(p.stderr.fileno(), 4096)
+    if b"[kairos]" not in head:
+        p.kill()
+        fail(f"SIGTERM to mpirun: no progress line within 120 s:\n{head.decode()}")
     p.send_signal(signal.SIGTERM)
     try:
-        _, err = p.communicate(timeout=60)
+        _, rest = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         p.kill()
         fail("SIGTERM to mpirun: the ranks did not stop within 60 s")
+    err = head.decode() + rest
     m = re.search(r"interrupted by SIGTERM: committed up to virtual time (\S+)", err)
     if not m or err.count("run digest:") != 1:
         fail(f"SIGTERM to mpirun: want one summary saying where the run stopped:\n{err}")
