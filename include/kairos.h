@@ -81,6 +81,12 @@ struct kr_model {
  * kr_memmove, kairos/transparent.h or the instrumented build), so it may run with
  * --state chunk. Other models run with --state full, page or buddy, which need no help. */
 #define KR_MODEL_MARKS_WRITES 1u
+/* Same-time bundles: the handler runs once per LP and bundle - all of the LP's events with
+ * one timestamp and one zero-delay generation (those sent at an earlier time are
+ * generation 0; one sent by an event at its own time is that event's generation + 1) -
+ * called with the bundle's first event; kr_bundle_count / kr_bundle_get read them all, in
+ * the deterministic tie order. Every engine runs the same bundles (docs/guide.md). */
+#define KR_MODEL_BUNDLES 2u
 
 /* An outside model compiled as a shared object defines this; `kairos run ./model.so`. */
 const struct kr_model *kr_model_entry(void);
@@ -96,6 +102,12 @@ kr_time kr_now(void);
  * KR_PAYLOAD_MAX bytes) is copied. Events at the same timestamp are processed in a
  * deterministic order derived from the sender, never from timing. */
 void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size);
+
+/* In an event handler: the events it was called for (1 without KR_MODEL_BUNDLES), and the
+ * type, payload (valid during the call) and size of member k < kr_bundle_count(); member 0
+ * is the event passed to the handler. Any out pointer may be NULL. */
+unsigned kr_bundle_count(void);
+void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *size);
 
 /* Send an expanded event: one that lasts `duration` (>= 0) of virtual time from `t`, e.g. the
  * time to transmit a packet or serve a job. The conservative engine (--sync conservative)

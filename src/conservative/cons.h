@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include "core/bundle.h"
 #include "core/core.h"
 #include "core/typetime.h"
 #include "core/watchdog.h"
@@ -18,6 +19,7 @@
  * then read and recycled by the scheduler: one writer at a time, no lock. */
 struct cons_job {
     struct kr__ev *ev;
+    struct kr__bundle bundle;    /* bundles: ev and the rest of its bundle (core/bundle.h) */
     kr_time tc;                  /* completion time: start + duration */
     struct kr__ev *out, *out_tail; /* events it sent, in send order */
     char *text;                  /* its kr_printf output */

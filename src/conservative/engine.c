@@ -101,6 +101,7 @@ static void jobs_free(struct cons *c)
         c->chunks = k->next;
         for (unsigned i = 0; i < JOBS_PER_CHUNK; i++) {
             free(k->jobs[i].text);
+            kr__bundle_free(&k->jobs[i].bundle);
             free(k->jobs[i].err); /* (failed jobs are never recycled: the run ends there) */
         }
         free(k);
@@ -162,9 +163,7 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
     struct kr__ev *e = j->ev;
     struct kr__lp *lp = kr__lp_at(r, e->dest);
     if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
-    kr__lp_commit_event(lp, e);
-    r->end_key = e->k;
-    r->end_key.seq++;
+    kr__bundle_commit(r, lp, &j->bundle, e, e, &r->pools[0]); /* (e: below, once read) */
     if (r->model->done) {
         kr__ctx_event(lp, e, KR_MODE_EVENT); /* (where, should done() break its promise) */
         c->ndone += kr__lp_done_step(lp, j->done_after);
@@ -249,9 +248,11 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
         c->taken_ts = e->k.ts;
         struct kr__lp *lp = kr__lp_at(r, e->dest);
         j->ev = e;
+        if (r->bundles) kr__bundle_take(&j->bundle, &c->heap, e);
         j->timed = timed(c, e->type);
         uint64_t t0 = j->timed ? kr__clock_ns() : 0;
         kr__ctx_event(lp, e, KR_MODE_EVENT);
+        if (r->bundles) kr__bundle_enter(&j->bundle);
         kr__watch_begin(watch, e);
         kr__run_event(r, lp, e);
         j->done_after = kr__run_done(r, lp, e->dest);
@@ -262,8 +263,9 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
             fold_time(c, j);
         }
         struct kr__counters *cnt = &r->counters[0];
-        cnt->processed++;
-        cnt->committed++;
+        size_t n = r->bundles ? j->bundle.n : 1;
+        cnt->processed += n;
+        cnt->committed += n;
         cnt->cons_sched_ran++;
         rr = retire_one(c, j, prog);
     } while (rr == CONS_RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
@@ -304,6 +306,7 @@ static struct cons_job *take(struct cons *c)
     struct kr__ev *e = kr__heap_pop(&c->heap);
     c->taken_ts = e->k.ts;
     struct cons_job *j = job_new(c, e);
+    if (c->r->bundles) kr__bundle_take(&j->bundle, &c->heap, e);
     if (c->retire_tail) c->retire_tail->next = j;
     else c->retire_head = j;
     c->retire_tail = j;
@@ -460,6 +463,7 @@ static void cons_teardown(struct cons *c)
     kr__heap_destroy(&c->heap);
     jobs_free(c);
     free(c->direct.text);
+    kr__bundle_free(&c->direct.bundle);
     free(c->direct.err);
     free(c->inflight);
     free(c->lp_busy);

@@ -109,6 +109,7 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     j->done_after = false;
     w->job = j;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
+    if (r->bundles) kr__bundle_enter(&j->bundle);
     struct kr__watch *watch = &c->watch[w->id];
     volatile uint64_t t0 = j->timed ? kr__clock_ns() : 0; /* (kept across the longjmp) */
     kr__watch_begin(watch, e);
@@ -122,8 +123,9 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     if (j->timed) j->ns = kr__clock_ns() - t0;
     kr__ctx.mode = KR_MODE_NONE;
     w->job = NULL;
-    r->counters[w->id].processed++;
-    r->counters[w->id].committed++; /* nothing is ever undone here */
+    size_t n = r->bundles ? j->bundle.n : 1;
+    r->counters[w->id].processed += n;
+    r->counters[w->id].committed += n; /* nothing is ever undone here */
     atomic_store_explicit(&j->complete, true, memory_order_release);
 }
 

@@ -68,6 +68,44 @@ kr_time kr_now(void)
     return t;
 }
 
+/* The event being run, or its bundle's member k (core/bundle.h); NULL (a model error
+ * reported) outside an event handler or past the bundle's end. */
+static const struct kr__ev *bundle_member(const char *fn, unsigned k)
+{
+    if (!kr__ctx.ev || (kr__ctx.mode != KR_MODE_EVENT && kr__ctx.mode != KR_MODE_COAST)) {
+        if (!kr__in_lp()) need_lp(fn); /* (says where it was called from) */
+        else kr__model_error("%s outside the event handler: a bundle is the events the "
+                             "handler was called for; call it there", fn);
+        return NULL;
+    }
+    unsigned n = kr__ctx.nbundle ? kr__ctx.nbundle : 1;
+    if (k >= n) {
+        kr__model_error("%s: member %u of a bundle of %u event%s; members are "
+                        "0..kr_bundle_count()-1", fn, k, n, n == 1 ? "" : "s");
+        return NULL;
+    }
+    return kr__ctx.nbundle ? kr__ctx.bundle[k] : kr__ctx.ev;
+}
+
+unsigned kr_bundle_count(void)
+{
+    KR_API_ENTER();
+    unsigned n = 0;
+    if (bundle_member("kr_bundle_count", 0)) n = kr__ctx.nbundle ? kr__ctx.nbundle : 1;
+    KR_API_LEAVE();
+    return n;
+}
+
+void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *size)
+{
+    KR_API_ENTER();
+    const struct kr__ev *e = bundle_member("kr_bundle_get", k);
+    if (type) *type = e ? e->type : 0;
+    if (payload) *payload = e ? e->payload : NULL;
+    if (size) *size = e ? e->size : 0;
+    KR_API_LEAVE();
+}
+
 /* Virtual time must advance: no endless zero-delay chain, nothing inside the lookahead. */
 static int check_progress(const char *fn, kr_lp dest, kr_time t, kr_time la)
 {
@@ -142,7 +180,7 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
     e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
-    e->k.pad_ = 0;
+    e->k.tie = kr__ctx.run->bundles ? (uint32_t)dest : 0; /* (msg/event.h) */
     e->k.src = kr__ctx.id;
     e->k.seq = seq;
     e->dest = dest;

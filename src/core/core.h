@@ -62,6 +62,8 @@ struct kr__run {
     int state_mode;                   /* in effect (sequential: always full) */
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
     bool lookahead_declared;          /* kr_set_lookahead was called */
+    bool bundles;                     /* KR_MODEL_BUNDLES: an LP's events of one (ts, gen)
+                                       * run as one call of the handler (bundle.c) */
     /* results */
     double wall_seconds;
     kr_time final_gvt;
@@ -125,6 +127,8 @@ struct kr__ctx {
     struct kr__lp *lp;
     kr_lp id;
     struct kr__ev *ev;          /* event being processed, NULL in init/finish */
+    struct kr__ev *const *bundle; /* bundles: ev and the rest of its bundle, in key order */
+    unsigned nbundle;           /* (0: ev alone) */
     kr_time now;
     uint32_t gen;
     uint8_t mode;
@@ -151,6 +155,7 @@ static inline void kr__ctx_event(struct kr__lp *lp, struct kr__ev *e, int mode)
     kr__ctx.lp = lp;
     kr__ctx.id = e->dest;
     kr__ctx.ev = e;
+    kr__ctx.nbundle = 0;
     kr__ctx.now = e->k.ts;
     kr__ctx.gen = e->k.gen;
     kr__ctx.mode = (uint8_t)mode;

@@ -182,6 +182,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
     r->lookahead = r->model->lookahead;
+    r->bundles = r->model->flags & KR_MODEL_BUNDLES;
     r->nthreads = cfg->engine->threads(cfg, r->n);
     /* (calloc: its large blocks start 16 bytes into a page, so records straddle lines; a
      * 64-byte aligned block measured 5% slower at 65 536 LPs, sequential: not taken.) */

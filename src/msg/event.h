@@ -1,14 +1,18 @@
 /* event.h - the event record shared by every engine, and its deterministic ordering key.
  *
- * Events are totally ordered by (ts, gen, src, seq). `gen` counts zero-delay hops: an event
- * scheduled at the sender's own timestamp gets the sender's gen + 1, so a child always orders
- * after its parent even at equal time (this is what keeps zero-lookahead models from rolling
- * back forever). (src, seq) names the sender LP and its own send count, which is rolled back
- * with its state: the order never depends on timing or on which thread delivered first.
+ * Events are totally ordered by (ts, gen, tie, src, seq). `gen` counts zero-delay hops: an
+ * event scheduled at the sender's own timestamp gets the sender's gen + 1, so a child always
+ * orders after its parent even at equal time (this is what keeps zero-lookahead models from
+ * rolling back forever). `tie` is 0, or with KR_MODEL_BUNDLES the destination (--lps is at
+ * most 2^32 - 1): then an LP's events of one (ts, gen) - its bundle - are next to each other
+ * in every queue.
+ * (src, seq) names the sender LP and its own send count, which is rolled back with its
+ * state: the order never depends on timing or on which thread delivered first.
  */
 #ifndef KR_MSG_EVENT_H
 #define KR_MSG_EVENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,7 +21,7 @@
 struct kr__key {
     kr_time ts;
     uint32_t gen;
-    uint32_t pad_;
+    uint32_t tie;                 /* 0, or bundles: the destination */
     uint64_t src;
     uint64_t seq;
 };
@@ -85,6 +89,7 @@ static inline int kr__key_cmp(const struct kr__key *a, const struct kr__key *b)
 {
     if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
     if (a->gen != b->gen) return a->gen < b->gen ? -1 : 1;
+    if (a->tie != b->tie) return a->tie < b->tie ? -1 : 1;
     if (a->src != b->src) return a->src < b->src ? -1 : 1;
     if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
     return 0;
@@ -100,6 +105,19 @@ static inline struct kr__key kr__key_at(kr_time t)
 {
     struct kr__key k = { t, 0, 0, 0, 0 };
     return k;
+}
+
+/* Bundles (KR_MODEL_BUNDLES): e and x are one bundle - the same LP, time and generation. */
+static inline bool kr__ev_same_bundle(const struct kr__ev *e, const struct kr__ev *x)
+{
+    return e->dest == x->dest && e->k.ts == x->k.ts && e->k.gen == x->k.gen;
+}
+
+/* The smallest key of k's bundle: every member's key is at or above it. */
+static inline struct kr__key kr__key_bundle_start(const struct kr__key *k)
+{
+    struct kr__key b = { k->ts, k->gen, k->tie, 0, 0 };
+    return b;
 }
 
 #endif

@@ -57,9 +57,13 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
     if (!th->alone && e->k.ts <= th->g->lvt[tw_lidx(th->g, e->dest)]) {
         struct kr__lp *lp = kr__lp_at(th->r, e->dest);
         struct tw_lp *tl = tw_lp_of(lp);
-        if ((tl->tail && kr__key_lt(&e->k, &tl->tail->k)) ||
+        /* (bundles: a late member is a straggler to its whole bundle, whose start key a
+         * member may have: msg/event.h) */
+        struct kr__key k = th->r->bundles ? kr__key_bundle_start(&e->k) : e->k;
+        if ((tl->tail && (kr__key_lt(&k, &tl->tail->k) ||
+                          (th->r->bundles && !kr__key_cmp(&k, &tl->tail->k)))) ||
             (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
-            tw_rollback(th, lp, &e->k, true);
+            tw_rollback(th, lp, &k, true);
     }
     e->st = KR_EV_PENDING;
     kr__heap_push(&th->heap, e);
@@ -267,6 +271,7 @@ void tw_fail_clear(struct tw_lp *tl)
 static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
 {
     kr__ctx_event(lp, e, mode);
+    if (th->r->bundles) kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund : &th->bund);
     th->jmp_cur = &th->jmp;
     th->armed = true;
     kr__watch_begin(&th->watch, e);
@@ -282,11 +287,68 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
     kr__ctx.mode = KR_MODE_NONE;
 }
 
+/* Bundles: the processed bundle that starts at x (its members follow it in the LP's
+ * processed list) into th->bund; returns the event after it. */
+static struct kr__ev *tw_bundle_listed(struct tw_thread *th, struct kr__ev *x)
+{
+    kr__bundle_start(&th->cbund, x);
+    struct kr__ev *n = x->next;
+    for (; n && kr__ev_same_bundle(n, x); n = n->next) kr__bundle_add(&th->cbund, n);
+    return n;
+}
+
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from)
 {
-    for (struct kr__ev *x = from; x; x = x->next) {
+    for (struct kr__ev *x = from, *n; x; x = n) {
+        n = th->r->bundles ? tw_bundle_listed(th, x) : x->next;
         tw_execute(th, lp, x, KR_MODE_COAST);
-        th->cnt->coasted++;
+        th->cnt->coasted += th->r->bundles ? th->cbund.n : 1;
+    }
+}
+
+static struct kr__ev *tw_top(struct tw_thread *th);
+
+/* Bundles: the rest of e's bundle, which the key put next in the heap. A member that a
+ * rollback left holding lazily kept sends gives them to the bundle's run. */
+static void tw_gather(struct tw_thread *th, struct kr__ev *e)
+{
+    kr__bundle_start(&th->bund, e);
+    struct kr__ev *x;
+    while ((x = tw_top(th)) && kr__ev_same_bundle(x, e)) {
+        kr__heap_pop(&th->heap);
+        if (x->xflags & KR_EVX_LAZY) tw_lazy_join(th, x);
+        x->flags = 0;
+        x->child = NULL;
+        x->ckpt = NULL;
+        kr__bundle_add(&th->bund, x);
+    }
+}
+
+static void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+
+/* Bundles: every member joins the processed list, before any message is taken in (one
+ * could roll the LP back, or another, whose coasting fills th->cbund). done() was asked
+ * once, after the whole bundle: its answer belongs to the last member (commit.c). */
+static void tw_bundle_processed(struct tw_thread *th, struct kr__lp *lp)
+{
+    struct kr__ev *first = th->bund.ev[0], *last = th->bund.ev[th->bund.n - 1];
+    if ((first->flags & KR_EVF_DONE_AFTER) && last != first) {
+        first->flags &= (uint8_t)~KR_EVF_DONE_AFTER;
+        last->flags |= KR_EVF_DONE_AFTER;
+    }
+    for (size_t i = 0; i < th->bund.n; i++) tw_processed(th, lp, th->bund.ev[i]);
+}
+
+/* Bundles, a safe one: the members after the first commit with it. */
+static void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp)
+{
+    for (size_t i = 1; i < th->bund.n; i++) {
+        struct kr__ev *x = th->bund.ev[i];
+        kr__lp_commit_event(lp, x);
+        th->cnt->processed++;
+        th->cnt->committed++;
+        th->cnt->safe++;
+        kr__pool_put(th->pool, x);
     }
 }
 
@@ -357,7 +419,9 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     size_t nout = kr__lp_out_n(lp);
     tw_run_sampled(th, lp, e);
     if (e->flags & KR_EVF_ERROR) {
-        tw_finish_event(th, lp, e);
+        if (th->r->bundles) tw_bundle_processed(th, lp);
+        else tw_processed(th, lp, e);
+        tw_flush_local(th);
         return;
     }
     if (kr__lp_out_n(lp) != nout) tw_output_through(th, lp, e); /* (committed with it) */
@@ -365,6 +429,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     th->cnt->processed++;
     th->cnt->committed++;
     th->cnt->safe++;
+    if (th->r->bundles) tw_bundle_commit_rest(th, lp);
     if (e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e); /* (copies for no antimessage) */
     e->child = NULL;
     if (th->g->open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
@@ -396,6 +461,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
     th->last_ts = e->k.ts;
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e); /* (its sends of an undone run) */
+    if (th->r->bundles) tw_gather(th, e);
     if (tw_is_safe(th, lp, e)) {
         tw_process_safe(th, lp, e);
         if (th->lazy) tw_lazy_end(th);
@@ -411,12 +477,20 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         return;
     }
     tw_run_sampled(th, lp, e);
+    if (th->r->bundles) tw_bundle_processed(th, lp);
     if (th->lazy) tw_lazy_end(th);
-    tw_finish_event(th, lp, e);
+    if (!th->r->bundles) tw_processed(th, lp, e);
+    tw_flush_local(th);
 }
 
 /* e has run to its end: it joins lp's processed list. */
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    tw_processed(th, lp, e);
+    tw_flush_local(th);
+}
+
+static void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
     struct tw_lp *tl = tw_lp_of(lp);
     if (e->flags & KR_EVF_ERROR) tl->fail->poison = e; /* (done() ran with the event) */
@@ -433,7 +507,6 @@ void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     }
     th->cnt->processed++;
     th->uncommitted++;
-    tw_flush_local(th);
 }
 
 /* Pending top, dropping cancelled events on the way. */
@@ -1002,6 +1075,8 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
         th->cnt->ckpt_interval_final = th->ckpt_interval;
         th->cnt->window_final = th->win.limit;
         kr__heap_destroy(&th->heap);
+        kr__bundle_free(&th->bund);
+        kr__bundle_free(&th->cbund);
         kr__blobs_destroy(&th->blobs);
         kr__outvec_free(&th->sink.v);
         free(th->work);

@@ -155,6 +155,17 @@ bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e)
     return false;
 }
 
+/* Bundles: a member x of the bundle about to run held kept sends of its own undone run
+ * (as the bundle's first member then): the bundle's run may send them alike again. */
+void tw_lazy_join(struct tw_thread *th, struct kr__ev *x)
+{
+    struct kr__ev **p = &th->lazy;
+    while (*p) p = &(*p)->sib;
+    *p = x->child;
+    x->child = NULL;
+    x->xflags = 0;
+}
+
 void tw_lazy_end(struct tw_thread *th)
 {
     struct kr__ev *c = th->lazy;
@@ -170,8 +181,11 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c)
         kr__internal_error("thread %u cancels a freed event (LP %llu, time %.17g): a safe "
                            "event was reached by an antimessage", th->id,
                            (unsigned long long)c->dest, c->k.ts);
-    if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED)
-        tw_rollback(th, kr__lp_at(th->r, c->dest), &c->k, true); /* (suspended: abandoned) */
+    if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED) { /* (suspended: abandoned) */
+        /* (bundles: its whole bundle is undone, and runs again without it) */
+        struct kr__key k = th->r->bundles ? kr__key_bundle_start(&c->k) : c->k;
+        tw_rollback(th, kr__lp_at(th->r, c->dest), &k, true);
+    }
     if (c->xflags & KR_EVX_LAZY) { /* (its rollback just now, or an earlier one, kept sends) */
         cancel_list(th, c->child);
         c->child = NULL;

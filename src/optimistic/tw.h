@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include "core/clock.h"
 #include "core/typetime.h"
+#include "core/bundle.h"
 #include "core/core.h"
 #include "core/interrupt.h"
 #include "core/place.h"
@@ -202,6 +203,8 @@ struct tw_thread {
     kr_time last_ts;          /* timestamp of the latest event run (progress, tw_clock) */
     unsigned prog_turn;
     struct kr__ev *lazy;      /* the kept sends of the event it runs (--cancel lazy) */
+    struct kr__bundle bund;   /* bundles: the one it runs (core/bundle.h)... */
+    struct kr__bundle cbund;  /* ...and the one it coasts (inside a rollback, mid-run) */
     struct tw_item *work;
     size_t wn, wcap;
     /* Outgoing (transport.c): channels with messages put since they were last published. */
@@ -598,6 +601,7 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c);
  * sends alike again stays (tw_lazy_keep), the rest are cancelled as it ends (tw_lazy_end). */
 void tw_lazy_start(struct tw_thread *th, struct kr__ev *e);
 bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e);
+void tw_lazy_join(struct tw_thread *th, struct kr__ev *x);
 void tw_lazy_end(struct tw_thread *th);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
 void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);

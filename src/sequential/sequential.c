@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "core/bundle.h"
 #include "core/core.h"
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -16,6 +17,7 @@ struct seq {
     struct kr__heap heap;
     struct kr__recheck *check;   /* --check: run every event twice and compare */
     struct kr__watch watch;      /* --event-timeout */
+    struct kr__bundle bundle;    /* bundles: the one being run (core/bundle.h) */
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
@@ -52,13 +54,20 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
  * is the run's: no fail hook). */
 static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL };
 
+/* Bundles: the rest of e's bundle, which the key put next in the set. */
+static void seq_gather(struct kr__run *r, struct seq *s, struct kr__ev *e)
+{
+    kr__bundle_take(&s->bundle, &s->heap, e);
+    kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
+    kr__bundle_enter(&s->bundle);
+}
+
 /* Returns true when the run ends because done() holds for every LP. */
 static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
                      struct kr__progress *prog)
 {
     const struct kr_model *m = r->model;
     struct kr__counters *cnt = &r->counters[0];
-    struct kr__pool *pool = &r->pools[0];
     const kr_time end = r->cfg->end;
     struct kr__ev *e;
     kr_time last = -INFINITY;
@@ -72,22 +81,20 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
         kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
         struct kr__lp *lp = kr__lp_at(r, e->dest);
         kr__ctx_event(lp, e, KR_MODE_EVENT);
+        if (r->bundles) seq_gather(r, s, e);
         kr__watch_begin(&s->watch, e);
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);
         bool done = s->check ? kr__recheck_done(s->check, r, lp, e) : kr__run_done(r, lp, e->dest);
         kr__watch_end(&s->watch);
-        kr__lp_commit_event(lp, e);
-        r->end_key = e->k;
-        r->end_key.seq++;
-        kr__pool_put(pool, e);
-        cnt->processed++;
+        kr_time ts = e->k.ts;
+        cnt->processed += kr__bundle_commit(r, lp, &s->bundle, e, NULL, &r->pools[0]);
         if (m->done && kr__lp_done_step(lp, done) && ++ndone == r->n)
             return true;
-        if (__builtin_expect((cnt->processed & 0xffff) == 0, 0)) {
+        if (__builtin_expect((cnt->processed & 0xffff) < (r->bundles ? s->bundle.n : 1), 0)) {
             cnt->committed = cnt->processed;
             kr__counters_publish(cnt);
-            kr__progress_tick(prog, e->k.ts);
+            kr__progress_tick(prog, ts);
         }
     }
     return false;
@@ -117,6 +124,7 @@ static void seq_body(void *arg)
 static void seq_free(struct seq *s)
 {
     kr__heap_destroy(&s->heap);
+    kr__bundle_free(&s->bundle);
     if (s->check) kr__recheck_destroy(s->check);
 }
 
@@ -125,6 +133,7 @@ static int seq_run(struct kr__run *r)
     struct seq s;
     struct kr__recheck check;
     kr__heap_init(&s.heap);
+    s.bundle = (struct kr__bundle){ 0 };
     s.check = NULL;
     if (r->cfg->check) {
         kr__recheck_init(&check);

@@ -161,6 +161,8 @@ def same_as_sequential():
         # (few events between ranks, so their clocks move by stamps alone; the run's
         # lookahead declared only by the LPs of the last ranks)
         "islands": [islands, "--lps", "64", "--end", "300", "-P", "lookahead=0.3"],
+        # (same-time bundles: members from several ranks, late ones among them)
+        "bundles": [os.path.join(build, "libbundles.so"), "--lps", "64", "--end", "60"],
     }
     # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)

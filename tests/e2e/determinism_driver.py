@@ -36,6 +36,7 @@ MODELS = [
     ("seir", ["{build}/libseir.so", "--lps", "24", "--end", "15"], {}),
     ("airport", ["{build}/libairport.so", "--lps", "24", "--end", "20"], {}),
     ("life", ["{build}/liblife.so", "--lps", "25", "--end", "12"], {"spans": None}),
+    ("bundles", ["{build}/libbundles.so", "--lps", "24", "--end", "60"], {"spans": "echo=0"}),
 ]
 
 
