@@ -158,7 +158,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         th->uncommitted--;
         tl->nkept++;
         /* (bundles: done() was asked after the whole bundle, its answer is on the last) */
-        bool inside = th->r->bundles && x->next && kr__ev_same_bundle(x, x->next);
+        bool inside = th->bundles && x->next && kr__ev_same_bundle(x, x->next);
         if (m->done && !inside && !commit_done(th, lp, x)) {
             ok = false;
             break;

@@ -59,9 +59,9 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
         struct tw_lp *tl = tw_lp_of(lp);
         /* (bundles: a late member is a straggler to its whole bundle, whose start key a
          * member may have: msg/event.h) */
-        struct kr__key k = th->r->bundles ? kr__key_bundle_start(&e->k) : e->k;
+        struct kr__key k = th->bundles ? kr__key_bundle_start(&e->k) : e->k;
         if ((tl->tail && (kr__key_lt(&k, &tl->tail->k) ||
-                          (th->r->bundles && !kr__key_cmp(&k, &tl->tail->k)))) ||
+                          (th->bundles && !kr__key_cmp(&k, &tl->tail->k)))) ||
             (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
             tw_rollback(th, lp, &k, true);
     }
@@ -271,7 +271,7 @@ void tw_fail_clear(struct tw_lp *tl)
 static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
 {
     kr__ctx_event(lp, e, mode);
-    if (th->r->bundles) kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund : &th->bund);
+    if (th->bundles) kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund : &th->bund);
     th->jmp_cur = &th->jmp;
     th->armed = true;
     kr__watch_begin(&th->watch, e);
@@ -300,9 +300,9 @@ static struct kr__ev *tw_bundle_listed(struct tw_thread *th, struct kr__ev *x)
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from)
 {
     for (struct kr__ev *x = from, *n; x; x = n) {
-        n = th->r->bundles ? tw_bundle_listed(th, x) : x->next;
+        n = th->bundles ? tw_bundle_listed(th, x) : x->next;
         tw_execute(th, lp, x, KR_MODE_COAST);
-        th->cnt->coasted += th->r->bundles ? th->cbund.n : 1;
+        th->cnt->coasted += th->bundles ? th->cbund.n : 1;
     }
 }
 
@@ -419,7 +419,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     size_t nout = kr__lp_out_n(lp);
     tw_run_sampled(th, lp, e);
     if (e->flags & KR_EVF_ERROR) {
-        if (th->r->bundles) tw_bundle_processed(th, lp);
+        if (th->bundles) tw_bundle_processed(th, lp);
         else tw_processed(th, lp, e);
         tw_flush_local(th);
         return;
@@ -429,7 +429,7 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
     th->cnt->processed++;
     th->cnt->committed++;
     th->cnt->safe++;
-    if (th->r->bundles) tw_bundle_commit_rest(th, lp);
+    if (th->bundles) tw_bundle_commit_rest(th, lp);
     if (e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e); /* (copies for no antimessage) */
     e->child = NULL;
     if (th->g->open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
@@ -461,7 +461,7 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
     th->last_ts = e->k.ts;
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e); /* (its sends of an undone run) */
-    if (th->r->bundles) tw_gather(th, e);
+    if (th->bundles) tw_gather(th, e);
     if (tw_is_safe(th, lp, e)) {
         tw_process_safe(th, lp, e);
         if (th->lazy) tw_lazy_end(th);
@@ -477,9 +477,9 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         return;
     }
     tw_run_sampled(th, lp, e);
-    if (th->r->bundles) tw_bundle_processed(th, lp);
+    if (th->bundles) tw_bundle_processed(th, lp);
     if (th->lazy) tw_lazy_end(th);
-    if (!th->r->bundles) tw_processed(th, lp, e);
+    if (!th->bundles) tw_processed(th, lp, e);
     tw_flush_local(th);
 }
 
@@ -824,6 +824,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         /* (done() decides the end only later) */
         th->fast = r->cfg->tw.safe_events && !r->model->done;
         th->alone = g->n == 1 && !g->net.on;
+        th->bundles = r->bundles;
         tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->qbound = kr__key_at(-INFINITY);

@@ -189,6 +189,7 @@ struct tw_thread {
     struct tw_tune tune;      /* what the last tuning step saw */
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
     bool alone;               /* the only thread: no event can arrive below its LPs' time */
+    bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
     kr_time safe;             /* events below this are safe (the other clocks' least)... */
     kr_time safe_prev;        /* ...and before the last drain (--check: no message below) */
     kr_time clock_sent;       /* what this thread last published as its clock */
