@@ -12,6 +12,7 @@ const struct kr_model *kr_builtin_membench(void);
 const struct kr_model *kr_builtin_pcs(void);
 const struct kr_model *kr_builtin_datastore(void);
 const struct kr_model *kr_builtin_null(void);
+const struct kr_model *kr_builtin_life(void);
 
 static const struct {
     const char *name;
@@ -28,6 +29,8 @@ static const struct {
       "transactions in round-robin, remote partitions by message" },
     { "null", kr_builtin_null, "the null model of Horizon: modules running events of no work "
       "that last a while (expanded events), to measure an engine's cost per event" },
+    { "life", kr_builtin_life, "TWOS Game of Life: LPs own blocks of a torus, edges exchanged "
+      "each generation as same-time bundles" },
 };
 
 void kr__models_list(FILE *f)

@@ -29,6 +29,8 @@ CASES = [
     ("pcs", "pcs", "--lps 16 --end 2 -P channels=200"),
     ("datastore", "datastore", "--lps 16 --end 10 -P op_us=1"),
     ("null", "null", "--lps 110 --end 20"),
+    ("life-blocks", "life", "--lps 64 -P width=64 -P height=64 -P generations=40"),
+    ("bundles", "libbundles.so", "--lps 64 --end 100"),
     ("airport", "libairport.so", "--lps 256 --end 20"),
     ("seir", "libseir.so", "--lps 256 --end 20"),
     ("life", "liblife.so", "--lps 256 --end 20"),
@@ -40,7 +42,8 @@ CASES = [
 ENGINES = [["--sync", "sequential"], ["--threads", "2"]]
 # Models whose events all have durations (a lookahead or kr_schedule_span) run on the
 # conservative engine too.
-CONSERVATIVE = {"phold-std", "phold-mixed", "phold-mesh", "queueing-spans", "null"}
+CONSERVATIVE = {"phold-std", "phold-mixed", "phold-mesh", "queueing-spans", "null",
+                "life-blocks"}
 
 
 def model_path(build, model):
