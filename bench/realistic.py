@@ -9,6 +9,9 @@ ratio to the sequential median, as Markdown, with the cross-core round trip
     python3 bench/realistic.py [--kairos build/kairos] [--reps 5] [--load] [--only seir,life]
         [-- extra kairos options for every optimistic run]
 
+--only may also name the built-in TWOS models (life-blocks, life-big), which the default set
+leaves out.
+
 --load repeats everything with a busy loop pinned to core 1."""
 import argparse
 import json
@@ -30,6 +33,13 @@ MODELS = [
     ("queueing", ["queueing", "--lps", "4096", "--end", "300"]),
     ("datastore", ["datastore", "--lps", "64", "--end", "20"]),
     ("phold-std", ["phold", "--end", "3000"]),
+]
+
+# TWOS's regular benchmark, built in (issue 16): only with --only.
+TWOS = [
+    ("life-blocks", ["life", "--lps", "1024", "-P", "generations=200", "-P", "print=10"]),
+    ("life-big", ["life", "--lps", "64", "-P", "block=32", "-P", "generations=400", "-P",
+                  "print=10"]),
 ]
 
 ENGINES = [
@@ -95,7 +105,7 @@ def main():
     ok = True
     for loaded in ([False, True] if a.load else [False]):
         with loadcheck.busy_core(1 if loaded else None):
-            for name, margs in MODELS:
+            for name, margs in MODELS + (TWOS if only else []):
                 if only and name not in only:
                     continue
                 margs = [m.format(build=build) for m in margs]
