@@ -609,6 +609,9 @@ static int cons_validate(const struct kr__config *cfg, struct kr__error *err)
         return kr__fail(err, KR_ERR_USAGE, "--check is for the sequential and optimistic "
                         "engines; the conservative engine never re-executes an event (check "
                         "the model with --sync sequential --check)");
+    if (cfg->memory_max)
+        return kr__fail(err, KR_ERR_USAGE, "--memory-max is for the sequential and optimistic "
+                        "engines: the conservative engine does not bound its memory yet");
     return KR_OK;
 }
 

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include "kairos.h"
@@ -38,6 +39,7 @@ struct kr__config {
     const char *stats_path;
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
+    size_t memory_max;          /* --memory-max: 0, or the budget of kr__memory_in_use */
     bool check;                 /* verify engine invariants while running (slower) */
     size_t stack_kb;            /* stack for model code (engine threads, event stacks) */
     double event_timeout;       /* seconds an event may run on the committed path; 0: none */
@@ -81,6 +83,8 @@ struct kr__run {
     unsigned nranks;                  /* MPI ranks (1: one process); across ranks, rank 0's
                                        * counters hold every rank's, thread by thread, and: */
     struct kr__rank_stats *rank_stats; /* [nranks], rank 0 only */
+    _Atomic size_t mem_peak[4];       /* --memory-max: peak bytes in use seen at the checks,
+                                       * events, checkpoints, LP states, all together */
     double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
     size_t nseries, capseries;
 };
@@ -251,6 +255,15 @@ int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg);
  * (what `--end next` commits: an interrupted run never splits events tied at one time). A
  * signal that comes when nothing before the end time is left does not interrupt. */
 void kr__run_ended(struct kr__run *r, bool by_done, kr_time next);
+/* --memory-max (lp.c): bytes the run holds - events, checkpoints, LP states - at a check.
+ * kr__memory_check records the peaks and, past the budget, returns true; kr__memory_msg
+ * words the run's failure at virtual time `at`, once nothing more can be given back. */
+struct kr__mem {
+    size_t events, ckpts, states;
+};
+bool kr__memory_check(struct kr__run *r, const struct kr__mem *m);
+void kr__memory_msg(const struct kr__run *r, const struct kr__mem *m, kr_time at, char *buf,
+                    size_t cap);
 /* After a crash in engine code: an LP whose state was written past its last block (full
  * mode's area canaries, state/arena.h)? Fills buf with the model error. Reads only. */
 bool kr__overrun_find(char *buf, size_t cap);

@@ -144,6 +144,51 @@ void kr__run_ended(struct kr__run *r, bool by_done, kr_time next)
     else if (!by_done) r->end_key = kr__key_at(r->cfg->end);
 }
 
+static void peak(_Atomic size_t *p, size_t v)
+{
+    size_t cur = atomic_load_explicit(p, memory_order_relaxed);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+}
+
+bool kr__memory_check(struct kr__run *r, const struct kr__mem *m)
+{
+    size_t all = m->events + m->ckpts + m->states;
+    peak(&r->mem_peak[0], m->events);
+    peak(&r->mem_peak[1], m->ckpts);
+    peak(&r->mem_peak[2], m->states);
+    peak(&r->mem_peak[3], all);
+    return r->cfg->memory_max && all > r->cfg->memory_max;
+}
+
+/* n bytes as "812 bytes", "12.5 KiB", "3.0 MiB" or "1.2 GiB" into buf (32 bytes). */
+static const char *bytes_text(char *buf, size_t n)
+{
+    static const char *unit[] = { "KiB", "MiB", "GiB", "TiB" };
+    if (n < 1024) {
+        snprintf(buf, 32, "%zu bytes", n);
+        return buf;
+    }
+    double v = (double)n / 1024.0;
+    unsigned u = 0;
+    for (; v >= 1024.0 && u < 3; u++) v /= 1024.0;
+    snprintf(buf, 32, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+void kr__memory_msg(const struct kr__run *r, const struct kr__mem *m, kr_time at, char *buf,
+                    size_t cap)
+{
+    char b[5][32];
+    snprintf(buf, cap, "--memory-max %s is below what this run needs: %s in use at virtual "
+             "time %.17g with nothing speculative to give back (events %s, checkpoints %s, "
+             "LP states %s); raise --memory-max", bytes_text(b[0], r->cfg->memory_max),
+             bytes_text(b[1], m->events + m->ckpts + m->states), at,
+             bytes_text(b[2], m->events), bytes_text(b[3], m->ckpts),
+             bytes_text(b[4], m->states));
+}
+
 int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg)
 {
     jmp_buf bail;

@@ -216,6 +216,12 @@ static const struct opt table[] = {
       .json = "arena_max",
       .help = "limit on one LP's state in use (kr_malloc, rounded up to\n"
               "powers of two), suffix K, M or G (default 64M)" },
+    { "--memory-max", "BYTES", K_BYTES, F(memory_max), "0", 0, (double)((size_t)1 << 50),
+      .json = "memory_max",
+      .help = "budget for events, checkpoints and LP states together, per\n"
+              "process (per rank under MPI), suffix K, M or G (default 0:\n"
+              "none); the optimistic engine rolls back and stops speculating\n"
+              "to stay under it; a budget below what the run needs is an error" },
     { "--stats", "FILE", K_STRING, F(stats_path), NULL,
       .help = "write run statistics as JSON (schema: docs/stats-schema.md)" },
     { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,

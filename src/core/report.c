@@ -36,6 +36,19 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
+    if (r->cfg->memory_max) {
+        const double mib = 1024.0 * 1024.0;
+        fprintf(f, "  memory budget:    %.1f MiB; peak in use %.1f MiB (events %.1f, "
+                "checkpoints %.1f, LP states %.1f); %llu memory-limited rollbacks\n",
+                (double)r->cfg->memory_max / mib, (double)r->mem_peak[3] / mib,
+                (double)r->mem_peak[0] / mib, (double)r->mem_peak[1] / mib,
+                (double)r->mem_peak[2] / mib, (unsigned long long)t.mem_rollbacks);
+        if (r->mem_peak[3] > r->cfg->memory_max)
+            fprintf(f, "  memory warning:   in use went past the budget (it is checked at "
+                    "intervals%s)\n", r->state_mode != KR_STATE_FULL
+                        ? "; every LP's base copy, kept by --state other than full, cannot be "
+                          "given back" : "");
+    }
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -183,6 +196,13 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds,
             r->peak_rss,
             (unsigned long long)r->run_digest);
+    if (r->cfg->memory_max)
+        fprintf(f, "  \"memory\": {\"budget_bytes\": %zu, \"peak_bytes\": %zu, "
+                "\"peak_event_bytes\": %zu, \"peak_checkpoint_bytes\": %zu, "
+                "\"peak_state_bytes\": %zu, \"memory_limited_rollbacks\": %llu},\n",
+                r->cfg->memory_max, (size_t)r->mem_peak[3], (size_t)r->mem_peak[0],
+                (size_t)r->mem_peak[1], (size_t)r->mem_peak[2],
+                (unsigned long long)t.mem_rollbacks);
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

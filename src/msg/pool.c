@@ -7,7 +7,6 @@
 
 /* Event sizes per class: 96-byte header + payload (class 0: up to 32 bytes of payload in two
  * cache lines; class 3: KR_PAYLOAD_MAX); KR_POOL_TINY: the first line alone. */
-static const size_t class_bytes[KR_POOL_CLASSES] = { KR_POOL_SMALL_EVENT, 256, 512, 1152, 64 };
 _Static_assert(96 + KR_PAYLOAD_MAX <= 1152, "largest pool class must hold KR_PAYLOAD_MAX");
 _Static_assert(offsetof(struct kr__ev, ckpt) == 64, "KR_POOL_TINY holds the first line only");
 #define SLAB_BYTES (64u * 1024u)
@@ -16,7 +15,7 @@ unsigned kr__pool_class(size_t payload)
 {
     size_t need = sizeof(struct kr__ev) + payload;
     for (unsigned c = 0; c < KR_POOL_SIZED; c++)
-        if (need <= class_bytes[c]) return c;
+        if (need <= kr__pool_slot_bytes(c)) return c;
     return KR_POOL_SIZED - 1; /* callers check KR_PAYLOAD_MAX before */
 }
 
@@ -65,6 +64,8 @@ static void hand_over(struct kr__pool *p, unsigned owner, unsigned cls)
     } while (!atomic_compare_exchange_weak_explicit(&o->returned[cls], &h, b->head,
                                                     memory_order_release, memory_order_relaxed));
     atomic_fetch_add_explicit(&o->returned_n, b->n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&o->returned_bytes, b->n * kr__pool_slot_bytes(cls),
+                              memory_order_relaxed);
     b->head = b->tail = NULL;
     b->n = 0;
 }
@@ -91,13 +92,14 @@ static bool reclaim(struct kr__pool *p, unsigned cls)
     if (!atomic_load_explicit(&p->returned[cls], memory_order_relaxed)) return false;
     p->free[cls] = atomic_exchange_explicit(&p->returned[cls], NULL, memory_order_acquire);
     p->live -= atomic_exchange_explicit(&p->returned_n, 0, memory_order_relaxed);
+    p->live_bytes -= atomic_exchange_explicit(&p->returned_bytes, 0, memory_order_relaxed);
     return true;
 }
 
 struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls)
 {
     if (reclaim(p, cls)) return p->free[cls];
-    size_t sz = class_bytes[cls];
+    size_t sz = kr__pool_slot_bytes(cls);
     size_t slab = SLAB_BYTES > sz * 8 ? SLAB_BYTES : sz * 8;
     char *mem = aligned_alloc(64, slab);
     if (!mem) kr__fatal_oom("event pool slab", slab);

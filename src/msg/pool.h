@@ -48,9 +48,11 @@ struct kr__pool {
     size_t bytes;          /* slab bytes held */
     size_t live;           /* own events handed out and not yet back (exact once other
                             * threads have flushed what they freed) */
+    size_t live_bytes;     /* ...and their slots' bytes (--memory-max: kr__pool_in_use) */
     _Alignas(64) _Atomic(struct kr__ev *) returned[KR_POOL_CLASSES]; /* from other threads */
     _Atomic size_t returned_n;
-    char pad_[64 - KR_POOL_CLASSES * sizeof(void *) - sizeof(size_t)];
+    _Atomic size_t returned_bytes;
+    char pad_[64 - KR_POOL_CLASSES * sizeof(void *) - 2 * sizeof(size_t)];
 };
 
 /* Pools of a run: `n` pools in one 64-byte aligned array (free with kr__pools_free);
@@ -65,6 +67,20 @@ void kr__pool_destroy(struct kr__pool *p);
 struct kr__ev *kr__pool_refill(struct kr__pool *p, unsigned cls);
 unsigned kr__pool_class(size_t payload);
 
+/* Bytes of a slot of class c. */
+static inline size_t kr__pool_slot_bytes(unsigned c)
+{
+    static const size_t bytes[KR_POOL_CLASSES] = { KR_POOL_SMALL_EVENT, 256, 512, 1152, 64 };
+    return bytes[c];
+}
+
+/* Bytes of p's events in use, less those other threads gave back (p's own thread only). */
+static inline size_t kr__pool_in_use(struct kr__pool *p)
+{
+    size_t back = atomic_load_explicit(&p->returned_bytes, memory_order_relaxed);
+    return p->live_bytes > back ? p->live_bytes - back : 0;
+}
+
 static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
 {
     unsigned c = payload > KR_POOL_SMALL_PAYLOAD ? kr__pool_class(payload)
@@ -75,6 +91,7 @@ static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
     /* (the next one may come back from another core: start fetching it for writing) */
     __builtin_prefetch(e->next, 1);
     p->live++;
+    p->live_bytes += kr__pool_slot_bytes(c);
     return e;
 }
 
@@ -94,6 +111,7 @@ static inline void kr__pool_put(struct kr__pool *p, struct kr__ev *e)
     e->next = p->free[e->cls];
     p->free[e->cls] = e;
     p->live--;
+    p->live_bytes -= kr__pool_slot_bytes(e->cls);
 }
 
 #endif

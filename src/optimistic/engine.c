@@ -507,6 +507,8 @@ static void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev 
     }
     th->cnt->processed++;
     th->uncommitted++;
+    if (__builtin_expect(th->mem_share != 0, 0) && (th->uncommitted & 255) == 0)
+        tw_memory_quick(th);
 }
 
 /* Pending top, dropping cancelled events on the way. */
@@ -816,6 +818,9 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
             g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
             g->lvt[tw_lidx(g, id)] = -INFINITY;
         }
+        atomic_init(&g->mem[t].events, 0);
+        atomic_init(&g->mem[t].ckpts, 0);
+        atomic_init(&g->mem[t].pending, 0);
         atomic_init(&th->cpu_share, -1.0);
         atomic_init(&th->rq_shared, 0);
         atomic_init(&th->wants_back, 0);
@@ -1017,7 +1022,8 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->chan = aligned_alloc(64, (size_t)g->n * g->n * sizeof *g->chan);
     g->arr = aligned_alloc(64, g->n * sizeof *g->arr);
     g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
-    if (!g->th || !g->chan || !g->arr || !g->clock)
+    g->mem = aligned_alloc(64, g->n * sizeof *g->mem);
+    if (!g->th || !g->chan || !g->arr || !g->clock || !g->mem)
         kr__fatal_oom("worker threads", (size_t)g->n * g->n * sizeof *g->chan);
     g->lo = r->lo;
     g->nlocal = r->hi - r->lo;
@@ -1091,6 +1097,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g->chan);
     free(g->arr);
     free(g->clock);
+    free(g->mem);
     free(g->owner);
     free(g->target);
     free(g->lvt);

@@ -17,8 +17,10 @@
  * Memory: a thread also stops speculating while the checkpoints it holds exceed its share of a
  * quarter of the machine's memory (speculation never pays for swapping); the window, not a hard
  * stop, so that checkpoints no rollback needs any more still get freed by commits. */
+#include <math.h>
 #include <unistd.h>
 #include "optimistic/tw.h"
+#include "state/arena.h"
 
 #define TW_WINDOW_NS (20u * 1000 * 1000)    /* a decision at most this often... */
 #define TW_WINDOW_EVENTS 64                 /* ...and on at least this many events */
@@ -45,7 +47,7 @@ void tw_window_init(struct tw_thread *th, unsigned fixed)
     struct tw_window *w = &th->win;
     memset(w, 0, sizeof *w);
     w->fixed = fixed != 0;
-    w->limit = fixed ? fixed : TW_MAX_UNCOMMITTED;
+    w->limit = w->fixed_limit = fixed ? fixed : TW_MAX_UNCOMMITTED;
     w->rest_ns = TW_WINDOW_REST_NS;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
@@ -114,10 +116,103 @@ static bool window_held(struct tw_thread *th, uint64_t now)
     return false;
 }
 
+/* The least time a rollback of this thread's own accord may go back to: what it promised
+ * the others stays true - its clock (nothing sent below it: re-executions from here send at
+ * or above it) and its quiet record (nothing pending below its key). A straggler's rollback
+ * needs no such bound: the straggler came at or above those. */
+static kr_time memory_floor(const struct tw_thread *th)
+{
+    const struct tw_global *g = th->g;
+    kr_time lo = tw_gvt(g);
+    if (!th->fast) return lo; /* (no clock, no record) */
+    if (th->clock_sent - g->lookahead > lo) lo = th->clock_sent - g->lookahead;
+    if (!(th->qseq & 1)) {
+        kr_time q = tw_time_of(atomic_load_explicit(&g->clock[th->id].top_bits,
+                                                    memory_order_relaxed));
+        if (nextafter(q, INFINITY) > lo) lo = nextafter(q, INFINITY);
+    }
+    return lo;
+}
+
+/* --memory-max: roll back this thread's LPs past halfway from the floor above to the
+ * furthest of them, which gives back their checkpoints and, through antimessages, what
+ * they sent. */
+static bool memory_rollback(struct tw_thread *th)
+{
+    kr_time lo = memory_floor(th), far = lo;
+    for (size_t i = 0; i < th->ndirty; i++) {
+        const struct tw_lp *tl = tw_lp_of(kr__lp_at(th->r, th->dirty[i]));
+        if (tl->tail && tl->tail->k.ts > far) far = tl->tail->k.ts;
+    }
+    kr_time cut = lo + (far - lo) / 2;
+    if (!(cut > tw_gvt(th->g)) || !(far > lo)) return false; /* (nothing to give back) */
+    struct kr__key k = kr__key_at(cut);
+    bool gave = false;
+    for (size_t i = 0; i < th->ndirty; i++) {
+        struct kr__lp *lp = kr__lp_at(th->r, th->dirty[i]);
+        const struct tw_lp *tl = tw_lp_of(lp);
+        if (!tl->tail || tl->tail->k.ts < cut) continue;
+        tw_rollback(th, lp, &k, true);
+        th->cnt->mem_rollbacks++;
+        gave = true;
+    }
+    tw_flush_local(th);
+    return gave;
+}
+
+/* --memory-max, at each commit: publish what this thread holds, add the others' and the LP
+ * states. Past the budget, stop speculating and roll back. With pending events (at the
+ * common slot's size) and states alone past it three checks in a row - what any engine
+ * holds - the run fails, naming what it needs. Checkpoints that no rollback can give back
+ * (the base copies of --state page, buddy and chunk) may keep a run over the budget: the
+ * summary says so. True while memory is short (the window is the floor). */
+static bool memory_short(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    struct tw_window *w = &th->win;
+    atomic_store_explicit(&g->mem[th->id].events, kr__pool_in_use(th->pool),
+                          memory_order_relaxed);
+    atomic_store_explicit(&g->mem[th->id].ckpts, th->blobs.held, memory_order_relaxed);
+    atomic_store_explicit(&g->mem[th->id].pending, th->heap.n * KR_POOL_SMALL_EVENT,
+                          memory_order_relaxed);
+    struct kr__mem m = { 0, 0, atomic_load_explicit(&kr__area_bytes, memory_order_relaxed) };
+    size_t pending = 0; /* (what the run needs whatever the engine: pending events, states) */
+    for (unsigned t = 0; t < g->n; t++) {
+        m.events += atomic_load_explicit(&g->mem[t].events, memory_order_relaxed);
+        m.ckpts += atomic_load_explicit(&g->mem[t].ckpts, memory_order_relaxed);
+        pending += atomic_load_explicit(&g->mem[t].pending, memory_order_relaxed);
+    }
+    size_t budget = th->r->cfg->memory_max;
+    th->mem_share = m.states < budget ? (budget - m.states) / g->n : 1;
+    if (!kr__memory_check(th->r, &m)) {
+        if (w->mem_short && w->fixed) w->limit = w->fixed_limit;
+        w->mem_short = false;
+        w->mem_over = 0;
+        return false;
+    }
+    w->mem_short = true;
+    w->limit = floor_of(th);
+    memory_rollback(th);
+    w->mem_over = pending + m.states > budget ? w->mem_over + 1 : 0;
+    if (w->mem_over >= 3) {
+        char msg[512];
+        kr__memory_msg(th->r, &m, tw_gvt(g), msg, sizeof msg);
+        tw_fail_at_commit(g, msg, &g->gvt);
+    }
+    return true;
+}
+
+void tw_memory_quick(struct tw_thread *th)
+{
+    if (kr__pool_in_use(th->pool) + th->blobs.held > th->mem_share)
+        th->win.limit = floor_of(th);
+}
+
 /* At each commit: judge the last period's speculation and set the window for the next. */
 void tw_window_adapt(struct tw_thread *th)
 {
     struct tw_window *w = &th->win;
+    if (th->r->cfg->memory_max && memory_short(th)) return;
     if (w->fixed) return;
     const struct kr__counters *c = th->cnt;
     uint64_t now = kr__clock_ns();

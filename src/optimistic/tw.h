@@ -74,7 +74,10 @@ struct tw_tune {
 struct tw_window {
     uint64_t limit;           /* uncommitted speculative events allowed (0: safe events only) */
     uint64_t max_bytes;       /* checkpoint bytes this thread may hold while speculating */
-    bool fixed;               /* --window N: never adapted */
+    bool fixed;               /* --window N: never adapted (but by --memory-max) */
+    uint64_t fixed_limit;     /* ...that N */
+    bool mem_short;           /* --memory-max: past the budget at the last check */
+    unsigned mem_over;        /* ...checks in a row with events and states alone past it */
     bool resting;             /* cut: no probe before probe_ns */
     unsigned bad;             /* periods in a row whose rollbacks wasted too much */
     uint64_t probe_ns, rest_ns;
@@ -95,6 +98,12 @@ struct tw_item {
  * once, as in the sequential engine. With one thread every event is safe. Each clock has
  * its own cache line, written every TW_CLOCK_TURNS loop turns at most (and when idle). */
 #define TW_CLOCK_TURNS 16
+/* What a thread holds, published at its commits for the others' --memory-max checks. */
+struct tw_mempub {
+    _Alignas(64) _Atomic size_t events, ckpts, pending;
+    char pad_[64 - 3 * sizeof(size_t)];
+};
+
 struct tw_clock {
     _Alignas(64) _Atomic uint64_t bits;   /* kr_time bits (may be -inf) */
     _Atomic uint64_t now_bits;            /* progress: its latest event's timestamp, as often */
@@ -190,6 +199,7 @@ struct tw_thread {
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
     bool alone;               /* the only thread: no event can arrive below its LPs' time */
     bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
+    size_t mem_share;         /* --memory-max: its share for events and checkpoints, or 0 */
     kr_time safe;             /* events below this are safe (the other clocks' least)... */
     kr_time safe_prev;        /* ...and before the last drain (--check: no message below) */
     kr_time clock_sent;       /* what this thread last published as its clock */
@@ -362,6 +372,7 @@ struct tw_global {
     uint64_t cnt_trials, cnt_undone;
     bool check;                            /* --check: verify invariants as we go */
     struct tw_clock *clock;                /* per thread (safe events) */
+    struct tw_mempub *mem;                 /* per thread (--memory-max: optimism.c) */
     kr_time lookahead;
     /* An interrupted run stops only once GVT has passed every safe event run (those were
      * committed at once and cannot be rolled back): the watcher asks (stopping), each
@@ -610,6 +621,9 @@ void tw_tune_ckpt(struct tw_thread *th);
 /* optimism.c */
 void tw_window_init(struct tw_thread *th, unsigned fixed);
 void tw_window_adapt(struct tw_thread *th);
+/* --memory-max between commits, every 256 speculative events: past this thread's share of
+ * the budget (th->mem_share), stop speculating until the next commit's check. */
+void tw_memory_quick(struct tw_thread *th);
 void tw_window_unsafe(struct tw_thread *th);
 /* engine.c: write the quiet record (tw.h) with this lowest pending event (NULL: none). */
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);

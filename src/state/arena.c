@@ -16,9 +16,17 @@ void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg 
     a->seg = mode == KR_STATE_FULL ? NULL : seg;
 }
 
+_Atomic size_t kr__area_bytes;
+
 void kr__arena_destroy(struct kr__arena *a)
 {
-    for (uint32_t i = 0; i < a->n; i++) free(kr__arena_area(a, i));
+    size_t gone = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        struct kr__area *ar = kr__arena_area(a, i);
+        gone += (size_t)kr__area_nchunks(ar) * kr__arena_class_bytes(ar->cls);
+        free(ar);
+    }
+    atomic_fetch_sub_explicit(&kr__area_bytes, gone, memory_order_relaxed);
     if (a->cap) free(a->areas - 1); /* (the guard word; the sorted list shares the block) */
     memset(a, 0, sizeof *a);
 }
@@ -187,6 +195,8 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
     }
     struct kr__area *ar = a->seg ? new_seg_area(a, cls, n, err) : new_heap_area(cls, n, err);
     if (!ar) return NULL;
+    atomic_fetch_add_explicit(&kr__area_bytes, (size_t)n * kr__arena_class_bytes(cls),
+                              memory_order_relaxed); /* (rare: areas double as they grow) */
     uint32_t index = a->n;
     ar->cls = (uint8_t)cls;
     ar->first = first;

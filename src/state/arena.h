@@ -6,6 +6,7 @@
 #ifndef KR_STATE_ARENA_H
 #define KR_STATE_ARENA_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,6 +93,10 @@ enum { KR_ARENA_OK = 0, KR_ARENA_EXHAUSTED, KR_ARENA_TOO_BIG, KR_ARENA_BAD_PTR, 
  * modes: areas are carved from `seg`, page-aligned, in whole pages. */
 void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg *seg);
 void kr__arena_destroy(struct kr__arena *a);
+/* Bytes of chunks in every arena's areas, all LPs of the process (--memory-max): areas
+ * only grow until the arena is destroyed. */
+extern _Atomic size_t kr__area_bytes;
+
 /* Zero-filled chunk of at least `size` bytes, or NULL with *err set. */
 void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err);
 int kr__arena_free(struct kr__arena *a, void *p);

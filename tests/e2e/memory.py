@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""--memory-max (issue 16 part 3): events, checkpoints and LP states together under a budget.
+The sequential engine holds what a run needs and fails, naming the amounts, when that is
+over the budget. The optimistic engine stops speculating and rolls LPs back to stay under
+it: at a budget a little above the sequential engine's peak it must still finish with the
+sequential digest and output, on 2 and 4 threads and in two state modes; below what the run
+needs it fails with the same kind of message; the conservative engine refuses the option."""
+import sys
+from common import run, fail, digest, Tally, stats_of, expect_exit
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+
+CASES = [
+    ("phold 4 KB states", ["phold", "--lps", "2048", "-P", "state_bytes=4000", "--end", "200"]),
+    ("chaos", [f"{build}/libchaos.so", "--lps", "64", "--end", "30"]),
+    ("pcs", ["pcs", "--lps", "64", "--end", "0.3"]),
+]
+
+
+def case(name, margs):
+    out, err, st = stats_of(kairos, [*margs, "--sync", "sequential", "--memory-max", "64G"])
+    mem = st.get("memory")
+    if not mem or mem["budget_bytes"] != 64 << 30 or not mem["peak_bytes"]:
+        fail(f"{name}: --stats has no memory section with the budget and a peak: {mem}")
+    if mem["peak_checkpoint_bytes"] or \
+            mem["peak_bytes"] > mem["peak_event_bytes"] + mem["peak_state_bytes"]:
+        fail(f"{name}: the sequential engine's peak is not of events and states ({mem})")
+    need = mem["peak_bytes"]
+    limited = 0
+    for factor, layouts in ((1.2, [["--threads", "2"], ["--threads", "4"],
+                                   ["--threads", "2", "--state", "buddy"]]),
+                            (2, [["--threads", "2"], ["--threads", "3", "--check"]])):
+        budget = int(need * factor)
+        if "--state" in layouts[-1] and factor == 1.2:
+            budget = int(need * 3)  # (a base copy of every state besides the state)
+        for layout in layouts:
+            args = [*margs, *layout, "--memory-max", str(budget)]
+            o, e, s = stats_of(kairos, args)
+            if digest(e) != digest(err) or o != out:
+                fail(f"{name} {' '.join(args)}: digest {digest(e)} vs sequential {digest(err)}, "
+                     f"output equal: {o == out}")
+            limited += s["memory"]["memory_limited_rollbacks"]
+    t.ok(f"{name}: sequential peak {need} bytes; at 1.2x and 2x on 2-4 threads the sequential "
+         f"digest and output ({limited} memory-limited rollbacks)")
+    small = str(need // 2)
+    for layout in (["--sync", "sequential"], ["--threads", "2"]):
+        expect_exit(kairos, t, 1, ["kairos: error: --memory-max ", "is below what this run needs",
+                                   "raise --memory-max"],
+                    "run", *margs, *layout, "--memory-max", small)
+
+
+for name, margs in CASES:
+    case(name, margs)
+expect_exit(kairos, t, 2, ["--memory-max is for the sequential and optimistic engines"],
+            "run", "phold", "--end", "10", "--sync", "conservative", "--memory-max", "10M")
+t.finish()
