@@ -2,8 +2,8 @@
 """--memory-max (issue 16 part 3): for each model, the sequential engine's peak of events and
 states (its --stats "memory" section), then the optimistic engine on 2 threads unbounded and
 at 4x, 2x and 1.2x that peak, 3 runs each: median committed events/s (range), median
-memory-limited rollbacks, and the largest peak in use seen at the checks (x the sequential
-peak), as Markdown, with the cross-core round trip before and after.
+memory-limited rollbacks and sendbacks, and the largest peak in use seen at the checks (x
+the sequential peak), as Markdown, with the cross-core round trip before and after.
 
     python3 bench/memory_bench.py [--kairos build/kairos] [--reps 3]"""
 import argparse
@@ -34,17 +34,19 @@ def run(kairos, args):
 
 
 def row(kairos, margs, label, budget, need, reps):
-    rates, rolled, peaks = [], [], []
+    rates, rolled, sent, peaks = [], [], [], []
     for _ in range(reps):
         limit = str(int(need * budget)) if budget else "64G"
         st, err = run(kairos, margs + ["--threads", "2", "--memory-max", limit])
         if not st:
-            return f"| {label} | failed: {err} | | |"
+            return f"| {label} | failed: {err} | | | |"
         rates.append(st["committed_per_second"] / 1e6)
         rolled.append(st["memory"]["memory_limited_rollbacks"])
+        sent.append(st["memory"]["sendbacks"])
         peaks.append(st["memory"]["peak_bytes"])
     return (f"| {label} | {statistics.median(rates):.3f} ({min(rates):.3f}-{max(rates):.3f}) | "
-            f"{statistics.median(rolled):.0f} | {max(peaks)} ({max(peaks) / need:.2f}x) |")
+            f"{statistics.median(rolled):.0f} | {statistics.median(sent):.0f} | "
+            f"{max(peaks)} ({max(peaks) / need:.2f}x) |")
 
 
 def main():
@@ -62,8 +64,8 @@ def main():
         need = st["memory"]["peak_bytes"]
         print(f"\n{name}: sequential peak {need} bytes, "
               f"{st['committed_per_second'] / 1e6:.3f} M/s\n")
-        print("| budget | 2 threads M ev/s | memory-limited rollbacks | peak in use |")
-        print("|---|---|---|---|")
+        print("| budget | 2 threads M ev/s | memory-limited rollbacks | sendbacks | peak in use |")
+        print("|---|---|---|---|---|")
         for label, budget in BUDGETS:
             print(row(a.kairos, margs, label, budget, need, a.reps), flush=True)
     print(f"\ncross-core round trip after: {loadcheck.pingpong(tool)}")

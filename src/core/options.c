@@ -220,8 +220,9 @@ static const struct opt table[] = {
       .json = "memory_max",
       .help = "budget for events, checkpoints and LP states together, per\n"
               "process (per rank under MPI), suffix K, M or G (default 0:\n"
-              "none); the optimistic engine rolls back and stops speculating\n"
-              "to stay under it; a budget below what the run needs is an error" },
+              "none); the optimistic engine stops speculating, rolls back and\n"
+              "sends pending events back to stay near it; a budget below what\n"
+              "the run needs is an error" },
     { "--stats", "FILE", K_STRING, F(stats_path), NULL,
       .help = "write run statistics as JSON (schema: docs/stats-schema.md)" },
     { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,

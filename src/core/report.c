@@ -39,10 +39,12 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     if (r->cfg->memory_max) {
         const double mib = 1024.0 * 1024.0;
         fprintf(f, "  memory budget:    %.1f MiB; peak in use %.1f MiB (events %.1f, "
-                "checkpoints %.1f, LP states %.1f); %llu memory-limited rollbacks\n",
+                "checkpoints %.1f, LP states %.1f); %llu memory-limited rollbacks, %llu "
+                "sendbacks\n",
                 (double)r->cfg->memory_max / mib, (double)r->mem_peak[3] / mib,
                 (double)r->mem_peak[0] / mib, (double)r->mem_peak[1] / mib,
-                (double)r->mem_peak[2] / mib, (unsigned long long)t.mem_rollbacks);
+                (double)r->mem_peak[2] / mib, (unsigned long long)t.mem_rollbacks,
+                (unsigned long long)t.sendbacks);
         if (r->mem_peak[3] > r->cfg->memory_max)
             fprintf(f, "  memory warning:   in use went past the budget (it is checked at "
                     "intervals%s)\n", r->state_mode != KR_STATE_FULL
@@ -199,10 +201,11 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     if (r->cfg->memory_max)
         fprintf(f, "  \"memory\": {\"budget_bytes\": %zu, \"peak_bytes\": %zu, "
                 "\"peak_event_bytes\": %zu, \"peak_checkpoint_bytes\": %zu, "
-                "\"peak_state_bytes\": %zu, \"memory_limited_rollbacks\": %llu},\n",
+                "\"peak_state_bytes\": %zu, \"memory_limited_rollbacks\": %llu, "
+                "\"sendbacks\": %llu},\n",
                 r->cfg->memory_max, (size_t)r->mem_peak[3], (size_t)r->mem_peak[0],
                 (size_t)r->mem_peak[1], (size_t)r->mem_peak[2],
-                (unsigned long long)t.mem_rollbacks);
+                (unsigned long long)t.mem_rollbacks, (unsigned long long)t.sendbacks);
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

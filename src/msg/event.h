@@ -46,6 +46,8 @@ enum {
 };
 /* The optimistic engine's second set of flags (struct kr__ev.xflags). */
 enum {
+    KR_EVX_SENDBACK = 2,   /* --memory-max: a request to the sender of `child` (key k) to roll
+                            * back the event that sent it (optimism.c) */
     KR_EVX_LAZY = 1,       /* pending after a rollback, `child` still lists the local sends of
                             * its undone run: kept until it runs again (--cancel lazy) */
 };

@@ -137,6 +137,7 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
     atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
     atomic_store_explicit(&c->top_bits, bits, memory_order_relaxed);
     atomic_store_explicit(&c->top_gen, k.gen, memory_order_relaxed);
+    if (k.ts > th->qtop_max) th->qtop_max = k.ts;
     atomic_store_explicit(&c->sent, th->qsent, memory_order_relaxed);
     atomic_store_explicit(&c->taken, th->qtaken, memory_order_relaxed);
     atomic_store_explicit(&c->seq, ++th->qseq, memory_order_seq_cst);
@@ -834,6 +835,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->qbound = kr__key_at(-INFINITY);
         th->qseq = 1; /* (void until first written) */
+        th->qtop_max = -INFINITY;
         th->qlast = UINT64_MAX;
         th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
         th->post_every = th->net_every = 1; /* (until the turns are timed) */
@@ -1084,6 +1086,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
         kr__heap_destroy(&th->heap);
         kr__bundle_free(&th->bund);
         kr__bundle_free(&th->cbund);
+        free(th->sendback);
         kr__blobs_destroy(&th->blobs);
         kr__outvec_free(&th->sink.v);
         free(th->work);

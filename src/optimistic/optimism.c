@@ -18,8 +18,10 @@
  * quarter of the machine's memory (speculation never pays for swapping); the window, not a hard
  * stop, so that checkpoints no rollback needs any more still get freed by commits. */
 #include <math.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include "optimistic/tw.h"
+#include "core/grow.h"
 #include "state/arena.h"
 
 #define TW_WINDOW_NS (20u * 1000 * 1000)    /* a decision at most this often... */
@@ -117,20 +119,19 @@ static bool window_held(struct tw_thread *th, uint64_t now)
 }
 
 /* The least time a rollback of this thread's own accord may go back to: what it promised
- * the others stays true - its clock (nothing sent below it: re-executions from here send at
- * or above it) and its quiet record (nothing pending below its key). A straggler's rollback
- * needs no such bound: the straggler came at or above those. */
+ * the others stays true - its last GVT report (a round's GVT may be that low, and what the
+ * thread runs again must lie above it), its clock (nothing sent below it: re-executions
+ * from here send at or above it) and its quiet record (nothing pending below its key). A
+ * straggler's rollback needs no such bound: the straggler came at or above all three. */
 static kr_time memory_floor(const struct tw_thread *th)
 {
     const struct tw_global *g = th->g;
     kr_time lo = tw_gvt(g);
+    if (nextafter(th->report.ts, INFINITY) > lo) lo = nextafter(th->report.ts, INFINITY);
     if (!th->fast) return lo; /* (no clock, no record) */
     if (th->clock_sent - g->lookahead > lo) lo = th->clock_sent - g->lookahead;
-    if (!(th->qseq & 1)) {
-        kr_time q = tw_time_of(atomic_load_explicit(&g->clock[th->id].top_bits,
-                                                    memory_order_relaxed));
-        if (nextafter(q, INFINITY) > lo) lo = nextafter(q, INFINITY);
-    }
+    /* (any record it wrote may have been read while valid: the latest time one named) */
+    if (nextafter(th->qtop_max, INFINITY) > lo) lo = nextafter(th->qtop_max, INFINITY);
     return lo;
 }
 
@@ -158,6 +159,80 @@ static bool memory_rollback(struct tw_thread *th)
     }
     tw_flush_local(th);
     return gave;
+}
+
+/* --memory-max, sendback (Jefferson's cancelback): the sender's side. The uncommitted
+ * event of LP r->dest that sent r->child (pointer and key; the child's key is never written
+ * by its receiver) is rolled back, if the floor above allows it: it runs again later and
+ * sends the event again; the antimessage frees the pending copy. Not found (its sender
+ * committed, or init sent it, or a rollback already undid it): nothing to do. */
+void tw_sendback_take(struct tw_thread *th, struct kr__ev *r)
+{
+    struct kr__lp *lp = kr__lp_at(th->r, r->dest);
+    struct tw_lp *tl = tw_lp_of(lp);
+    kr_time lo = memory_floor(th);
+    for (struct kr__ev *x = tl->tail; x && tl->first_unc; x = x->prev) {
+        if (x->k.ts < lo || kr__key_lt(&x->k, &tl->first_unc->k)) break;
+        for (const struct kr__ev *c = x->child; c; c = c->sib) {
+            if (c != r->child || kr__key_cmp(&c->k, &r->k)) continue;
+            struct kr__key k = th->bundles ? kr__key_bundle_start(&x->k) : x->k;
+            tw_rollback(th, lp, &k, true);
+            th->cnt->sendbacks++;
+            x = NULL;
+            break;
+        }
+        if (!x) break;
+    }
+    r->xflags = 0;
+    kr__pool_put(th->pool, r);
+    tw_flush_local(th);
+}
+
+/* Sendback, the receiver's side: ask the senders of this thread's pending events furthest
+ * ahead - the last quarter of the time from GVT to the latest, at most enough to cover
+ * `excess` bytes - to roll back. (Cancelled events, which only leave the heap when they
+ * reach its top, leave it now.) */
+static void sendback(struct tw_thread *th, size_t excess)
+{
+    struct kr__heap *h = &th->heap;
+    kr_time gvt = tw_gvt(th->g), last = gvt;
+    size_t keep = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        struct kr__ev *e = h->a[i].e;
+        if (e->st == KR_EV_CANCELLED) {
+            kr__pool_put(th->pool, e);
+            continue;
+        }
+        h->a[keep++] = h->a[i];
+        if (e->k.ts > last) last = e->k.ts;
+    }
+    h->n = keep;
+    kr__heap_rebuild(h);
+    kr_time from = gvt + (last - gvt) * 0.75;
+    size_t want = excess / KR_POOL_SMALL_EVENT + 1, n = 0;
+    th->nsendback = 0;
+    for (size_t i = 0; i < h->n && n < want; i++) {
+        struct kr__ev *e = h->a[i].e;
+        unsigned owner = tw_owner(th->g, e->k.src);
+        if (!(e->k.ts > from) || e->st != KR_EV_PENDING || tw_remote(th->g, owner)) continue;
+        if (th->nsendback == th->capsendback)
+            KR_GROW(th->sendback, th->capsendback, th->nsendback + 1, 64, "sendback list");
+        th->sendback[th->nsendback++] = e;
+        n++;
+    }
+    for (size_t i = 0; i < th->nsendback; i++) { /* (a rollback here moves the heap's slots) */
+        struct kr__ev *e = th->sendback[i];
+        struct kr__ev *r = kr__pool_get(th->pool, 0);
+        r->k = e->k;
+        r->dest = e->k.src;
+        r->flags = 0;
+        r->xflags = KR_EVX_SENDBACK;
+        r->child = e;
+        r->size = 0;
+        unsigned owner = tw_owner(th->g, e->k.src);
+        if (owner == th->id) tw_sendback_take(th, r);
+        else tw_transport_send(th, owner, r);
+    }
 }
 
 /* --memory-max, at each commit: publish what this thread holds, add the others' and the LP
@@ -193,6 +268,8 @@ static bool memory_short(struct tw_thread *th)
     w->mem_short = true;
     w->limit = floor_of(th);
     memory_rollback(th);
+    size_t all = m.events + m.ckpts + m.states; /* (as it was before the rollbacks) */
+    if (all > budget) sendback(th, all - budget);
     w->mem_over = pending + m.states > budget ? w->mem_over + 1 : 0;
     if (w->mem_over >= 3) {
         char msg[512];

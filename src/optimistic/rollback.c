@@ -90,6 +90,7 @@ static void cancel_child(struct tw_thread *th, struct kr__ev *c)
     a->k = c->k;
     a->dest = c->dest;
     a->flags = KR_EVF_ANTI;
+    a->xflags = 0; /* (the slot may have been a sendback request: optimism.c) */
     a->child = c;
     a->size = 0;
     tw_transport_send(th, owner, a);

@@ -41,6 +41,11 @@ struct kr__key tw_post_backlog_min(const struct tw_thread *th)
 
 static void tw_take(struct tw_thread *th, struct kr__ev *e)
 {
+    if (__builtin_expect(e->xflags & KR_EVX_SENDBACK, 0)) { /* (a request, not an event to
+                                                            * run: no time to check) */
+        tw_sendback_take(th, e);
+        return;
+    }
     if (th->g->check && e->k.ts < th->safe_prev)
         kr__internal_error("thread %u received a%s at time %.17g below its safe time "
                            "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?

@@ -200,12 +200,15 @@ struct tw_thread {
     bool alone;               /* the only thread: no event can arrive below its LPs' time */
     bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
     size_t mem_share;         /* --memory-max: its share for events and checkpoints, or 0 */
+    struct kr__ev **sendback; /* ...pending events whose senders it asks to roll back */
+    size_t nsendback, capsendback;
     kr_time safe;             /* events below this are safe (the other clocks' least)... */
     kr_time safe_prev;        /* ...and before the last drain (--check: no message below) */
     kr_time clock_sent;       /* what this thread last published as its clock */
     kr_time fast_hi;          /* latest safe event run: an interrupted run commits past it */
     struct kr__key qbound;    /* nothing can arrive below this (ts, gen): tw_quiet_try */
     uint64_t qsent, qtaken;   /* messages put to other threads, taken from them */
+    kr_time qtop_max;         /* the latest time any quiet record of it named (optimism.c) */
     uint32_t qseq;            /* its quiet record's sequence (odd: void) */
     bool qtalked;             /* sent since the record was last written */
     uint64_t qlast;           /* the others' sequences and own counts, summed, at the last
@@ -624,6 +627,9 @@ void tw_window_adapt(struct tw_thread *th);
 /* --memory-max between commits, every 256 speculative events: past this thread's share of
  * the budget (th->mem_share), stop speculating until the next commit's check. */
 void tw_memory_quick(struct tw_thread *th);
+/* --memory-max: a sendback request reached the thread of the event's sender LP (r->dest):
+ * roll back the uncommitted event that sent r->child, if it may. Frees r. */
+void tw_sendback_take(struct tw_thread *th, struct kr__ev *r);
 void tw_window_unsafe(struct tw_thread *th);
 /* engine.c: write the quiet record (tw.h) with this lowest pending event (NULL: none). */
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);

@@ -23,6 +23,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->remote_sent += c->remote_sent;
         t->window_cuts += c->window_cuts;
         t->mem_rollbacks += c->mem_rollbacks;
+        t->sendbacks += c->sendbacks;
     }
     for (unsigned i = 0; i < n; i++) /* (each saw them all, but a retired worker) */
         if (all[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = all[i].gvt_rounds;

@@ -27,7 +27,7 @@ def case(name, margs):
             mem["peak_bytes"] > mem["peak_event_bytes"] + mem["peak_state_bytes"]:
         fail(f"{name}: the sequential engine's peak is not of events and states ({mem})")
     need = mem["peak_bytes"]
-    limited = 0
+    limited = sent = 0
     for factor, layouts in ((1.2, [["--threads", "2"], ["--threads", "4"],
                                    ["--threads", "2", "--state", "buddy"]]),
                             (2, [["--threads", "2"], ["--threads", "3", "--check"]])):
@@ -41,8 +41,9 @@ def case(name, margs):
                 fail(f"{name} {' '.join(args)}: digest {digest(e)} vs sequential {digest(err)}, "
                      f"output equal: {o == out}")
             limited += s["memory"]["memory_limited_rollbacks"]
+            sent += s["memory"]["sendbacks"]
     t.ok(f"{name}: sequential peak {need} bytes; at 1.2x and 2x on 2-4 threads the sequential "
-         f"digest and output ({limited} memory-limited rollbacks)")
+         f"digest and output ({limited} memory-limited rollbacks, {sent} sendbacks)")
     small = str(need // 2)
     for layout in (["--sync", "sequential"], ["--threads", "2"]):
         expect_exit(kairos, t, 1, ["kairos: error: --memory-max ", "is below what this run needs",
@@ -50,8 +51,28 @@ def case(name, margs):
                     "run", *margs, *layout, "--memory-max", small)
 
 
+def case_pressure():
+    """4 threads on 2 cores at 1.1x the sequential peak: threads that run ahead are rolled
+    back and senders asked to take their pending events back (sendback), repeatedly; every
+    run must still commit the sequential history (--check verifies the engine's invariants
+    on the way)."""
+    margs = ["phold", "--lps", "4096", "-P", "state_bytes=4000", "--end", "300"]
+    out, err, st = stats_of(kairos, [*margs, "--sync", "sequential", "--memory-max", "64G"])
+    budget = str(int(st["memory"]["peak_bytes"] * 1.1))
+    limited = sent = 0
+    for _ in range(3):
+        o, e, s = stats_of(kairos, [*margs, "--threads", "4", "--check", "--memory-max", budget])
+        if digest(e) != digest(err) or o != out:
+            fail(f"under memory pressure: digest {digest(e)} vs sequential {digest(err)}")
+        limited += s["memory"]["memory_limited_rollbacks"]
+        sent += s["memory"]["sendbacks"]
+    t.ok(f"4 threads at 1.1x the sequential peak, 3 runs: the sequential digest ({limited} "
+         f"memory-limited rollbacks, {sent} sendbacks)")
+
+
 for name, margs in CASES:
     case(name, margs)
+case_pressure()
 expect_exit(kairos, t, 2, ["--memory-max is for the sequential and optimistic engines"],
             "run", "phold", "--end", "10", "--sync", "conservative", "--memory-max", "10M")
 t.finish()
