@@ -204,6 +204,9 @@ static void set_active(struct tw_thread *th)
         th->clock_sent = INFINITY;
         th->qtalked = false; /* (nothing pending: it sends no more) */
         tw_quiet_publish(th, NULL);
+        /* (--memory-max: its heap went with its LPs; its events stay counted where they
+         * were allocated) */
+        atomic_store_explicit(&g->mem[th->id].pending, 0, memory_order_relaxed);
     }
     if (!th->retired) { /* back: at the horizon every other worker has applied */
         th->applied = g->horizon;

@@ -112,7 +112,9 @@ static void chaos_finish(kr_lp me, void *state)
 static const struct kr_model chaos_model = {
     .name = "chaos", .init = chaos_init, .event = chaos_event, .done = chaos_done,
     .finish = chaos_finish, .params = chaos_params,
-#ifdef CHAOS_INSTRUMENTED /* built with the store instrumentation: every write is marked */
+#if defined(CHAOS_INSTRUMENTED) || defined(KAIROS_MARKS_WRITES) /* (kairos_add_model
+                          * INSTRUMENTED: built with the store instrumentation, every write is
+                          * marked) */
     .flags = KR_MODEL_MARKS_WRITES,
 #endif
 };

@@ -10,6 +10,7 @@
 #include "core/options.h"
 #include "net/net.h"
 #include "calibrate.h"
+#include "new.h"
 #include "cmd.h"
 
 #ifndef KAIROS_VERSION
@@ -27,6 +28,8 @@ static void usage(FILE *f)
         "  kairos models                                   list the built-in models\n"
         "  kairos calibrate [options]                      measure the cost of extra ticks\n"
         "                                                  and pick --tick-us for this machine\n"
+        "  kairos new NAME [DIR]                           write a model project that builds\n"
+        "                                                  with find_package(Kairos)\n"
         "  kairos --help | --version\n"
         "  mpirun -np N kairos run MODEL [options]         the optimistic engine across N\n"
         "                                                  processes (docs/cluster.md)\n"
@@ -197,6 +200,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
     if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "new")) return kr__new_main(argc - 1, argv + 1);
     struct kr__error err;
     kr__fail(&err, KR_ERR_USAGE, "unknown command '%s'", argv[1]);
     return cmd_fail_exit(&err);
