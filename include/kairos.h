@@ -97,6 +97,10 @@ void kr_set_state(void *state);
 kr_lp kr_lp_count(void);
 /* Virtual time of the event being processed (-inf in init, +inf in finish). */
 kr_time kr_now(void);
+/* The run's settings, the same on every engine: its end time (--end; +inf for inf) and its
+ * seed (--seed), e.g. to size a table or name an output. */
+kr_time kr_end_time(void);
+uint64_t kr_seed(void);
 
 /* Send an event to `dest` at virtual time `t` >= kr_now(). The payload (at most
  * KR_PAYLOAD_MAX bytes) is copied. Events at the same timestamp are processed in a

@@ -106,6 +106,22 @@ void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *siz
     KR_API_LEAVE();
 }
 
+kr_time kr_end_time(void)
+{
+    KR_API_ENTER();
+    kr_time t = kr__ctx.run ? kr__ctx.run->cfg->end : 0;
+    KR_API_LEAVE();
+    return t;
+}
+
+uint64_t kr_seed(void)
+{
+    KR_API_ENTER();
+    uint64_t s = kr__ctx.run ? kr__ctx.run->cfg->seed : 0;
+    KR_API_LEAVE();
+    return s;
+}
+
 /* Virtual time must advance: no endless zero-delay chain, nothing inside the lookahead. */
 static int check_progress(const char *fn, kr_lp dest, kr_time t, kr_time la)
 {

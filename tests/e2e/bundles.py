@@ -74,6 +74,20 @@ def case_misuse():
                         "-P", f"misuse={case}", *layout)
 
 
+def case_settings():
+    """kr_end_time() and kr_seed(), read in finish, are the run's --end and --seed."""
+    for layout in (["--sync", "sequential"], ["--threads", "2"]):
+        for end, seed, want in (("30", "7", "end 30, seed 7"), ("inf", "12345678901",
+                                                               "end inf, seed 12345678901")):
+            extra = ["-P", "done_after=5"] if end == "inf" else []
+            _, out, _ = run(kairos, "run", MODEL, "--lps", "8", "--end", end, "--seed", seed,
+                            *extra, *layout)
+            if want not in out:
+                fail(f"--end {end} --seed {seed} {' '.join(layout)}: no '{want}' in\n{out}")
+    t.ok("kr_end_time() and kr_seed() give --end (inf too) and --seed on two engines")
+
+
 case_engines()
 case_misuse()
+case_settings()
 t.finish()

@@ -114,6 +114,8 @@ static void bundles_finish(kr_lp me, void *state)
 {
     struct lpst *s = state;
     if (kr_param_int("misuse", 0) == 4) kr_bundle_count();
+    if (me == 0) /* (the run's settings, as every engine reads them) */
+        kr_printf("end %g, seed %llu\n", kr_end_time(), (unsigned long long)kr_seed());
     kr_printf("LP %llu: %llu bundles, %llu events, largest %llu, hash %016llx\n",
               (unsigned long long)me, (unsigned long long)s->bundles,
               (unsigned long long)s->members, (unsigned long long)s->most,
