@@ -87,6 +87,11 @@ struct kr_model {
  * called with the bundle's first event; kr_bundle_count / kr_bundle_get read them all, in
  * the deterministic tie order. Every engine runs the same bundles (docs/guide.md). */
 #define KR_MODEL_BUNDLES 2u
+/* Type order: an LP's events with one timestamp and one zero-delay generation run in
+ * ascending type (then by sender and send count, as always), e.g. every neighbour's message
+ * (type 0) before the step that needs them (type 1). A zero-delay event still runs after
+ * the event that sent it. Not with KR_MODEL_BUNDLES (a bundle sees all its events anyway). */
+#define KR_MODEL_TYPE_ORDER 4u
 
 /* An outside model compiled as a shared object defines this; `kairos run ./model.so`. */
 const struct kr_model *kr_model_entry(void);

@@ -65,7 +65,8 @@ struct kr__run {
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
     bool lookahead_declared;          /* kr_set_lookahead was called */
     bool bundles;                     /* KR_MODEL_BUNDLES: an LP's events of one (ts, gen)
-                                       * run as one call of the handler (bundle.c) */
+                                       * run as one call of the handler (bundle.h) */
+    uint8_t tie_of;                   /* what the key's `tie` holds: KR_TIE_* */
     /* results */
     double wall_seconds;
     kr_time final_gvt;
@@ -88,6 +89,10 @@ struct kr__run {
     double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
     size_t nseries, capseries;
 };
+
+/* The key's `tie` (msg/event.h): 0, the destination (KR_MODEL_BUNDLES) or the type
+ * (KR_MODEL_TYPE_ORDER). */
+enum { KR_TIE_NONE, KR_TIE_DEST, KR_TIE_TYPE };
 
 /* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
 static inline struct kr__lp *kr__lp_at(const struct kr__run *r, kr_lp id)

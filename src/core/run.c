@@ -183,6 +183,13 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
     r->lookahead = r->model->lookahead;
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
+    if (r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER))
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares both KR_MODEL_BUNDLES and "
+                        "KR_MODEL_TYPE_ORDER: a bundle's handler sees all of its events at "
+                        "once, so order them there (kr_bundle_get) and drop one flag",
+                        r->model->name);
+    r->tie_of = r->bundles ? KR_TIE_DEST
+                : r->model->flags & KR_MODEL_TYPE_ORDER ? KR_TIE_TYPE : KR_TIE_NONE;
     r->nthreads = cfg->engine->threads(cfg, r->n);
     /* (calloc: its large blocks start 16 bytes into a page, so records straddle lines; a
      * 64-byte aligned block measured 5% slower at 65 536 LPs, sequential: not taken.) */

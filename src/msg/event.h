@@ -5,7 +5,7 @@
  * orders after its parent even at equal time (this is what keeps zero-lookahead models from
  * rolling back forever). `tie` is 0, or with KR_MODEL_BUNDLES the destination (--lps is at
  * most 2^32 - 1): then an LP's events of one (ts, gen) - its bundle - are next to each other
- * in every queue.
+ * in every queue; or with KR_MODEL_TYPE_ORDER the event's type.
  * (src, seq) names the sender LP and its own send count, which is rolled back with its
  * state: the order never depends on timing or on which thread delivered first.
  */
@@ -21,7 +21,7 @@
 struct kr__key {
     kr_time ts;
     uint32_t gen;
-    uint32_t tie;                 /* 0, or bundles: the destination */
+    uint32_t tie;                 /* 0, or the destination (bundles), or the type */
     uint64_t src;
     uint64_t seq;
 };

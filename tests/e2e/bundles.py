@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Same-time bundles (KR_MODEL_BUNDLES, issue 16): an LP's events of one time and one
+"""Same-time bundles (KR_MODEL_BUNDLES, issue 16) and type order (KR_MODEL_TYPE_ORDER,
+issue 18), with kr_end_time() and kr_seed(). Bundles: an LP's events of one time and one
 zero-delay generation run as one call of its handler, on every engine alike. The bundles
 test model (tests/models/bundles.c) fails the run itself if a bundle is split, mixes
 generations or lists its members out of tie order; here every engine and layout must commit
@@ -87,7 +88,31 @@ def case_settings():
     t.ok("kr_end_time() and kr_seed() give --end (inf too) and --seed on two engines")
 
 
+def case_type_order():
+    """KR_MODEL_TYPE_ORDER: at one time an LP's events come in ascending type on every
+    engine (the typeorder model checks it itself); without the flag the same model trips
+    its check; with bundles too it is refused."""
+    model = f"{build}/libtypeorder.so"
+    base = ["--lps", "32", "--end", "100"]
+    ref_out, ref_err, _ = stats_of(kairos, [model, *base, "--sync", "sequential", "--check"])
+    layouts = [["--threads", "1"], ["--threads", "2"], ["--threads", "4", "--check"],
+               ["--threads", "2", "--cancel", "lazy"], ["--threads", "4", "--balance", "storm"],
+               ["--sync", "conservative", "--threads", "2"]]
+    for layout in layouts:
+        out, err, _ = stats_of(kairos, [model, *base, *layout])
+        if digest(err) != digest(ref_err) or out != ref_out:
+            fail(f"typeorder {' '.join(layout)}: digest {digest(err)} vs sequential "
+                 f"{digest(ref_err)}, output equal: {out == ref_out}")
+    t.ok(f"KR_MODEL_TYPE_ORDER: types in order at every time, the sequential digest and "
+         f"output on {len(layouts)} layouts")
+    expect_exit(kairos, t, 1, ["after type"], "run", f"{build}/libtypeorder_off.so", *base,
+                "--sync", "sequential")
+    expect_exit(kairos, t, 2, ["declares both KR_MODEL_BUNDLES and KR_MODEL_TYPE_ORDER"],
+                "run", f"{build}/libbundles_typeorder.so", "--lps", "8", "--end", "5")
+
+
 case_engines()
 case_misuse()
 case_settings()
+case_type_order()
 t.finish()

@@ -37,6 +37,7 @@ MODELS = [
     ("airport", ["{build}/libairport.so", "--lps", "24", "--end", "20"], {}),
     ("life", ["{build}/liblife.so", "--lps", "25", "--end", "12"], {"spans": None}),
     ("bundles", ["{build}/libbundles.so", "--lps", "24", "--end", "60"], {"spans": "echo=0"}),
+    ("typeorder", ["{build}/libtypeorder.so", "--lps", "16", "--end", "40"], {"spans": None}),
     ("life-blocks", ["life", "--lps", "16", "-P", "width=16", "-P", "height=16", "-P", "block=4",
                      "-P", "generations=20"], {"spans": None}),
 ]

@@ -31,6 +31,7 @@ CASES = [
     ("null", "null", "--lps 110 --end 20"),
     ("life-blocks", "life", "--lps 64 -P width=64 -P height=64 -P generations=40"),
     ("bundles", "libbundles.so", "--lps 64 --end 100"),
+    ("typeorder", "libtypeorder.so", "--lps 32 --end 100"),
     ("airport", "libairport.so", "--lps 256 --end 20"),
     ("seir", "libseir.so", "--lps 256 --end 20"),
     ("life", "liblife.so", "--lps 256 --end 20"),
@@ -43,7 +44,7 @@ ENGINES = [["--sync", "sequential"], ["--threads", "2"]]
 # Models whose events all have durations (a lookahead or kr_schedule_span) run on the
 # conservative engine too.
 CONSERVATIVE = {"phold-std", "phold-mixed", "phold-mesh", "queueing-spans", "null",
-                "life-blocks"}
+                "life-blocks", "typeorder"}
 
 
 def model_path(build, model):

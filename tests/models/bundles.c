@@ -132,7 +132,12 @@ static const struct kr_param bundles_params[] = {
 
 static const struct kr_model bundles_model = {
     .name = "bundles", .init = bundles_init, .event = bundles_event, .done = bundles_done,
-    .finish = bundles_finish, .params = bundles_params, .flags = KR_MODEL_BUNDLES,
+    .finish = bundles_finish, .params = bundles_params,
+#ifdef BUNDLES_AND_TYPE_ORDER /* (a model that asks for both: refused, bundles.py) */
+    .flags = KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER,
+#else
+    .flags = KR_MODEL_BUNDLES,
+#endif
 };
 
 KR_MODEL_EXPORT(bundles, bundles_model)
