@@ -8,7 +8,8 @@
  *
  * The handler runs on an alternate stack (a model's stack overflow must be reportable) and
  * with SA_NODEFER, because deferred errors leave it by longjmp to the engine. */
-#define _GNU_SOURCE /* REG_RSP */
+#define _GNU_SOURCE /* REG_RSP, dladdr1 */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <signal.h>
@@ -134,6 +135,32 @@ static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
                         (unsigned long long)lp, sig_name(SIGSEGV));
 }
 
+/* Where the crashing instruction is: " (in f+0x1c, libm.so+0x11ac: addr2line -f -e PATH
+ * 0x11ac)" when the dynamic symbol table names its function, else " (in libm.so+0x11ac:
+ * addr2line ...)"; addr2line gives the function and, built with -g, the line (a static
+ * function is not in the dynamic table). Empty if no loaded object holds it. (dladdr1 reads the
+ * loader's tables: fine here, model code is not inside the loader.) */
+static void crash_site(const ucontext_t *uc, char *buf, size_t cap)
+{
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    buf[0] = 0;
+    if (!dladdr1((void *)pc, &info, (void **)&sym, RTLD_DL_SYMENT) || !info.dli_fname ||
+        !info.dli_fname[0])
+        return;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    unsigned long off = (unsigned long)(pc - (uintptr_t)info.dli_fbase);
+    uintptr_t in = pc - (uintptr_t)info.dli_saddr;
+    if (info.dli_sname && sym && in < sym->st_size)
+        snprintf(buf, cap, " (in %s+0x%lx, %s+0x%lx: addr2line -f -e %s 0x%lx)",
+                 info.dli_sname, (unsigned long)in, base, off, info.dli_fname, off);
+    else
+        snprintf(buf, cap, " (in %s+0x%lx: addr2line -f -e %s 0x%lx)", base, off,
+                 info.dli_fname, off);
+}
+
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
     if (sig != SIGFPE && sig != SIGILL) overrun_check();
@@ -145,19 +172,22 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
     }
     if (in_libc(uc)) kr__ctx.fatal = true;
     if (sig == SIGSEGV) segv_diagnosis(si, uc);
+    char site[640];
+    crash_site(uc, site, sizeof site);
     if (sig == SIGFPE)
         kr__model_error("the model crashed with SIGFPE (arithmetic error, e.g. an integer "
-                        "division by zero) at instruction %p", si->si_addr);
+                        "division by zero) at instruction %p%s", si->si_addr, site);
     if (sig == SIGILL)
-        kr__model_error("the model crashed with SIGILL (illegal instruction at %p)", si->si_addr);
+        kr__model_error("the model crashed with SIGILL (illegal instruction at %p)%s",
+                        si->si_addr, site);
     if ((uintptr_t)si->si_addr < 4096 && kr__ctx.lp && !kr__ctx.lp->root)
         kr__model_error("the model crashed with %s: invalid memory access at address %p, and "
                         "this LP has no state: did init call kr_set_state? (the state handed "
                         "to events and done() is NULL until it does)", sig_name(sig), si->si_addr);
-    kr__model_error("the model crashed with %s: invalid memory access at address %p (a bad or "
-                    "dangling pointer, a write past a block, or a stack overflow); to find the "
-                    "line, run it sequentially under a debugger: gdb --args kairos run ... "
-                    "--sync sequential", sig_name(sig), si->si_addr);
+    kr__model_error("the model crashed with %s: invalid memory access at address %p%s (a bad "
+                    "or dangling pointer, a write past a block, or a stack overflow); to find "
+                    "the line, run it sequentially under a debugger: gdb --args kairos run ... "
+                    "--sync sequential", sig_name(sig), si->si_addr, site);
 }
 
 static void loading_crash(int sig, const siginfo_t *si)

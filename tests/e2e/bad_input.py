@@ -97,8 +97,9 @@ expect(2, ["--check is for the sequential and optimistic engines"], "run", "phol
 # model error, never a hang or a core dump
 crashes = {
     15: ["model 'misuse', LP 1, virtual time 2, event type 2", "crashed with SIGSEGV",
-         "invalid memory access at address 0x8", "gdb"],
-    16: ["model 'misuse', LP 1, virtual time 2, event type 2", "SIGFPE", "division by zero"],
+         "invalid memory access at address 0x8 (in libmisuse.so+0x", "addr2line -f -e", "gdb"],
+    16: ["model 'misuse', LP 1, virtual time 2, event type 2", "SIGFPE", "division by zero",
+         "(in libmisuse.so+0x"],
     17: ["model 'misuse', LP 1, virtual time 2, event type 2", "overflowed its stack",
          "8192 KiB", "--stack-kb"],
 }
