@@ -59,7 +59,7 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
         struct tw_lp *tl = tw_lp_of(lp);
         /* (bundles: a late member is a straggler to its whole bundle, whose start key a
          * member may have: msg/event.h) */
-        struct kr__key k = th->bundles ? kr__key_bundle_start(&e->k) : e->k;
+        struct kr__key k = tw_key_floor(th, &e->k);
         if ((tl->tail && (kr__key_lt(&k, &tl->tail->k) ||
                           (th->bundles && !kr__key_cmp(&k, &tl->tail->k)))) ||
             (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
@@ -289,7 +289,7 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
 }
 
 /* Bundles: the processed bundle that starts at x (its members follow it in the LP's
- * processed list) into th->bund; returns the event after it. */
+ * processed list) into th->cbund; returns the event after it. */
 static struct kr__ev *tw_bundle_listed(struct tw_thread *th, struct kr__ev *x)
 {
     kr__bundle_start(&th->cbund, x);

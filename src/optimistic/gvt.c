@@ -113,7 +113,7 @@ void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt)
     struct tw_global *g = th->g;
     /* (bundles: a member still in flight may lie between processed members of its bundle,
      * which is undone whole when it arrives: nothing of that bundle may commit yet) */
-    if (th->bundles) gvt = kr__key_bundle_start(&gvt);
+    gvt = tw_key_floor(th, &gvt);
     if (g->check && kr__key_lt(&gvt, &g->gvt))
         kr__internal_error("GVT went backwards: %.17g after %.17g", gvt.ts, g->gvt.ts);
     g->gvt = gvt;

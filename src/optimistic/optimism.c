@@ -175,7 +175,7 @@ void tw_sendback_take(struct tw_thread *th, struct kr__ev *r)
         if (x->k.ts < lo || kr__key_lt(&x->k, &tl->first_unc->k)) break;
         for (const struct kr__ev *c = x->child; c; c = c->sib) {
             if (c != r->child || kr__key_cmp(&c->k, &r->k)) continue;
-            struct kr__key k = th->bundles ? kr__key_bundle_start(&x->k) : x->k;
+            struct kr__key k = tw_key_floor(th, &x->k);
             tw_rollback(th, lp, &k, true);
             th->cnt->sendbacks++;
             x = NULL;

@@ -183,8 +183,7 @@ void tw_cancel(struct tw_thread *th, struct kr__ev *c)
                            "event was reached by an antimessage", th->id,
                            (unsigned long long)c->dest, c->k.ts);
     if (c->st == KR_EV_PROCESSED || c->st == KR_EV_SUSPENDED) { /* (suspended: abandoned) */
-        /* (bundles: its whole bundle is undone, and runs again without it) */
-        struct kr__key k = th->bundles ? kr__key_bundle_start(&c->k) : c->k;
+        struct kr__key k = tw_key_floor(th, &c->k); /* (a bundle runs again without it) */
         tw_rollback(th, kr__lp_at(th->r, c->dest), &k, true);
     }
     if (c->xflags & KR_EVX_LAZY) { /* (its rollback just now, or an earlier one, kept sends) */

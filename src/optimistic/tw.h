@@ -455,6 +455,14 @@ static inline struct kr__chan *tw_chan(const struct tw_global *g, unsigned from,
     return &g->chan[(size_t)to * g->n + from];
 }
 
+/* The least key of what stands or falls with the event of key k: k, or with bundles its
+ * bundle's start (a bundle runs, is undone and commits whole: msg/event.h). Where a
+ * straggler, an antimessage or a sendback undoes an LP from, and how far GVT may commit. */
+static inline struct kr__key tw_key_floor(const struct tw_thread *th, const struct kr__key *k)
+{
+    return th->bundles ? kr__key_bundle_start(k) : *k;
+}
+
 /* (ts, gen) order: the part of a key that bounds what can follow it (tw.h, quiet records). */
 static inline bool tw_hop_lt(const struct kr__key *a, const struct kr__key *b)
 {
