@@ -47,7 +47,7 @@ struct kr_param {
 /* The layout of this header's structures. A model built against another layout is refused
  * when it is loaded (rebuild it) rather than misread. Every file that includes this header
  * defines the same weak symbol, so each model carries the version it was built with. */
-#define KR_ABI_VERSION 2
+#define KR_ABI_VERSION 3
 #ifdef __cplusplus
 extern
 #endif
@@ -75,6 +75,13 @@ struct kr_model {
     const struct kr_param *params;
     /* KR_MODEL_* flags. */
     unsigned flags;
+    /* Optional: answer a kr_query asked of LP `me` at virtual time `now` (the asker's), from
+     * `state` as it was before every event that orders after the asking one (see kr_query).
+     * Reads only: it may not change state, draw random numbers, schedule or print, but may
+     * kr_query further LPs. Writes at most `cap` bytes to `answer`; returns their number.
+     * (Added in KR_ABI_VERSION 3; a model built against version 2 has none.) */
+    size_t (*query)(kr_lp me, kr_time now, const void *question, size_t size,
+                    const void *state, void *answer, size_t cap);
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/
@@ -111,6 +118,16 @@ uint64_t kr_seed(void);
  * KR_PAYLOAD_MAX bytes) is copied. Events at the same timestamp are processed in a
  * deterministic order derived from the sender, never from timing. */
 void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size);
+
+/* Ask LP `dest` a question about its state at the caller's time, side-effect free (TWOS
+ * queries): dest's query handler (struct kr_model.query) answers from its state after all
+ * of its events that order before the caller's event - so a query to oneself sees the state
+ * before the current event began - and the caller gets the answer at once, at the same
+ * virtual time. Question and answer are at most KR_PAYLOAD_MAX bytes; returns the answer's
+ * size (at most `cap`). In an event handler, a query handler (nested queries; a cycle back
+ * to the asker is allowed, an endless one is an error) and finish (the final states; finish
+ * runs in LP order, so LPs before the caller have had theirs). Not in init or done(). */
+size_t kr_query(kr_lp dest, const void *question, size_t size, void *answer, size_t cap);
 
 /* In an event handler: the events it was called for (1 without KR_MODEL_BUNDLES), and the
  * type, payload (valid during the call) and size of member k < kr_bundle_count(); member 0

@@ -617,6 +617,8 @@ static int cons_validate(const struct kr__config *cfg, struct kr__error *err)
 
 const struct kr__engine kr__cons_engine = {
     .name = "conservative",
+    .no_queries = "the conservative engine cannot answer: it runs an LP's later events while "
+                  "other LPs' earlier ones still run, so no state at the asker's time exists",
     .default_threads = cons_default_threads,
     .threads = cons_threads,
     .validate = cons_validate,

@@ -22,6 +22,9 @@
 #define KR_API_ENTER() sig_atomic_t kr__was_app_ = kr__ult_enter()
 #define KR_API_LEAVE() kr__ult_leave(kr__was_app_)
 
+/* Queries nested deeper than this are reported as an endless cycle. */
+#define KR_QUERY_DEPTH_MAX 64
+
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
 {
@@ -30,6 +33,10 @@ static int need_lp(const char *fn)
             kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
                             "every event, on speculative states too, and must change nothing); "
                             "do this in the event handler", fn);
+        else if (kr__ctx.mode == KR_MODE_QUERY)
+            kr__model_error("%s in a query handler: a query only reads the LP's state (it "
+                            "must change nothing, send and print nothing; the asker gets the "
+                            "answer and acts on it); do this in an event handler", fn);
         return 1;
     }
     char msg[512];
@@ -153,6 +160,87 @@ static int check_payload(const char *fn, size_t size, const void *payload)
         return 0;
     }
     return 1;
+}
+
+/* kr_query's context and arguments; false (a model error reported) if it cannot be asked. */
+static bool check_query(kr_lp dest, const void *q, size_t size, const void *ans, size_t cap)
+{
+    const struct kr__ctx *c = &kr__ctx;
+    uint8_t m = c->mode;
+    if (!kr__in_lp()) need_lp("kr_query"); /* (says where it was called from) */
+    if (m == KR_MODE_INIT || m == KR_MODE_DONE) {
+        kr__model_error("kr_query in %s: %s", m == KR_MODE_INIT ? "init" : "done()",
+                        m == KR_MODE_INIT ? "init runs before the first event, when there is "
+                        "no earlier state to ask about; ask in an event handler" : "done() "
+                        "only reads the LP's own state; ask in the event handler");
+        return false;
+    }
+    const struct kr__run *r = c->run;
+    if (!r->model->query) {
+        kr__model_error("kr_query: model '%s' has no query handler (struct kr_model.query) "
+                        "to answer it; add one", r->model->name);
+        return false;
+    }
+    if (dest >= r->n) {
+        kr__model_error("kr_query: LP %llu is out of range (this run has %llu LPs, ids "
+                        "0..%llu)", (unsigned long long)dest, (unsigned long long)r->n,
+                        (unsigned long long)(r->n - 1));
+        return false;
+    }
+    if (!check_payload("kr_query", size, q)) return false;
+    if (cap && !ans) {
+        kr__model_error("kr_query: the answer buffer is NULL but its size is %zu", cap);
+        return false;
+    }
+    if (c->qdepth >= KR_QUERY_DEPTH_MAX) {
+        kr__model_error("kr_query: %u queries nested at virtual time %.17g (LP %llu asking "
+                        "LP %llu): a cycle of queries that never ends? Each handler must "
+                        "answer without asking again at some depth", KR_QUERY_DEPTH_MAX,
+                        c->now, (unsigned long long)c->id, (unsigned long long)dest);
+        return false;
+    }
+    return true;
+}
+
+size_t kr_query(kr_lp dest, const void *question, size_t size, void *answer, size_t cap)
+{
+    KR_API_ENTER();
+    size_t n = 0;
+    if (check_query(dest, question, size, answer, cap))
+        n = kr__ctx.ops->query ? kr__ctx.ops->query(&kr__ctx, dest, question, size, answer, cap)
+                               : kr__query_answer(&kr__ctx, dest, question, size, answer, cap);
+    KR_API_LEAVE();
+    return n;
+}
+
+size_t kr__query_answer(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                        size_t cap)
+{
+    struct kr__ctx was = *c;
+    size_t capq = cap < KR_PAYLOAD_MAX ? cap : KR_PAYLOAD_MAX;
+    c->asker = c->id;
+    c->lp = kr__lp_at(c->run, dest);
+    c->id = dest;
+    c->mode = KR_MODE_QUERY;
+    c->bundle = NULL;
+    c->nbundle = 0;
+    c->qdepth++;
+    size_t n = c->run->model->query(dest, c->now, q, size, c->lp->root, ans, capq);
+    c->asker = was.asker;
+    c->lp = was.lp;
+    c->id = was.id;
+    c->mode = was.mode;
+    c->bundle = was.bundle;
+    c->nbundle = was.nbundle;
+    c->qdepth = was.qdepth;
+    if (n > capq) {
+        kr__model_error("kr_query: LP %llu's query handler says its answer is %zu bytes, over "
+                        "the %zu the asker's buffer holds (answers are at most KR_PAYLOAD_MAX, "
+                        "%u): give a bigger buffer, or answer in less", (unsigned long long)dest,
+                        n, capq, KR_PAYLOAD_MAX);
+        return 0;
+    }
+    return n;
 }
 
 static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, const void *payload)

@@ -115,7 +115,7 @@ static inline void kr__lp_prefetch_state(const struct kr__run *r, kr_lp id)
                             * rolled_back, preempted_at_calls, preempted_by_ticks */
 
 enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH,
-                KR_MODE_DONE };
+                KR_MODE_DONE, KR_MODE_QUERY };
 
 struct kr__ctx;
 
@@ -129,6 +129,11 @@ struct kr__engine_ops {
      * unwinds the event and defers the error (reported only if the event commits). If it
      * returns, or is NULL, the error is the run's (kr__guarded). Copies msg if it keeps it. */
     void (*fail)(struct kr__ctx *c, const char *msg);
+    /* kr_query (checked) of dest, whose state may need the engine's help to be the one
+     * at the asking event (the LP running it is mid-event); answers through
+     * kr__query_answer. NULL: dest's state in memory is the one (finish). */
+    size_t (*query)(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                    size_t cap);
 };
 
 struct kr__ctx {
@@ -148,9 +153,16 @@ struct kr__ctx {
                                  * run's failure (kr__guarded); NULL: it ends the process */
     bool fatal;                 /* a model error now ends the run at once, never deferred
                                  * (a crash that may have left the C library's locks held) */
+    kr_lp asker;                /* KR_MODE_QUERY: the LP whose query is being answered */
+    unsigned qdepth;            /* queries nested now (kr_query) */
 };
 
 extern __thread struct kr__ctx kr__ctx;
+
+/* Run LP dest's query handler on its state in memory now (the engine has made it the one
+ * the query must see), in a read-only context; returns the answer's size (core/query.c). */
+size_t kr__query_answer(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                        size_t cap);
 
 /* Model code is running for an LP (init, an event, coasting or finish). */
 static inline bool kr__in_lp(void)
@@ -178,6 +190,8 @@ struct kr__engine {
                                  * full mode, or chunk mode to verify marks under --check) */
     bool compact_events;        /* uses no event's tail (struct kr__ev): an event without
                                  * payload takes 64 bytes, not 128 */
+    const char *no_queries;     /* why it cannot answer kr_query (a model with a query
+                                 * handler is refused), or NULL: it can */
     size_t lp_extra;            /* bytes the engine keeps right after each LP's record
                                  * (a multiple of 64: the optimistic engine's struct tw_lp,
                                  * next to the LP's hot line so both come in together) */

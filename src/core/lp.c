@@ -41,6 +41,10 @@ void kr__ctx_where(char *buf, size_t cap)
         char ev[224];
         kr__event_where(ev, sizeof ev, c->run, c->ev);
         snprintf(buf, cap, "%s, in done() after the event", ev);
+    } else if (c->mode == KR_MODE_QUERY) {
+        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its query handler "
+                 "(asked by LP %llu)", model, (unsigned long long)c->id, c->now,
+                 (unsigned long long)c->asker);
     } else if (c->mode == KR_MODE_DONE) {
         snprintf(buf, cap, "model '%s', LP %llu, in done() after init", model,
                  (unsigned long long)c->id);

@@ -66,11 +66,16 @@ static const struct kr_model *builtin(const char *name, struct kr__error *err)
     return NULL;
 }
 
+/* A model built against KR_ABI_VERSION 2: struct kr_model ended before `query`. */
+static struct kr_model abi2_model;
+static bool abi2;
+
 /* The loaded object's layout version (kairos.h): another one would be misread. */
 static bool same_layout(void *h, const char *name, struct kr__error *err)
 {
     const unsigned *abi = dlsym(h, "kr_abi_version");
-    if (abi && *abi == KR_ABI_VERSION) return true;
+    abi2 = abi && *abi == 2;
+    if (abi && (*abi == KR_ABI_VERSION || abi2)) return true;
     char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
     if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);
     kr__fail(err, KR_ERR_USAGE, "model '%s' was built against %s, and this kairos reads "
@@ -106,5 +111,10 @@ const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
     }
     const struct kr_model *m = entry ? entry() : NULL;
     kr__model_loading = NULL;
+    if (m && abi2) { /* (the same table, read with its own layout: no query handler) */
+        memcpy(&abi2_model, m, offsetof(struct kr_model, query));
+        abi2_model.query = NULL;
+        m = &abi2_model;
+    }
     return entry ? check(m, name, err) : NULL;
 }

@@ -26,7 +26,7 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
     (void)e; /* unreachable: kr_schedule refuses sends in finish before dispatching */
 }
 
-static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, NULL };
+static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, NULL, NULL };
 
 /* finish for this process's LPs, in LP order, and their words of the run digest (under
  * kr__guarded): five per LP into r->words, in order. */
@@ -188,6 +188,11 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
                         "KR_MODEL_TYPE_ORDER: a bundle's handler sees all of its events at "
                         "once, so order them there (kr_bundle_get) and drop one flag",
                         r->model->name);
+    if (r->model->query && (cfg->engine->no_queries || r->nranks > 1))
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' answers queries (struct kr_model.query, "
+                        "kr_query), which %s: run it with --sync sequential",
+                        r->model->name, r->nranks > 1 ? "are not answered across MPI ranks yet"
+                        : cfg->engine->no_queries);
     r->tie_of = r->bundles ? KR_TIE_DEST
                 : r->model->flags & KR_MODEL_TYPE_ORDER ? KR_TIE_TYPE : KR_TIE_NONE;
     r->nthreads = cfg->engine->threads(cfg, r->n);

@@ -239,7 +239,7 @@ static void tw_fail(struct kr__ctx *c, const char *msg)
     longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
-static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail };
+static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, NULL };
 
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
@@ -1272,6 +1272,8 @@ static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 const struct kr__engine kr__tw_engine = {
     .lp_extra = sizeof(struct tw_lp),
     .name = "optimistic",
+    .no_queries = "the optimistic engine does not answer yet (an LP asked may have run past "
+                  "the asker's time on another thread)",
     .restores_state = true,
     .default_threads = tw_default_threads,
     .threads = kr__engine_workers,

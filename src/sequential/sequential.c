@@ -19,6 +19,12 @@ struct seq {
     struct kr__recheck *check;   /* --check: run every event twice and compare */
     struct kr__watch watch;      /* --event-timeout */
     struct kr__bundle bundle;    /* bundles: the one being run (core/bundle.h) */
+    /* Queries (a model with a query handler): the running LP's state before its event,
+     * which a query reaching that LP sees (taken before every event: a state copy each). */
+    struct kr__blobs blobs;
+    struct kr__ckpt *pre;        /* NULL: no event running, or a model without queries */
+    kr_lp running;               /* the LP whose event runs */
+    bool swapped;                /* its state in memory is `pre` now (a query is answered) */
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
@@ -51,9 +57,69 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
     if (c->nout) fwrite(c->out, 1, c->nout, stdout);
 }
 
+/* A full checkpoint of lp's state now (its arena and words). */
+static struct kr__ckpt *seq_snapshot(struct seq *s, struct kr__lp *lp)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__lp_save_words(lp, w);
+    return kr__ckpt_take(&s->blobs, &lp->arena, w, NULL, true);
+}
+
+static void seq_restore(struct kr__lp *lp, const struct kr__ckpt *c)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__ckpt_restore(&lp->arena, c, w);
+    kr__lp_load_words(lp, w);
+}
+
+/* --check: a query handler must leave its LP's state as it found it. */
+static void seq_query_checked(struct seq *s, struct kr__lp *lp, const struct kr__ckpt *before)
+{
+    struct kr__ckpt *after = seq_snapshot(s, lp);
+    bool same = after->bytes == before->bytes && after->nareas == before->nareas &&
+                !memcmp(after->words, before->words, sizeof after->words) &&
+                !memcmp(after->data, before->data, after->bytes - sizeof *after);
+    kr__ckpt_release(&s->blobs, after);
+    if (!same)
+        kr__model_error("--check: LP %llu's query handler changed its state (a write through "
+                        "the const state pointer?); a query must only read, or engines that "
+                        "answer from saved states would disagree", (unsigned long long)kr__ctx.id);
+}
+
+/* kr_query: every other LP's state in memory is the one at the asking event (all earlier
+ * events ran, no later one); the running LP's is mid-event, so its state before the event
+ * is swapped in for the answer, and back. */
+static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                        size_t cap)
+{
+    struct seq *s = c->eng;
+    struct kr__lp *lp = kr__lp_at(c->run, dest);
+    struct kr__ckpt *mid = NULL, *before = NULL;
+    if (s->pre && dest == s->running && !s->swapped) {
+        mid = seq_snapshot(s, lp);
+        seq_restore(lp, s->pre);
+        s->swapped = true;
+    }
+    if (s->check) before = seq_snapshot(s, lp);
+    size_t n = kr__query_answer(c, dest, q, size, ans, cap);
+    if (before) {
+        kr_lp asker = c->id;
+        c->id = dest; /* (for the message) */
+        seq_query_checked(s, lp, before);
+        c->id = asker;
+        kr__ckpt_release(&s->blobs, before);
+    }
+    if (mid) {
+        s->swapped = false;
+        seq_restore(lp, mid);
+        kr__ckpt_release(&s->blobs, mid);
+    }
+    return n;
+}
+
 /* Every event commits as it runs: output and errors take effect at once (a model error
  * is the run's: no fail hook). */
-static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL };
+static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL, seq_query };
 
 /* Bundles: the rest of e's bundle, which the key put next in the set. */
 static void seq_gather(struct kr__run *r, struct seq *s, struct kr__ev *e)
@@ -108,8 +174,16 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
         kr__ctx_event(lp, e, KR_MODE_EVENT);
         if (r->bundles) seq_gather(r, s, e);
         kr__watch_begin(&s->watch, e);
+        if (m->query) {
+            s->running = e->dest;
+            s->pre = seq_snapshot(s, lp);
+        }
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);
+        if (s->pre) {
+            kr__ckpt_release(&s->blobs, s->pre);
+            s->pre = NULL;
+        }
         bool done = s->check ? kr__recheck_done(s->check, r, lp, e) : kr__run_done(r, lp, e->dest);
         kr__watch_end(&s->watch);
         kr_time ts = e->k.ts;
@@ -150,6 +224,7 @@ static void seq_free(struct seq *s)
 {
     kr__heap_destroy(&s->heap);
     kr__bundle_free(&s->bundle);
+    kr__blobs_destroy(&s->blobs);
     if (s->check) kr__recheck_destroy(s->check);
 }
 
@@ -160,6 +235,9 @@ static int seq_run(struct kr__run *r)
     kr__heap_init(&s.heap);
     s.bundle = (struct kr__bundle){ 0 };
     s.check = NULL;
+    kr__blobs_init(&s.blobs);
+    s.pre = NULL;
+    s.swapped = false;
     if (r->cfg->check) {
         kr__recheck_init(&check);
         s.check = &check;
