@@ -205,41 +205,18 @@ static bool check_query(kr_lp dest, const void *q, size_t size, const void *ans,
 size_t kr_query(kr_lp dest, const void *question, size_t size, void *answer, size_t cap)
 {
     KR_API_ENTER();
-    size_t n = 0;
+    size_t n = 0, capq = cap < KR_PAYLOAD_MAX ? cap : KR_PAYLOAD_MAX;
     if (check_query(dest, question, size, answer, cap))
-        n = kr__ctx.ops->query ? kr__ctx.ops->query(&kr__ctx, dest, question, size, answer, cap)
-                               : kr__query_answer(&kr__ctx, dest, question, size, answer, cap);
-    KR_API_LEAVE();
-    return n;
-}
-
-size_t kr__query_answer(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
-                        size_t cap)
-{
-    struct kr__ctx was = *c;
-    size_t capq = cap < KR_PAYLOAD_MAX ? cap : KR_PAYLOAD_MAX;
-    c->asker = c->id;
-    c->lp = kr__lp_at(c->run, dest);
-    c->id = dest;
-    c->mode = KR_MODE_QUERY;
-    c->bundle = NULL;
-    c->nbundle = 0;
-    c->qdepth++;
-    size_t n = c->run->model->query(dest, c->now, q, size, c->lp->root, ans, capq);
-    c->asker = was.asker;
-    c->lp = was.lp;
-    c->id = was.id;
-    c->mode = was.mode;
-    c->bundle = was.bundle;
-    c->nbundle = was.nbundle;
-    c->qdepth = was.qdepth;
+        n = kr__ctx.ops->query ? kr__ctx.ops->query(&kr__ctx, dest, question, size, answer, capq)
+                               : kr__query_answer(&kr__ctx, dest, question, size, answer, capq);
     if (n > capq) {
         kr__model_error("kr_query: LP %llu's query handler says its answer is %zu bytes, over "
                         "the %zu the asker's buffer holds (answers are at most KR_PAYLOAD_MAX, "
                         "%u): give a bigger buffer, or answer in less", (unsigned long long)dest,
                         n, capq, KR_PAYLOAD_MAX);
-        return 0;
+        n = 0;
     }
+    KR_API_LEAVE();
     return n;
 }
 

@@ -160,7 +160,8 @@ struct kr__ctx {
 extern __thread struct kr__ctx kr__ctx;
 
 /* Run LP dest's query handler on its state in memory now (the engine has made it the one
- * the query must see), in a read-only context; returns the answer's size (core/query.c). */
+ * the query must see), in a read-only context; returns the size the handler says it wrote
+ * (kr_query checks it against cap, in the asker's context: api.c). */
 size_t kr__query_answer(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
                         size_t cap);
 

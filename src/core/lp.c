@@ -3,7 +3,8 @@
  * output and failure records, and the reports that name an LP (a state written past its
  * memory, an address the digest cannot name), the calling thread's context (kr__ctx), the
  * strings that say where it is, the errors that need them (kr__model_error, kr__guarded;
- * error.c is the leaf below). Below the engines: they call it. */
+ * error.c is the leaf below), and answering a query in its read-only context
+ * (kr__query_answer). Below the engines: they call it. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -259,6 +260,36 @@ void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien 
             "to run. Keep pointers to kr_malloc memory, constants and functions in the state; "
             "keep anything else out of it (a number that only looks like an address is "
             "harmless)\n", where, (unsigned long long)al->word, al->offset, al->block, al->where);
+}
+
+size_t kr__query_answer(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                        size_t cap)
+{
+    struct kr__ctx was = *c;
+    c->asker = c->id;
+    c->lp = kr__lp_at(c->run, dest);
+    c->id = dest;
+    c->mode = KR_MODE_QUERY;
+    c->bundle = NULL;
+    c->nbundle = 0;
+    c->qdepth++;
+    /* (--check: the handler must leave the state as it found it - a write through the const
+     * pointer would change only the engines that answer from the state in memory) */
+    struct kr__alien al = { 0 };
+    bool check = c->run->cfg->check;
+    uint64_t h = check ? kr__arena_hash(&c->lp->arena, c->lp->root, &al) : 0;
+    size_t n = c->run->model->query(dest, c->now, q, size, c->lp->root, ans, cap);
+    if (check && kr__arena_hash(&c->lp->arena, c->lp->root, &al) != h)
+        kr__model_error("--check: the query handler changed the LP's state (a write through "
+                        "the const state pointer?); a query must only read it");
+    c->asker = was.asker;
+    c->lp = was.lp;
+    c->id = was.id;
+    c->mode = was.mode;
+    c->bundle = was.bundle;
+    c->nbundle = was.nbundle;
+    c->qdepth = was.qdepth;
+    return n;
 }
 
 /* The message is formatted into a per-thread buffer, not the heap: a model crash inside

@@ -36,6 +36,15 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
+    if (r->model->query) {
+        fprintf(f, "  queries:          %llu answered (%llu asked of another thread)",
+                (unsigned long long)t.queries, (unsigned long long)t.queries_remote);
+        if (r->cfg->engine->restores_state) /* (optimistic/query.c) */
+            fprintf(f, "; %llu events asked as the least event, %llu undone to wait for that, "
+                    "%llu LPs rolled back to answer", (unsigned long long)t.query_events,
+                    (unsigned long long)t.query_undone, (unsigned long long)t.query_rollbacks);
+        fputc('\n', f);
+    }
     if (r->cfg->memory_max) {
         const double mib = 1024.0 * 1024.0;
         fprintf(f, "  memory budget:    %.1f MiB; peak in use %.1f MiB (events %.1f, "
@@ -206,6 +215,12 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
                 r->cfg->memory_max, (size_t)r->mem_peak[3], (size_t)r->mem_peak[0],
                 (size_t)r->mem_peak[1], (size_t)r->mem_peak[2],
                 (unsigned long long)t.mem_rollbacks, (unsigned long long)t.sendbacks);
+    if (r->model->query)
+        fprintf(f, "  \"queries\": {\"answered\": %llu, \"remote\": %llu, \"asking_events\": "
+                "%llu, \"undone_to_ask\": %llu, \"rollbacks_to_answer\": %llu},\n",
+                (unsigned long long)t.queries, (unsigned long long)t.queries_remote,
+                (unsigned long long)t.query_events, (unsigned long long)t.query_undone,
+                (unsigned long long)t.query_rollbacks);
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

@@ -50,6 +50,8 @@ enum {
                             * back the event that sent it (optimism.c) */
     KR_EVX_LAZY = 1,       /* pending after a rollback, `child` still lists the local sends of
                             * its undone run: kept until it runs again (--cancel lazy) */
+    KR_EVX_QUERY = 4,      /* it asked a kr_query: it runs only as the run's least event, in
+                            * query mode (optimistic/query.c) */
 };
 
 struct kr__ckpt;

@@ -19,6 +19,7 @@
  * uncommitted events all lie above GVT would wait for a GVT only it can advance. */
 static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 {
+    if (__builtin_expect(e->xflags & KR_EVX_QUERY, 0)) return tw_query_ready(th, e);
     if (th->uncommitted < th->win.limit) return true;
     return (th->fast && tw_below_safe(th, e)) || e->k.ts <= tw_gvt(th->g);
 }
@@ -137,10 +138,43 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
     atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
     atomic_store_explicit(&c->top_bits, bits, memory_order_relaxed);
     atomic_store_explicit(&c->top_gen, k.gen, memory_order_relaxed);
+    if (th->g->queries) { /* (the rest of the key, under the same sequence) */
+        struct tw_qline *l = &th->g->qline[th->id];
+        atomic_store_explicit(&l->tie, k.tie, memory_order_relaxed);
+        atomic_store_explicit(&l->src, k.src, memory_order_relaxed);
+        atomic_store_explicit(&l->seq, k.seq, memory_order_relaxed);
+    }
     if (k.ts > th->qtop_max) th->qtop_max = k.ts;
     atomic_store_explicit(&c->sent, th->qsent, memory_order_relaxed);
     atomic_store_explicit(&c->taken, th->qtaken, memory_order_relaxed);
     atomic_store_explicit(&c->seq, ++th->qseq, memory_order_seq_cst);
+}
+
+/* Queries: the whole key of a quiet record's top k, the least so far in *whole. */
+static void tw_quiet_whole(const struct tw_qline *l, struct kr__key *k, struct kr__key *whole)
+{
+    k->tie = atomic_load_explicit(&l->tie, memory_order_relaxed);
+    k->src = atomic_load_explicit(&l->src, memory_order_relaxed);
+    k->seq = atomic_load_explicit(&l->seq, memory_order_relaxed);
+    if (kr__key_lt(k, whole)) *whole = *k;
+}
+
+/* Thread i's quiet record into the sums and least tops of tw_quiet_try; false if void. */
+static bool tw_quiet_read(const struct tw_global *g, unsigned i, uint64_t *seqs, uint64_t *sent,
+                          uint64_t *taken, struct kr__key *lo, struct kr__key *whole)
+{
+    struct tw_clock *c = &g->clock[i];
+    uint32_t q = atomic_load_explicit(&c->seq, memory_order_seq_cst);
+    if (q & 1) return false;
+    *seqs += q;
+    *sent += atomic_load_explicit(&c->sent, memory_order_relaxed);
+    *taken += atomic_load_explicit(&c->taken, memory_order_relaxed);
+    struct kr__key k = kr__key_at(tw_time_of(atomic_load_explicit(&c->top_bits,
+                                                                  memory_order_relaxed)));
+    k.gen = atomic_load_explicit(&c->top_gen, memory_order_relaxed);
+    if (tw_hop_lt(&k, lo)) *lo = k;
+    if (g->queries) tw_quiet_whole(&g->qline[i], &k, whole);
+    return true;
 }
 
 /* Raise qbound from the other threads' quiet records (tw.h): each valid, all unchanged
@@ -162,26 +196,16 @@ static void tw_quiet_try(struct tw_thread *th)
     if (mark == th->qlast) return;
     th->qlast = mark;
     uint64_t seqs = 0, sent = th->qsent, taken = th->qtaken;
-    struct kr__key lo = kr__key_at(INFINITY);
-    for (unsigned i = 0; i < g->n; i++) {
-        if (i == th->id) continue;
-        struct tw_clock *c = &g->clock[i];
-        uint32_t q = atomic_load_explicit(&c->seq, memory_order_seq_cst);
-        if (q & 1) return;
-        seqs += q;
-        sent += atomic_load_explicit(&c->sent, memory_order_relaxed);
-        taken += atomic_load_explicit(&c->taken, memory_order_relaxed);
-        struct kr__key k = kr__key_at(tw_time_of(atomic_load_explicit(&c->top_bits,
-                                                                      memory_order_relaxed)));
-        k.gen = atomic_load_explicit(&c->top_gen, memory_order_relaxed);
-        if (tw_hop_lt(&k, &lo)) lo = k;
-    }
+    struct kr__key lo = kr__key_at(INFINITY), whole = lo;
+    for (unsigned i = 0; i < g->n; i++)
+        if (i != th->id && !tw_quiet_read(g, i, &seqs, &sent, &taken, &lo, &whole)) return;
     atomic_thread_fence(memory_order_acquire);
     for (unsigned i = 0; i < g->n; i++)
         if (i != th->id) seqs -= atomic_load_explicit(&g->clock[i].seq, memory_order_seq_cst);
     if (seqs || sent != taken) return;
     struct kr__key b = tw_after(g, &lo);
     if (tw_hop_lt(&th->qbound, &b)) th->qbound = b;
+    if (kr__key_lt(&th->qfull, &whole)) th->qfull = whole;
 }
 
 /* The watcher asked the run to stop: safe events off, and say how far they went. */
@@ -232,14 +256,15 @@ static void tw_fail(struct kr__ctx *c, const char *msg)
 {
     struct tw_thread *th = c->eng;
     if (!th || !th->armed ||
-        (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST && c->mode != KR_MODE_DONE))
+        (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST && c->mode != KR_MODE_DONE &&
+         c->mode != KR_MODE_QUERY))
         return;
     th->err_msg = msg; /* copied after the longjmp (tw_keep_error): this may be a signal handler */
     th->armed = false;
     longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
-static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, NULL };
+static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query };
 
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
@@ -280,7 +305,7 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
         kr__run_event(th->r, lp, e);
         if (mode == KR_MODE_EVENT && kr__run_done(th->r, lp, e->dest))
             e->flags |= KR_EVF_DONE_AFTER;
-    } else {
+    } else if (!th->qabort) { /* (an aborted run is undone: query.c) */
         tw_keep_error(th, lp, e);
     }
     kr__watch_end(&th->watch);
@@ -355,7 +380,7 @@ static void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp)
 
 /* Run e on the worker's stack, timing one event in TW_EVENT_SAMPLE (and per type, under
  * adaptive time-sharing). */
-static void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
     bool stat = (th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0;
     bool type = tw_ts_sample_type(th, e->type);
@@ -443,7 +468,26 @@ static void tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__
 static bool tw_is_safe(const struct tw_thread *th, const struct kr__lp *lp, const struct kr__ev *e)
 {
     const struct tw_lp *tl = tw_lp_of(lp);
-    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !(th->nsusp && lp->ult);
+    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !(th->nsusp && lp->ult) &&
+           !th->g->queries; /* (an event that asks is undone once: query.c) */
+}
+
+static void tw_park(struct tw_lp *tl, struct kr__ev *e)
+{
+    e->st = KR_EV_PARKED;
+    struct tw_fail *f = tl->fail;
+    e->next = f->parked;
+    f->parked = e;
+}
+
+/* Before e runs: the sends of its undone run, kept by lazy cancellation; and an event
+ * that asks queries runs apart (query.c): true then, it has run. */
+static bool tw_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    bool query = e->xflags & KR_EVX_QUERY;
+    if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e);
+    if (query) tw_process_query(th, lp, e);
+    return query;
 }
 
 static void tw_process(struct tw_thread *th, struct kr__ev *e)
@@ -451,17 +495,14 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
     struct kr__lp *lp = kr__lp_at(th->r, e->dest);
     struct tw_lp *tl = tw_lp_of(lp);
     if (tw_poisoned(tl)) { /* frozen after a failed speculative event until rolled back */
-        e->st = KR_EV_PARKED;
-        struct tw_fail *f = tl->fail;
-        e->next = f->parked;
-        f->parked = e;
+        tw_park(tl, e);
         return;
     }
     if (th->g->check && e->k.ts < tw_gvt(th->g))
         kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
     th->last_ts = e->k.ts;
-    if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e); /* (its sends of an undone run) */
+    if (tw_start(th, lp, e)) return;
     if (th->bundles) tw_gather(th, e);
     if (tw_is_safe(th, lp, e)) {
         tw_process_safe(th, lp, e);
@@ -478,6 +519,10 @@ static void tw_process(struct tw_thread *th, struct kr__ev *e)
         return;
     }
     tw_run_sampled(th, lp, e);
+    if (__builtin_expect(th->qabort, 0)) {
+        tw_query_undo(th, lp, e);
+        return;
+    }
     if (th->bundles) tw_bundle_processed(th, lp);
     if (th->lazy) tw_lazy_end(th);
     if (!th->bundles) tw_processed(th, lp, e);
@@ -535,7 +580,9 @@ static void tw_clock_start(struct tw_global *g)
     }
     /* (across ranks: the least of all ranks, init's events between them included) */
     if (g->net.on) lo = tw_rank_begin(g, lo);
-    g->lookahead = g->r->lookahead; /* (init may have set it; across ranks, any rank's) */
+    /* (init may have set it; across ranks, any rank's. Queries: a query is asked at its
+     * event's time, so the clocks cannot count on the lookahead) */
+    g->lookahead = g->queries ? 0 : g->r->lookahead;
     for (unsigned t = 0; t < g->n; t++) {
         g->th[t].clock_sent = lo + g->lookahead;
         atomic_store_explicit(&g->clock[t].bits, kr__time_bits(lo + g->lookahead),
@@ -626,6 +673,7 @@ static void tw_stop_together(struct tw_thread *th)
             tw_migrate(th);                                            /* the others left) */
             continue;
         }
+        if (g->queries) tw_query_refuse(th); /* (one still asking leaves after the answer) */
         struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
     }
@@ -676,6 +724,7 @@ static bool tw_platform_turn(struct tw_thread *th)
         if (th->nudge) tw_gvt_maybe_start(th, true); /* (another rank is in a later round) */
     }
     tw_drain(th);
+    if (g->queries) tw_query_serve(th);
     tw_gvt_poll(th);
     if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
         tw_gvt_poll(th);
@@ -720,7 +769,9 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
     struct kr__ev *e = tw_top(th);
     if (th->fast) {
         tw_clock_publish(th, e, false);
-        if (e && !tw_below_safe(th, e)) tw_quiet_try(th);
+        if (e && (!tw_below_safe(th, e) ||
+                  ((e->xflags & KR_EVX_QUERY) && !tw_query_ready(th, e))))
+            tw_quiet_try(th);
     }
     return e;
 }
@@ -745,6 +796,8 @@ static void tw_thread_epilogue(struct tw_thread *th)
     tw_commit_before_error(th);
     tw_release_all(th);
     if (th->sched_fd >= 0) close(th->sched_fd);
+    free(th->qerr);
+    th->qerr = NULL;
     kr__pool_flush(th->pool);
 }
 
@@ -770,6 +823,7 @@ static void *tw_worker(void *arg)
     unsigned lr, ls; /* (the other ranks' workers on this machine count too) */
     kr__local_ranks(&lr, &ls);
     bool over = ncpu > 0 && ls * th->g->n > (unsigned)ncpu;
+    th->over = over;
     tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0, turns = 0;
@@ -827,8 +881,10 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&th->wants_back, 0);
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
-        /* (done() decides the end only later) */
-        th->fast = r->cfg->tw.safe_events && !r->model->done;
+        /* (done() decides the end only later; queries need the bounds, and run no safe
+         * event: tw_is_safe) */
+        th->fast = (r->cfg->tw.safe_events && !r->model->done) || g->queries;
+        th->qfull = kr__key_at(-INFINITY);
         th->alone = g->n == 1 && !g->net.on;
         th->bundles = r->bundles;
         tw_window_init(th, r->cfg->tw.window);
@@ -848,6 +904,10 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->clock[t].sent, 0);
         atomic_init(&g->clock[t].taken, 0);
         atomic_init(&g->clock[t].rbits, kr__time_bits(-INFINITY));
+        atomic_init(&g->qline[t].in, NULL);
+        atomic_init(&g->qline[t].tie, 0);
+        atomic_init(&g->qline[t].src, 0);
+        atomic_init(&g->qline[t].seq, 0);
         th->rbuf_min = INFINITY;
         th->stamp_last = -INFINITY;
         th->last_ts = -INFINITY;
@@ -1025,7 +1085,8 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->arr = aligned_alloc(64, g->n * sizeof *g->arr);
     g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
     g->mem = aligned_alloc(64, g->n * sizeof *g->mem);
-    if (!g->th || !g->chan || !g->arr || !g->clock || !g->mem)
+    g->qline = aligned_alloc(64, g->n * sizeof *g->qline);
+    if (!g->th || !g->chan || !g->arr || !g->clock || !g->mem || !g->qline)
         kr__fatal_oom("worker threads", (size_t)g->n * g->n * sizeof *g->chan);
     g->lo = r->lo;
     g->nlocal = r->hi - r->lo;
@@ -1034,7 +1095,9 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     g->lvt = malloc(g->nlocal * sizeof *g->lvt);
     if (!g->owner || !g->target || !g->lvt)
         kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
-    g->balance = r->cfg->tw.balance;
+    g->queries = r->model->query != NULL;
+    /* (queries: LPs stay where they are - a query finds its LP's thread by the table) */
+    g->balance = g->queries ? KR_BALANCE_OFF : r->cfg->tw.balance;
     /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
     g->chan_slots = g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
     g->storm = r->cfg->seed;
@@ -1101,6 +1164,7 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g->arr);
     free(g->clock);
     free(g->mem);
+    free(g->qline);
     free(g->owner);
     free(g->target);
     free(g->lvt);
@@ -1153,6 +1217,11 @@ static int tw_init_all(struct kr__run *r, struct tw_global *g)
 
 static int tw_run(struct kr__run *r)
 {
+    if (r->model->query && r->bundles)
+        return kr__fail(&r->fail, KR_ERR_USAGE, "model '%s' answers queries and has "
+                        "KR_MODEL_BUNDLES: the optimistic engine does not run the two together "
+                        "yet (an event that asks runs alone, a bundle does not); run it with "
+                        "--sync sequential", r->model->name);
     struct tw_global *g = tw_global_new(r);
     if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_rank_setup(g);
@@ -1272,8 +1341,6 @@ static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 const struct kr__engine kr__tw_engine = {
     .lp_extra = sizeof(struct tw_lp),
     .name = "optimistic",
-    .no_queries = "the optimistic engine does not answer yet (an LP asked may have run past "
-                  "the asker's time on another thread)",
     .restores_state = true,
     .default_threads = tw_default_threads,
     .threads = kr__engine_workers,

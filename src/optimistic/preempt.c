@@ -96,7 +96,9 @@ void tw_ts_thread_start(struct tw_thread *th)
     const struct kr__config *cfg = th->r->cfg;
     /* (a bundle runs on the worker's stack: its members are gathered from the heap, and a
      * late one must find it processed or pending, never half-run) */
-    th->preempt = th->bundles ? KR_PREEMPT_OFF : (uint8_t)cfg->tw.preempt;
+    /* (nor an event of a model that answers queries: one that asks runs whole once it is
+     * the run's least, query.c) */
+    th->preempt = th->bundles || th->g->queries ? KR_PREEMPT_OFF : (uint8_t)cfg->tw.preempt;
     if (th->preempt == KR_PREEMPT_OFF) return;
     kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE, TW_MAX_SUSPENDED,
                       ts_entry, th);

@@ -41,7 +41,7 @@ static void totals(const struct kr__run *r, struct ts_totals *t)
  * time, event time and model calls per event. */
 static void timeshare_summary(const struct kr__run *r, FILE *f)
 {
-    if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles) return; /* (preempt.c) */
+    if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
     struct ts_totals t;
     totals(r, &t);
     uint64_t pre = t.by_return + t.by_tick + t.by_slice;
@@ -108,7 +108,7 @@ static void ranks_summary(const struct kr__run *r, FILE *f)
 void tw_json(const struct kr__run *r, FILE *f)
 {
     if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
-    if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles) return; /* (preempt.c) */
+    if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
     struct ts_totals t;
     totals(r, &t);
     fprintf(f,

@@ -133,6 +133,29 @@ struct tw_clock {
  * tw_after(L), and each send of this thread lowers that bound to tw_after(its key). Events
  * below the bound (comparing timestamp and zero-delay hops) are safe. */
 
+/* Queries (query.c). A request for an answer from an LP of another thread, on the asker's
+ * stack (it waits for the answer), pushed onto the owner's inbox. */
+enum { TW_Q_WAIT, TW_Q_ANSWERED, TW_Q_FAILED, TW_Q_STOPPED };
+struct tw_qreq {
+    struct tw_qreq *next;
+    struct kr__key k;             /* the asking event's key: the answer is dest's state there */
+    kr_lp dest, asker;
+    const void *q;
+    size_t size;
+    void *ans;                    /* the asker's buffer: the handler writes straight to it */
+    size_t cap, n;
+    unsigned depth;               /* queries nested at the asker (kr__ctx.qdepth) */
+    char *err;                    /* TW_Q_FAILED: the handler's model error (malloc'd) */
+    _Atomic int status;           /* TW_Q_*: set last, with release */
+};
+/* Per thread: its inbox, and the rest of its quiet record's top key (the record has (ts,
+ * gen); queries need the whole key to find the run's least event). */
+struct tw_qline {
+    _Alignas(64) _Atomic(struct tw_qreq *) in;
+    _Atomic uint32_t tie;
+    _Atomic uint64_t src, seq;
+};
+
 /* Load balancing (migrate.c). */
 #define TW_BALANCE_NS (40u * 1000 * 1000)   /* a balancing decision at most this often */
 #define TW_PROBE_NS (10u * 1000 * 1000)     /* a retired worker's probe of its core (longer
@@ -209,6 +232,15 @@ struct tw_thread {
     struct kr__key qbound;    /* nothing can arrive below this (ts, gen): tw_quiet_try */
     uint64_t qsent, qtaken;   /* messages put to other threads, taken from them */
     kr_time qtop_max;         /* the latest time any quiet record of it named (optimism.c) */
+    struct kr__key qfull;     /* queries: no other thread's pending event lies below this
+                               * whole key (tw_quiet_try; own sends lower it) */
+    struct kr__ev *qev;       /* queries: the event it runs in query mode (NULL: none)... */
+    struct kr__key qk;        /* ...the key every query is answered at now... */
+    bool qswapped;            /* ...its LP holds its state before qev, to answer a query */
+    bool qabort;              /* the running event asked a query outside query mode, or an
+                               * answer was refused as the run stops: it is undone */
+    char *qerr;               /* a failed remote answer's message, until the next one */
+    bool over;                /* threads outnumber cores (tw_worker) */
     uint32_t qseq;            /* its quiet record's sequence (odd: void) */
     bool qtalked;             /* sent since the record was last written */
     uint64_t qlast;           /* the others' sequences and own counts, summed, at the last
@@ -375,6 +407,8 @@ struct tw_global {
     uint64_t cnt_trials, cnt_undone;
     bool check;                            /* --check: verify invariants as we go */
     struct tw_clock *clock;                /* per thread (safe events) */
+    bool queries;                          /* the model answers queries (query.c) */
+    struct tw_qline *qline;                /* per thread (queries) */
     struct tw_mempub *mem;                 /* per thread (--memory-max: optimism.c) */
     kr_time lookahead;
     /* An interrupted run stops only once GVT has passed every safe event run (those were
@@ -481,6 +515,10 @@ static inline bool tw_below_safe(const struct tw_thread *th, const struct kr__ev
 static inline struct kr__key tw_after(const struct tw_global *g, const struct kr__key *k)
 {
     struct kr__key a = kr__key_at(k->ts + g->lookahead);
+    if (g->queries) { /* (a query needs no hop: it is asked at the asking event's key) */
+        a.gen = k->gen;
+        return a;
+    }
     if (g->lookahead == 0) a.gen = k->gen + 1; /* (below KR_MAX_ZERO_DELAY_HOPS) */
     return a;
 }
@@ -491,15 +529,21 @@ static inline void tw_quiet_void(struct tw_thread *th)
         atomic_store_explicit(&th->g->clock[th->id].seq, ++th->qseq, memory_order_seq_cst);
 }
 
-/* A message leaves this thread: its quiet record goes void before the message can be seen,
- * and what can come back of it lowers the bound. */
-static inline void tw_quiet_sent(struct tw_thread *th, const struct kr__ev *e)
+/* A message leaves this thread (or a query, asked at key k: query.c): its quiet record goes
+ * void before the message can be seen, and what can come back of it lowers the bound. */
+static inline void tw_quiet_sent_at(struct tw_thread *th, const struct kr__key *k)
 {
     th->qsent++;
     th->qtalked = true;
     tw_quiet_void(th);
-    struct kr__key b = tw_after(th->g, &e->k);
+    struct kr__key b = tw_after(th->g, k);
     if (tw_hop_lt(&b, &th->qbound)) th->qbound = b;
+    if (th->g->queries && kr__key_lt(k, &th->qfull)) th->qfull = *k;
+}
+
+static inline void tw_quiet_sent(struct tw_thread *th, const struct kr__ev *e)
+{
+    tw_quiet_sent_at(th, &e->k);
 }
 
 /* The one place a message (event or antimessage) leaves this thread: the seam where a
@@ -641,6 +685,15 @@ void tw_sendback_take(struct tw_thread *th, struct kr__ev *r);
 void tw_window_unsafe(struct tw_thread *th);
 /* engine.c: write the quiet record (tw.h) with this lowest pending event (NULL: none). */
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);
+/* Queries (query.c). */
+size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                size_t cap);
+bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e);
+void tw_query_serve(struct tw_thread *th);
+void tw_query_refuse(struct tw_thread *th);
+void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* migrate.c */
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);

@@ -24,6 +24,11 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->window_cuts += c->window_cuts;
         t->mem_rollbacks += c->mem_rollbacks;
         t->sendbacks += c->sendbacks;
+        t->queries += c->queries;
+        t->queries_remote += c->queries_remote;
+        t->query_events += c->query_events;
+        t->query_undone += c->query_undone;
+        t->query_rollbacks += c->query_rollbacks;
     }
     for (unsigned i = 0; i < n; i++) /* (each saw them all, but a retired worker) */
         if (all[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = all[i].gvt_rounds;

@@ -36,6 +36,11 @@ struct kr__counters {
     uint64_t window_cuts;                /* times speculation lost and the window was cut */
     uint64_t mem_rollbacks;              /* --memory-max: LPs rolled back to give memory back */
     uint64_t sendbacks;                  /* ...and senders rolled back for a pending event */
+    uint64_t queries;                    /* kr_query answered (by this thread's LPs) */
+    uint64_t queries_remote;             /* kr_query sent to another thread to answer */
+    uint64_t query_events;               /* events run in query mode (optimistic/query.c) */
+    uint64_t query_undone;               /* events undone because they asked outside it */
+    uint64_t query_rollbacks;            /* LPs rolled back to answer at an earlier time */
     uint64_t window_final;               /* the window at the end (optimism.c) */
     uint64_t idle_sleeps;                /* times the thread slept or yielded for lack of work */
     uint64_t yields;                     /* turns given up because threads outnumber cores */
@@ -83,7 +88,8 @@ static inline void kr__counters_publish(struct kr__counters *c)
 struct kr__totals {
     uint64_t processed, committed, rolled_back, rollbacks, antimessages, lazy_kept, checkpoints,
         ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts,
-        mem_rollbacks, sendbacks;
+        mem_rollbacks, sendbacks, queries, queries_remote, query_events, query_undone,
+        query_rollbacks;
 };
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t);
 /* Add c's counts into `into` (the same thread of another rank: its counts summed, its

@@ -3,24 +3,50 @@
 (tests/models/query.c) checks every answer itself against a closed form of each LP's
 count at the asking event - its own state before the event, a neighbour's, nested queries,
 a cycle of queries back through the asker, and final states from finish - and fails the
-run with kr_error on a wrong one. Here: those runs pass at several LP counts, with --check
-too (same digest and output); each misuse is a model error naming what was wrong; engines
-that cannot answer refuse such a model before it starts; and a model built against the
-previous struct kr_model layout (no query field) still loads."""
+run with kr_error on a wrong one. Here: those runs pass on the sequential engine (with
+--check too) and on the optimistic engine in many layouts (threads, state modes, lazy
+cancellation, --check, a memory budget), all with the sequential digest and output, and
+with LPs rolled back to answer; each misuse is the same model error on both engines;
+the conservative engine refuses such a model before it starts; and a model built against
+the previous struct kr_model layout (no query field) still loads."""
+import json
+import os
+import signal
+import subprocess
 import sys
-from common import run, fail, digest, Tally, stats_of, expect_exit
+import tempfile
+import time
+from common import run, fail, digest, Tally, stats_of, expect_exit, build_kind, \
+    scan_available
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
 MODEL = f"{build}/libquery.so"
 SEQ = ["--sync", "sequential"]
+kind = build_kind(kairos)
+
+CASES = [  # (LPs, end, extra): every tick asks; some ask while others run ahead; many LPs
+    (1, "6.5", []), (2, "9.5", []), (5, "20.5", []), (16, "40.5", []),
+    (16, "80.5", ["-P", "every=5", "-P", "noise=1"]),
+    (64, "60.5", ["-P", "every=17", "-P", "noise=1"]),
+]
+OPTIMISTIC = [["--threads", "1"], ["--threads", "2"], ["--threads", "3"], ["--threads", "4"],
+              ["--threads", "2", "--check"], ["--threads", "2", "--cancel", "lazy"],
+              ["--threads", "2", "--state", "page"],
+              ["--threads", "3", "--state", "buddy", "--ckpt-interval", "3"],
+              ["--threads", "2", "--memory-max", "4000000"],
+              ["--threads", "2", "--preempt", "tick"], ["--threads", "2", "--safe", "off"]] + \
+             ([["--threads", "2", "--state", "scan"]] if scan_available(kairos) else [])
+if kind == "tsan":  # (no time-sharing there: refused before the run)
+    OPTIMISTIC = [o for o in OPTIMISTIC if "--preempt" not in o]
 
 
 def case_answers():
-    for lps, end in ((1, "6.5"), (2, "9.5"), (5, "20.5"), (16, "40.5")):
-        base = [MODEL, "--lps", str(lps), "--end", end, *SEQ]
-        out, err, st = stats_of(kairos, base)
-        out_c, err_c, _ = stats_of(kairos, [*base, "--check"])
+    rolled = 0
+    for lps, end, extra in CASES:
+        base = [MODEL, "--lps", str(lps), "--end", end, *extra]
+        out, err, st = stats_of(kairos, [*base, *SEQ])
+        out_c, err_c, _ = stats_of(kairos, [*base, *SEQ, "--check"])
         ticks = int(float(end))
         want = f"LP 0 ticked {ticks} times, LP {1 % lps} counts {(1 % lps + 1) * ticks}\n"
         if not out.endswith(want):
@@ -28,17 +54,29 @@ def case_answers():
         if digest(err) != digest(err_c) or out != out_c:
             fail(f"{lps} LPs: --check gives digest {digest(err_c)} vs {digest(err)}, output "
                  f"equal: {out == out_c}")
-        if st["committed_events"] != lps * ticks:
-            fail(f"{lps} LPs: {st['committed_events']} events, wanted {lps * ticks}")
-    t.ok("self, neighbour, nested, cyclic and finish queries answered from the state at the "
-         "asking event (1, 2, 5, 16 LPs), the same with --check")
+        if not st["queries"]["answered"]:
+            fail(f"{lps} LPs: no query answered")
+        for layout in OPTIMISTIC:
+            o, e, s = stats_of(kairos, [*base, *layout])
+            if digest(e) != digest(err) or o != out:
+                fail(f"{lps} LPs {' '.join(layout)}: digest {digest(e)} vs sequential "
+                     f"{digest(err)}, output equal: {o == out}")
+            if s["queries"]["answered"] != st["queries"]["answered"]:
+                fail(f"{lps} LPs {' '.join(layout)}: {s['queries']['answered']} queries "
+                     f"answered, sequential {st['queries']['answered']}")
+            rolled += s["queries"]["rollbacks_to_answer"]
+    if not rolled:
+        fail("no LP was ever rolled back to answer a query: the test shows nothing of it")
+    t.ok(f"self, neighbour, nested, cyclic and finish queries answered from the state at the "
+         f"asking event, sequential (--check too) and {len(OPTIMISTIC)} optimistic layouts "
+         f"alike ({len(CASES)} cases; {rolled} LPs rolled back to answer)")
 
 
 def case_misuse():
     handler = "in its query handler (asked by LP 0)"
     read_only = "in a query handler: a query only reads the LP's state"
     wrong = {
-        1: (["--check"], ["--check: LP 0's query handler changed its state"]),
+        1: (["--check"], [handler, "--check: the query handler changed the LP's state"]),
         2: ([], [handler, "kr_schedule " + read_only]),
         3: ([], ["LP 0, in init: kr_query in init"]),
         4: ([], ["kr_query: LP 0's query handler says its answer is 16 bytes, over the 8"]),
@@ -49,35 +87,76 @@ def case_misuse():
         9: ([], ["kr_query: payload of 1032 bytes is over the limit of 1024"]),
         10: ([], ["in done() after init: kr_query in done()"]),
         11: ([], [handler, "refused by LP 0"]),
+        12: ([], ["LP 2, virtual time 1, in its query handler (asked by LP 1): refused by "
+                  "LP 2"]),
     }
     for case, (extra, needles) in wrong.items():
-        expect_exit(kairos, t, 1, needles, "run", MODEL, "--lps", "3", "--end", "3.5",
-                    "-P", f"misuse={case}", *SEQ, *extra)
+        msgs = []
+        for layout in (SEQ, ["--threads", "2"]):
+            _, err = expect_exit(kairos, t, 1, needles, "run", MODEL, "--lps", "3", "--end",
+                                 "3.5", "-P", f"misuse={case}", *layout, *extra)
+            msgs.append([line for line in err.splitlines() if "error:" in line])
+        if msgs[0] != msgs[1]:
+            fail(f"misuse={case}: the engines say it differently:\n{msgs}")
     # without --check, the write through the const pointer shows in the model's own check
     expect_exit(kairos, t, 1, ["nested: answer 1, expected 0"], "run", MODEL, "--lps", "3",
                 "--end", "3.5", "-P", "misuse=1", *SEQ)
 
 
 def case_refused():
-    expect_exit(kairos, t, 2, ["model 'query' answers queries", "the optimistic engine does "
-                               "not answer yet", "run it with --sync sequential"],
-                "run", MODEL, "--lps", "4", "--end", "3")
-    expect_exit(kairos, t, 2, ["the conservative engine cannot answer"],
+    expect_exit(kairos, t, 2, ["model 'query' answers queries", "the conservative engine "
+                               "cannot answer", "run it with --sync sequential"],
                 "run", MODEL, "--lps", "4", "--end", "3", "--sync", "conservative")
+    bundles = f"{build}/libquery_bundles.so"
+    run(kairos, "run", bundles, "--lps", "4", "--end", "3.5", *SEQ)
+    expect_exit(kairos, t, 2, ["answers queries and has KR_MODEL_BUNDLES"],
+                "run", bundles, "--lps", "4", "--end", "3.5", "--threads", "2")
 
 
 def case_old_layout():
     """KR_ABI_VERSION 2 models (struct kr_model without `query`) load and run on every
     engine; the bytes after their table are never read as a query handler."""
     for layout in (SEQ, ["--threads", "2"], ["--sync", "conservative"]):
-        rc, out, err = run(kairos, "run", f"{build}/libabi2.so", "--lps", "3", "--end", "3.5",
-                           *layout)
+        _, out, _ = run(kairos, "run", f"{build}/libabi2.so", "--lps", "3", "--end", "3.5",
+                        *layout)
         if out != "tick 1\ntick 2\ntick 3\n":
             fail(f"abi2 {' '.join(layout)}: printed {out!r}")
     t.ok("a model built against KR_ABI_VERSION 2 runs on all three engines")
 
 
+def case_interrupt():
+    """SIGINT while events wait to ask and ask (threads waiting on each other's answers):
+    the run stops at a committed point, whose sequential run (--end there) prints the same
+    and has the same digest."""
+    d = tempfile.mkdtemp(prefix="kr-query-")
+    out, stats = os.path.join(d, "out"), os.path.join(d, "stats.json")
+    base = ["--lps", "16", "-P", "every=3", "-P", "noise=1"]
+    p = subprocess.Popen([kairos, "run", MODEL, *base, "--end", "1e9", "--threads", "2",
+                          "--stats", stats, "--progress", "off"], stdout=open(out, "w"),
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(1000):
+        if os.path.getsize(out) >= 4000:
+            break
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("no exit 20 s after SIGINT")
+    if p.returncode != 130 or "interrupted by SIGINT" not in err:
+        fail(f"SIGINT: exit {p.returncode}\n{err}")
+    end = json.load(open(stats))["final_gvt"]
+    text = open(out).read()
+    _, ref, ref_err = run(kairos, "run", MODEL, *base, "--end", end, *SEQ)
+    if ref != text or digest(ref_err) != json.load(open(stats))["run_digest"]:
+        fail(f"SIGINT at {end}: output or digest differ from the sequential run to there")
+    t.ok(f"SIGINT stops a run of asking events at a committed point ({end}), the sequential "
+         f"run to there alike")
+
+
 case_answers()
+case_interrupt()
 case_misuse()
 case_refused()
 case_old_layout()

@@ -1,0 +1,307 @@
+/* query.c - kr_query on the optimistic engine (issue 16; docs/design.md section 6).
+ *
+ * A query must see its LP's state after all of that LP's events that order before the
+ * asking event's key K, and an answer once given is never taken back. So an event asks only
+ * when it is the run's least unprocessed event: then nothing below K can still arrive
+ * anywhere, every LP's events below K have run and stay, and an LP that ran past K (on
+ * speculation) is rolled back to K to answer - as a straggler at K would.
+ *
+ * An event that asks while it runs speculatively is undone at once (tw_query_undo: its
+ * sends are cancelled, its state restored) and marked KR_EVX_QUERY; it then waits at its
+ * thread's top until it is the least (tw_query_ready: its key below the whole top key of
+ * every other thread's quiet record in one consistent reading, engine.c), and runs again
+ * in query mode (tw_process_query), checkpointed before - the state a query reaching its own
+ * LP sees, swapped in for the answer and back - and after, so it is never re-run by
+ * coasting. At most one event of the run is in query mode at a time: every other thread's
+ * quiet record names a top above it until it has run.
+ *
+ * A query to an LP of another thread is a request on the asker's stack, pushed onto that
+ * thread's inbox; the asker spins until it is answered, serving its own inbox meanwhile
+ * (a nested query may come back to it). Every thread serves its inbox each loop turn, and
+ * answers at once: below K it has nothing left to run. The handler writes the answer into
+ * the asker's buffer; its model error goes back as a message, raised in the asker's event.
+ * A thread leaving as the run stops refuses what it is asked (TW_Q_STOPPED): the asking
+ * event is undone and the run ends before it. Queries need no lookahead-free clocks
+ * elsewhere: the model's lookahead is not counted (tw_after, engine.c), because a query
+ * is asked at its event's own time. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "optimistic/tw.h"
+#include "core/error.h"
+
+/* The running event asked outside query mode, or a nested answer was refused: unwind to
+ * it (tw_execute), which then is undone. */
+static _Noreturn void tw_query_unwind(struct tw_thread *th)
+{
+    th->qabort = true;
+    th->armed = false;
+    longjmp(*th->jmp_cur, 1);
+}
+
+bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e)
+{
+    return th->alone || e->k.ts < th->safe || kr__key_lt(&e->k, &th->qfull);
+}
+
+/* lp's state before the event in query mode (its checkpoint `pre`) in place of its state
+ * mid-event, which is kept in the returned checkpoint. */
+static struct kr__ckpt *tw_swap_in(struct tw_thread *th, struct kr__lp *lp,
+                                   const struct kr__ckpt *pre)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__lp_save_words(lp, w);
+    struct kr__ckpt *mid = kr__ckpt_take(&th->blobs, &lp->arena, w, NULL, true);
+    kr__ckpt_restore(&lp->arena, pre, w);
+    kr__lp_load_words(lp, w);
+    th->qswapped = true;
+    return mid;
+}
+
+/* ...and back. The arena's record of what the event wrote is gone: the next checkpoint of
+ * the LP is a full one. */
+static void tw_swap_out(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *mid)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__ckpt_restore(&lp->arena, mid, w);
+    kr__lp_load_words(lp, w);
+    kr__ckpt_release(&th->blobs, mid);
+    th->qswapped = false;
+    tw_lp_of(lp)->ckpt_full_next = true;
+}
+
+/* Roll lp back to key k from inside a query: the rollback may coast, which runs model code
+ * through the thread's context and event jump buffer - both in use by the event or query
+ * being answered here. */
+static void tw_query_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k)
+{
+    struct kr__ctx was = kr__ctx;
+    jmp_buf jb;
+    memcpy(jb, th->jmp, sizeof jb);
+    jmp_buf *cur = th->jmp_cur;
+    bool armed = th->armed;
+    tw_rollback(th, lp, k, true);
+    th->cnt->query_rollbacks++;
+    memcpy(th->jmp, jb, sizeof jb);
+    th->jmp_cur = cur;
+    th->armed = armed;
+    kr__ctx = was;
+}
+
+/* The handler's model error: kept (the per-thread message buffer is reused) as the one
+ * this thread raises next. */
+static void tw_query_keep_error(struct tw_thread *th)
+{
+    char *m = strdup(th->err_msg);
+    if (!m) kr__die(th->err_msg);
+    free(th->qerr);
+    th->qerr = m;
+    th->err_msg = m;
+}
+
+/* Run dest's handler, catching a model error (or a refused nested answer): true then, the
+ * context as it was. */
+static __attribute__((noinline)) bool tw_answer_caught(struct tw_thread *th, struct kr__ctx *c,
+                                                       kr_lp dest, const void *q, size_t size,
+                                                       void *ans, size_t cap, size_t *n)
+{
+    struct kr__ctx was = *c;
+    jmp_buf jb, *outer = th->jmp_cur;
+    bool armed = th->armed;
+    th->jmp_cur = &jb;
+    th->armed = true;
+    bool failed = _setjmp(jb) != 0;
+    if (!failed) *n = kr__query_answer(c, dest, q, size, ans, cap);
+    else if (!th->qabort) tw_query_keep_error(th);
+    th->jmp_cur = outer;
+    th->armed = armed;
+    if (failed) *c = was;
+    return failed;
+}
+
+/* Answer from an LP of this thread, at th->qk: its state there is the one in memory once
+ * an LP that ran past it is rolled back, and for the LP of the event in query mode, its
+ * state before that event. A model error (or a refused nested answer) unwinds on to the
+ * caller's catch after the swap is undone. */
+static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest,
+                             const void *q, size_t size, void *ans, size_t cap)
+{
+    struct kr__lp *lp = kr__lp_at(th->r, dest);
+    const struct tw_lp *tl = tw_lp_of(lp);
+    struct kr__ckpt *mid = NULL;
+    if (th->qev && th->qev->dest == dest) {
+        if (!th->qswapped) mid = tw_swap_in(th, lp, th->qev->ckpt);
+    } else if (tl->tail && !kr__key_lt(&tl->tail->k, &th->qk)) {
+        tw_query_rollback(th, lp, &th->qk);
+    }
+    size_t n = 0;
+    bool failed = tw_answer_caught(th, c, dest, q, size, ans, cap, &n);
+    if (mid) tw_swap_out(th, lp, mid);
+    if (failed) {
+        th->armed = false;
+        longjmp(*th->jmp_cur, 1);
+    }
+    th->cnt->queries++;
+    return n;
+}
+
+/* Waiting for an answer: spin a while, then sleep briefly - at once when threads outnumber
+ * cores, where the thread to answer may be waiting for this one's core (the reasons of
+ * tw_idle, engine.c). Measured: 3 threads on 2 cores, query -P every=5 -P noise=1, 16 LPs:
+ * 3.7 s spinning, ... with this. */
+static void tw_query_pause(struct tw_thread *th, unsigned *spins)
+{
+    if (!th->over && ++*spins < 4096) {
+        __builtin_ia32_pause();
+        return;
+    }
+    *spins = 0;
+    struct timespec ts = { 0, 20000 };
+    nanosleep(&ts, NULL);
+}
+
+static void tw_query_post(struct tw_global *g, unsigned owner, struct tw_qreq *rq)
+{
+    _Atomic(struct tw_qreq *) *in = &g->qline[owner].in;
+    struct tw_qreq *h = atomic_load_explicit(in, memory_order_relaxed);
+    do {
+        rq->next = h;
+    } while (!atomic_compare_exchange_weak_explicit(in, &h, rq, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+/* Ask owner's thread and wait, serving this thread's own inbox meanwhile. The request
+ * counts as a message in the quiet records: the receiver may roll back for it, and cancel
+ * from its key on. */
+static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned owner,
+                              kr_lp dest, const void *q, size_t size, void *ans, size_t cap)
+{
+    struct tw_qreq rq = { .k = th->qk, .dest = dest, .asker = c->id, .q = q, .size = size,
+                          .ans = ans, .cap = cap, .depth = c->qdepth };
+    atomic_init(&rq.status, TW_Q_WAIT);
+    tw_quiet_sent_at(th, &rq.k); /* (its rollback there sends from k on) */
+    tw_query_post(th->g, owner, &rq);
+    th->cnt->queries_remote++;
+    int st;
+    unsigned spins = 0;
+    while ((st = atomic_load_explicit(&rq.status, memory_order_acquire)) == TW_Q_WAIT) {
+        tw_query_serve(th);
+        tw_query_pause(th, &spins);
+    }
+    if (st == TW_Q_ANSWERED) return rq.n;
+    if (st == TW_Q_STOPPED) tw_query_unwind(th);
+    free(th->qerr);
+    th->qerr = rq.err;
+    th->err_msg = rq.err;
+    th->armed = false;
+    longjmp(*th->jmp_cur, 1);
+}
+
+size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
+                size_t cap)
+{
+    struct tw_thread *th = c->eng;
+    if (c->mode == KR_MODE_COAST)
+        kr__internal_error("thread %u re-runs LP %llu's event at %.17g, which asks a query: "
+                           "an event that asks is checkpointed after, never coasted", th->id,
+                           (unsigned long long)c->id, c->now);
+    if (c->mode == KR_MODE_EVENT && th->qev != c->ev) tw_query_unwind(th);
+    unsigned owner = tw_owner(th->g, dest);
+    if (owner == th->id) return tw_query_local(th, c, dest, q, size, ans, cap);
+    return tw_query_remote(th, c, owner, dest, q, size, ans, cap);
+}
+
+/* One request from another thread, answered in the asker's place: its LP and depth of
+ * nesting, at its key. The status is written last: the asker's stack frame goes then. */
+static __attribute__((noinline)) void tw_query_serve_one(struct tw_thread *th,
+                                                         struct tw_qreq *rq)
+{
+    struct kr__ctx was = kr__ctx;
+    struct kr__key qk = th->qk;
+    kr__ctx.lp = NULL;
+    kr__ctx.ev = NULL;
+    kr__ctx.id = rq->asker;
+    kr__ctx.now = rq->k.ts;
+    kr__ctx.mode = KR_MODE_QUERY;
+    kr__ctx.bundle = NULL;
+    kr__ctx.nbundle = 0;
+    kr__ctx.qdepth = rq->depth;
+    th->qk = rq->k;
+    jmp_buf jb, *outer = th->jmp_cur;
+    bool armed = th->armed;
+    th->jmp_cur = &jb;
+    th->armed = true;
+    int st = TW_Q_ANSWERED;
+    if (_setjmp(jb) == 0) {
+        rq->n = tw_query_local(th, &kr__ctx, rq->dest, rq->q, rq->size, rq->ans, rq->cap);
+    } else if (th->qabort) {
+        th->qabort = false;
+        st = TW_Q_STOPPED;
+    } else {
+        rq->err = strdup(th->err_msg);
+        if (!rq->err) kr__die(th->err_msg);
+        st = TW_Q_FAILED;
+    }
+    th->jmp_cur = outer;
+    th->armed = armed;
+    th->qk = qk;
+    kr__ctx = was;
+    atomic_store_explicit(&rq->status, st, memory_order_release);
+}
+
+void tw_query_serve(struct tw_thread *th)
+{
+    _Atomic(struct tw_qreq *) *in = &th->g->qline[th->id].in;
+    if (!atomic_load_explicit(in, memory_order_relaxed)) return;
+    struct tw_qreq *rq = atomic_exchange_explicit(in, NULL, memory_order_acquire);
+    while (rq) {
+        struct tw_qreq *next = rq->next; /* (before the answer: then rq may be gone) */
+        th->qtaken++;
+        tw_query_serve_one(th, rq);
+        rq = next;
+    }
+}
+
+void tw_query_refuse(struct tw_thread *th)
+{
+    struct tw_qreq *rq = atomic_exchange_explicit(&th->g->qline[th->id].in, NULL,
+                                                  memory_order_acquire);
+    while (rq) {
+        struct tw_qreq *next = rq->next;
+        th->qtaken++;
+        atomic_store_explicit(&rq->status, TW_Q_STOPPED, memory_order_release);
+        rq = next;
+    }
+}
+
+void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    th->qabort = false;
+    if (th->lazy) tw_lazy_end(th);
+    tw_finish_event(th, lp, e);
+    struct kr__key k = e->k;
+    tw_rollback(th, lp, &k, true);
+    e->xflags |= KR_EVX_QUERY;
+    tw_flush_local(th);
+    th->cnt->query_undone++;
+}
+
+void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    e->flags = 0;
+    tw_take_ckpt(th, lp, e); /* (what a query reaching lp sees) */
+    e->child = NULL;
+    th->qev = e;
+    th->qk = e->k;
+    tw_run_sampled(th, lp, e);
+    th->qev = NULL;
+    tl->since_ckpt = th->ckpt_interval; /* (saved again after it: never coasted) */
+    if (th->qabort) { /* (an answer refused: the run stops) */
+        tw_query_undo(th, lp, e);
+        return;
+    }
+    th->cnt->query_events++;
+    if (th->lazy) tw_lazy_end(th);
+    tw_finish_event(th, lp, e);
+}
