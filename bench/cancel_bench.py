@@ -27,6 +27,7 @@ MODELS = [
     ("seir", ["{build}/libseir.so", "--lps", "4096", "--end", "60"]),
     ("airport", ["{build}/libairport.so", "--lps", "4096", "--end", "100"]),
     ("islands", ["{build}/libislands.so", "--lps", "1024", "--end", "2000"]),
+    ("commo", ["commo", "--lps", "1000", "--end", "200"]),
 ]
 
 

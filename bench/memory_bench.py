@@ -19,6 +19,7 @@ MODELS = [
     ("PHOLD, 4 KB states, 2048 LPs", ["phold", "--lps", "2048", "-P", "state_bytes=4000",
                                       "--end", "400"]),
     ("pcs, 256 LPs", ["pcs", "--lps", "256", "--end", "1"]),
+    ("commo, 1000 LPs", ["commo", "--lps", "1000", "--end", "200"]),
 ]
 BUDGETS = [("none", None), ("4x", 4), ("2x", 2), ("1.2x", 1.2)]
 

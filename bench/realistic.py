@@ -9,8 +9,8 @@ ratio to the sequential median, as Markdown, with the cross-core round trip
     python3 bench/realistic.py [--kairos build/kairos] [--reps 5] [--load] [--only seir,life]
         [-- extra kairos options for every optimistic run]
 
---only may also name the built-in TWOS models (life-blocks, life-big), which the default set
-leaves out.
+--only may also name the built-in TWOS models (life-blocks, life-big, commo), which the
+default set leaves out.
 
 --load repeats everything with a busy loop pinned to core 1."""
 import argparse
@@ -35,11 +35,12 @@ MODELS = [
     ("phold-std", ["phold", "--end", "3000"]),
 ]
 
-# TWOS's regular benchmark, built in (issue 16): only with --only.
+# TWOS's regular and irregular benchmarks, built in (issue 16): only with --only.
 TWOS = [
     ("life-blocks", ["life", "--lps", "1024", "-P", "generations=200", "-P", "print=10"]),
     ("life-big", ["life", "--lps", "64", "-P", "block=32", "-P", "generations=400", "-P",
                   "print=10"]),
+    ("commo", ["commo", "--lps", "1000", "--end", "200"]),
 ]
 
 ENGINES = [

@@ -13,6 +13,7 @@ const struct kr_model *kr_builtin_pcs(void);
 const struct kr_model *kr_builtin_datastore(void);
 const struct kr_model *kr_builtin_null(void);
 const struct kr_model *kr_builtin_life(void);
+const struct kr_model *kr_builtin_commo(void);
 
 static const struct {
     const char *name;
@@ -31,6 +32,8 @@ static const struct {
       "that last a while (expanded events), to measure an engine's cost per event" },
     { "life", kr_builtin_life, "TWOS Game of Life: LPs own blocks of a torus, edges exchanged "
       "each generation as same-time bundles" },
+    { "commo", kr_builtin_commo, "TWOS command and control: sensors report moving targets up "
+      "a chain of command, commanders ask readiness with queries and order engagements" },
 };
 
 void kr__models_list(FILE *f)

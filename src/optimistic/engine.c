@@ -19,7 +19,10 @@
  * uncommitted events all lie above GVT would wait for a GVT only it can advance. */
 static bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 {
-    if (__builtin_expect(e->xflags & KR_EVX_QUERY, 0)) return tw_query_ready(th, e);
+    if (__builtin_expect(th->g->queries, 0)) {
+        if (e->xflags & KR_EVX_QUERY) return tw_query_ready(th, e);
+        if (e->k.ts > th->qwait) return false; /* (query.c: let the asker be the least) */
+    }
     if (th->uncommitted < th->win.limit) return true;
     return (th->fast && tw_below_safe(th, e)) || e->k.ts <= tw_gvt(th->g);
 }
@@ -773,6 +776,7 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
                   ((e->xflags & KR_EVX_QUERY) && !tw_query_ready(th, e))))
             tw_quiet_try(th);
     }
+    if (th->g->queries) tw_query_wait(th, e);
     return e;
 }
 
@@ -908,6 +912,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->qline[t].tie, 0);
         atomic_init(&g->qline[t].src, 0);
         atomic_init(&g->qline[t].seq, 0);
+        atomic_init(&g->qline[t].wait_bits, kr__time_bits(INFINITY));
+        th->qwait = th->qwait_own = INFINITY;
         th->rbuf_min = INFINITY;
         th->stamp_last = -INFINITY;
         th->last_ts = -INFINITY;

@@ -39,6 +39,31 @@ static _Noreturn void tw_query_unwind(struct tw_thread *th)
     longjmp(*th->jmp_cur, 1);
 }
 
+/* Each turn: publish the time of this thread's top if it waits to ask (and no longer when
+ * it does not), and read the least such time of the others. A thread runs nothing later
+ * than that (tw_may_run): its record then shows a top past the asker, which becomes the
+ * least sooner than if every thread ran ahead until its window filled. Measured: commo,
+ * 1000 LPs to time 100, 2 threads: ... */
+void tw_query_wait(struct tw_thread *th, const struct kr__ev *top)
+{
+    struct tw_global *g = th->g;
+    kr_time w = top && (top->xflags & KR_EVX_QUERY) && !tw_query_ready(th, top) ? top->k.ts
+                                                                               : INFINITY;
+    if (w != th->qwait_own) {
+        th->qwait_own = w;
+        atomic_store_explicit(&g->qline[th->id].wait_bits, kr__time_bits(w),
+                              memory_order_relaxed);
+    }
+    kr_time m = INFINITY;
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == th->id) continue;
+        kr_time t = tw_time_of(atomic_load_explicit(&g->qline[i].wait_bits,
+                                                    memory_order_relaxed));
+        if (t < m) m = t;
+    }
+    th->qwait = m;
+}
+
 bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e)
 {
     return th->alone || e->k.ts < th->safe || kr__key_lt(&e->k, &th->qfull);

@@ -154,6 +154,7 @@ struct tw_qline {
     _Alignas(64) _Atomic(struct tw_qreq *) in;
     _Atomic uint32_t tie;
     _Atomic uint64_t src, seq;
+    _Atomic uint64_t wait_bits;   /* the time of its event waiting to ask (+inf: none) */
 };
 
 /* Load balancing (migrate.c). */
@@ -240,6 +241,8 @@ struct tw_thread {
     bool qabort;              /* the running event asked a query outside query mode, or an
                                * answer was refused as the run stops: it is undone */
     char *qerr;               /* a failed remote answer's message, until the next one */
+    kr_time qwait;            /* the least time another thread's event waits to ask at */
+    kr_time qwait_own;        /* the time its own top waits to ask at (+inf: none) */
     bool over;                /* threads outnumber cores (tw_worker) */
     uint32_t qseq;            /* its quiet record's sequence (odd: void) */
     bool qtalked;             /* sent since the record was last written */
@@ -690,6 +693,7 @@ size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void 
                 size_t cap);
 bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e);
 void tw_query_serve(struct tw_thread *th);
+void tw_query_wait(struct tw_thread *th, const struct kr__ev *top);
 void tw_query_refuse(struct tw_thread *th);
 void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);

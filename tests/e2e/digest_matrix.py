@@ -35,6 +35,8 @@ configs = {
     "pcs-spans": ["pcs", "--lps", "16", "--end", "1", "-P", "channels=200", "-P", "spans=1"],
     # heap metadata per access, batches of remote requests and answers, aborts
     "datastore": ["datastore", "--lps", "16", "--end", "10", "-P", "op_us=1"],
+    # queries: commanders ask readiness down the tree, across threads (issue 16)
+    "commo": ["commo", "--lps", "300", "--end", "60"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in (1, 2, 3, 4)]
 

@@ -39,6 +39,8 @@ CASES = [
     ("ring", "libring.so", "--lps 16 --end inf -P laps=300"),
     ("ticks", "libticks.so", "--lps 300 --end 30 -P payload=1000"),
     ("plainheap", "libplainheap_wrap.so", "--lps 32 --end 20"),
+    ("commo", "commo", "--lps 200 --end 60"),
+    ("query", "libquery.so", "--lps 16 --end 40.5 -P every=5 -P noise=1"),
 ]
 ENGINES = [["--sync", "sequential"], ["--threads", "2"]]
 # Models whose events all have durations (a lookahead or kr_schedule_span) run on the

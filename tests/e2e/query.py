@@ -124,6 +124,32 @@ def case_old_layout():
     t.ok("a model built against KR_ABI_VERSION 2 runs on all three engines")
 
 
+def case_commo():
+    """The built-in commo model (commanders ask readiness down the tree, from events and from
+    finish) commits the sequential digest and output in optimistic layouts and state modes,
+    with queries between threads."""
+    base = ["commo", "--lps", "150", "--end", "40"]
+    out, err, st = stats_of(kairos, [*base, *SEQ])
+    if "engagements" not in out or not st["queries"]["answered"]:
+        fail(f"commo: no summary or no queries:\n{out[-300:]}")
+    remote = 0
+    layouts = [["--threads", "1"], ["--threads", "2"], ["--threads", "3"],
+               ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"],
+               ["--threads", "2", "--check"], ["--threads", "2", "-P", "spread=0"]]
+    for layout in layouts:
+        o, e, s = stats_of(kairos, [*base, *layout])
+        if "spread=0" in layout:
+            continue  # (another model layout: only that it runs)
+        if digest(e) != digest(err) or o != out:
+            fail(f"commo {' '.join(layout)}: digest {digest(e)} vs sequential {digest(err)}, "
+                 f"output equal: {o == out}")
+        remote += s["queries"]["remote"]
+    if not remote:
+        fail("commo: no query went to another thread")
+    t.ok(f"commo: the sequential digest and output in {len(layouts) - 1} optimistic layouts "
+         f"({remote} queries between threads)")
+
+
 def case_interrupt():
     """SIGINT while events wait to ask and ask (threads waiting on each other's answers):
     the run stops at a committed point, whose sequential run (--end there) prints the same
@@ -156,6 +182,7 @@ def case_interrupt():
 
 
 case_answers()
+case_commo()
 case_interrupt()
 case_misuse()
 case_refused()
