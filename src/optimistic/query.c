@@ -43,7 +43,7 @@ static _Noreturn void tw_query_unwind(struct tw_thread *th)
  * it does not), and read the least such time of the others. A thread runs nothing later
  * than that (tw_may_run): its record then shows a top past the asker, which becomes the
  * least sooner than if every thread ran ahead until its window filled. Measured: commo,
- * 1000 LPs to time 100, 2 threads: ... */
+ * 1000 LPs to time 100, 2 threads: 1.42-1.60 M/s without, 1.94-2.07 with (3 runs each). */
 void tw_query_wait(struct tw_thread *th, const struct kr__ev *top)
 {
     struct tw_global *g = th->g;
@@ -173,7 +173,7 @@ static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest
 /* Waiting for an answer: spin a while, then sleep briefly - at once when threads outnumber
  * cores, where the thread to answer may be waiting for this one's core (the reasons of
  * tw_idle, engine.c). Measured: 3 threads on 2 cores, query -P every=5 -P noise=1, 16 LPs:
- * 3.7 s spinning, ... with this. */
+ * 3.7 s spinning, 0.41 s with this. */
 static void tw_query_pause(struct tw_thread *th, unsigned *spins)
 {
     if (!th->over && ++*spins < 4096) {
