@@ -211,6 +211,14 @@ static void tw_quiet_try(struct tw_thread *th)
     if (kr__key_lt(&th->qfull, &whole)) th->qfull = whole;
 }
 
+/* The clocks and quiet records are kept: for safe events, or for queries (an event waits
+ * to ask until they show it is the least) - also once the run is stopping, or an asking
+ * event would wait for ever and hold GVT, and with it the stop, back. */
+static inline bool tw_bounds(const struct tw_thread *th)
+{
+    return th->fast || th->g->queries;
+}
+
 /* The watcher asked the run to stop: safe events off, and say how far they went. */
 static void tw_safe_stop(struct tw_thread *th)
 {
@@ -721,7 +729,7 @@ static bool tw_retired_turn(struct tw_thread *th)
 static bool tw_platform_turn(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (th->fast) tw_safe_read(th);
+    if (tw_bounds(th)) tw_safe_read(th);
     if (g->net.on) {
         tw_rank_turn(th, false);
         if (th->nudge) tw_gvt_maybe_start(th, true); /* (another rank is in a later round) */
@@ -770,7 +778,7 @@ static void tw_worker_start(struct tw_thread *th)
 static struct kr__ev *tw_turn_top(struct tw_thread *th)
 {
     struct kr__ev *e = tw_top(th);
-    if (th->fast) {
+    if (tw_bounds(th)) {
         tw_clock_publish(th, e, false);
         if (e && (!tw_below_safe(th, e) ||
                   ((e->xflags & KR_EVX_QUERY) && !tw_query_ready(th, e))))
@@ -847,7 +855,7 @@ static void *tw_worker(void *arg)
             }
         } else {
             th->cnt->throttled += e && e->k.ts < end;
-            if (th->fast) tw_clock_publish(th, e, true);
+            if (tw_bounds(th)) tw_clock_publish(th, e, true);
             tw_idle(th, &spins, over);
         }
     }

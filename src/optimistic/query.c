@@ -21,9 +21,9 @@
  * answers at once: below K it has nothing left to run. The handler writes the answer into
  * the asker's buffer; its model error goes back as a message, raised in the asker's event.
  * A thread leaving as the run stops refuses what it is asked (TW_Q_STOPPED): the asking
- * event is undone and the run ends before it. Queries need no lookahead-free clocks
- * elsewhere: the model's lookahead is not counted (tw_after, engine.c), because a query
- * is asked at its event's own time. */
+ * event is undone and the run ends before it. For a model with queries the clocks and the
+ * quiet bounds count no lookahead and no hop (tw_after, engine.c): a query is asked at its
+ * event's own key, and a rollback to answer it cancels from there. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -205,6 +205,10 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
                           .ans = ans, .cap = cap, .depth = c->qdepth };
     atomic_init(&rq.status, TW_Q_WAIT);
     tw_quiet_sent_at(th, &rq.k); /* (its rollback there sends from k on) */
+    /* (GVT: that rollback puts events from k on back into the owner's heap, perhaps after
+     * its report of this round; a request before this thread passed phase 1 is answered
+     * before it does, so before any phase-2 report) */
+    if (kr__key_lt(&rq.k, &th->min_sent)) th->min_sent = rq.k;
     tw_query_post(th->g, owner, &rq);
     th->cnt->queries_remote++;
     int st;
@@ -321,7 +325,8 @@ void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     th->qk = e->k;
     tw_run_sampled(th, lp, e);
     th->qev = NULL;
-    tl->since_ckpt = th->ckpt_interval; /* (saved again after it: never coasted) */
+    tl->since_ckpt = TW_CKPT_NOW; /* (saved again after it, whatever K becomes: a rollback
+                                   * past it restores that, and never coasts it) */
     if (th->qabort) { /* (an answer refused: the run stops) */
         tw_query_undo(th, lp, e);
         return;
