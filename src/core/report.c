@@ -40,8 +40,8 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
         fprintf(f, "  queries:          %llu answered (%llu asked of another thread)",
                 (unsigned long long)t.queries, (unsigned long long)t.queries_remote);
         if (r->cfg->engine->restores_state) /* (optimistic/query.c) */
-            fprintf(f, "; %llu events asked as the least event, %llu undone to wait for that, "
-                    "%llu LPs rolled back to answer", (unsigned long long)t.query_events,
+            fprintf(f, "; %llu events ran as the least event, to ask, %llu were undone to "
+                    "wait for that, %llu LPs rolled back to answer", (unsigned long long)t.query_events,
                     (unsigned long long)t.query_undone, (unsigned long long)t.query_rollbacks);
         fputc('\n', f);
     }

@@ -495,7 +495,7 @@ static void tw_park(struct tw_lp *tl, struct kr__ev *e)
  * that asks queries runs apart (query.c): true then, it has run. */
 static bool tw_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    bool query = e->xflags & KR_EVX_QUERY;
+    bool query = tw_query_mode(th, e);
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e);
     if (query) tw_process_query(th, lp, e);
     return query;

@@ -69,6 +69,17 @@ bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e)
     return th->alone || e->k.ts < th->safe || kr__key_lt(&e->k, &th->qfull);
 }
 
+/* Does e run in query mode? If it asked before, and also if events of its type have asked
+ * and it is the least now: it then runs once, checkpointed, rather than undone when it
+ * asks (a restore and coasting over up to K events) and run again. Measured: qcost (every
+ * step asks, 1024 LPs), 3 interleaved runs: 1 thread 1.15 -> 2.02 M steps/s (0.41x ->
+ * 0.72x sequential), 2 threads 1.18 -> 1.53 M. */
+bool tw_query_mode(const struct tw_thread *th, const struct kr__ev *e)
+{
+    if (e->xflags & KR_EVX_QUERY) return true;
+    return th->g->queries && (th->qtypes >> (e->type & 63) & 1) && tw_query_ready(th, e);
+}
+
 /* lp's state before the event in query mode (its checkpoint `pre`) in place of its state
  * mid-event, which is kept in the returned checkpoint. */
 static struct kr__ckpt *tw_swap_in(struct tw_thread *th, struct kr__lp *lp,
@@ -311,6 +322,7 @@ void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     struct kr__key k = e->k;
     tw_rollback(th, lp, &k, true);
     e->xflags |= KR_EVX_QUERY;
+    th->qtypes |= 1ull << (e->type & 63);
     tw_flush_local(th);
     th->cnt->query_undone++;
 }

@@ -243,6 +243,8 @@ struct tw_thread {
     char *qerr;               /* a failed remote answer's message, until the next one */
     kr_time qwait;            /* the least time another thread's event waits to ask at */
     kr_time qwait_own;        /* the time its own top waits to ask at (+inf: none) */
+    uint64_t qtypes;          /* event types (mod 64) that asked here: one of them that is
+                               * the least when it comes up runs in query mode at once */
     bool over;                /* threads outnumber cores (tw_worker) */
     uint32_t qseq;            /* its quiet record's sequence (odd: void) */
     bool qtalked;             /* sent since the record was last written */
@@ -692,6 +694,7 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);
 size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
                 size_t cap);
 bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e);
+bool tw_query_mode(const struct tw_thread *th, const struct kr__ev *e);
 void tw_query_serve(struct tw_thread *th);
 void tw_query_wait(struct tw_thread *th, const struct kr__ev *top);
 void tw_query_refuse(struct tw_thread *th);

@@ -38,7 +38,8 @@ struct kr__counters {
     uint64_t sendbacks;                  /* ...and senders rolled back for a pending event */
     uint64_t queries;                    /* kr_query answered (by this thread's LPs) */
     uint64_t queries_remote;             /* kr_query sent to another thread to answer */
-    uint64_t query_events;               /* events run in query mode (optimistic/query.c) */
+    uint64_t query_events;               /* events run in query mode (optimistic/query.c):
+                                          * that asked, or of a type that asked */
     uint64_t query_undone;               /* events undone because they asked outside it */
     uint64_t query_rollbacks;            /* LPs rolled back to answer at an earlier time */
     uint64_t window_final;               /* the window at the end (optimism.c) */
