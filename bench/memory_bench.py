@@ -5,7 +5,7 @@ at 4x, 2x and 1.2x that peak, 3 runs each: median committed events/s (range), me
 memory-limited rollbacks and sendbacks, and the largest peak in use seen at the checks (x
 the sequential peak), as Markdown, with the cross-core round trip before and after.
 
-    python3 bench/memory_bench.py [--kairos build/kairos] [--reps 3]"""
+    python3 bench/memory_bench.py [--kairos build/kairos] [--reps 3] [--only commo]"""
 import argparse
 import json
 import os
@@ -55,10 +55,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kairos", default=os.path.join(here, "..", "build", "kairos"))
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--only", help="models whose name contains one of these (comma-separated)")
     a = ap.parse_args()
     tool = os.path.join(os.path.dirname(os.path.abspath(a.kairos)), "kr_pingpong")
     print(f"cross-core round trip before: {loadcheck.pingpong(tool)}")
+    only = a.only.lower().split(",") if a.only else None
     for name, margs in MODELS:
+        if only and not any(o in name.lower() for o in only):
+            continue
         st, err = run(a.kairos, margs + ["--sync", "sequential", "--memory-max", "64G"])
         if not st:
             raise SystemExit(f"{name}: the sequential run failed: {err}")
