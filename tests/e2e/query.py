@@ -134,7 +134,9 @@ def case_commo():
         fail(f"commo: no summary or no queries:\n{out[-300:]}")
     remote = 0
     layouts = [["--threads", "1"], ["--threads", "2"], ["--threads", "3"],
-               ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"],
+               ["--threads", "2", "--state", "page"],
+               ["--threads", "3", "--state", "buddy", "--ckpt-interval", "4"],
+               ["--threads", "2", "--cancel", "lazy"],
                ["--threads", "2", "--check"], ["--threads", "2", "-P", "spread=0"]]
     for layout in layouts:
         o, e, s = stats_of(kairos, [*base, *layout])
