@@ -2,6 +2,7 @@
  * committed the moment it runs. Every other engine must reproduce its run digest. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "core/bundle.h"
@@ -72,6 +73,36 @@ static void seq_restore(struct kr__lp *lp, const struct kr__ckpt *c)
     kr__lp_load_words(lp, w);
 }
 
+/* --check --state chunk: the written-chunk bits of lp's areas, kept across a swap (which
+ * restarts them) so that the event's writes before its query are still checked. */
+static uint64_t *seq_dirty_save(const struct kr__lp *lp)
+{
+    const struct kr__arena *a = &lp->arena;
+    if (!kr__arena_marks(a)) return NULL;
+    size_t words = 0;
+    for (uint32_t i = 0; i < a->n; i++) words += KR_AREA_NWORDS(kr__arena_area(a, i));
+    uint64_t *d = malloc(words * sizeof *d + 1), *o = d;
+    if (!d) kr__fatal_oom("--check marks", words * sizeof *d);
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct kr__area *ar = kr__arena_area(a, i);
+        memcpy(o, KR_AREA_DIRTY(ar), KR_AREA_NWORDS(ar) * sizeof *o);
+        o += KR_AREA_NWORDS(ar);
+    }
+    return d;
+}
+
+static void seq_dirty_load(struct kr__lp *lp, uint64_t *d)
+{
+    if (!d) return;
+    const uint64_t *o = d;
+    for (uint32_t i = 0; i < lp->arena.n; i++) {
+        struct kr__area *ar = kr__arena_area(&lp->arena, i);
+        memcpy(KR_AREA_DIRTY(ar), o, KR_AREA_NWORDS(ar) * sizeof *o);
+        o += KR_AREA_NWORDS(ar);
+    }
+    free(d);
+}
+
 /* kr_query: every other LP's state in memory is the one at the asking event (all earlier
  * events ran, no later one); the running LP's is mid-event, so its state before the event
  * is swapped in for the answer, and back. */
@@ -81,7 +112,9 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
     struct seq *s = c->eng;
     struct kr__lp *lp = kr__lp_at(c->run, dest);
     struct kr__ckpt *mid = NULL;
+    uint64_t *dirty = NULL;
     if (s->pre && dest == s->running && !s->swapped) {
+        dirty = seq_dirty_save(lp);
         mid = seq_snapshot(s, lp);
         seq_restore(lp, s->pre);
         s->swapped = true;
@@ -92,6 +125,7 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
         s->swapped = false;
         seq_restore(lp, mid);
         kr__ckpt_release(&s->blobs, mid);
+        seq_dirty_load(lp, dirty);
     }
     return n;
 }

@@ -35,7 +35,8 @@ OPTIMISTIC = [["--threads", "1"], ["--threads", "2"], ["--threads", "3"], ["--th
               ["--threads", "2", "--state", "page"],
               ["--threads", "3", "--state", "buddy", "--ckpt-interval", "3"],
               ["--threads", "2", "--memory-max", "4000000"],
-              ["--threads", "2", "--preempt", "tick"], ["--threads", "2", "--safe", "off"]] + \
+              ["--threads", "2", "--preempt", "tick"], ["--threads", "2", "--safe", "off"],
+              ["--threads", "2", "--state", "chunk"]] + \
              ([["--threads", "2", "--state", "scan"]] if scan_available(kairos) else [])
 if kind == "tsan":  # (no time-sharing there: refused before the run)
     OPTIMISTIC = [o for o in OPTIMISTIC if "--preempt" not in o]
@@ -47,6 +48,10 @@ def case_answers():
         base = [MODEL, "--lps", str(lps), "--end", end, *extra]
         out, err, st = stats_of(kairos, [*base, *SEQ])
         out_c, err_c, _ = stats_of(kairos, [*base, *SEQ, "--check"])
+        # (chunk mode: the swap for a query to the running LP keeps its written-chunk bits)
+        out_k, err_k, _ = stats_of(kairos, [*base, *SEQ, "--check", "--state", "chunk"])
+        if digest(err_k) != digest(err) or out_k != out:
+            fail(f"{lps} LPs: --check --state chunk differs from the plain run")
         ticks = int(float(end))
         want = f"LP 0 ticked {ticks} times, LP {1 % lps} counts {(1 % lps + 1) * ticks}\n"
         if not out.endswith(want):

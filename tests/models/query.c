@@ -95,14 +95,14 @@ static void misuse_in_event(kr_lp me)
  * never touch the count. */
 static void stir(kr_lp me, kr_time now, struct st *s)
 {
-    s->noise = s->noise * 31 + (uint64_t)(now * 4) + me;
+    KR_WRITE(s->noise, s->noise * 31 + (uint64_t)(now * 4) + me);
     if (kr_random() < 0.5) kr_schedule((me + 3) % kr_lp_count(), now, 1, NULL, 0);
 }
 
 static void tick(kr_lp me, kr_time now, struct st *s)
 {
     uint64_t t = (uint64_t)now, n = kr_lp_count(), j = (me + 1) % n, k = (me + 2) % n;
-    s->count += me + 1;
+    KR_WRITE(s->count, s->count + me + 1); /* (marked: it runs under --state chunk too) */
     if (noise) {
         kr_schedule((me * 7 + t) % n, now + 0.25, 1, NULL, 0);
         kr_schedule((me * 5 + t) % n, now + 0.75 * kr_random(), 1, NULL, 0);
@@ -162,7 +162,9 @@ static const struct kr_model model = {
     .params = params,
     .query = answer,
 #ifdef QUERY_BUNDLES
-    .flags = KR_MODEL_BUNDLES,
+    .flags = KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES,
+#else
+    .flags = KR_MODEL_MARKS_WRITES,
 #endif
 };
 
