@@ -220,6 +220,7 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
      * its report of this round; a request before this thread passed phase 1 is answered
      * before it does, so before any phase-2 report) */
     if (kr__key_lt(&rq.k, &th->min_sent)) th->min_sent = rq.k;
+    uint64_t t0 = kr__clock_ns();
     tw_query_post(th->g, owner, &rq);
     th->cnt->queries_remote++;
     int st;
@@ -228,6 +229,7 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
         tw_query_serve(th);
         tw_query_pause(th, &spins);
     }
+    th->cnt->query_wait_ns += kr__clock_ns() - t0;
     if (st == TW_Q_ANSWERED) return rq.n;
     if (st == TW_Q_STOPPED) tw_query_unwind(th);
     free(th->qerr);
