@@ -67,4 +67,21 @@ static inline void kr__lp_load_words(struct kr__lp *lp, const uint64_t w[KR_CKPT
     lp->root = (void *)(uintptr_t)w[2];
 }
 
+/* A full checkpoint of lp now, outside any chain (its arena and words), and bringing lp
+ * back to a checkpoint: --check's runs from one state, and the swaps that show a query the
+ * running LP's state before its event. Both restart the arena's dirty tracking. */
+static inline struct kr__ckpt *kr__lp_snapshot(struct kr__blobs *b, struct kr__lp *lp)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__lp_save_words(lp, w);
+    return kr__ckpt_take(b, &lp->arena, w, NULL, true);
+}
+
+static inline void kr__lp_restore(struct kr__lp *lp, const struct kr__ckpt *c)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__ckpt_restore(&lp->arena, c, w);
+    kr__lp_load_words(lp, w);
+}
+
 #endif

@@ -85,11 +85,8 @@ bool tw_query_mode(const struct tw_thread *th, const struct kr__ev *e)
 static struct kr__ckpt *tw_swap_in(struct tw_thread *th, struct kr__lp *lp,
                                    const struct kr__ckpt *pre)
 {
-    uint64_t w[KR_CKPT_WORDS];
-    kr__lp_save_words(lp, w);
-    struct kr__ckpt *mid = kr__ckpt_take(&th->blobs, &lp->arena, w, NULL, true);
-    kr__ckpt_restore(&lp->arena, pre, w);
-    kr__lp_load_words(lp, w);
+    struct kr__ckpt *mid = kr__lp_snapshot(&th->blobs, lp);
+    kr__lp_restore(lp, pre);
     th->qswapped = true;
     return mid;
 }
@@ -98,9 +95,7 @@ static struct kr__ckpt *tw_swap_in(struct tw_thread *th, struct kr__lp *lp,
  * the LP is a full one. */
 static void tw_swap_out(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *mid)
 {
-    uint64_t w[KR_CKPT_WORDS];
-    kr__ckpt_restore(&lp->arena, mid, w);
-    kr__lp_load_words(lp, w);
+    kr__lp_restore(lp, mid);
     kr__ckpt_release(&th->blobs, mid);
     th->qswapped = false;
     tw_lp_of(lp)->ckpt_full_next = true;

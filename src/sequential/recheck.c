@@ -74,14 +74,6 @@ static __attribute__((noinline)) void scribble_stack(int byte)
     __asm__ volatile("" : : "r"(junk) : "memory");
 }
 
-/* A full checkpoint of the LP now: its arena image and engine words. */
-static struct kr__ckpt *snapshot(struct kr__recheck *c, struct kr__lp *lp)
-{
-    uint64_t w[KR_CKPT_WORDS];
-    kr__lp_save_words(lp, w);
-    return kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
-}
-
 static bool same_state(const struct kr__ckpt *x, const struct kr__ckpt *y)
 {
     return x->bytes == y->bytes && x->nareas == y->nareas &&
@@ -122,9 +114,9 @@ bool kr__recheck_done(struct kr__recheck *c, struct kr__run *r, struct kr__lp *l
                       struct kr__ev *e)
 {
     if (!r->model->done) return false;
-    struct kr__ckpt *before = snapshot(c, lp);
+    struct kr__ckpt *before = kr__lp_snapshot(&c->blobs, lp);
     bool d = kr__run_done(r, lp, e->dest);
-    struct kr__ckpt *after = snapshot(c, lp);
+    struct kr__ckpt *after = kr__lp_snapshot(&c->blobs, lp);
     bool same = same_state(before, after);
     kr__ckpt_release(&c->blobs, after);
     kr__ckpt_release(&c->blobs, before);
@@ -184,7 +176,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     struct kr__alien al = { 0 };
     kr__arena_find_alien(&lp->arena, &al);
     if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
-    struct kr__ckpt *first = snapshot(c, lp);
+    struct kr__ckpt *first = kr__lp_snapshot(&c->blobs, lp);
     uint64_t out1 = printed(c, lp);
     size_t nout1 = c->nout;
     keep_first_sends(c);
@@ -193,7 +185,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     kr__ckpt_release(&c->blobs, saved);
     scribble_stack(0xA5);
     run_once(c, r, lp, e);
-    struct kr__ckpt *second = snapshot(c, lp);
+    struct kr__ckpt *second = kr__lp_snapshot(&c->blobs, lp);
     bool same = same_state(first, second);
     kr__ckpt_release(&c->blobs, second);
     kr__ckpt_release(&c->blobs, first);

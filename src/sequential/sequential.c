@@ -58,21 +58,6 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
     if (c->nout) fwrite(c->out, 1, c->nout, stdout);
 }
 
-/* A full checkpoint of lp's state now (its arena and words). */
-static struct kr__ckpt *seq_snapshot(struct seq *s, struct kr__lp *lp)
-{
-    uint64_t w[KR_CKPT_WORDS];
-    kr__lp_save_words(lp, w);
-    return kr__ckpt_take(&s->blobs, &lp->arena, w, NULL, true);
-}
-
-static void seq_restore(struct kr__lp *lp, const struct kr__ckpt *c)
-{
-    uint64_t w[KR_CKPT_WORDS];
-    kr__ckpt_restore(&lp->arena, c, w);
-    kr__lp_load_words(lp, w);
-}
-
 /* --check --state chunk: the written-chunk bits of lp's areas, kept across a swap (which
  * restarts them) so that the event's writes before its query are still checked. */
 static uint64_t *seq_dirty_save(const struct kr__lp *lp)
@@ -115,15 +100,15 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
     uint64_t *dirty = NULL;
     if (s->pre && dest == s->running && !s->swapped) {
         dirty = seq_dirty_save(lp);
-        mid = seq_snapshot(s, lp);
-        seq_restore(lp, s->pre);
+        mid = kr__lp_snapshot(&s->blobs, lp);
+        kr__lp_restore(lp, s->pre);
         s->swapped = true;
     }
     size_t n = kr__query_answer(c, dest, q, size, ans, cap);
     c->run->counters[0].queries++;
     if (mid) {
         s->swapped = false;
-        seq_restore(lp, mid);
+        kr__lp_restore(lp, mid);
         kr__ckpt_release(&s->blobs, mid);
         seq_dirty_load(lp, dirty);
     }
@@ -189,7 +174,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
         kr__watch_begin(&s->watch, e);
         if (m->query) {
             s->running = e->dest;
-            s->pre = seq_snapshot(s, lp);
+            s->pre = kr__lp_snapshot(&s->blobs, lp);
         }
         if (s->check) seq_run_checked(r, s, lp, e);
         else kr__run_event(r, lp, e);
