@@ -492,9 +492,14 @@ static void tw_park(struct tw_lp *tl, struct kr__ev *e)
 }
 
 /* Before e runs: the sends of its undone run, kept by lazy cancellation; and an event
- * that asks queries runs apart (query.c): true then, it has run. */
+ * that asks queries runs apart (query.c): true then, it has run.
+ * Another event of lp may be preempted: then e has its key (a lower one would have rolled
+ * it back on arrival, a higher one waits behind it), a stale event and the namesake sent
+ * after its sender rolled back, which lazy cancellation lets meet. An LP runs one event at
+ * a time: the preempted one is abandoned and starts afresh after e. */
 static bool tw_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
+    if (__builtin_expect(th->nsusp != 0, 0) && lp->ult) tw_rollback(th, lp, &e->k, true);
     bool query = tw_query_mode(th, e);
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e);
     if (query) tw_process_query(th, lp, e);

@@ -10,7 +10,11 @@
  *  - two threads stepped in lopsided patterns (one runs far ahead while the other stalls)
  *    reach the end through GVT with --check on, committing the sequential engine's
  *    history (run digest); once more with rings of two events between the threads, so
- *    that sends wait in backlogs while GVT rounds pass (GVT must count them: min_sent). */
+ *    that sends wait in backlogs while GVT rounds pass (GVT must count them: min_sent);
+ *  - an LP with a preempted event runs no other event, not even one with the same key (a
+ *    stale event and its re-sent namesake meet under lazy cancellation): the preempted one
+ *    is abandoned first, and the LP's state after the pair is what it would be without the
+ *    stale copy once that is cancelled. */
 #include <math.h>
 #include "check.h"
 #include "core/core.h"
@@ -210,9 +214,74 @@ static void interleaved(void)
     }
 }
 
+/* One thread with every event on a stack (--preempt return), stepped `steps` events. */
+static struct tw_global *stacked_run(struct kr__run *r, struct kr__config *c, unsigned steps)
+{
+    char *args[] = { "--threads", "1", "--lps", "8", "--end", "1e9", "--safe", "off",
+                     "--ckpt-interval", "1", "--preempt", "return", "--event-timeout", "0",
+                     "--balance", "off", "--progress", "off", "--cancel", "lazy" };
+    configure(c, ARGS(args));
+    struct kr__error err = { 0 };
+    CHECK(kr__run_setup(r, c, &err) == KR_OK);
+    struct tw_global *g = tw_test_start(r, 0);
+    for (unsigned i = 0; i < steps; i++) CHECK(tw_test_step(&g->th[0]) != NULL);
+    return g;
+}
+
+static void stacked_end(struct kr__run *r, struct kr__config *c, struct tw_global *g)
+{
+    tw_test_end(r, g);
+    kr__run_free(r);
+    kr__options_free(c);
+}
+
+/* Two events of one LP with the same key, the first preempted at its first model call (an
+ * arrival below it, faked): the second must not run beside it. */
+static void equal_keys_preempted(void)
+{
+    struct kr__run r;
+    struct kr__config c;
+    struct tw_global *g = stacked_run(&r, &c, 40);
+    struct tw_thread *th = &g->th[0];
+    struct kr__ev *e = kr__heap_top(&th->heap);
+    struct kr__lp *lp = kr__lp_at(&r, e->dest);
+    struct seen want = { e->k, 0, 0, 0 };
+    CHECK(tw_test_step(th) == e && e->st == KR_EV_PROCESSED); /* (the reference) */
+    want.hash = state_hash(lp);
+    want.rng = lp->rng;
+    want.seq = lp->seq;
+    tw_rollback(th, lp, &e->k, true); /* e is pending again, and the LP as before it */
+    CHECK(e->st == KR_EV_PENDING && !lp->ult);
+    struct kr__ev *d = kr__pool_get(th->pool, e->size); /* the namesake */
+    d->k = e->k;
+    d->dest = e->dest;
+    d->type = e->type;
+    d->size = e->size;
+    memcpy(d->payload, e->payload, e->size);
+    d->flags = d->xflags = 0;
+    d->child = d->sib = NULL;
+    d->ckpt = NULL;
+    tw_work_push(th, d, 0);
+    tw_flush_local(th);
+    atomic_store(&g->arr[0].bh_min, kr__time_bits(-1.0)); /* (earlier work has arrived) */
+    struct kr__ev *x = tw_test_step(th);
+    CHECK((x == e || x == d) && x->st == KR_EV_SUSPENDED && lp->ult);
+    struct kr__ev *y = tw_test_step(th); /* the other one, at the same key */
+    CHECK(y == (x == e ? d : e) && y->st == KR_EV_PROCESSED);
+    CHECK(x->st == KR_EV_PENDING && !lp->ult); /* abandoned, not run beside y */
+    CHECK(tw_test_step(th) == x && x->st == KR_EV_PROCESSED);
+    tw_work_push(th, d, 1); /* the stale copy is cancelled */
+    tw_flush_local(th);
+    CHECK(d->st == KR_EV_CANCELLED && e->st == KR_EV_PENDING);
+    CHECK(tw_test_step(th) == e && e->st == KR_EV_PROCESSED);
+    CHECK(state_hash(lp) == want.hash && lp->rng == want.rng && lp->seq == want.seq);
+    stacked_end(&r, &c, g);
+}
+
 int main(void)
 {
     by_hand();
     interleaved();
+    equal_keys_preempted();
     return check_done("tw");
 }
