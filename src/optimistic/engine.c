@@ -1331,6 +1331,8 @@ void tw_test_end(struct kr__run *r, struct tw_global *g)
         tw_test_use(&g->th[t]);
         tw_thread_epilogue(&g->th[t]);
     }
+    tw_ts_thread_end(&g->th[0]); /* (tw_worker_start's ticks and stacks: a tick left armed */
+    kr__fault_thread_fini();      /* kills the test once its handler is gone) */
     tw_print_committed(g, g->err == NULL);
     tw_global_end(r, g);
 }
