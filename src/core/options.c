@@ -184,8 +184,9 @@ static const struct opt table[] = {
               "event + 1) >= (1 + A) x tick (default -0.5; -1: always)" },
     { "--stack-kb", "N", K_SIZE, F(stack_kb), "8192", 16, 1u << 20, .json = "stack_kb",
       .help = "stack for model code, the same on every engine and on the\n"
-              "event stacks of time-sharing (default 8192); a deeper stack\n"
-              "is reported as a stack overflow" },
+              "event stacks of time-sharing and of events that wait for a\n"
+              "query's answer (default 8192); a deeper stack is reported as\n"
+              "a stack overflow" },
     { "--event-timeout", "S", K_REAL, F(event_timeout), "60", 0, .json = "event_timeout",
       .what = "seconds (0: no limit)",
       .help = "an event on the committed path still running after S seconds\n"

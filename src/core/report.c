@@ -41,9 +41,11 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 (unsigned long long)t.queries, (unsigned long long)t.queries_remote);
         if (r->cfg->engine->restores_state) /* (optimistic/query.c) */
             fprintf(f, "; %llu events ran as the least event, to ask, %llu were undone to "
-                    "wait for that, %llu LPs rolled back to answer, %.3f s waited for answers",
+                    "wait for that, %llu LPs rolled back to answer, %.3f s waited for answers "
+                    "(%llu other events ran meanwhile)",
                     (unsigned long long)t.query_events, (unsigned long long)t.query_undone,
-                    (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9);
+                    (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9,
+                    (unsigned long long)t.query_aside);
         fputc('\n', f);
     }
     if (r->cfg->memory_max) {
@@ -219,10 +221,11 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     if (r->model->query)
         fprintf(f, "  \"queries\": {\"answered\": %llu, \"remote\": %llu, \"asking_events\": "
                 "%llu, \"undone_to_ask\": %llu, \"rollbacks_to_answer\": %llu, "
-                "\"wait_seconds\": %.6f},\n",
+                "\"wait_seconds\": %.6f, \"ran_while_waiting\": %llu},\n",
                 (unsigned long long)t.queries, (unsigned long long)t.queries_remote,
                 (unsigned long long)t.query_events, (unsigned long long)t.query_undone,
-                (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9);
+                (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9,
+                (unsigned long long)t.query_aside);
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

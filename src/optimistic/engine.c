@@ -683,13 +683,14 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
 static void tw_stop_together(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
+    if (g->queries) tw_query_settle(th); /* (its answer still to be written, or refused) */
     atomic_fetch_add_explicit(&g->left, 1, memory_order_acq_rel);
     while (atomic_load_explicit(&g->left, memory_order_acquire) < g->n) {
         if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) { /* (planned before */
             tw_migrate(th);                                            /* the others left) */
             continue;
         }
-        if (g->queries) tw_query_refuse(th); /* (one still asking leaves after the answer) */
+        if (g->queries) tw_query_refuse(th); /* (one still asking left after the answer) */
         struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
     }
@@ -793,14 +794,36 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
     return e;
 }
 
+/* The event in query mode (popped: asker) waits on its stack for an answer from another
+ * thread: meanwhile the thread runs its next event, speculatively like any other, unless
+ * that is the asker's LP's (one event at a time) or of a type that has asked (it would
+ * be undone when it asks: query.c). True if it ran one; the asker is back in the heap,
+ * its least, which the clocks and quiet records show. */
+static bool tw_query_aside(struct tw_thread *th, struct kr__ev *asker, kr_time end)
+{ /* (false: the asker, still popped, is resumed) */
+    if (atomic_load_explicit(&th->qrq->status, memory_order_acquire) != TW_Q_WAIT) return false;
+    struct kr__ev *e = tw_top(th);
+    bool run = e && e->k.ts < end && e->st == KR_EV_PENDING && e->dest != asker->dest &&
+               !(th->qtypes >> (e->type & 63) & 1) && tw_may_run(th, e);
+    if (!run) return false;
+    kr__heap_pop(&th->heap);
+    kr__heap_push(&th->heap, asker);
+    th->cnt->query_aside++;
+    tw_process(th, e);
+    return true;
+}
+
 /* A turn that runs e, the thread's lowest pending event. */
 static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
 {
     kr__lp_prefetch_state(th->r, e->dest);
     kr__heap_pop(&th->heap);
     tw_prefetch_next(th);
-    if (e->st == KR_EV_SUSPENDED) tw_ts_resume(th, e);
-    else tw_process(th, e);
+    if (e->st == KR_EV_SUSPENDED) {
+        if (!th->qrq || !tw_query_aside(th, e, end)) tw_ts_resume(th, e);
+    } else {
+        tw_process(th, e);
+    }
     if (th->fast) tw_safe_burst(th, end);
     tw_post_turn(th);
 }

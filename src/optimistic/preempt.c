@@ -73,7 +73,7 @@ static void ts_entry(void *arg)
              * with the record half made (its memory leaked or freed twice). */
             kr__ult_self.app = 0;
             atomic_signal_fence(memory_order_seq_cst);
-            tw_keep_error(th, lp, e); /* deferred: reported only if it commits */
+            if (!th->qabort) tw_keep_error(th, lp, e); /* deferred: reported if it commits */
         }
         kr__ult_self.app = 0;
         th->armed = false;
@@ -99,11 +99,15 @@ void tw_ts_thread_start(struct tw_thread *th)
     /* (nor an event of a model that answers queries: one that asks runs whole once it is
      * the run's least, query.c) */
     th->preempt = th->bundles || th->g->queries ? KR_PREEMPT_OFF : (uint8_t)cfg->tw.preempt;
-    if (th->preempt == KR_PREEMPT_OFF) return;
-    kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE, TW_MAX_SUSPENDED,
-                      ts_entry, th);
+    /* (a model that answers queries: its event in query mode waits for remote answers on a
+     * stack, query.c - one at a time per thread, never preempted) */
+    if (th->preempt == KR_PREEMPT_OFF && !th->g->queries) return;
+    kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE,
+                      th->g->queries ? 1 : TW_MAX_SUSPENDED, ts_entry, th);
+    th->ults_on = true;
     struct kr__ult_self *s = &kr__ult_self;
     s->bh_min = &th->g->arr[th->id].bh_min;
+    if (th->preempt == KR_PREEMPT_OFF) return;
     s->slice_ns = TW_SLICE_NS;
     th->tick_ns = (uint64_t)(cfg->tw.tick_us * 1000.0);
     th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
@@ -116,7 +120,11 @@ void tw_ts_thread_start(struct tw_thread *th)
 
 void tw_ts_thread_end(struct tw_thread *th)
 {
-    if (th->preempt == KR_PREEMPT_OFF) return;
+    if (th->preempt == KR_PREEMPT_OFF) {
+        if (th->ults_on) kr__ult_pool_destroy(&th->ults);
+        th->ults_on = false;
+        return;
+    }
     if (th->ticks_fine) th->cnt->tick_armed_ns += kr__clock_ns() - th->armed_t0;
     kr__tick_arm(0);
     kr__tick_thread_fini();
@@ -165,10 +173,55 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Back in the heap, its LP marked, until it is resumed (or abandoned). */
+static void suspended(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                      struct kr__ult *u)
+{
+    if (!u->preempted) th->nsusp++;
+    u->preempted = true;
+    lp->ult = u;
+    e->st = KR_EV_SUSPENDED;
+    kr__heap_push(&th->heap, e);
+    th->g->lvt[tw_lidx(th->g, e->dest)] = e->k.ts; /* deliveries below it take the slow path */
+    tw_flush_local(th);                     /* what it sent so far to this thread's LPs */
+}
+
+/* The event in query mode of a model that answers queries (no time-sharing): it is never
+ * preempted, and suspends itself only to wait for an answer (query.c); timed as on the
+ * worker's stack (--event-timeout by the watchdog, the mean event time by sampling). */
+static void run_asker(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                      struct kr__ult *u)
+{
+    kr__ctx_event(lp, e, KR_MODE_EVENT);
+    if (u->jmp) { /* resuming: errors unwind into its own frame */
+        th->jmp_cur = u->jmp;
+        th->armed = true;
+    }
+    kr__watch_begin(&th->watch, e);
+    kr__ult_run(u);
+    kr__watch_end(&th->watch);
+    th->armed = false;
+    kr__ctx.mode = KR_MODE_NONE;
+    if (u->status == KR_ULT_SUSPENDED) {
+        suspended(th, lp, e, u);
+        return;
+    }
+    if (u->preempted) {
+        th->nsusp--;
+        lp->ult = NULL;
+    }
+    kr__ult_put(&th->ults, u);
+    tw_query_ran(th, lp, e);
+}
+
 /* Run (or resume) e on its stack until it ends or is preempted. */
 static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                         struct kr__ult *u)
 {
+    if (th->preempt == KR_PREEMPT_OFF) {
+        run_asker(th, lp, e, u);
+        return;
+    }
     struct kr__ult_self *s = &kr__ult_self;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     if (u->jmp) { /* resuming: errors unwind into its own frame */
@@ -193,13 +246,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     th->armed = false;
     kr__ctx.mode = KR_MODE_NONE;
     if (u->status == KR_ULT_SUSPENDED) {
-        if (!u->preempted) th->nsusp++;
-        u->preempted = true;
-        lp->ult = u;
-        e->st = KR_EV_SUSPENDED;
-        kr__heap_push(&th->heap, e);
-        th->g->lvt[tw_lidx(th->g, e->dest)] = e->k.ts; /* deliveries below it take the slow path */
-        tw_flush_local(th);                     /* what it sent so far to this thread's LPs */
+        suspended(th, lp, e, u);
         return;
     }
     struct kr__counters *c = th->cnt;
@@ -278,6 +325,7 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
 {
     struct kr__ult *u = lp->ult;
     struct kr__ev *e = u->ev;
+    if (e == th->qev) tw_query_drop(th); /* (waiting for an answer into its stack) */
     if (cancel) tw_cancel_children(th, e);
     e->child = NULL; /* (its output goes with tw_rollback's: key >= k) */
     lp->ult = NULL;

@@ -16,9 +16,13 @@
  * quiet record names a top above it until it has run.
  *
  * A query to an LP of another thread is a request on the asker's stack, pushed onto that
- * thread's inbox; the asker spins until it is answered, serving its own inbox meanwhile
- * (a nested query may come back to it). Every thread serves its inbox each loop turn, and
- * answers at once: below K it has nothing left to run. The handler writes the answer into
+ * thread's inbox. Every thread serves its inbox each loop turn, and answers at once: below
+ * K it has nothing left to run. The asker spins a while for the answer; an event of a type
+ * that once waited longer (the other thread descheduled or busy) runs on an event stack
+ * next time and, once its spin is over, is suspended there: its thread goes on with its
+ * turns - arrivals, GVT, answering (the nesting may come back to it), and its next events
+ * of types that never asked, on speculation - and resumes it when the answer is in. A
+ * handler's nested query spins, serving its own thread's inbox. The handler writes the answer into
  * the asker's buffer; its model error goes back as a message, raised in the asker's event.
  * A thread leaving as the run stops refuses what it is asked (TW_Q_STOPPED): the asking
  * event is undone and the run ends before it. For a model with queries the clocks and the
@@ -81,23 +85,20 @@ bool tw_query_mode(const struct tw_thread *th, const struct kr__ev *e)
 }
 
 /* lp's state before the event in query mode (its checkpoint `pre`) in place of its state
- * mid-event, which is kept in the returned checkpoint. */
-static struct kr__ckpt *tw_swap_in(struct tw_thread *th, struct kr__lp *lp,
-                                   const struct kr__ckpt *pre)
+ * mid-event, which is kept in th->qmid. */
+static void tw_swap_in(struct tw_thread *th, struct kr__lp *lp, const struct kr__ckpt *pre)
 {
-    struct kr__ckpt *mid = kr__lp_snapshot(&th->blobs, lp);
+    th->qmid = kr__lp_snapshot(&th->blobs, lp);
     kr__lp_restore(lp, pre);
-    th->qswapped = true;
-    return mid;
 }
 
 /* ...and back. The arena's record of what the event wrote is gone: the next checkpoint of
  * the LP is a full one. */
-static void tw_swap_out(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *mid)
+static void tw_swap_out(struct tw_thread *th, struct kr__lp *lp)
 {
-    kr__lp_restore(lp, mid);
-    kr__ckpt_release(&th->blobs, mid);
-    th->qswapped = false;
+    kr__lp_restore(lp, th->qmid);
+    kr__ckpt_release(&th->blobs, th->qmid);
+    th->qmid = NULL;
     tw_lp_of(lp)->ckpt_full_next = true;
 }
 
@@ -159,15 +160,16 @@ static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest
 {
     struct kr__lp *lp = kr__lp_at(th->r, dest);
     const struct tw_lp *tl = tw_lp_of(lp);
-    struct kr__ckpt *mid = NULL;
+    bool swap = false;
     if (th->qev && th->qev->dest == dest) {
-        if (!th->qswapped) mid = tw_swap_in(th, lp, th->qev->ckpt);
+        swap = !th->qmid;
+        if (swap) tw_swap_in(th, lp, th->qev->ckpt);
     } else if (tl->tail && !kr__key_lt(&tl->tail->k, &th->qk)) {
         tw_query_rollback(th, lp, &th->qk);
     }
     size_t n = 0;
     bool failed = tw_answer_caught(th, c, dest, q, size, ans, cap, &n);
-    if (mid) tw_swap_out(th, lp, mid);
+    if (swap) tw_swap_out(th, lp);
     if (failed) {
         th->armed = false;
         longjmp(*th->jmp_cur, 1);
@@ -189,6 +191,73 @@ static void tw_query_pause(struct tw_thread *th, unsigned *spins)
     *spins = 0;
     struct timespec ts = { 0, 20000 };
     nanosleep(&ts, NULL);
+}
+
+/* On the worker's stack (a handler's nested query, or an event in query mode of a type
+ * that has not waited long yet): spin for the answer, serving this thread's own inbox
+ * meanwhile (the nesting may come back to it). */
+static void tw_query_spin(struct tw_thread *th, const struct tw_qreq *rq)
+{
+    unsigned spins = 0;
+    while (atomic_load_explicit(&rq->status, memory_order_acquire) == TW_Q_WAIT) {
+        tw_query_serve(th);
+        tw_query_pause(th, &spins);
+    }
+}
+
+/* First a short spin: an answer from a thread on another core comes back within ~1 us
+ * (its next turn), sooner than a switch to the worker and its whole turn notice it. */
+#define TW_QUERY_SPIN 1024
+/* An event in query mode on the worker's stack that waited longer than this for an answer
+ * (the other thread descheduled, or busy) puts its type on stacks. */
+#define TW_QUERY_LONG_NS 20000
+/* ...and back after this many answers in a row came within the spin. */
+#define TW_QUERY_QUICK 256
+
+/* The event in query mode waits on its stack: the worker goes on with its turns (arrivals,
+ * GVT, answering requests - its own nested ones too) and resumes it each turn, the event
+ * being its least, until the answer is in. Context and unwind target are the worker's to
+ * change meanwhile; the event gets back those it had. */
+static void tw_query_await(struct tw_thread *th, struct tw_qreq *rq)
+{
+    for (unsigned i = 0; i < TW_QUERY_SPIN && !th->over && !th->g->check; i++) {
+        if (atomic_load_explicit(&rq->status, memory_order_acquire) != TW_Q_WAIT) {
+            if (++th->qquick >= TW_QUERY_QUICK) /* (waits are short again: its type goes */
+                th->qwtypes &= ~(1ull << (th->qev->type & 63)); /* back to the worker's stack) */
+            return;
+        }
+        __builtin_ia32_pause();
+    }
+    th->qquick = 0;
+    struct kr__ctx was = kr__ctx;
+    jmp_buf *cur = th->jmp_cur;
+    bool armed = th->armed;
+    unsigned spins = 0;
+    th->qrq = rq;
+    while (atomic_load_explicit(&rq->status, memory_order_acquire) == TW_Q_WAIT) {
+        if (spins++) tw_query_pause(th, &spins); /* (not before the first turn) */
+        kr__ult_yield(KR_ULT_SUSPENDED, KR_BY_WAIT);
+        kr__ctx = was;
+        th->jmp_cur = cur;
+        th->armed = armed;
+    }
+    th->qrq = NULL;
+}
+
+void tw_query_settle(struct tw_thread *th)
+{
+    if (th->qrq) tw_query_spin(th, th->qrq);
+}
+
+void tw_query_drop(struct tw_thread *th)
+{
+    tw_query_settle(th);
+    th->qrq = NULL;
+    if (th->qmid) { /* (the LP's state is about to be restored from a checkpoint) */
+        kr__ckpt_release(&th->blobs, th->qmid);
+        th->qmid = NULL;
+    }
+    th->qev = NULL;
 }
 
 static void tw_query_post(struct tw_global *g, unsigned owner, struct tw_qreq *rq)
@@ -218,13 +287,14 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
     uint64_t t0 = kr__clock_ns();
     tw_query_post(th->g, owner, &rq);
     th->cnt->queries_remote++;
-    int st;
-    unsigned spins = 0;
-    while ((st = atomic_load_explicit(&rq.status, memory_order_acquire)) == TW_Q_WAIT) {
-        tw_query_serve(th);
-        tw_query_pause(th, &spins);
-    }
-    th->cnt->query_wait_ns += kr__clock_ns() - t0;
+    bool stack = kr__ult_self.cur != NULL;
+    if (stack) tw_query_await(th, &rq); /* (the event in query mode) */
+    else tw_query_spin(th, &rq);
+    int st = atomic_load_explicit(&rq.status, memory_order_acquire);
+    uint64_t waited = kr__clock_ns() - t0;
+    th->cnt->query_wait_ns += waited;
+    if (!stack && waited > TW_QUERY_LONG_NS && th->qev && !th->qrq) /* (its own event) */
+        th->qwtypes |= 1ull << (th->qev->type & 63);                /* (tw_process_query) */
     if (st == TW_Q_ANSWERED) return rq.n;
     if (st == TW_Q_STOPPED) tw_query_unwind(th);
     free(th->qerr);
@@ -324,15 +394,34 @@ void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     th->cnt->query_undone++;
 }
 
+/* An event of a type that has waited long for a remote answer (past the spin of
+ * tw_query_await) runs on its own stack, where it waits for the next ones (preempt.c;
+ * tw_query_ran once it has run). The others run on the worker's stack and spin for an
+ * answer: with the other cores free it comes within that spin, and a stack costs a switch
+ * pair an event (measured: qcost, 1 thread, 0.88x with every event on a stack; 2 threads
+ * 0.93x with those of types that had asked another thread). --check (tests) puts every
+ * one on a stack and has it wait there at once. (Kept sends of lazy cancellation are
+ * settled before a stack: the worker handles others' rollbacks while the event waits.) */
 void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    struct tw_lp *tl = tw_lp_of(lp);
     e->flags = 0;
     tw_take_ckpt(th, lp, e); /* (what a query reaching lp sees) */
     e->child = NULL;
     th->qev = e;
     th->qk = e->k;
+    unsigned bit = e->type & 63;
+    if (th->qwtypes >> bit & 1 || th->g->check) { /* (--check: every asker waits so) */
+        if (th->lazy) tw_lazy_end(th);
+        tw_ts_start(th, lp, e);
+        return;
+    }
     tw_run_sampled(th, lp, e);
+    tw_query_ran(th, lp, e);
+}
+
+void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
     th->qev = NULL;
     tl->since_ckpt = TW_CKPT_NOW; /* (saved again after it, whatever K becomes: a rollback
                                    * past it restores that, and never coasts it) */

@@ -237,7 +237,9 @@ struct tw_thread {
                                * whole key (tw_quiet_try; own sends lower it) */
     struct kr__ev *qev;       /* queries: the event it runs in query mode (NULL: none)... */
     struct kr__key qk;        /* ...the key every query is answered at now... */
-    bool qswapped;            /* ...its LP holds its state before qev, to answer a query */
+    struct kr__ckpt *qmid;    /* ...its LP holds its state before qev, to answer a query,
+                               * and qev's state mid-event is kept here (NULL: not so)... */
+    struct tw_qreq *qrq;      /* ...and qev waits on its stack for this answer (NULL: not) */
     bool qabort;              /* the running event asked a query outside query mode, or an
                                * answer was refused as the run stops: it is undone */
     char *qerr;               /* a failed remote answer's message, until the next one */
@@ -245,6 +247,9 @@ struct tw_thread {
     kr_time qwait_own;        /* the time its own top waits to ask at (+inf: none) */
     uint64_t qtypes;          /* event types (mod 64) that asked here: one of them that is
                                * the least when it comes up runs in query mode at once */
+    uint64_t qwtypes;         /* event types (mod 64) whose event in query mode waited long
+                               * for an answer from another thread: they run on a stack... */
+    unsigned qquick;          /* ...until this many answers in a row come quickly */
     bool over;                /* threads outnumber cores (tw_worker) */
     uint32_t qseq;            /* its quiet record's sequence (odd: void) */
     bool qtalked;             /* sent since the record was last written */
@@ -305,7 +310,8 @@ struct tw_thread {
     uint8_t preempt;          /* enum kr__preempt */
     bool ticks_fine;          /* fine-grain ticks armed (else only the liveness slice) */
     struct kr__typetime types; /* adaptive: mean event time per event type */
-    unsigned nsusp;           /* LPs with a preempted event */
+    unsigned nsusp;           /* LPs with a preempted event (or one waiting for answers) */
+    bool ults_on;             /* event stacks: time-sharing, or a model that answers queries */
     struct kr__ult_pool ults;
     uint64_t tick_ns, timeout_ns;
     uint64_t armed_t0;        /* when the fine ticks were last armed */
@@ -699,6 +705,13 @@ void tw_query_serve(struct tw_thread *th);
 void tw_query_wait(struct tw_thread *th, const struct kr__ev *top);
 void tw_query_refuse(struct tw_thread *th);
 void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* The event in query mode has run to its end on its stack (preempt.c). */
+void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* Wait until the request it waits for is answered or refused (written into its stack):
+ * before the thread leaves the run... */
+void tw_query_settle(struct tw_thread *th);
+/* ...and before its stack goes (tw_ts_abandon), which drops its query-mode state. */
+void tw_query_drop(struct tw_thread *th);
 void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* migrate.c */

@@ -30,6 +30,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->query_undone += c->query_undone;
         t->query_rollbacks += c->query_rollbacks;
         t->query_wait_ns += c->query_wait_ns;
+        t->query_aside += c->query_aside;
     }
     for (unsigned i = 0; i < n; i++) /* (each saw them all, but a retired worker) */
         if (all[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = all[i].gvt_rounds;

@@ -44,6 +44,7 @@ struct kr__counters {
     uint64_t query_rollbacks;            /* LPs rolled back to answer at an earlier time */
     uint64_t query_wait_ns;              /* time its askers spent waiting for answers from
                                           * other threads (serving their own meanwhile) */
+    uint64_t query_aside;                /* events it ran while its asker waited so */
     uint64_t window_final;               /* the window at the end (optimism.c) */
     uint64_t idle_sleeps;                /* times the thread slept or yielded for lack of work */
     uint64_t yields;                     /* turns given up because threads outnumber cores */
@@ -92,7 +93,7 @@ struct kr__totals {
     uint64_t processed, committed, rolled_back, rollbacks, antimessages, lazy_kept, checkpoints,
         ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts,
         mem_rollbacks, sendbacks, queries, queries_remote, query_events, query_undone,
-        query_rollbacks, query_wait_ns;
+        query_rollbacks, query_wait_ns, query_aside;
 };
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t);
 /* Add c's counts into `into` (the same thread of another rank: its counts summed, its

@@ -35,7 +35,7 @@
 
 /* Why a ULT gave the CPU back. */
 enum kr__ult_status { KR_ULT_IDLE, KR_ULT_RUNNING, KR_ULT_DONE, KR_ULT_SUSPENDED };
-enum kr__ult_reason { KR_BY_RETURN = 1, KR_BY_TICK, KR_BY_SLICE };
+enum kr__ult_reason { KR_BY_RETURN = 1, KR_BY_TICK, KR_BY_SLICE, KR_BY_WAIT };
 
 struct kr__ult {
     void *sp;                  /* saved stack pointer while switched out */

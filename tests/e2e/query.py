@@ -6,7 +6,9 @@ a cycle of queries back through the asker, and final states from finish - and fa
 run with kr_error on a wrong one. Here: those runs pass on the sequential engine (with
 --check too) and on the optimistic engine in many layouts (threads, state modes, lazy
 cancellation, --check, a memory budget), all with the sequential digest and output, and
-with LPs rolled back to answer; each misuse is the same model error on both engines;
+with LPs rolled back to answer, and (--check: every asking event waits for another
+thread's answer on its event stack) with other events run meanwhile; each misuse is the
+same model error on both engines;
 the conservative engine refuses such a model before it starts; and a model built against
 the previous struct kr_model layout (no query field) still loads."""
 import json
@@ -36,14 +38,15 @@ OPTIMISTIC = [["--threads", "1"], ["--threads", "2"], ["--threads", "3"], ["--th
               ["--threads", "3", "--state", "buddy", "--ckpt-interval", "3"],
               ["--threads", "2", "--memory-max", "4000000"],
               ["--threads", "2", "--preempt", "tick"], ["--threads", "2", "--safe", "off"],
-              ["--threads", "2", "--state", "chunk"]] + \
+              ["--threads", "2", "--state", "chunk"], ["--threads", "3", "--check"],
+              ["--threads", "2", "--check", "--cancel", "lazy", "--state", "page"]] + \
              ([["--threads", "2", "--state", "scan"]] if scan_available(kairos) else [])
 if kind == "tsan":  # (no time-sharing there: refused before the run)
     OPTIMISTIC = [o for o in OPTIMISTIC if "--preempt" not in o]
 
 
 def case_answers():
-    rolled = 0
+    rolled = aside = 0
     for lps, end, extra in CASES:
         base = [MODEL, "--lps", str(lps), "--end", end, *extra]
         out, err, st = stats_of(kairos, [*base, *SEQ])
@@ -70,11 +73,15 @@ def case_answers():
                 fail(f"{lps} LPs {' '.join(layout)}: {s['queries']['answered']} queries "
                      f"answered, sequential {st['queries']['answered']}")
             rolled += s["queries"]["rollbacks_to_answer"]
+            aside += s["queries"]["ran_while_waiting"] if "--check" in layout else 0
     if not rolled:
         fail("no LP was ever rolled back to answer a query: the test shows nothing of it")
+    if not aside:
+        fail("no event ran while an asker waited on its stack: the test shows nothing of it")
     t.ok(f"self, neighbour, nested, cyclic and finish queries answered from the state at the "
          f"asking event, sequential (--check too) and {len(OPTIMISTIC)} optimistic layouts "
-         f"alike ({len(CASES)} cases; {rolled} LPs rolled back to answer)")
+         f"alike ({len(CASES)} cases; {rolled} LPs rolled back to answer, {aside} events "
+         f"run while askers waited on their stacks)")
 
 
 def case_misuse():
@@ -97,11 +104,11 @@ def case_misuse():
     }
     for case, (extra, needles) in wrong.items():
         msgs = []
-        for layout in (SEQ, ["--threads", "2"]):
+        for layout in (SEQ, ["--threads", "2"], ["--threads", "2", "--check"]):
             _, err = expect_exit(kairos, t, 1, needles, "run", MODEL, "--lps", "3", "--end",
                                  "3.5", "-P", f"misuse={case}", *layout, *extra)
             msgs.append([line for line in err.splitlines() if "error:" in line])
-        if msgs[0] != msgs[1]:
+        if msgs[0] != msgs[1] or msgs[0] != msgs[2]:
             fail(f"misuse={case}: the engines say it differently:\n{msgs}")
     # without --check, the write through the const pointer shows in the model's own check
     expect_exit(kairos, t, 1, ["nested: answer 1, expected 0"], "run", MODEL, "--lps", "3",
@@ -157,12 +164,12 @@ def case_commo():
          f"({remote} queries between threads)")
 
 
-def interrupt_once(threads, after_bytes):
+def interrupt_once(threads, after_bytes, extra=()):
     d = tempfile.mkdtemp(prefix="kr-query-")
     out, stats = os.path.join(d, "out"), os.path.join(d, "stats.json")
     base = ["--lps", "16", "-P", "every=3", "-P", "noise=1"]
     p = subprocess.Popen([kairos, "run", MODEL, *base, "--end", "1e9", "--threads",
-                          str(threads), "--stats", stats, "--progress", "off"],
+                          str(threads), "--stats", stats, "--progress", "off", *extra],
                          stdout=open(out, "w"), stderr=subprocess.PIPE, text=True)
     for _ in range(1000):
         if os.path.getsize(out) >= after_bytes:
@@ -188,9 +195,11 @@ def case_interrupt():
     """SIGINT while events wait to ask and ask (threads waiting on each other's answers;
     once an asking event held GVT, and so the stop, back for ever): the run stops at a
     committed point, whose sequential run (--end there) prints the same and has the same
-    digest."""
+    digest. With --check, askers wait on their stacks as the run stops."""
     ends = [interrupt_once(threads, after) for threads, after in
             ((2, 1), (3, 200), (2, 1000), (3, 4000), (2, 8000))]
+    ends += [interrupt_once(threads, after, ["--check"]) for threads, after in
+             ((2, 500), (3, 3000))]
     t.ok(f"SIGINT stops a run of asking events at a committed point ({ends}), the "
          f"sequential run to there alike")
 
