@@ -115,17 +115,18 @@ static const struct range *find(const struct table *t, uintptr_t w)
     return NULL;
 }
 
-uint64_t kr__addrmap_canon(uint64_t w, enum kr__addr_kind *kind, char *where, size_t cap)
+enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offset,
+                                     char *where, size_t cap)
 {
-    *kind = KR_ADDR_NUMBER;
-    if (!kr__addr_maybe(w)) return w;
+    enum kr__addr_kind kind = KR_ADDR_NUMBER;
+    if (!kr__addr_maybe(w)) return kind;
     pthread_mutex_lock(&mu);
     if (!loaded) load();
     const struct range *r = find(&images, w);
-    uint64_t out = w;
     if (r) {
-        *kind = KR_ADDR_IMAGE;
-        out = kr__mix(r->name, w - r->base);
+        kind = KR_ADDR_IMAGE;
+        *name = r->name;
+        *offset = w - r->base;
     } else {
         r = find(&maps, w);
         if (!r && reloads < MAX_RELOADS) {
@@ -134,12 +135,42 @@ uint64_t kr__addrmap_canon(uint64_t w, enum kr__addr_kind *kind, char *where, si
             r = find(&maps, w);
         }
         if (r) {
-            *kind = KR_ADDR_FOREIGN;
+            kind = KR_ADDR_FOREIGN;
             if (where && cap) snprintf(where, cap, "%s", r->where);
         }
     }
     pthread_mutex_unlock(&mu);
-    return out;
+    return kind;
+}
+
+static bool module_base(uint64_t name, uintptr_t *base)
+{
+    for (size_t i = 0; i < images.n; i++) {
+        if (images.r[i].name != name) continue;
+        *base = images.r[i].base;
+        return true;
+    }
+    return false;
+}
+
+bool kr__addrmap_module(uint64_t name, uintptr_t *base)
+{
+    pthread_mutex_lock(&mu);
+    if (!loaded) load();
+    bool found = module_base(name, base);
+    if (!found) { /* (a module loaded since the tables were read) */
+        load();
+        found = module_base(name, base);
+    }
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
+uint64_t kr__addrmap_canon(uint64_t w, enum kr__addr_kind *kind, char *where, size_t cap)
+{
+    uint64_t name = 0, offset = 0;
+    *kind = kr__addrmap_split(w, &name, &offset, where, cap);
+    return *kind == KR_ADDR_IMAGE ? kr__mix(name, offset) : w;
 }
 
 void kr__addrmap_reset(void)

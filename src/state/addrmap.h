@@ -29,6 +29,12 @@ static inline bool kr__addr_maybe(uint64_t w)
  * "anonymous memory"). Thread-safe; the maps are read lazily and again when a word lies in
  * memory mapped since. */
 uint64_t kr__addrmap_canon(uint64_t w, enum kr__addr_kind *kind, char *where, size_t cap);
+/* The same look-up, split for state images (image.h): for KR_ADDR_IMAGE, the module's name
+ * hash (of its file name, not its directory) and w's offset from its load address. */
+enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offset,
+                                     char *where, size_t cap);
+/* The load address of the module with that name hash here, if it is loaded. */
+bool kr__addrmap_module(uint64_t name, uintptr_t *base);
 /* Forget what was read (tests; the end of a run). */
 void kr__addrmap_reset(void);
 

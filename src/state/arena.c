@@ -179,7 +179,8 @@ static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
     return ar;
 }
 
-static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
+/* The next area of class cls: n chunks (a power of two; 0: the usual size). */
+static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, uint32_t n, int *err)
 {
     uint32_t k = 0, first = 0;
     struct kr__area *last = class_head(a, cls);
@@ -188,7 +189,7 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, int *err)
         k++;
         last = x;
     }
-    uint32_t n = area_chunks(a, cls, k);
+    if (!n) n = area_chunks(a, cls, k);
     if (index_reserve(a)) {
         *err = KR_ARENA_NOMEM;
         return NULL;
@@ -224,7 +225,7 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
     }
     struct kr__area *ar = class_head(a, cls);
     while (ar && ar->nused == kr__area_nchunks(ar)) ar = area_next(a, ar);
-    if (!ar && !(ar = new_area(a, cls, err))) return NULL;
+    if (!ar && !(ar = new_area(a, cls, 0, err))) return NULL;
     for (uint32_t w = 0; w < KR_AREA_NWORDS(ar); w++) {
         uint64_t free_bits = ~ar->bits[w];
         if (!free_bits) continue;
@@ -280,6 +281,26 @@ int kr__arena_free(struct kr__arena *a, void *p)
     ar->flags |= KR_AF_META_DIRTY;
     a->used -= kr__arena_class_bytes(ar->cls);
     return KR_ARENA_OK;
+}
+
+struct kr__area *kr__arena_class_first(const struct kr__arena *a, uint32_t cls)
+{
+    return class_head(a, cls);
+}
+
+struct kr__area *kr__arena_class_next(const struct kr__arena *a, const struct kr__area *ar)
+{
+    return area_next(a, ar);
+}
+
+struct kr__area *kr__arena_find(const struct kr__arena *a, const void *p)
+{
+    return find_area(a, p);
+}
+
+struct kr__area *kr__arena_grow(struct kr__arena *a, uint32_t cls, uint32_t n, int *err)
+{
+    return new_area(a, cls, n, err);
 }
 
 size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)

@@ -120,6 +120,13 @@ struct kr__alien {
 uint64_t kr__arena_hash(const struct kr__arena *a, const void *root, struct kr__alien *alien);
 /* The same search for such a word without hashing (--check, after every event). */
 void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien);
+/* For state images (image.c): a class's areas in ordinal order, the area holding address
+ * p (NULL: none), and a new area of class cls of n chunks (a power of two; tracked modes
+ * round it up to whole pages), after the class's others. */
+struct kr__area *kr__arena_class_first(const struct kr__arena *a, uint32_t cls);
+struct kr__area *kr__arena_class_next(const struct kr__arena *a, const struct kr__area *ar);
+struct kr__area *kr__arena_find(const struct kr__arena *a, const void *p);
+struct kr__area *kr__arena_grow(struct kr__arena *a, uint32_t cls, uint32_t n, int *err);
 /* Full mode: the first area whose end was written past (a model writing beyond its last
  * block), or NULL. Reads only: safe in a signal handler. */
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a);
