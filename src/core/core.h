@@ -47,6 +47,10 @@ struct kr__config {
     struct kr__cons_options cons; /* --sync conservative */
     struct kr__kv *params;
     size_t nparams;
+    const char *snap_dir;       /* --snapshot: where snapshots go (NULL: none)... */
+    double snap_every;          /* ...each this much virtual time (0: not by time)... */
+    double snap_seconds;        /* ...and/or each this many seconds of wall time */
+    const char *resume_dir;     /* kairos resume: the snapshot this run starts from */
 };
 
 struct kr__run {
@@ -88,6 +92,10 @@ struct kr__run {
                                        * events, checkpoints, LP states, all together */
     double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
     size_t nseries, capseries;
+    uint64_t out_bytes, out_hash;     /* committed output written so far, and its hash */
+    struct kr__snapshot *resume;      /* kairos resume: LPs start from it (snapshot.c) */
+    uint64_t snaps, snap_bytes, snap_ns; /* snapshots written, their bytes, time */
+    kr_time snap_time;                /* the last one's virtual time */
 };
 
 /* The key's `tie` (msg/event.h): 0, the destination (KR_MODEL_BUNDLES) or the type
@@ -294,6 +302,9 @@ struct kr__alien;
 void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien *al);
 /* Engine ops for committed contexts: output straight to stdout. */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
+/* The hash of committed output (kr__run.out_hash): from KR_OUT_HASH0, byte by byte. */
+#define KR_OUT_HASH0 0xcbf29ce484222325ull
+uint64_t kr__out_hash(uint64_t h, const char *p, size_t n);
 /* Where kr__emit_direct writes (NULL: stdout): a buffer while a rank other than 0 runs
  * init or finish, whose output rank 0 prints in rank order. */
 extern FILE *kr__emit_file;

@@ -224,6 +224,17 @@ static const struct opt table[] = {
               "none); the optimistic engine stops speculating, rolls back and\n"
               "sends pending events back to stay near it; a budget below what\n"
               "the run needs is an error" },
+    { "--snapshot", "DIR", K_STRING, F(snap_dir), NULL,
+      .help = "write whole-run snapshots into directory DIR, each replacing\n"
+              "the last once complete, for 'kairos resume DIR' (with\n"
+              "--snapshot-every and/or --snapshot-seconds); the sequential\n"
+              "engine writes them so far, every engine resumes from them" },
+    { "--snapshot-every", "T", K_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
+      .what = "a virtual time (0: none)",
+      .help = "a snapshot each T of virtual time (default 0: none)" },
+    { "--snapshot-seconds", "S", K_REAL, F(snap_seconds), "0", 0,
+      .json = "snapshot_seconds", .what = "seconds (0: none)",
+      .help = "a snapshot each S seconds of wall time (default 0: none)" },
     { "--stats", "FILE", K_STRING, F(stats_path), NULL,
       .help = "write run statistics as JSON (schema: docs/stats-schema.md)" },
     { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,
@@ -451,8 +462,26 @@ void kr__options_free(struct kr__config *c)
     c->nparams = 0;
 }
 
+/* --snapshot and its periods come together; the sequential engine writes snapshots. */
+static int snapshot_options(const struct kr__config *c, struct kr__error *err)
+{
+    bool when = c->snap_every > 0 || c->snap_seconds > 0;
+    if (when && !c->snap_dir)
+        return kr__fail(err, KR_ERR_USAGE, "--snapshot-every and --snapshot-seconds need "
+                        "--snapshot DIR, the directory the snapshots go to");
+    if (c->snap_dir && !when)
+        return kr__fail(err, KR_ERR_USAGE, "--snapshot %s needs --snapshot-every T (virtual "
+                        "time) or --snapshot-seconds S (wall time), or both", c->snap_dir);
+    if (c->snap_dir && strcmp(c->engine->name, "sequential"))
+        return kr__fail(err, KR_ERR_USAGE, "--snapshot: only the sequential engine writes "
+                        "snapshots so far (--sync sequential); 'kairos resume' continues "
+                        "one on any engine");
+    return KR_OK;
+}
+
 int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *err)
 {
+    if (snapshot_options(c, err)) return err->status;
     if (c->engine->validate && c->engine->validate(c, err)) return err->status;
     if (c->threads == 0) c->threads = c->engine->default_threads(ncpu);
     return KR_OK;

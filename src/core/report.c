@@ -1,5 +1,6 @@
 /* report.c - see report.h. */
 #include "core/report.h"
+#include "core/snapshot.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -10,6 +11,22 @@
 #include "core/error.h"
 #include "stats/statesave.h"
 #include "core/options.h"
+
+/* --snapshot and kairos resume. */
+static void snapshot_lines(const struct kr__run *r, FILE *f)
+{
+    if (r->cfg->resume_dir)
+        fprintf(f, "  resumed:          from %s/snapshot, at virtual time %.17g\n",
+                r->cfg->resume_dir, kr__snapshot_time(r));
+    if (!r->cfg->snap_dir) return;
+    fprintf(f, "  snapshots:        %llu written to %s", (unsigned long long)r->snaps,
+            r->cfg->snap_dir);
+    if (r->snaps)
+        fprintf(f, " (%.1f KiB and %.2f ms each on average), the last at virtual time %.17g",
+                (double)r->snap_bytes / (double)r->snaps / 1024.0,
+                (double)r->snap_ns / (double)r->snaps / 1e6, r->snap_time);
+    fputc('\n', f);
+}
 
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {
@@ -63,6 +80,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                         ? "; every LP's base copy, kept by --state other than full, cannot be "
                           "given back" : "");
     }
+    snapshot_lines(r, f);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -226,6 +244,13 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
                 (unsigned long long)t.query_events, (unsigned long long)t.query_undone,
                 (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9,
                 (unsigned long long)t.query_aside);
+    if (r->cfg->snap_dir)
+        fprintf(f, "  \"snapshots\": {\"written\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
+                "\"last_time\": %.17g},\n", (unsigned long long)r->snaps,
+                (unsigned long long)r->snap_bytes, (double)r->snap_ns / 1e9,
+                r->snaps ? r->snap_time : 0.0);
+    if (r->cfg->resume_dir)
+        fprintf(f, "  \"resumed_at\": %.17g,\n", kr__snapshot_time(r));
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

@@ -17,6 +17,7 @@
 #include "stats/progress.h"
 #include "core/report.h"
 #include "core/run.h"
+#include "core/snapshot.h"
 #include "core/place.h"
 #include "net/net.h"
 
@@ -171,6 +172,22 @@ static void *run_engine(void *arg)
 }
 
 /* The run's structures and everything the engine needs before it starts. */
+/* What no engine (or not this one) can run of this model. */
+static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
+{
+    if (r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER))
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares both KR_MODEL_BUNDLES and "
+                        "KR_MODEL_TYPE_ORDER: a bundle's handler sees all of its events at "
+                        "once, so order them there (kr_bundle_get) and drop one flag",
+                        r->model->name);
+    if (r->model->query && (cfg->engine->no_queries || r->nranks > 1))
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' answers queries (struct kr_model.query, "
+                        "kr_query), which %s: run it with --sync sequential",
+                        r->model->name, r->nranks > 1 ? "are not answered across MPI ranks yet"
+                        : cfg->engine->no_queries);
+    return KR_OK;
+}
+
 int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {
     memset(r, 0, sizeof *r);
@@ -183,16 +200,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
     r->lookahead = r->model->lookahead;
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
-    if (r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER))
-        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares both KR_MODEL_BUNDLES and "
-                        "KR_MODEL_TYPE_ORDER: a bundle's handler sees all of its events at "
-                        "once, so order them there (kr_bundle_get) and drop one flag",
-                        r->model->name);
-    if (r->model->query && (cfg->engine->no_queries || r->nranks > 1))
-        return kr__fail(err, KR_ERR_USAGE, "model '%s' answers queries (struct kr_model.query, "
-                        "kr_query), which %s: run it with --sync sequential",
-                        r->model->name, r->nranks > 1 ? "are not answered across MPI ranks yet"
-                        : cfg->engine->no_queries);
+    if (model_refused(r, cfg, err)) return err->status;
     r->tie_of = r->bundles ? KR_TIE_DEST
                 : r->model->flags & KR_MODEL_TYPE_ORDER ? KR_TIE_TYPE : KR_TIE_NONE;
     r->nthreads = cfg->engine->threads(cfg, r->n);
@@ -201,7 +209,8 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->lp_bytes = sizeof(struct kr__lp) + cfg->engine->lp_extra;
     r->lp_mem = calloc(r->n, r->lp_bytes);
     r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
-    r->pools = kr__pools_new(r->nthreads, cfg->engine->compact_events);
+    /* (snapshots keep every event's duration: compact events have none) */
+    r->pools = kr__pools_new(r->nthreads, cfg->engine->compact_events && !cfg->snap_dir);
     if (!r->lp_mem || !r->counters || !r->pools)
         return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating %zu bytes for the LP "
                         "table; reduce --lps or run on a machine with more memory",
@@ -211,6 +220,8 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     kr__interrupt_install();
     kr__run_current = r;
     kr__watch_thread_start(r);
+    r->out_hash = KR_OUT_HASH0;
+    if (cfg->resume_dir && kr__snapshot_open(r, err)) return err->status;
     return setup_state(r, err);
 }
 
@@ -229,6 +240,7 @@ void kr__run_free(struct kr__run *r)
     free(r->rank_stats);
     free(r->counters);
     free(r->lp_mem);
+    kr__snapshot_close(r);
 }
 
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)

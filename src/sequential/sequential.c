@@ -6,9 +6,11 @@
 #include <string.h>
 #include <time.h>
 #include "core/bundle.h"
+#include "core/clock.h"
 #include "core/core.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/snapshot.h"
 #include "core/watchdog.h"
 #include "queue/heap.h"
 #include "sequential/recheck.h"
@@ -26,6 +28,9 @@ struct seq {
     struct kr__ckpt *pre;        /* NULL: no event running, or a model without queries */
     kr_lp running;               /* the LP whose event runs */
     bool swapped;                /* its state in memory is `pre` now (a query is answered) */
+    kr_time snap_at;             /* --snapshot: the next before the first event at or after
+                                  * this time (-inf: before the next event; +inf: none)... */
+    uint64_t snap_wall;          /* ...or once the wall clock passes this (ns) */
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
@@ -141,14 +146,46 @@ static void seq_memory(struct kr__run *r, kr_time now)
 }
 
 /* Every 4096 events: the memory budget; every 65 536, the progress line's counts. */
-static void seq_every_4096(struct kr__run *r, struct kr__counters *cnt,
+/* --snapshot: the pending events are the heap; every event before them is committed. */
+static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
+{
+    struct kr__ev **pending = malloc((s->heap.n + 1) * sizeof *pending);
+    if (!pending) kr__fatal_oom("a snapshot's event list", s->heap.n * sizeof *pending);
+    for (size_t i = 0; i < s->heap.n; i++) pending[i] = s->heap.a[i].e;
+    kr__snapshot_write(r, pending, s->heap.n, at);
+    free(pending);
+    double every = r->cfg->snap_every;
+    s->snap_at = INFINITY;
+    if (every > 0) s->snap_at = (floor(at / every) + 1) * every;
+    if (r->cfg->snap_seconds > 0)
+        s->snap_wall = kr__clock_ns() + (uint64_t)(r->cfg->snap_seconds * 1e9);
+}
+
+static void seq_every_4096(struct kr__run *r, struct seq *s, struct kr__counters *cnt,
                            struct kr__progress *prog, kr_time ts)
 {
     if (r->cfg->memory_max) seq_memory(r, ts);
+    if (r->cfg->snap_seconds > 0 && kr__clock_ns() >= s->snap_wall) s->snap_at = -INFINITY;
     if ((cnt->processed & 0xffff) >= 4096) return;
     cnt->committed = cnt->processed;
     kr__counters_publish(cnt);
     kr__progress_tick(prog, ts);
+}
+
+/* One event (or bundle): twice under --check; for a model that answers queries with the
+ * LP's state before it kept for a query that reaches the LP. */
+static void seq_run_one(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e)
+{
+    if (r->model->query) {
+        s->running = e->dest;
+        s->pre = kr__lp_snapshot(&s->blobs, lp);
+    }
+    if (s->check) seq_run_checked(r, s, lp, e);
+    else kr__run_event(r, lp, e);
+    if (s->pre) {
+        kr__ckpt_release(&s->blobs, s->pre);
+        s->pre = NULL;
+    }
 }
 
 /* Returns true when the run ends because done() holds for every LP. */
@@ -165,6 +202,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
     while ((e = kr__heap_top(&s->heap)) && e->k.ts < end &&
            !(e->k.ts > last && kr__interrupted())) {
         last = e->k.ts;
+        if (__builtin_expect(e->k.ts >= s->snap_at, 0)) seq_snapshot(r, s, e->k.ts);
         kr__lp_prefetch_state(r, e->dest);
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
@@ -172,16 +210,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
         kr__ctx_event(lp, e, KR_MODE_EVENT);
         if (r->bundles) seq_gather(r, s, e);
         kr__watch_begin(&s->watch, e);
-        if (m->query) {
-            s->running = e->dest;
-            s->pre = kr__lp_snapshot(&s->blobs, lp);
-        }
-        if (s->check) seq_run_checked(r, s, lp, e);
-        else kr__run_event(r, lp, e);
-        if (s->pre) {
-            kr__ckpt_release(&s->blobs, s->pre);
-            s->pre = NULL;
-        }
+        seq_run_one(r, s, lp, e);
         bool done = s->check ? kr__recheck_done(s->check, r, lp, e) : kr__run_done(r, lp, e->dest);
         kr__watch_end(&s->watch);
         kr_time ts = e->k.ts;
@@ -190,7 +219,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
             return true;
         /* (n events just committed: a count crossing a multiple of 4096 ends below n) */
         if (__builtin_expect((cnt->processed & 4095) < (r->bundles ? s->bundle.n : 1), 0))
-            seq_every_4096(r, cnt, prog, ts);
+            seq_every_4096(r, s, cnt, prog, ts);
     }
     return false;
 }
@@ -236,6 +265,15 @@ static int seq_run(struct kr__run *r)
     kr__blobs_init(&s.blobs);
     s.pre = NULL;
     s.swapped = false;
+    s.snap_at = INFINITY;
+    s.snap_wall = UINT64_MAX;
+    if (r->cfg->snap_dir) { /* (the first: after the time resumed at, if resumed) */
+        kr_time from = r->resume ? kr__snapshot_time(r) : 0;
+        double every = r->cfg->snap_every;
+        if (every > 0) s.snap_at = (floor(from / every) + 1) * every;
+        if (r->cfg->snap_seconds > 0)
+            s.snap_wall = kr__clock_ns() + (uint64_t)(r->cfg->snap_seconds * 1e9);
+    }
     if (r->cfg->check) {
         kr__recheck_init(&check);
         s.check = &check;

@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "core/error.h"
 #include "core/options.h"
+#include "core/snapshot.h"
 #include "net/net.h"
 #include "calibrate.h"
 #include "new.h"
@@ -25,6 +26,9 @@ static void usage(FILE *f)
         "Usage:\n"
         "  kairos run MODEL [options] [-P name=value ...]   run a model\n"
         "  kairos run MODEL --help                         list the model's parameters\n"
+        "  kairos resume DIR [options]                     continue the run whose snapshot\n"
+        "                                                  DIR holds (--snapshot), on any\n"
+        "                                                  engine: the same digest and output\n"
         "  kairos models                                   list the built-in models\n"
         "  kairos calibrate [options]                      measure the cost of extra ticks\n"
         "                                                  and pick --tick-us for this machine\n"
@@ -37,7 +41,8 @@ static void usage(FILE *f)
         "MODEL is a built-in model name (see 'kairos models') or the path of a model shared\n"
         "object that exports kr_model_entry(), e.g. ./mymodel.so.\n"
         "\n"
-        "Options of 'run':\n",
+        "Options of 'run' (and of 'resume', but for the model's parameters, --lps, --seed and\n"
+        "--end, which a resumed run takes from its snapshot):\n",
         f);
     kr__options_help(f);
     fputs(
@@ -101,6 +106,7 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (kr__options_defaults(c, err)) return err->status;
+    if (c->resume_dir && kr__snapshot_config(c->resume_dir, c, err)) return err->status;
     for (int i = 3; i < argc; i++)
         if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
     unsigned lr, ls; /* (by default, the ranks on this machine share its cores) */
@@ -171,6 +177,47 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
+static int print_version(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    puts("kairos " KAIROS_VERSION " (ThreadSanitizer build: no time-sharing)");
+#elif defined(__SANITIZE_ADDRESS__)
+    puts("kairos " KAIROS_VERSION " (AddressSanitizer build)");
+#else
+    puts("kairos " KAIROS_VERSION);
+#endif
+#ifdef KR_NET_BUILT
+    puts("MPI: " KR_NET_MODULE " built with it (a run started by mpirun loads it)");
+#else
+    puts("MPI: not built (CMake found no MPI): a run is one process");
+#endif
+    return 0;
+}
+
+/* kairos resume DIR [options]: the model, its parameters, --lps, --seed and --end come from
+ * the snapshot (snapshot.c); engine options and --snapshot may be given. */
+static int cmd_resume(int argc, char **argv)
+{
+    struct kr__error err = { 0 };
+    if (argc < 3 || argv[2][0] == '-')
+        return cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos resume' needs DIR, "
+                                              "a directory a run wrote with --snapshot" });
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--lps") || !strcmp(argv[i], "--seed") ||
+            !strcmp(argv[i], "--end") || !strncmp(argv[i], "-P", 2))
+            return cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "kairos resume takes the "
+                "model, its parameters, --lps, --seed and --end from the snapshot: give only "
+                "the options of how to run it (--sync, --threads, --state, --snapshot ...)" });
+    struct kr__config c = { .resume_dir = argv[2] };
+    int interrupted = 0;
+    if (kr__net_start(&err)) return cmd_fail_exit(&err);
+    if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
+    int rc = err.status ? cmd_fail_exit(&err) : interrupted ? 128 + interrupted : 0;
+    kr__net_stop();
+    kr__options_free(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
@@ -178,27 +225,14 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout); /* asked for: stdout; a mistake: stderr */
         return argc < 2 ? KR_EXIT_USAGE : 0;
     }
-    if (!strcmp(argv[1], "--version")) {
-#if defined(__SANITIZE_THREAD__)
-        puts("kairos " KAIROS_VERSION " (ThreadSanitizer build: no time-sharing)");
-#elif defined(__SANITIZE_ADDRESS__)
-        puts("kairos " KAIROS_VERSION " (AddressSanitizer build)");
-#else
-        puts("kairos " KAIROS_VERSION);
-#endif
-#ifdef KR_NET_BUILT
-        puts("MPI: " KR_NET_MODULE " built with it (a run started by mpirun loads it)");
-#else
-        puts("MPI: not built (CMake found no MPI): a run is one process");
-#endif
-        return 0;
-    }
+    if (!strcmp(argv[1], "--version")) return print_version();
     if (!strcmp(argv[1], "models")) {
         puts("Built-in models:");
         kr__models_list(stdout);
         return 0;
     }
     if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
+    if (!strcmp(argv[1], "resume")) return cmd_resume(argc, argv);
     if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "new")) return kr__new_main(argc - 1, argv + 1);
     struct kr__error err;

@@ -1,0 +1,552 @@
+/* snapshot.c - whole-run snapshots and resume (see snapshot.h).
+ *
+ * DIR/snapshot (native byte order; strings are u32 length + bytes):
+ *   "KRSNAP01", u64 file length, u64 checksum of the bytes after it
+ *   u32 version; the model: str path, str name, u64 hash of its file (0: built in);
+ *   u32 parameters, each str name, str value (sorted by name); u64 LPs, u64 seed, f64 end,
+ *   u64 --arena-max; f64 the snapshot's time, u64 output bytes, u64 output hash, f64 the
+ *   run's lookahead, u8 whether init declared it (kr_set_lookahead: a resumed run runs no
+ *   init)
+ *   per LP: u64 RNG, send count, history hash, committed events; u8 done_init, done_seen;
+ *           u64 image length, the state image (state/image.h)
+ *   u64 pending events, each: f64 ts, u32 gen, u32 tie, u64 src, u64 seq, u64 dest,
+ *           u32 type, u32 flags, f64 duration, u32 size, payload
+ * The options an engine reads (threads, state mode, ...) are not in it: any may resume. */
+#define _GNU_SOURCE
+#include "core/snapshot.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "core/clock.h"
+#include "core/digest.h"
+#include "core/lp.h"
+#include "msg/pool.h"
+#include "net/net.h"
+#include "state/image.h"
+
+#define SNAP_MAGIC "KRSNAP01"
+#define SNAP_VERSION 1u
+#define SNAP_HEAD 24 /* magic, length, checksum */
+
+struct kr__snapshot {
+    unsigned char *buf;
+    size_t n;
+    char *model_path, *model_name;
+    uint64_t model_hash, lps, seed, arena_max, out_bytes, out_hash;
+    double end, at, lookahead;
+    bool declared;
+    struct kr__kv *params;
+    uint32_t nparams;
+    size_t *lp_at;      /* offset of each LP's record */
+    size_t *ev_at;      /* offsets of the pending events, grouped by destination... */
+    uint64_t *ev_first; /* ...LP id's from ev_first[id] to ev_first[id + 1] */
+};
+
+/* ---- writing ---- */
+
+static void put_u32(struct kr__bytes *b, uint32_t v) { kr__bytes_put(b, &v, 4); }
+static void put_u64(struct kr__bytes *b, uint64_t v) { kr__bytes_put(b, &v, 8); }
+static void put_f64(struct kr__bytes *b, double v) { kr__bytes_put(b, &v, 8); }
+
+static void put_str(struct kr__bytes *b, const char *s)
+{
+    put_u32(b, (uint32_t)strlen(s));
+    kr__bytes_put(b, s, strlen(s));
+}
+
+/* A file's contents hashed (0 if it cannot be read: a built-in model has none). */
+static uint64_t file_hash(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    uint64_t h = 0xF11E;
+    unsigned char buf[65536];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) h = kr__mix_bytes(h, buf, n);
+    fclose(f);
+    return h ? h : 1;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct kr__kv *)a)->key, ((const struct kr__kv *)b)->key);
+}
+
+static void put_identity(struct kr__bytes *b, const struct kr__run *r)
+{
+    const struct kr__config *c = r->cfg;
+    char path[PATH_MAX];
+    bool file = realpath(c->model, path) != NULL;
+    put_u32(b, SNAP_VERSION);
+    put_str(b, file ? path : c->model);
+    put_str(b, r->model->name);
+    put_u64(b, file ? file_hash(path) : 0);
+    struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
+    if (!kv) kr__fatal_oom("a snapshot's parameters", c->nparams * sizeof *kv);
+    memcpy(kv, c->params, c->nparams * sizeof *kv);
+    qsort(kv, c->nparams, sizeof *kv, by_key);
+    put_u32(b, (uint32_t)c->nparams);
+    for (size_t i = 0; i < c->nparams; i++) {
+        put_str(b, kv[i].key);
+        put_str(b, kv[i].val);
+    }
+    free(kv);
+    put_u64(b, c->lps);
+    put_u64(b, c->seed);
+    put_f64(b, c->end);
+    put_u64(b, c->arena_max);
+}
+
+/* LP id's record; false (with alien) if its state holds a pointer no image can name. */
+static bool put_lp(struct kr__bytes *b, const struct kr__run *r, kr_lp id,
+                   struct kr__alien *alien)
+{
+    const struct kr__lp *lp = kr__lp_at(r, id);
+    put_u64(b, lp->rng);
+    put_u64(b, lp->seq);
+    put_u64(b, lp->digest);
+    put_u64(b, lp->committed);
+    uint8_t done[2] = { lp->done_init, lp->done_seen };
+    kr__bytes_put(b, done, 2);
+    size_t len_at = b->n;
+    put_u64(b, 0);
+    size_t start = b->n;
+    if (!kr__image_save(&lp->arena, lp->root, b, alien)) return false;
+    uint64_t len = b->n - start;
+    if (!b->oom) memcpy(b->p + len_at, &len, 8);
+    return true;
+}
+
+static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time lookahead)
+{
+    put_f64(b, e->k.ts);
+    put_u32(b, e->k.gen);
+    put_u32(b, e->k.tie);
+    put_u64(b, e->k.src);
+    put_u64(b, e->k.seq);
+    put_u64(b, e->dest);
+    put_u32(b, e->type);
+    put_u32(b, e->flags & KR_EVF_SPAN);
+    put_f64(b, kr__ev_has_tail(e) ? e->dur : lookahead);
+    put_u32(b, e->size);
+    kr__bytes_put(b, e->payload, e->size);
+}
+
+/* buf to path.tmp, synced, then renamed over path (and the directory synced). */
+static int write_file(const char *dir, const struct kr__bytes *b, char *why, size_t cap)
+{
+    char tmp[PATH_MAX], path[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/snapshot.tmp", dir);
+    snprintf(path, sizeof path, "%s/snapshot", dir);
+    if (mkdir(dir, 0777) && errno != EEXIST) goto fail;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) goto fail;
+    for (size_t done = 0; done < b->n;) {
+        ssize_t w = write(fd, b->p + done, b->n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            close(fd);
+            unlink(tmp);
+            errno = e;
+            goto fail;
+        }
+        done += (size_t)w;
+    }
+    if (fsync(fd) || close(fd) || rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        goto fail;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+fail:
+    snprintf(why, cap, "%s: %s", dir, strerror(errno));
+    return -1;
+}
+
+static void snap_warn(kr_time at, const char *why)
+{
+    fprintf(stderr, "kairos: warning: the snapshot at virtual time %.17g was not written (%s); "
+            "the last one stays, the run goes on\n", at, why);
+}
+
+bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at)
+{
+    uint64_t t0 = kr__clock_ns();
+    struct kr__bytes b = { 0 };
+    kr__bytes_put(&b, SNAP_MAGIC, 8);
+    put_u64(&b, 0);
+    put_u64(&b, 0);
+    put_identity(&b, r);
+    put_f64(&b, at);
+    fflush(stdout); /* (what the count says is written is in the file) */
+    put_u64(&b, r->out_bytes);
+    put_u64(&b, r->out_hash);
+    put_f64(&b, r->lookahead);
+    uint8_t declared = r->lookahead_declared;
+    kr__bytes_put(&b, &declared, 1);
+    for (kr_lp id = 0; id < r->n; id++) {
+        struct kr__alien al = { 0 };
+        if (put_lp(&b, r, id, &al)) continue;
+        char why[256];
+        snprintf(why, sizeof why, "LP %llu's state holds a pointer to %s, which a snapshot "
+                 "cannot save: keep the LP's data in its own kr_malloc blocks",
+                 (unsigned long long)id, al.where);
+        snap_warn(at, why);
+        kr__bytes_free(&b);
+        return false;
+    }
+    put_u64(&b, n);
+    for (size_t i = 0; i < n; i++) put_event(&b, pending[i], r->lookahead);
+    char why[PATH_MAX + 128] = "out of memory";
+    if (!b.oom) {
+        uint64_t len = b.n, sum = kr__mix_bytes(0x5AA9, b.p + SNAP_HEAD, b.n - SNAP_HEAD);
+        memcpy(b.p + 8, &len, 8);
+        memcpy(b.p + 16, &sum, 8);
+    }
+    bool ok = !b.oom && !write_file(r->cfg->snap_dir, &b, why, sizeof why);
+    if (ok) {
+        r->snaps++;
+        r->snap_bytes += b.n;
+        r->snap_time = at;
+    } else {
+        snap_warn(at, why);
+    }
+    r->snap_ns += kr__clock_ns() - t0;
+    kr__bytes_free(&b);
+    return ok;
+}
+
+/* ---- reading ---- */
+
+struct rd {
+    const unsigned char *p, *end;
+    bool bad;
+};
+
+static const unsigned char *rd_take(struct rd *in, size_t n)
+{
+    if (in->bad || (size_t)(in->end - in->p) < n) {
+        in->bad = true;
+        return NULL;
+    }
+    const unsigned char *p = in->p;
+    in->p += n;
+    return p;
+}
+
+static uint64_t rd_u(struct rd *in, size_t n)
+{
+    uint64_t v = 0;
+    const unsigned char *p = rd_take(in, n);
+    if (p) memcpy(&v, p, n);
+    return v;
+}
+
+static double rd_f64(struct rd *in)
+{
+    uint64_t v = rd_u(in, 8);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+static char *rd_str(struct rd *in)
+{
+    uint32_t n = (uint32_t)rd_u(in, 4);
+    const unsigned char *p = rd_take(in, n);
+    return p ? strndup((const char *)p, n) : NULL;
+}
+
+static void snap_free(struct kr__snapshot *s)
+{
+    if (!s) return;
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        free((char *)s->params[i].key);
+        free((char *)s->params[i].val);
+    }
+    free(s->params);
+    free(s->model_path);
+    free(s->model_name);
+    free(s->lp_at);
+    free(s->ev_at);
+    free(s->ev_first);
+    free(s->buf);
+    free(s);
+}
+
+/* The whole file, its length and checksum checked. */
+static int read_file(const char *dir, struct kr__snapshot *s, struct kr__error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/snapshot", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return kr__fail(err, KR_ERR_USAGE, "cannot read the snapshot %s: %s (give the "
+                        "directory a run wrote with --snapshot)", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) || st.st_size < SNAP_HEAD ||
+        !(s->buf = malloc((size_t)st.st_size)) ||
+        fread(s->buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+        fclose(f);
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is truncated or unreadable", path);
+    }
+    fclose(f);
+    s->n = (size_t)st.st_size;
+    uint64_t len, sum;
+    memcpy(&len, s->buf + 8, 8);
+    memcpy(&sum, s->buf + 16, 8);
+    if (memcmp(s->buf, SNAP_MAGIC, 8))
+        return kr__fail(err, KR_ERR_USAGE, "%s is not a Kairos snapshot (or one of another "
+                        "version)", path);
+    if (len != s->n || sum != kr__mix_bytes(0x5AA9, s->buf + SNAP_HEAD, s->n - SNAP_HEAD))
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is damaged (%s): it cannot be "
+                        "resumed; an earlier copy of the directory, if kept, can", path,
+                        len != s->n ? "its length is wrong" : "its checksum does not match");
+    return KR_OK;
+}
+
+static int read_identity(struct kr__snapshot *s, struct rd *in, struct kr__error *err)
+{
+    if (rd_u(in, 4) != SNAP_VERSION)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot was written by another version of "
+                        "Kairos");
+    s->model_path = rd_str(in);
+    s->model_name = rd_str(in);
+    s->model_hash = rd_u(in, 8);
+    s->nparams = (uint32_t)rd_u(in, 4);
+    if (in->bad || s->nparams > 4096 || !(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        s->params[i].key = rd_str(in);
+        s->params[i].val = rd_str(in);
+    }
+    s->lps = rd_u(in, 8);
+    s->seed = rd_u(in, 8);
+    s->end = rd_f64(in);
+    s->arena_max = rd_u(in, 8);
+    s->at = rd_f64(in);
+    s->out_bytes = rd_u(in, 8);
+    s->out_hash = rd_u(in, 8);
+    s->lookahead = rd_f64(in);
+    s->declared = rd_u(in, 1);
+    if (in->bad || !s->model_path || !s->model_name || !s->lps)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
+    return KR_OK;
+}
+
+static struct kr__snapshot *snap_read(const char *dir, struct rd *in, struct kr__error *err)
+{
+    struct kr__snapshot *s = calloc(1, sizeof *s);
+    if (!s) kr__fatal_oom("a snapshot", sizeof *s);
+    if (read_file(dir, s, err)) {
+        snap_free(s);
+        return NULL;
+    }
+    *in = (struct rd){ s->buf + SNAP_HEAD, s->buf + s->n, false };
+    if (read_identity(s, in, err)) {
+        snap_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err)
+{
+    struct rd in;
+    struct kr__snapshot *s = snap_read(dir, &in, err);
+    if (!s) return err->status;
+    c->model = strdup(s->model_path);
+    c->lps = s->lps;
+    c->seed = s->seed;
+    c->end = s->end;
+    c->arena_max = s->arena_max;
+    c->params = calloc(s->nparams + 1u, sizeof *c->params);
+    if (!c->model || !c->params) kr__fatal_oom("a snapshot's parameters", s->nparams);
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        c->params[i].key = strdup(s->params[i].key);
+        c->params[i].val = strdup(s->params[i].val);
+    }
+    c->nparams = s->nparams;
+    c->resume_dir = dir;
+    snap_free(s);
+    return KR_OK;
+}
+
+/* Where each LP's record starts. */
+static void index_lps(struct kr__snapshot *s, struct rd *in)
+{
+    s->lp_at = malloc(s->lps * sizeof *s->lp_at);
+    s->ev_first = calloc(s->lps + 1, sizeof *s->ev_first);
+    if (!s->lp_at || !s->ev_first) kr__fatal_oom("a snapshot's index", s->lps * 16);
+    for (uint64_t id = 0; id < s->lps && !in->bad; id++) {
+        s->lp_at[id] = (size_t)(in->p - s->buf);
+        rd_take(in, 34);
+        rd_take(in, rd_u(in, 8));
+    }
+}
+
+/* The LP records and the pending events, indexed (the events by destination). */
+static int index_body(struct kr__snapshot *s, struct rd *in, struct kr__error *err)
+{
+    index_lps(s, in);
+    uint64_t n = rd_u(in, 8);
+    if (in->bad || n > (uint64_t)(in->end - in->p) / 60)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LPs)");
+    size_t *at = malloc((n + 1) * sizeof *at);
+    s->ev_at = malloc((n + 1) * sizeof *s->ev_at);
+    if (!at || !s->ev_at) kr__fatal_oom("a snapshot's events", n * 8);
+    for (uint64_t i = 0; i < n && !in->bad; i++) {
+        at[i] = (size_t)(in->p - s->buf);
+        rd_take(in, 32);
+        uint64_t dest = rd_u(in, 8);
+        rd_take(in, 16);
+        rd_take(in, rd_u(in, 4));
+        if (dest >= s->lps) in->bad = true;
+        else s->ev_first[dest + 1]++;
+    }
+    if (in->bad || in->p != in->end) {
+        free(at);
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its events)");
+    }
+    for (uint64_t id = 0; id < s->lps; id++) s->ev_first[id + 1] += s->ev_first[id];
+    uint64_t *fill = calloc(s->lps, sizeof *fill);
+    if (!fill) kr__fatal_oom("a snapshot's events", s->lps * 8);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t dest;
+        memcpy(&dest, s->buf + at[i] + 32, 8);
+        s->ev_at[s->ev_first[dest] + fill[dest]++] = at[i];
+    }
+    free(fill);
+    free(at);
+    return KR_OK;
+}
+
+/* stdout, when it is a file: it must start with the output the snapshot committed (its
+ * bytes and hash), and is cut there; the resumed run appends. */
+static int cut_output(const struct kr__snapshot *s, struct kr__error *err)
+{
+    struct stat st;
+    fflush(stdout);
+    if (fstat(STDOUT_FILENO, &st) || !S_ISREG(st.st_mode)) return KR_OK;
+    if ((uint64_t)st.st_size < s->out_bytes)
+        return kr__fail(err, KR_ERR_USAGE, "stdout holds %lld bytes, fewer than the %llu of "
+                        "output the snapshot's run had committed: append to that run's output "
+                        "file (kairos resume DIR >> FILE)", (long long)st.st_size,
+                        (unsigned long long)s->out_bytes);
+    uint64_t h = KR_OUT_HASH0;
+    char buf[65536];
+    int fd = open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC); /* (stdout may be write-only) */
+    for (uint64_t off = 0; fd >= 0 && off < s->out_bytes;) {
+        size_t want = s->out_bytes - off < sizeof buf ? (size_t)(s->out_bytes - off) : sizeof buf;
+        ssize_t got = pread(fd, buf, want, (off_t)off);
+        if (got <= 0) break;
+        h = kr__out_hash(h, buf, (size_t)got);
+        off += (uint64_t)got;
+    }
+    if (fd >= 0) close(fd);
+    if (fd < 0) return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back: %s",
+                                strerror(errno));
+    if (h != s->out_hash)
+        return kr__fail(err, KR_ERR_USAGE, "stdout does not start with the output of the "
+                        "snapshot's run: resume into that run's output file");
+    if (ftruncate(STDOUT_FILENO, (off_t)s->out_bytes))
+        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be cut to the snapshot's output: %s",
+                        strerror(errno));
+    lseek(STDOUT_FILENO, 0, SEEK_END);
+    return KR_OK;
+}
+
+int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
+{
+    struct rd in;
+    struct kr__snapshot *s = snap_read(r->cfg->resume_dir, &in, err);
+    if (!s) return err->status;
+    r->resume = s;
+    uint64_t h = s->model_hash ? file_hash(s->model_path) : 0;
+    if (strcmp(s->model_name, r->model->name) || h != s->model_hash)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
+                        "%s has changed since: resume with the model it was taken of",
+                        s->model_name, s->model_path, s->model_path);
+    if (index_body(s, &in, err)) return err->status;
+    if (kr__net.size > 1)
+        return kr__fail(err, KR_ERR_USAGE, "kairos resume runs in one process so far (not "
+                        "under mpirun)");
+    r->out_bytes = s->out_bytes;
+    r->out_hash = s->out_hash;
+    r->lookahead = s->lookahead;
+    r->lookahead_declared = s->declared;
+    return cut_output(s, err);
+}
+
+void kr__snapshot_close(struct kr__run *r)
+{
+    snap_free(r->resume);
+    r->resume = NULL;
+}
+
+kr_time kr__snapshot_time(const struct kr__run *r)
+{
+    return r->resume ? r->resume->at : -INFINITY;
+}
+
+static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp id)
+{
+    for (uint64_t i = s->ev_first[id]; i < s->ev_first[id + 1]; i++) {
+        struct rd in = { s->buf + s->ev_at[i], s->buf + s->n, false };
+        double ts = rd_f64(&in);
+        uint32_t gen = (uint32_t)rd_u(&in, 4), tie = (uint32_t)rd_u(&in, 4);
+        uint64_t src = rd_u(&in, 8), seq = rd_u(&in, 8), dest = rd_u(&in, 8);
+        uint32_t type = (uint32_t)rd_u(&in, 4), flags = (uint32_t)rd_u(&in, 4);
+        double dur = rd_f64(&in);
+        uint32_t size = (uint32_t)rd_u(&in, 4);
+        const unsigned char *payload = rd_take(&in, size);
+        struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
+        e->k = (struct kr__key){ .ts = ts, .gen = gen, .tie = tie, .src = src, .seq = seq };
+        e->dest = dest;
+        e->type = type;
+        e->size = size;
+        e->flags = (uint8_t)flags;
+        e->xflags = 0;
+        if (kr__ev_has_tail(e)) {
+            e->child = e->sib = NULL;
+            e->dur = dur;
+            e->ckpt = NULL;
+        }
+        if (size) memcpy(e->payload, payload, size);
+        kr__ctx.ops->send(&kr__ctx, e);
+    }
+    (void)r;
+}
+
+void kr__snapshot_apply(struct kr__run *r, kr_lp id)
+{
+    const struct kr__snapshot *s = r->resume;
+    struct kr__lp *lp = kr__lp_at(r, id);
+    struct rd in = { s->buf + s->lp_at[id], s->buf + s->n, false };
+    lp->rng = rd_u(&in, 8);
+    lp->seq = rd_u(&in, 8);
+    lp->digest = rd_u(&in, 8);
+    lp->committed = rd_u(&in, 8);
+    lp->done_init = (bool)rd_u(&in, 1);
+    lp->done_seen = (bool)rd_u(&in, 1);
+    uint64_t len = rd_u(&in, 8);
+    const char *why = NULL;
+    void *root = NULL;
+    if (!kr__image_load(&lp->arena, in.p, len, &root, &why))
+        kr__model_error("resuming: LP %llu's state cannot be loaded: %s",
+                        (unsigned long long)id, why);
+    lp->root = root;
+    send_pending(r, s, id);
+}

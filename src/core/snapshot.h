@@ -1,0 +1,34 @@
+/* snapshot.h - whole-run snapshots and resume (issue 17; docs/guide.md, "Snapshots and
+ * resume"). A snapshot holds a run where every event before one point of the event order is
+ * committed and none after it: each LP's state (as an address-independent image,
+ * state/image.h), random stream, send count, history hash and committed count, the pending
+ * events with their whole keys, and how much committed output had been written and its
+ * hash; with the model's identity and the options that decide the history. `kairos resume
+ * DIR` starts a run from it on any engine, in place of init, and ends with the digest and
+ * output of the run that was never stopped. */
+#ifndef KR_CORE_SNAPSHOT_H
+#define KR_CORE_SNAPSHOT_H
+
+#include "core/core.h"
+#include "core/error.h"
+
+/* Write a snapshot into cfg->snap_dir: the events before those in pending[0..n) (not yet
+ * run; any order) are committed; `at` is the first pending time. Replaces the last one only
+ * once complete (temporary file, fsync, rename). False, with a warning printed, if it could
+ * not be written (a state that cannot be saved, the disk): the run goes on, the last one
+ * stays. */
+bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at);
+
+/* kairos resume: the model, its parameters, --lps, --seed and --end from DIR's snapshot. */
+int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err);
+/* The run's set-up: read cfg->resume_dir's snapshot for the LPs, check it was taken of this
+ * model, and cut stdout, if it is a file, to the output the snapshot had committed. */
+int kr__snapshot_open(struct kr__run *r, struct kr__error *err);
+void kr__snapshot_close(struct kr__run *r);
+/* In place of LP id's init: its state and bookkeeping, and the pending events addressed to
+ * it, sent through the engine as init's would be. */
+void kr__snapshot_apply(struct kr__run *r, kr_lp id);
+/* The virtual time the run resumed at. */
+kr_time kr__snapshot_time(const struct kr__run *r);
+
+#endif

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Snapshots and resume (issue 17): a sequential run writing snapshots (--snapshot, by
+virtual time and by wall time) is killed with SIGKILL at random moments; `kairos resume`
+continues from its last snapshot on a random engine and thread count, appending to the
+killed run's stdout file, and must end with the digest and the byte-identical stdout of the
+run that was never stopped. A damaged or truncated snapshot, another model file, a wrong
+stdout and the options a resumed run cannot change are refused with a clear message; a
+state a snapshot cannot hold leaves the run going with a warning."""
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from common import run, fail, digest, Tally, expect_exit
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+tmp = tempfile.mkdtemp(prefix="kr-snap-")
+rnd = random.Random(int(os.environ.get("KR_SNAP_SEED", "17")))
+
+MODELS = {  # name: (arguments, engines it resumes on)
+    "phold": (["phold", "--lps", "256", "--end", "4000"], "soc"),
+    "chaos": ([f"{build}/libchaos.so", "--lps", "32", "--end", "4000"], "so"),
+    "pcs": (["pcs", "--lps", "16", "--end", "30"], "so"),
+    "hazard-pointers": ([f"{build}/libhazard.so", "--lps", "4", "--end", "30000", "-P",
+                         "case=1"], "so"),
+    "datastore": (["datastore", "--lps", "16", "--end", "200"], "so"),
+}
+ENGINES = {"s": [["--sync", "sequential"]],
+           "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],
+                 ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"]],
+           "c": [["--sync", "conservative", "--threads", "2"]]}
+
+
+def reference(args):
+    _, out, err = run(kairos, "run", *args, "--sync", "sequential")
+    return out, digest(err)
+
+
+def killed_run(args, snap, out_path, when):
+    """The snapshotted run, killed after `when` seconds (or ended by then)."""
+    with open(out_path, "w") as out:
+        p = subprocess.Popen([kairos, "run", *args, "--sync", "sequential", "--progress", "off",
+                              "--snapshot", snap, *when[1]], stdout=out,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(when[0])
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+
+def resume_once(name, args, engines, ref_out, ref_digest):
+    snap, out_path = os.path.join(tmp, f"{name}.snap"), os.path.join(tmp, f"{name}.out")
+    shutil.rmtree(snap, ignore_errors=True)
+    end = args[args.index("--end") + 1]
+    every = ["--snapshot-every", str(float(end) / 40)]
+    when = (rnd.uniform(0.02, 0.3), rnd.choice([every, ["--snapshot-seconds", "0.02"],
+                                                 every + ["--snapshot-seconds", "0.05"]]))
+    killed_run(args, snap, out_path, when)
+    if not os.path.exists(os.path.join(snap, "snapshot")):
+        return None  # (killed before the first)
+    layout = rnd.choice([e for k in engines for e in ENGINES[k]])
+    with open(out_path, "a") as out:
+        p = subprocess.run([kairos, "resume", snap, "--progress", "off", *layout], stdout=out,
+                           stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        fail(f"{name}: resume {' '.join(layout)} exited {p.returncode}:\n{p.stderr}")
+    got = open(out_path).read()
+    if digest(p.stderr) != ref_digest or got != ref_out:
+        fail(f"{name}: killed after {when[0]:.2f} s ({' '.join(when[1])}), resumed with "
+             f"{' '.join(layout)}: digest {digest(p.stderr)} vs {ref_digest}, stdout equal: "
+             f"{got == ref_out}")
+    return layout
+
+
+def case_kill_and_resume():
+    resumed = skipped = 0
+    for name, (args, engines) in MODELS.items():
+        ref_out, ref_digest = reference(args)
+        for _ in range(5):
+            if resume_once(name, args, engines, ref_out, ref_digest):
+                resumed += 1
+            else:
+                skipped += 1
+    if resumed < 12:
+        fail(f"only {resumed} runs were killed after a snapshot ({skipped} before one)")
+    t.ok(f"{resumed} runs killed with SIGKILL after a snapshot, resumed on random engines: "
+         f"the uninterrupted digest and stdout ({skipped} killed before their first)")
+
+
+def case_refused():
+    snap = os.path.join(tmp, "r.snap")
+    out = os.path.join(tmp, "r.out")
+    args = ["phold", "--lps", "16", "--end", "50"]
+    _, text, _ = run(kairos, "run", *args, "--sync", "sequential", "--snapshot", snap,
+                     "--snapshot-every", "20")
+    path = os.path.join(snap, "snapshot")
+    good = open(path, "rb").read()
+    expect_exit(kairos, t, 2, ["kairos resume takes the model, its parameters"],
+                "resume", snap, "--lps", "8")
+    expect_exit(kairos, t, 2, ["kairos resume takes the model"], "resume", snap,
+                "-P", "mean=2")
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0x10
+    open(path, "wb").write(bytes(bad))
+    expect_exit(kairos, t, 2, ["is damaged", "checksum"], "resume", snap)
+    open(path, "wb").write(good[:len(good) - 7])
+    expect_exit(kairos, t, 2, ["is damaged", "length"], "resume", snap)
+    open(path, "wb").write(b"not a snapshot at all, no")
+    expect_exit(kairos, t, 2, ["is not a Kairos snapshot"], "resume", snap)
+    expect_exit(kairos, t, 2, ["cannot read the snapshot"], "resume",
+                os.path.join(tmp, "nowhere"))
+    open(path, "wb").write(good)
+    expect_exit(kairos, t, 2, ["--snapshot-every and --snapshot-seconds need --snapshot"],
+                "run", *args, "--snapshot-every", "5")
+    expect_exit(kairos, t, 2, ["needs --snapshot-every"], "run", *args, "--snapshot", snap)
+    expect_exit(kairos, t, 2, ["only the sequential engine writes snapshots"],
+                "run", *args, "--threads", "2", "--snapshot", snap, "--snapshot-every", "5")
+    # another model file under the same path
+    so = os.path.join(tmp, "chaos.so")
+    shutil.copy(f"{build}/libchaos.so", so)
+    csnap = os.path.join(tmp, "c.snap")
+    run(kairos, "run", so, "--lps", "8", "--end", "20", "--sync", "sequential", "--snapshot",
+        csnap, "--snapshot-every", "5")
+    with open(so, "ab") as f:
+        f.write(b"\0changed")
+    expect_exit(kairos, t, 2, ["has changed since"], "resume", csnap)
+    # stdout that is not the snapshot's run's output
+    chaos = [f"{build}/libchaos.so", "--lps", "8", "--end", "20", "--sync", "sequential"]
+    run(kairos, "run", *chaos, "--snapshot", csnap, "--snapshot-every", "5")
+    with open(out, "w") as f:
+        f.write("something else entirely, and long enough to be compared " * 200)
+    with open(out, "a") as f:
+        p = subprocess.run([kairos, "resume", csnap], stdout=f, stderr=subprocess.PIPE,
+                           text=True)
+    if p.returncode != 2 or "does not start with the output" not in p.stderr:
+        fail(f"resume into another file: exit {p.returncode}\n{p.stderr}")
+    t.ok("damaged, truncated, foreign and missing snapshots, a changed model file, another "
+         "output file and options a resume cannot change are refused")
+    return text
+
+
+def case_state_it_cannot_hold():
+    """A state holding a pointer into the C library's heap cannot be saved: a warning, and the
+    run goes on to its normal end."""
+    snap = os.path.join(tmp, "h.snap")
+    hazard = f"{build}/libhazard.so"
+    _, _, err = run(kairos, "run", hazard, "--lps", "4", "--end", "5", "--sync", "sequential",
+                    "-P", "case=2", "--snapshot", snap, "--snapshot-every", "1", check=False)
+    if "was not written" not in err or "cannot save" not in err:
+        fail(f"hazard heap pointer: no warning about the snapshot:\n{err[-800:]}")
+    t.ok("a state with a C-heap pointer: the snapshot is not written, said so, the run goes on")
+
+
+case_kill_and_resume()
+case_refused()
+if os.path.exists(f"{build}/libhazard.so"):
+    case_state_it_cannot_hold()
+shutil.rmtree(tmp, ignore_errors=True)
+t.finish()
