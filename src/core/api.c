@@ -270,11 +270,7 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     e->size = (uint32_t)size;
     e->flags = span ? KR_EVF_SPAN : 0;
     e->xflags = 0;
-    if (kr__ev_has_tail(e)) {
-        e->child = e->sib = NULL;
-        e->dur = dur;
-        e->ckpt = NULL;
-    }
+    kr__ev_tail_init(e, dur);
     if (size) memcpy(e->payload, payload, size);
     kr__ctx.ops->send(&kr__ctx, e);
 }

@@ -519,11 +519,7 @@ static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp 
         e->size = size;
         e->flags = (uint8_t)flags;
         e->xflags = 0;
-        if (kr__ev_has_tail(e)) {
-            e->child = e->sib = NULL;
-            e->dur = dur;
-            e->ckpt = NULL;
-        }
+        kr__ev_tail_init(e, dur);
         if (size) memcpy(e->payload, payload, size);
         kr__ctx.ops->send(&kr__ctx, e);
     }

@@ -101,6 +101,15 @@ static inline bool kr__ev_has_tail(const struct kr__ev *e)
     return e->cls != KR_POOL_TINY;
 }
 
+/* A new event's tail, where it has one: no children yet, its duration (conservative). */
+static inline void kr__ev_tail_init(struct kr__ev *e, kr_time dur)
+{
+    if (!kr__ev_has_tail(e)) return;
+    e->child = e->sib = NULL;
+    e->dur = dur;
+    e->ckpt = NULL;
+}
+
 static inline void kr__pool_put(struct kr__pool *p, struct kr__ev *e)
 {
     e->st = KR_EV_FREE;
