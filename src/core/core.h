@@ -50,7 +50,8 @@ struct kr__config {
     const char *snap_dir;       /* --snapshot: where snapshots go (NULL: none)... */
     double snap_every;          /* ...each this much virtual time (0: not by time)... */
     double snap_seconds;        /* ...and/or each this many seconds of wall time */
-    const char *resume_dir;     /* kairos resume: the snapshot this run starts from */
+    const char *resume_dir;     /* kairos resume: the snapshot this run starts from... */
+    char *owned;                /* ...whose model path and parameter values live here */
 };
 
 struct kr__run {

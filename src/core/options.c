@@ -458,6 +458,8 @@ void kr__options_free(struct kr__config *c)
 {
     for (size_t i = 0; i < c->nparams; i++) free((void *)c->params[i].key);
     free(c->params);
+    free(c->owned);
+    c->owned = NULL;
     c->params = NULL;
     c->nparams = 0;
 }

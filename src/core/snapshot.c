@@ -88,7 +88,7 @@ static void put_identity(struct kr__bytes *b, const struct kr__run *r)
     put_u64(b, file ? file_hash(path) : 0);
     struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
     if (!kv) kr__fatal_oom("a snapshot's parameters", c->nparams * sizeof *kv);
-    memcpy(kv, c->params, c->nparams * sizeof *kv);
+    if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
     qsort(kv, c->nparams, sizeof *kv, by_key);
     put_u32(b, (uint32_t)c->nparams);
     for (size_t i = 0; i < c->nparams; i++) {
@@ -367,17 +367,23 @@ int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error 
     struct rd in;
     struct kr__snapshot *s = snap_read(dir, &in, err);
     if (!s) return err->status;
-    c->model = strdup(s->model_path);
+    size_t bytes = strlen(s->model_path) + 1;
+    for (uint32_t i = 0; i < s->nparams; i++) bytes += strlen(s->params[i].val) + 1;
+    char *o = c->owned = malloc(bytes); /* (the model path and values: kr__options_free) */
+    c->params = calloc(s->nparams + 1u, sizeof *c->params);
+    if (!o || !c->params) kr__fatal_oom("a snapshot's parameters", bytes);
+    c->model = strcpy(o, s->model_path);
+    o += strlen(o) + 1;
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        c->params[i].key = strdup(s->params[i].key); /* (keys: kr__options_free) */
+        c->params[i].val = strcpy(o, s->params[i].val);
+        o += strlen(o) + 1;
+        if (!c->params[i].key) kr__fatal_oom("a snapshot's parameters", bytes);
+    }
     c->lps = s->lps;
     c->seed = s->seed;
     c->end = s->end;
     c->arena_max = s->arena_max;
-    c->params = calloc(s->nparams + 1u, sizeof *c->params);
-    if (!c->model || !c->params) kr__fatal_oom("a snapshot's parameters", s->nparams);
-    for (uint32_t i = 0; i < s->nparams; i++) {
-        c->params[i].key = strdup(s->params[i].key);
-        c->params[i].val = strdup(s->params[i].val);
-    }
     c->nparams = s->nparams;
     c->resume_dir = dir;
     snap_free(s);

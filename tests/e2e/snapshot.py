@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from common import run, fail, digest, Tally, expect_exit
+from common import run, fail, digest, Tally, expect_exit, build_kind
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -29,6 +29,11 @@ MODELS = {  # name: (arguments, engines it resumes on)
                          "case=1"], "so"),
     "datastore": (["datastore", "--lps", "16", "--end", "200"], "so"),
 }
+# (Under AddressSanitizer the chaos model's byte-sprinkled words can equal addresses of the
+# sanitizer's own anonymous mappings - the digest check warns of them too - and such a state
+# is not saved: its snapshots are skipped with a warning, so the model leaves that matrix.)
+if build_kind(kairos) == "asan":
+    del MODELS["chaos"]
 ENGINES = {"s": [["--sync", "sequential"]],
            "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],
                  ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"]],
@@ -40,15 +45,25 @@ def reference(args):
     return out, digest(err)
 
 
+def kill_later(p, snap, delay):
+    """SIGKILL p `delay` seconds after its first snapshot is there (or once it ended)."""
+    first = os.path.join(snap, "snapshot")
+    for _ in range(6000):
+        if os.path.exists(first) or p.poll() is not None:
+            break
+        time.sleep(0.005)
+    time.sleep(delay)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+
+
 def killed_run(args, snap, out_path, when):
-    """The snapshotted run, killed after `when` seconds (or ended by then)."""
+    """The snapshotted run, killed `when[0]` seconds after its first snapshot."""
     with open(out_path, "w") as out:
         p = subprocess.Popen([kairos, "run", *args, "--sync", "sequential", "--progress", "off",
                               "--snapshot", snap, *when[1]], stdout=out,
                              stderr=subprocess.DEVNULL)
-        time.sleep(when[0])
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        kill_later(p, snap, when[0])
 
 
 def resume_once(name, args, engines, ref_out, ref_digest):
@@ -56,7 +71,7 @@ def resume_once(name, args, engines, ref_out, ref_digest):
     shutil.rmtree(snap, ignore_errors=True)
     end = args[args.index("--end") + 1]
     every = ["--snapshot-every", str(float(end) / 40)]
-    when = (rnd.uniform(0.02, 0.3), rnd.choice([every, ["--snapshot-seconds", "0.02"],
+    when = (rnd.uniform(0, 0.2), rnd.choice([every, ["--snapshot-seconds", "0.02"],
                                                  every + ["--snapshot-seconds", "0.05"]]))
     killed_run(args, snap, out_path, when)
     if not os.path.exists(os.path.join(snap, "snapshot")):
@@ -84,10 +99,39 @@ def case_kill_and_resume():
                 resumed += 1
             else:
                 skipped += 1
-    if resumed < 12:
-        fail(f"only {resumed} runs were killed after a snapshot ({skipped} before one)")
+    if skipped:
+        fail(f"{skipped} runs ended without a snapshot")
     t.ok(f"{resumed} runs killed with SIGKILL after a snapshot, resumed on random engines: "
-         f"the uninterrupted digest and stdout ({skipped} killed before their first)")
+         f"the uninterrupted digest and stdout")
+
+
+def case_chained():
+    """Killed, resumed (sequential, writing snapshots again), killed again, resumed again on
+    another engine: still the uninterrupted digest and stdout."""
+    chains = 0
+    for name in [m for m in ("chaos", "phold") if m in MODELS]:
+        args, _ = MODELS[name]
+        ref_out, ref_digest = reference(args)
+        snap, out_path = os.path.join(tmp, f"{name}.chain"), os.path.join(tmp, f"{name}.cout")
+        shutil.rmtree(snap, ignore_errors=True)
+        end = args[args.index("--end") + 1]
+        every = ["--snapshot-every", str(float(end) / 40)]
+        killed_run(args, snap, out_path, (0.02, every))
+        with open(out_path, "a") as out:
+            p = subprocess.Popen([kairos, "resume", snap, "--sync", "sequential", "--progress",
+                                  "off", "--snapshot", snap, *every], stdout=out,
+                                 stderr=subprocess.DEVNULL)
+            kill_later(p, snap, 0.05)
+        with open(out_path, "a") as out:
+            p = subprocess.run([kairos, "resume", snap, "--threads", "2", "--progress", "off"],
+                               stdout=out, stderr=subprocess.PIPE, text=True)
+        got = open(out_path).read()
+        if p.returncode or digest(p.stderr) != ref_digest or got != ref_out:
+            fail(f"{name}: killed, resumed, killed, resumed: exit {p.returncode}, digest "
+                 f"{digest(p.stderr)} vs {ref_digest}, stdout equal: {got == ref_out}")
+        chains += 1
+    t.ok(f"{chains} runs killed twice (the resumed run writing snapshots too), resumed: the "
+         f"uninterrupted digest and stdout")
 
 
 def case_refused():
@@ -119,8 +163,8 @@ def case_refused():
     expect_exit(kairos, t, 2, ["only the sequential engine writes snapshots"],
                 "run", *args, "--threads", "2", "--snapshot", snap, "--snapshot-every", "5")
     # another model file under the same path
-    so = os.path.join(tmp, "chaos.so")
-    shutil.copy(f"{build}/libchaos.so", so)
+    so = os.path.join(tmp, "hazard.so")
+    shutil.copy(f"{build}/libhazard.so", so)
     csnap = os.path.join(tmp, "c.snap")
     run(kairos, "run", so, "--lps", "8", "--end", "20", "--sync", "sequential", "--snapshot",
         csnap, "--snapshot-every", "5")
@@ -128,8 +172,8 @@ def case_refused():
         f.write(b"\0changed")
     expect_exit(kairos, t, 2, ["has changed since"], "resume", csnap)
     # stdout that is not the snapshot's run's output
-    chaos = [f"{build}/libchaos.so", "--lps", "8", "--end", "20", "--sync", "sequential"]
-    run(kairos, "run", *chaos, "--snapshot", csnap, "--snapshot-every", "5")
+    printing = [f"{build}/libhazard.so", "--lps", "8", "--end", "20", "--sync", "sequential"]
+    run(kairos, "run", *printing, "--snapshot", csnap, "--snapshot-every", "5")
     with open(out, "w") as f:
         f.write("something else entirely, and long enough to be compared " * 200)
     with open(out, "a") as f:
@@ -155,6 +199,7 @@ def case_state_it_cannot_hold():
 
 
 case_kill_and_resume()
+case_chained()
 case_refused()
 if os.path.exists(f"{build}/libhazard.so"):
     case_state_it_cannot_hold()
