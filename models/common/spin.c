@@ -27,7 +27,9 @@ static double per_us(void)
         __asm__ volatile("" : : "r"(x)); /* keep the loop */
         if (took > 0 && took < best) best = took;
     }
-    return k = (double)(1u << 18) / best;
+    v = (double)(1u << 18) / best;
+    k = v;
+    return v;
 }
 
 void models_spin_us(double us)

@@ -272,7 +272,7 @@ static char *rd_str(struct rd *in)
 static void snap_free(struct kr__snapshot *s)
 {
     if (!s) return;
-    for (uint32_t i = 0; i < s->nparams; i++) {
+    for (uint32_t i = 0; s->params && i < s->nparams; i++) { /* (none if its count was bad) */
         free((char *)s->params[i].key);
         free((char *)s->params[i].val);
     }
@@ -284,6 +284,22 @@ static void snap_free(struct kr__snapshot *s)
     free(s->ev_first);
     free(s->buf);
     free(s);
+}
+
+/* Its length and checksum. */
+static int check_sum(const struct kr__snapshot *s, const char *path, struct kr__error *err)
+{
+    uint64_t len, sum;
+    memcpy(&len, s->buf + 8, 8);
+    memcpy(&sum, s->buf + 16, 8);
+    if (memcmp(s->buf, SNAP_MAGIC, 8))
+        return kr__fail(err, KR_ERR_USAGE, "%s is not a Kairos snapshot (or one of another "
+                        "version)", path);
+    if (len != s->n || sum != kr__mix_bytes(0x5AA9, s->buf + SNAP_HEAD, s->n - SNAP_HEAD))
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is damaged (%s): it cannot be "
+                        "resumed; an earlier copy of the directory, if kept, can", path,
+                        len != s->n ? "its length is wrong" : "its checksum does not match");
+    return KR_OK;
 }
 
 /* The whole file, its length and checksum checked. */
@@ -304,17 +320,7 @@ static int read_file(const char *dir, struct kr__snapshot *s, struct kr__error *
     }
     fclose(f);
     s->n = (size_t)st.st_size;
-    uint64_t len, sum;
-    memcpy(&len, s->buf + 8, 8);
-    memcpy(&sum, s->buf + 16, 8);
-    if (memcmp(s->buf, SNAP_MAGIC, 8))
-        return kr__fail(err, KR_ERR_USAGE, "%s is not a Kairos snapshot (or one of another "
-                        "version)", path);
-    if (len != s->n || sum != kr__mix_bytes(0x5AA9, s->buf + SNAP_HEAD, s->n - SNAP_HEAD))
-        return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is damaged (%s): it cannot be "
-                        "resumed; an earlier copy of the directory, if kept, can", path,
-                        len != s->n ? "its length is wrong" : "its checksum does not match");
-    return KR_OK;
+    return check_sum(s, path, err);
 }
 
 static int read_identity(struct kr__snapshot *s, struct rd *in, struct kr__error *err)
@@ -406,6 +412,8 @@ static void index_lps(struct kr__snapshot *s, struct rd *in)
 /* The LP records and the pending events, indexed (the events by destination). */
 static int index_body(struct kr__snapshot *s, struct rd *in, struct kr__error *err)
 {
+    if (s->lps > (uint64_t)(in->end - in->p) / 42) /* (an LP's record: 42 bytes or more) */
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LP count)");
     index_lps(s, in);
     uint64_t n = rd_u(in, 8);
     if (in->bad || n > (uint64_t)(in->end - in->p) / 60)
@@ -500,6 +508,23 @@ void kr__snapshot_close(struct kr__run *r)
 {
     snap_free(r->resume);
     r->resume = NULL;
+}
+
+int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err)
+{
+    struct kr__snapshot *s = calloc(1, sizeof *s);
+    if (!s || n < SNAP_HEAD || !(s->buf = malloc(n))) {
+        free(s);
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is truncated");
+    }
+    memcpy(s->buf, buf, n);
+    s->n = n;
+    struct rd in = { s->buf + SNAP_HEAD, s->buf + n, false };
+    int rc = check_sum(s, "(memory)", err);
+    if (!rc) rc = read_identity(s, &in, err);
+    if (!rc) rc = index_body(s, &in, err);
+    snap_free(s);
+    return rc;
 }
 
 kr_time kr__snapshot_time(const struct kr__run *r)

@@ -28,6 +28,8 @@ void kr__snapshot_close(struct kr__run *r);
 /* In place of LP id's init: its state and bookkeeping, and the pending events addressed to
  * it, sent through the engine as init's would be. */
 void kr__snapshot_apply(struct kr__run *r, kr_lp id);
+/* Check a snapshot held in memory as resume would, up to loading its LPs (fuzzing). */
+int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err);
 /* The virtual time the run resumed at. */
 kr_time kr__snapshot_time(const struct kr__run *r);
 

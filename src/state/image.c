@@ -17,8 +17,10 @@
 #include "state/addrmap.h"
 
 #define IMAGE_MAGIC 0x3149524Bu /* "KRI1" */
-/* A damaged count must not make the loader reserve terabytes. */
-#define IMAGE_MAX_BYTES (1ull << 36)
+/* A damaged count must not make the loader reserve terabytes (the fuzz build, less). */
+#ifndef KR_IMAGE_MAX_BYTES
+#define KR_IMAGE_MAX_BYTES (1ull << 36)
+#endif
 
 enum { W_NUMBER, W_ARENA, W_IMAGE, W_KINDS };
 
@@ -98,12 +100,15 @@ static bool live(const struct kr__area *ar, uint32_t c)
     return ar->bits[c / 64] >> (c % 64) & 1;
 }
 
-/* Widen slots[] to cover the position x names, if it names one. */
+/* Widen slots[] to cover the position x names, if it names one: the slot it lies in (a
+ * position at a slot's start may be one past the slot before; the next is kept too, so
+ * that it has an address either way - found by fuzzing: a dangling pointer to a class's
+ * slot 0 with no live chunk left). */
 static void cover(const struct word *x, uint32_t slots[KR_ARENA_CLASSES])
 {
     if (x->kind != W_ARENA) return;
     size_t csz = kr__arena_class_bytes((uint32_t)x->a);
-    uint64_t need = (x->b + csz - 1) / csz;
+    uint64_t need = x->b / csz + 1;
     if (need > slots[x->a]) slots[x->a] = (uint32_t)need;
 }
 
@@ -300,7 +305,7 @@ static void load_classes(struct kr__arena *a, struct cursor *in)
         int64_t cls = (int64_t)get(in, 1);
         uint32_t slots = (uint32_t)get(in, 4), nlive = (uint32_t)get(in, 4);
         if (cls <= last || cls >= KR_ARENA_CLASSES || !slots || nlive > slots ||
-            (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) > IMAGE_MAX_BYTES) {
+            (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) > KR_IMAGE_MAX_BYTES) {
             fail(in, "the state image is damaged (a class record)");
             return;
         }
