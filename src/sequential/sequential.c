@@ -60,7 +60,7 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
         c->sent[i]->st = KR_EV_PENDING;
         kr__heap_push(&s->heap, c->sent[i]);
     }
-    if (c->nout) fwrite(c->out, 1, c->nout, stdout);
+    if (c->nout) kr__emit_direct(&kr__ctx, c->out, c->nout); /* (counted: snapshots) */
 }
 
 /* --check --state chunk: the written-chunk bits of lp's areas, kept across a swap (which
