@@ -30,7 +30,9 @@ struct seq {
     bool swapped;                /* its state in memory is `pre` now (a query is answered) */
     kr_time snap_at;             /* --snapshot: the next before the first event at or after
                                   * this time (-inf: before the next event; +inf: none)... */
-    uint64_t snap_wall;          /* ...or once the wall clock passes this (ns) */
+    uint64_t snap_wall;          /* ...or once the wall clock passes this (ns: UINT64_MAX,
+                                  * none), looked at every 64 events */
+    uint64_t snap_tick;
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
@@ -161,11 +163,18 @@ static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
         s->snap_wall = kr__clock_ns() + (uint64_t)(r->cfg->snap_seconds * 1e9);
 }
 
-static void seq_every_4096(struct kr__run *r, struct seq *s, struct kr__counters *cnt,
+/* (Wall time is looked at every 64 events: a model of long events, PCS, runs a few
+ * thousand in all, and every 4096 would never see a period pass.) */
+static inline bool seq_snap_due(struct seq *s, const struct kr__ev *e)
+{
+    return e->k.ts >= s->snap_at || (s->snap_wall != UINT64_MAX && !(++s->snap_tick & 63) &&
+                                     kr__clock_ns() >= s->snap_wall);
+}
+
+static void seq_every_4096(struct kr__run *r, struct kr__counters *cnt,
                            struct kr__progress *prog, kr_time ts)
 {
     if (r->cfg->memory_max) seq_memory(r, ts);
-    if (r->cfg->snap_seconds > 0 && kr__clock_ns() >= s->snap_wall) s->snap_at = -INFINITY;
     if ((cnt->processed & 0xffff) >= 4096) return;
     cnt->committed = cnt->processed;
     kr__counters_publish(cnt);
@@ -202,7 +211,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
     while ((e = kr__heap_top(&s->heap)) && e->k.ts < end &&
            !(e->k.ts > last && kr__interrupted())) {
         last = e->k.ts;
-        if (__builtin_expect(e->k.ts >= s->snap_at, 0)) seq_snapshot(r, s, e->k.ts);
+        if (__builtin_expect(seq_snap_due(s, e), 0)) seq_snapshot(r, s, e->k.ts);
         kr__lp_prefetch_state(r, e->dest);
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
@@ -219,7 +228,7 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
             return true;
         /* (n events just committed: a count crossing a multiple of 4096 ends below n) */
         if (__builtin_expect((cnt->processed & 4095) < (r->bundles ? s->bundle.n : 1), 0))
-            seq_every_4096(r, s, cnt, prog, ts);
+            seq_every_4096(r, cnt, prog, ts);
     }
     return false;
 }
@@ -267,6 +276,7 @@ static int seq_run(struct kr__run *r)
     s.swapped = false;
     s.snap_at = INFINITY;
     s.snap_wall = UINT64_MAX;
+    s.snap_tick = 0;
     if (r->cfg->snap_dir) { /* (the first: after the time resumed at, if resumed) */
         kr_time from = r->resume ? kr__snapshot_time(r) : 0;
         double every = r->cfg->snap_every;

@@ -29,14 +29,15 @@ MODELS = {  # name: (arguments, engines it resumes on)
                          "case=1"], "so"),
     "datastore": (["datastore", "--lps", "16", "--end", "200"], "so"),
 }
-# (Under a sanitizer the chaos model's byte-sprinkled words can equal addresses of the
-# sanitizer's own anonymous mappings - the digest check warns of them too - and such a state
-# is not saved: its snapshots are skipped with a warning, so the model leaves that matrix.
-# Sanitizer builds are slow: fewer kills there.)
+# (Under a sanitizer, numbers in a state - the chaos model's sprinkled bytes, PCS's and the
+# datastore's values - now and then equal addresses in the sanitizer's own anonymous
+# mappings, which are many and vary from run to run; the digest check warns of such words
+# too, and a snapshot cannot save them: it is skipped with a warning. There the matrix keeps
+# the models whose states hold only counts and pointers, with fewer kills: slow builds.)
 KIND = build_kind(kairos)
 if KIND in ("asan", "tsan"):
-    del MODELS["chaos"]
-KILLS = 5 if KIND not in ("asan", "tsan") else 2
+    MODELS = {k: v for k, v in MODELS.items() if k in ("phold", "hazard-pointers")}
+KILLS = 5 if KIND not in ("asan", "tsan") else 3
 ENGINES = {"s": [["--sync", "sequential"]],
            "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],
                  ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"]],
@@ -62,11 +63,10 @@ def kill_later(p, snap, delay):
 
 def killed_run(args, snap, out_path, when):
     """The snapshotted run, killed `when[0]` seconds after its first snapshot."""
-    with open(out_path, "w") as out:
+    with open(out_path, "w") as out, open(out_path + ".err", "w") as err:
         check = ["--check"] if rnd.random() < 0.3 else []  # (its output is counted too)
         p = subprocess.Popen([kairos, "run", *args, "--sync", "sequential", "--progress", "off",
-                              "--snapshot", snap, *when[1], *check], stdout=out,
-                             stderr=subprocess.DEVNULL)
+                              "--snapshot", snap, *when[1], *check], stdout=out, stderr=err)
         kill_later(p, snap, when[0])
 
 
@@ -79,7 +79,8 @@ def resume_once(name, args, engines, ref_out, ref_digest):
                                                  every + ["--snapshot-seconds", "0.05"]]))
     killed_run(args, snap, out_path, when)
     if not os.path.exists(os.path.join(snap, "snapshot")):
-        return None  # (killed before the first)
+        fail(f"{name} {' '.join(when[1])}: no snapshot written before the run ended:\n"
+             f"{open(out_path + '.err').read()[-1500:]}")
     layout = rnd.choice([e for k in engines for e in ENGINES[k]])
     with open(out_path, "a") as out:
         p = subprocess.run([kairos, "resume", snap, "--progress", "off", *layout], stdout=out,
@@ -95,16 +96,12 @@ def resume_once(name, args, engines, ref_out, ref_digest):
 
 
 def case_kill_and_resume():
-    resumed = skipped = 0
+    resumed = 0
     for name, (args, engines) in MODELS.items():
         ref_out, ref_digest = reference(args)
         for _ in range(KILLS):
-            if resume_once(name, args, engines, ref_out, ref_digest):
-                resumed += 1
-            else:
-                skipped += 1
-    if skipped:
-        fail(f"{skipped} runs ended without a snapshot")
+            resume_once(name, args, engines, ref_out, ref_digest)
+            resumed += 1
     t.ok(f"{resumed} runs killed with SIGKILL after a snapshot, resumed on random engines: "
          f"the uninterrupted digest and stdout")
 
