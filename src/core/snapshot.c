@@ -158,8 +158,16 @@ static int write_file(const char *dir, const struct kr__bytes *b, char *why, siz
         }
         done += (size_t)w;
     }
-    if (fsync(fd) || close(fd) || rename(tmp, path)) {
-        int e = errno;
+    int rc = fsync(fd), e = errno;
+    if (close(fd) && !rc) { /* (closed whether or not fsync failed) */
+        rc = -1;
+        e = errno;
+    }
+    if (!rc && rename(tmp, path)) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc) {
         unlink(tmp);
         errno = e;
         goto fail;
