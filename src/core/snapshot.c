@@ -238,42 +238,18 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
 
 /* ---- reading ---- */
 
-struct rd {
-    const unsigned char *p, *end;
-    bool bad;
-};
-
-static const unsigned char *rd_take(struct rd *in, size_t n)
+static double rd_f64(struct kr__cursor *in)
 {
-    if (in->bad || (size_t)(in->end - in->p) < n) {
-        in->bad = true;
-        return NULL;
-    }
-    const unsigned char *p = in->p;
-    in->p += n;
-    return p;
-}
-
-static uint64_t rd_u(struct rd *in, size_t n)
-{
-    uint64_t v = 0;
-    const unsigned char *p = rd_take(in, n);
-    if (p) memcpy(&v, p, n);
-    return v;
-}
-
-static double rd_f64(struct rd *in)
-{
-    uint64_t v = rd_u(in, 8);
+    uint64_t v = kr__cursor_get(in, 8);
     double d;
     memcpy(&d, &v, 8);
     return d;
 }
 
-static char *rd_str(struct rd *in)
+static char *rd_str(struct kr__cursor *in)
 {
-    uint32_t n = (uint32_t)rd_u(in, 4);
-    const unsigned char *p = rd_take(in, n);
+    uint32_t n = (uint32_t)kr__cursor_get(in, 4);
+    const unsigned char *p = kr__cursor_take(in, n);
     return p ? strndup((const char *)p, n) : NULL;
 }
 
@@ -331,36 +307,36 @@ static int read_file(const char *dir, struct kr__snapshot *s, struct kr__error *
     return check_sum(s, path, err);
 }
 
-static int read_identity(struct kr__snapshot *s, struct rd *in, struct kr__error *err)
+static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
 {
-    if (rd_u(in, 4) != SNAP_VERSION)
+    if (kr__cursor_get(in, 4) != SNAP_VERSION)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was written by another version of "
                         "Kairos");
     s->model_path = rd_str(in);
     s->model_name = rd_str(in);
-    s->model_hash = rd_u(in, 8);
-    s->nparams = (uint32_t)rd_u(in, 4);
-    if (in->bad || s->nparams > 4096 || !(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
+    s->model_hash = kr__cursor_get(in, 8);
+    s->nparams = (uint32_t)kr__cursor_get(in, 4);
+    if (in->why || s->nparams > 4096 || !(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
     for (uint32_t i = 0; i < s->nparams; i++) {
         s->params[i].key = rd_str(in);
         s->params[i].val = rd_str(in);
     }
-    s->lps = rd_u(in, 8);
-    s->seed = rd_u(in, 8);
+    s->lps = kr__cursor_get(in, 8);
+    s->seed = kr__cursor_get(in, 8);
     s->end = rd_f64(in);
-    s->arena_max = rd_u(in, 8);
+    s->arena_max = kr__cursor_get(in, 8);
     s->at = rd_f64(in);
-    s->out_bytes = rd_u(in, 8);
-    s->out_hash = rd_u(in, 8);
+    s->out_bytes = kr__cursor_get(in, 8);
+    s->out_hash = kr__cursor_get(in, 8);
     s->lookahead = rd_f64(in);
-    s->declared = rd_u(in, 1);
-    if (in->bad || !s->model_path || !s->model_name || !s->lps)
+    s->declared = kr__cursor_get(in, 1);
+    if (in->why || !s->model_path || !s->model_name || !s->lps)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
     return KR_OK;
 }
 
-static struct kr__snapshot *snap_read(const char *dir, struct rd *in, struct kr__error *err)
+static struct kr__snapshot *snap_read(const char *dir, struct kr__cursor *in, struct kr__error *err)
 {
     struct kr__snapshot *s = calloc(1, sizeof *s);
     if (!s) kr__fatal_oom("a snapshot", sizeof *s);
@@ -368,7 +344,7 @@ static struct kr__snapshot *snap_read(const char *dir, struct rd *in, struct kr_
         snap_free(s);
         return NULL;
     }
-    *in = (struct rd){ s->buf + SNAP_HEAD, s->buf + s->n, false };
+    *in = (struct kr__cursor){ s->buf + SNAP_HEAD, s->buf + s->n, NULL };
     if (read_identity(s, in, err)) {
         snap_free(s);
         return NULL;
@@ -378,7 +354,7 @@ static struct kr__snapshot *snap_read(const char *dir, struct rd *in, struct kr_
 
 int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err)
 {
-    struct rd in;
+    struct kr__cursor in;
     struct kr__snapshot *s = snap_read(dir, &in, err);
     if (!s) return err->status;
     size_t bytes = strlen(s->model_path) + 1;
@@ -405,40 +381,40 @@ int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error 
 }
 
 /* Where each LP's record starts. */
-static void index_lps(struct kr__snapshot *s, struct rd *in)
+static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
 {
     s->lp_at = malloc(s->lps * sizeof *s->lp_at);
     s->ev_first = calloc(s->lps + 1, sizeof *s->ev_first);
     if (!s->lp_at || !s->ev_first) kr__fatal_oom("a snapshot's index", s->lps * 16);
-    for (uint64_t id = 0; id < s->lps && !in->bad; id++) {
+    for (uint64_t id = 0; id < s->lps && !in->why; id++) {
         s->lp_at[id] = (size_t)(in->p - s->buf);
-        rd_take(in, 34);
-        rd_take(in, rd_u(in, 8));
+        kr__cursor_take(in, 34);
+        kr__cursor_take(in, kr__cursor_get(in, 8));
     }
 }
 
 /* The LP records and the pending events, indexed (the events by destination). */
-static int index_body(struct kr__snapshot *s, struct rd *in, struct kr__error *err)
+static int index_body(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
 {
     if (s->lps > (uint64_t)(in->end - in->p) / 42) /* (an LP's record: 42 bytes or more) */
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LP count)");
     index_lps(s, in);
-    uint64_t n = rd_u(in, 8);
-    if (in->bad || n > (uint64_t)(in->end - in->p) / 60)
+    uint64_t n = kr__cursor_get(in, 8);
+    if (in->why || n > (uint64_t)(in->end - in->p) / 60)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LPs)");
     size_t *at = malloc((n + 1) * sizeof *at);
     s->ev_at = malloc((n + 1) * sizeof *s->ev_at);
     if (!at || !s->ev_at) kr__fatal_oom("a snapshot's events", n * 8);
-    for (uint64_t i = 0; i < n && !in->bad; i++) {
+    for (uint64_t i = 0; i < n && !in->why; i++) {
         at[i] = (size_t)(in->p - s->buf);
-        rd_take(in, 32);
-        uint64_t dest = rd_u(in, 8);
-        rd_take(in, 16);
-        rd_take(in, rd_u(in, 4));
-        if (dest >= s->lps) in->bad = true;
+        kr__cursor_take(in, 32);
+        uint64_t dest = kr__cursor_get(in, 8);
+        kr__cursor_take(in, 16);
+        kr__cursor_take(in, kr__cursor_get(in, 4));
+        if (dest >= s->lps) kr__cursor_fail(in, "damaged");
         else s->ev_first[dest + 1]++;
     }
-    if (in->bad || in->p != in->end) {
+    if (in->why || in->p != in->end) {
         free(at);
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its events)");
     }
@@ -492,7 +468,7 @@ static int cut_output(const struct kr__snapshot *s, struct kr__error *err)
 
 int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
 {
-    struct rd in;
+    struct kr__cursor in;
     struct kr__snapshot *s = snap_read(r->cfg->resume_dir, &in, err);
     if (!s) return err->status;
     r->resume = s;
@@ -527,7 +503,7 @@ int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err
     }
     memcpy(s->buf, buf, n);
     s->n = n;
-    struct rd in = { s->buf + SNAP_HEAD, s->buf + n, false };
+    struct kr__cursor in = { s->buf + SNAP_HEAD, s->buf + n, NULL };
     int rc = check_sum(s, "(memory)", err);
     if (!rc) rc = read_identity(s, &in, err);
     if (!rc) rc = index_body(s, &in, err);
@@ -543,14 +519,15 @@ kr_time kr__snapshot_time(const struct kr__run *r)
 static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp id)
 {
     for (uint64_t i = s->ev_first[id]; i < s->ev_first[id + 1]; i++) {
-        struct rd in = { s->buf + s->ev_at[i], s->buf + s->n, false };
+        struct kr__cursor in = { s->buf + s->ev_at[i], s->buf + s->n, NULL };
         double ts = rd_f64(&in);
-        uint32_t gen = (uint32_t)rd_u(&in, 4), tie = (uint32_t)rd_u(&in, 4);
-        uint64_t src = rd_u(&in, 8), seq = rd_u(&in, 8), dest = rd_u(&in, 8);
-        uint32_t type = (uint32_t)rd_u(&in, 4), flags = (uint32_t)rd_u(&in, 4);
+        uint32_t gen = (uint32_t)kr__cursor_get(&in, 4), tie = (uint32_t)kr__cursor_get(&in, 4);
+        uint64_t src = kr__cursor_get(&in, 8), seq = kr__cursor_get(&in, 8);
+        uint64_t dest = kr__cursor_get(&in, 8);
+        uint32_t type = (uint32_t)kr__cursor_get(&in, 4), flags = (uint32_t)kr__cursor_get(&in, 4);
         double dur = rd_f64(&in);
-        uint32_t size = (uint32_t)rd_u(&in, 4);
-        const unsigned char *payload = rd_take(&in, size);
+        uint32_t size = (uint32_t)kr__cursor_get(&in, 4);
+        const unsigned char *payload = kr__cursor_take(&in, size);
         struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
         e->k = (struct kr__key){ .ts = ts, .gen = gen, .tie = tie, .src = src, .seq = seq };
         e->dest = dest;
@@ -569,14 +546,14 @@ void kr__snapshot_apply(struct kr__run *r, kr_lp id)
 {
     const struct kr__snapshot *s = r->resume;
     struct kr__lp *lp = kr__lp_at(r, id);
-    struct rd in = { s->buf + s->lp_at[id], s->buf + s->n, false };
-    lp->rng = rd_u(&in, 8);
-    lp->seq = rd_u(&in, 8);
-    lp->digest = rd_u(&in, 8);
-    lp->committed = rd_u(&in, 8);
-    lp->done_init = (bool)rd_u(&in, 1);
-    lp->done_seen = (bool)rd_u(&in, 1);
-    uint64_t len = rd_u(&in, 8);
+    struct kr__cursor in = { s->buf + s->lp_at[id], s->buf + s->n, NULL };
+    lp->rng = kr__cursor_get(&in, 8);
+    lp->seq = kr__cursor_get(&in, 8);
+    lp->digest = kr__cursor_get(&in, 8);
+    lp->committed = kr__cursor_get(&in, 8);
+    lp->done_init = (bool)kr__cursor_get(&in, 1);
+    lp->done_seen = (bool)kr__cursor_get(&in, 1);
+    uint64_t len = kr__cursor_get(&in, 8);
     const char *why = NULL;
     void *root = NULL;
     if (!kr__image_load(&lp->arena, in.p, len, &root, &why))

@@ -192,21 +192,16 @@ bool kr__image_save(const struct kr__arena *a, const void *root, struct kr__byte
 
 /* ---- load ---- */
 
-struct cursor {
-    const unsigned char *p, *end;
-    const char *why; /* the first problem (NULL: none yet) */
-};
-
-static void fail(struct cursor *in, const char *why)
+void kr__cursor_fail(struct kr__cursor *in, const char *why)
 {
     if (!in->why) in->why = why;
     in->p = in->end;
 }
 
-static const unsigned char *take(struct cursor *in, size_t n)
+const unsigned char *kr__cursor_take(struct kr__cursor *in, size_t n)
 {
     if ((size_t)(in->end - in->p) < n) {
-        fail(in, "the state image is truncated");
+        kr__cursor_fail(in, "the state image is truncated");
         return NULL;
     }
     const unsigned char *p = in->p;
@@ -214,22 +209,22 @@ static const unsigned char *take(struct cursor *in, size_t n)
     return p;
 }
 
-static uint64_t get(struct cursor *in, size_t n)
+uint64_t kr__cursor_get(struct kr__cursor *in, size_t n)
 {
     uint64_t v = 0;
-    const unsigned char *p = take(in, n);
+    const unsigned char *p = kr__cursor_take(in, n);
     if (p) memcpy(&v, p, n); /* (little-endian hosts: the low bytes) */
     return v;
 }
 
-static struct word get_word(struct cursor *in)
+static struct word get_word(struct kr__cursor *in)
 {
     struct word x;
-    x.kind = (uint8_t)get(in, 1);
-    x.a = get(in, 8);
-    x.b = get(in, 8);
+    x.kind = (uint8_t)kr__cursor_get(in, 1);
+    x.a = kr__cursor_get(in, 8);
+    x.b = kr__cursor_get(in, 8);
     if (x.kind >= W_KINDS || (x.kind == W_ARENA && x.a >= KR_ARENA_CLASSES))
-        fail(in, "the state image is damaged (a word of unknown kind)");
+        kr__cursor_fail(in, "the state image is damaged (a word of unknown kind)");
     return x;
 }
 
@@ -267,15 +262,15 @@ static bool reserve(struct kr__arena *a, uint32_t cls, uint32_t slots)
 
 /* A live chunk's bytes into its slot (pass 1); its pointer records are checked, not read. */
 static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_t *prev,
-                       struct cursor *in)
+                       struct kr__cursor *in)
 {
     size_t csz = kr__arena_class_bytes(cls);
-    uint32_t ord = (uint32_t)get(in, 4), idx;
+    uint32_t ord = (uint32_t)kr__cursor_get(in, 4), idx;
     struct kr__area *ar = ord < slots && (int64_t)ord > *prev ? slot_area(a, cls, ord, &idx)
                                                             : NULL;
-    const unsigned char *bytes = take(in, csz);
+    const unsigned char *bytes = kr__cursor_take(in, csz);
     if (!ar || !bytes) {
-        fail(in, "the state image is damaged (a chunk out of place)");
+        kr__cursor_fail(in, "the state image is damaged (a chunk out of place)");
         return;
     }
     *prev = ord;
@@ -285,33 +280,34 @@ static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_
     ar->flags |= KR_AF_META_DIRTY;
     if (a->mode == KR_STATE_CHUNK) KR_AREA_DIRTY(ar)[idx / 64] |= 1ull << (idx % 64);
     a->used += csz;
-    uint32_t n = (uint32_t)get(in, 4);
+    uint32_t n = (uint32_t)kr__cursor_get(in, 4);
     for (uint32_t i = 0; i < n && !in->why; i++) {
-        if (get(in, 4) >= csz / 8) fail(in, "the state image is damaged (a word past its chunk)");
+        if (kr__cursor_get(in, 4) >= csz / 8)
+            kr__cursor_fail(in, "the state image is damaged (a word past its chunk)");
         get_word(in);
     }
 }
 
 /* Pass 1: the classes' areas and the chunks' bytes. */
-static void load_classes(struct kr__arena *a, struct cursor *in)
+static void load_classes(struct kr__arena *a, struct kr__cursor *in)
 {
-    if (get(in, 4) != IMAGE_MAGIC) {
-        fail(in, "this is not a state image");
+    if (kr__cursor_get(in, 4) != IMAGE_MAGIC) {
+        kr__cursor_fail(in, "this is not a state image");
         return;
     }
-    uint32_t ncls = (uint32_t)get(in, 4);
+    uint32_t ncls = (uint32_t)kr__cursor_get(in, 4);
     int64_t last = -1;
     for (uint32_t k = 0; k < ncls && !in->why; k++) {
-        int64_t cls = (int64_t)get(in, 1);
-        uint32_t slots = (uint32_t)get(in, 4), nlive = (uint32_t)get(in, 4);
+        int64_t cls = (int64_t)kr__cursor_get(in, 1);
+        uint32_t slots = (uint32_t)kr__cursor_get(in, 4), nlive = (uint32_t)kr__cursor_get(in, 4);
         if (cls <= last || cls >= KR_ARENA_CLASSES || !slots || nlive > slots ||
             (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) > KR_IMAGE_MAX_BYTES) {
-            fail(in, "the state image is damaged (a class record)");
+            kr__cursor_fail(in, "the state image is damaged (a class record)");
             return;
         }
         last = cls;
         if (!reserve(a, (uint32_t)cls, slots)) {
-            fail(in, "no memory for the state's blocks");
+            kr__cursor_fail(in, "no memory for the state's blocks");
             return;
         }
         int64_t prev = -1;
@@ -321,14 +317,14 @@ static void load_classes(struct kr__arena *a, struct cursor *in)
 }
 
 /* The address a word value names here. */
-static uint64_t address(const struct kr__arena *a, const struct word *x, struct cursor *in)
+static uint64_t address(const struct kr__arena *a, const struct word *x, struct kr__cursor *in)
 {
     if (x->kind == W_NUMBER) return x->a;
     if (x->kind == W_IMAGE) {
         uintptr_t base;
         if (kr__addrmap_module(x->a, &base)) return base + x->b;
-        fail(in, "the state points into a module (the model's code or constants) that is "
-                 "not loaded here");
+        kr__cursor_fail(in, "the state points into a module (the model's code or constants) "
+                            "that is not loaded here");
         return 0;
     }
     uint32_t cls = (uint32_t)x->a, idx;
@@ -338,27 +334,27 @@ static uint64_t address(const struct kr__arena *a, const struct word *x, struct 
     if (ar) return (uint64_t)(uintptr_t)(ar->data + (size_t)idx * csz + x->b % csz);
     if (x->b % csz == 0 && ord && (ar = slot_area(a, cls, ord - 1, &idx))) /* one past */
         return (uint64_t)(uintptr_t)(ar->data + (size_t)(idx + 1) * csz);
-    fail(in, "the state image is damaged (a pointer past its class)");
+    kr__cursor_fail(in, "the state image is damaged (a pointer past its class)");
     return 0;
 }
 
 /* Pass 2: the pointer words, now that every class has its areas. */
-static void load_pointers(struct kr__arena *a, struct cursor *in)
+static void load_pointers(struct kr__arena *a, struct kr__cursor *in)
 {
-    get(in, 4); /* (the magic, checked in pass 1) */
-    uint32_t ncls = (uint32_t)get(in, 4);
+    kr__cursor_get(in, 4); /* (the magic, checked in pass 1) */
+    uint32_t ncls = (uint32_t)kr__cursor_get(in, 4);
     for (uint32_t k = 0; k < ncls && !in->why; k++) {
-        uint32_t cls = (uint32_t)get(in, 1);
-        get(in, 4);
-        uint32_t nlive = (uint32_t)get(in, 4);
+        uint32_t cls = (uint32_t)kr__cursor_get(in, 1);
+        kr__cursor_get(in, 4);
+        uint32_t nlive = (uint32_t)kr__cursor_get(in, 4);
         size_t csz = kr__arena_class_bytes(cls);
         for (uint32_t i = 0; i < nlive && !in->why; i++) {
-            uint32_t idx = 0, ord = (uint32_t)get(in, 4);
+            uint32_t idx = 0, ord = (uint32_t)kr__cursor_get(in, 4);
             struct kr__area *ar = slot_area(a, cls, ord, &idx); /* (pass 1 found it) */
-            take(in, csz);
-            uint32_t n = (uint32_t)get(in, 4);
+            kr__cursor_take(in, csz);
+            uint32_t n = (uint32_t)kr__cursor_get(in, 4);
             for (uint32_t j = 0; j < n && !in->why; j++) {
-                uint32_t wi = (uint32_t)get(in, 4);
+                uint32_t wi = (uint32_t)kr__cursor_get(in, 4);
                 struct word x = get_word(in);
                 uint64_t v = address(a, &x, in);
                 memcpy(ar->data + (size_t)idx * csz + (size_t)wi * 8, &v, 8);
@@ -370,12 +366,12 @@ static void load_pointers(struct kr__arena *a, struct cursor *in)
 size_t kr__image_load(struct kr__arena *a, const unsigned char *in, size_t n, void **root,
                       const char **why)
 {
-    struct cursor c = { in, in + n, NULL };
+    struct kr__cursor c = { in, in + n, NULL };
     load_classes(a, &c);
     struct word r = get_word(&c);
     size_t used = (size_t)(c.p - in);
     if (!c.why) {
-        struct cursor again = { in, in + used, NULL };
+        struct kr__cursor again = { in, in + used, NULL };
         load_pointers(a, &again);
         *root = (void *)(uintptr_t)address(a, &r, &again);
         c.why = again.why;

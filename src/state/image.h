@@ -29,6 +29,18 @@ struct kr__bytes {
 void kr__bytes_put(struct kr__bytes *b, const void *p, size_t n);
 void kr__bytes_free(struct kr__bytes *b);
 
+/* A bounded reader of bytes (images, snapshot files): past the end, or once failed, it
+ * yields nothing and keeps its first reason. */
+struct kr__cursor {
+    const unsigned char *p, *end;
+    const char *why; /* NULL: no problem yet */
+};
+void kr__cursor_fail(struct kr__cursor *in, const char *why);
+/* The next n bytes, or NULL (truncated: `why` says so). */
+const unsigned char *kr__cursor_take(struct kr__cursor *in, size_t n);
+/* The next n (<= 8) bytes as a number (0 once past the end). */
+uint64_t kr__cursor_get(struct kr__cursor *in, size_t n);
+
 /* Append the image of arena a with state root `root` to out. False if a live word points
  * into memory no image can name (`alien` says which and where), or out->oom. */
 bool kr__image_save(const struct kr__arena *a, const void *root, struct kr__bytes *out,
