@@ -152,6 +152,17 @@ static int cluster_run(const struct kr__config *c, struct kr__error *err, int *i
     return kr__net_agree(err);
 }
 
+/* The end of run and resume: the exit status (the report before MPI_Finalize: mpirun kills
+ * the other ranks once one has left with a failure, and the reporter may not be the first
+ * to leave), then MPI and the options go. */
+static int cmd_end(struct kr__config *c, struct kr__error *err, int interrupted)
+{
+    int rc = err->status ? cmd_fail_exit(err) : interrupted ? 128 + interrupted : 0;
+    kr__net_stop();
+    kr__options_free(c);
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct kr__error err = { 0 };
@@ -169,12 +180,7 @@ static int cmd_run(int argc, char **argv)
         if (kr__net.size == 1) kr__run_main(&c, &err, &interrupted);
         else cluster_run(&c, &err, &interrupted);
     }
-    /* (the report before MPI_Finalize: mpirun kills the other ranks once one has left with
-     * a failure, and the reporter may not be the first to leave) */
-    int rc = err.status ? cmd_fail_exit(&err) : interrupted ? 128 + interrupted : 0;
-    kr__net_stop();
-    kr__options_free(&c);
-    return rc;
+    return cmd_end(&c, &err, interrupted);
 }
 
 static int print_version(void)
@@ -212,10 +218,7 @@ static int cmd_resume(int argc, char **argv)
     int interrupted = 0;
     if (kr__net_start(&err)) return cmd_fail_exit(&err);
     if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
-    int rc = err.status ? cmd_fail_exit(&err) : interrupted ? 128 + interrupted : 0;
-    kr__net_stop();
-    kr__options_free(&c);
-    return rc;
+    return cmd_end(&c, &err, interrupted);
 }
 
 int main(int argc, char **argv)
