@@ -228,7 +228,8 @@ static const struct opt table[] = {
       .help = "write whole-run snapshots into directory DIR, each replacing\n"
               "the last once complete, for 'kairos resume DIR' (with\n"
               "--snapshot-every and/or --snapshot-seconds); the sequential\n"
-              "engine writes them so far, every engine resumes from them" },
+              "and optimistic engines write them (one process), every engine\n"
+              "resumes from them" },
     { "--snapshot-every", "T", K_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
       .what = "a virtual time (0: none)",
       .help = "a snapshot each T of virtual time (default 0: none)" },
@@ -464,7 +465,7 @@ void kr__options_free(struct kr__config *c)
     c->nparams = 0;
 }
 
-/* --snapshot and its periods come together; the sequential engine writes snapshots. */
+/* --snapshot and its periods come together; the engine must write snapshots. */
 static int snapshot_options(const struct kr__config *c, struct kr__error *err)
 {
     bool when = c->snap_every > 0 || c->snap_seconds > 0;
@@ -474,10 +475,11 @@ static int snapshot_options(const struct kr__config *c, struct kr__error *err)
     if (c->snap_dir && !when)
         return kr__fail(err, KR_ERR_USAGE, "--snapshot %s needs --snapshot-every T (virtual "
                         "time) or --snapshot-seconds S (wall time), or both", c->snap_dir);
-    if (c->snap_dir && strcmp(c->engine->name, "sequential"))
-        return kr__fail(err, KR_ERR_USAGE, "--snapshot: only the sequential engine writes "
-                        "snapshots so far (--sync sequential); 'kairos resume' continues "
-                        "one on any engine");
+    if (c->snap_dir && !c->engine->snapshots)
+        return kr__fail(err, KR_ERR_USAGE, "--snapshot: the %s engine does not write "
+                        "snapshots yet; the sequential and optimistic engines do (--sync "
+                        "sequential or optimistic), and 'kairos resume' continues one on any "
+                        "engine", c->engine->name);
     return KR_OK;
 }
 

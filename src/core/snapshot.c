@@ -236,6 +236,13 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
     return ok;
 }
 
+void kr__snapshot_next(const struct kr__run *r, kr_time at, kr_time *next, uint64_t *wall)
+{
+    double every = r->cfg->snap_every, secs = r->cfg->snap_seconds;
+    *next = every > 0 ? (floor(at / every) + 1) * every : INFINITY;
+    *wall = secs > 0 ? kr__clock_ns() + (uint64_t)(secs * 1e9) : UINT64_MAX;
+}
+
 /* ---- reading ---- */
 
 static double rd_f64(struct kr__cursor *in)

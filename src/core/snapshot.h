@@ -19,6 +19,11 @@
  * stays. */
 bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at);
 
+/* When the one after a snapshot at `at` (or after the run's start or resume there) is due:
+ * *next at the first multiple of --snapshot-every past at (INFINITY: none), *wall on the
+ * clock (kr__clock_ns) --snapshot-seconds from now (UINT64_MAX: none). */
+void kr__snapshot_next(const struct kr__run *r, kr_time at, kr_time *next, uint64_t *wall);
+
 /* kairos resume: the model, its parameters, --lps, --seed and --end from DIR's snapshot. */
 int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err);
 /* The run's set-up: read cfg->resume_dir's snapshot for the LPs, check it was taken of this

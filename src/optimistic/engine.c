@@ -219,7 +219,14 @@ static inline bool tw_bounds(const struct tw_thread *th)
     return th->fast || th->g->queries;
 }
 
-/* The watcher asked the run to stop: safe events off, and say how far they went. */
+/* The watcher asked the run to stop, or a snapshot is due (snapshot.c): safe events off,
+ * and say how far they went. */
+static inline bool tw_safe_off(const struct tw_global *g)
+{
+    return atomic_load_explicit(&g->stopping, memory_order_relaxed) ||
+           atomic_load_explicit(&g->snap_want, memory_order_relaxed);
+}
+
 static void tw_safe_stop(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -232,6 +239,8 @@ static void tw_safe_stop(struct tw_thread *th)
                                                              memory_order_relaxed)) {
     }
     atomic_fetch_add_explicit(&g->stop_acks, 1, memory_order_release);
+    if (!th->retired) tw_gvt_maybe_start(th, true); /* (the round past them all is what
+                                                      * is waited for) */
 }
 
 static void tw_send(struct kr__ctx *c, struct kr__ev *e)
@@ -690,6 +699,10 @@ static void tw_stop_together(struct tw_thread *th)
             tw_migrate(th);                                            /* the others left) */
             continue;
         }
+        if (atomic_load_explicit(&g->snap_req, memory_order_acquire)) {
+            tw_snap_round(th);
+            continue;
+        }
         if (g->queries) tw_query_refuse(th); /* (one still asking left after the answer) */
         struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
@@ -724,9 +737,9 @@ static bool tw_retired_turn(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
+    else if (atomic_load_explicit(&g->snap_req, memory_order_acquire)) tw_snap_round(th);
     else if (atomic_load_explicit(&g->stop, memory_order_acquire)) return false;
-    else if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed))
-        tw_safe_stop(th);
+    else if (th->fast && tw_safe_off(g)) tw_safe_stop(th);
     else tw_retired_wait(th);
     return true;
 }
@@ -747,7 +760,7 @@ static bool tw_platform_turn(struct tw_thread *th)
         tw_gvt_poll(th);
         return false;
     }
-    if (th->fast && atomic_load_explicit(&g->stopping, memory_order_relaxed)) tw_safe_stop(th);
+    if (th->fast && tw_safe_off(g)) tw_safe_stop(th);
     return true;
 }
 
@@ -1015,7 +1028,12 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
 /* The calling thread prints committed output and the progress line while workers run; a
  * thread ending the run on an error prints what is committed too (tw_salvage), hence the
  * lock around the whole of it. */
-static void tw_print_committed(struct tw_global *g, bool all)
+static void tw_emit_committed(void *run, const char *text, size_t len)
+{
+    kr__emit_direct(&(struct kr__ctx){ .run = run }, text, len); /* (counted: snapshots) */
+}
+
+void tw_print_committed(struct tw_global *g, bool all)
 {
     if (g->net.on && g->net.rank) return; /* (rank 0 prints: tw_rank_output) */
     pthread_mutex_lock(&g->print_mu);
@@ -1038,7 +1056,7 @@ static void tw_print_committed(struct tw_global *g, bool all)
         if (kr__key_lt(&past, &upto)) upto = past;
     }
     pthread_mutex_unlock(&g->err_mu);
-    kr__outvec_print_before(&v, &upto, stdout);
+    kr__outvec_emit_before(&v, &upto, tw_emit_committed, g->r);
     /* what is not printable yet goes back to thread 0's sink, to be merged next time */
     if (v.n) {
         struct kr__outsink *s = &g->th[0].sink;
@@ -1167,6 +1185,7 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     pthread_condattr_destroy(&ca);
     atomic_init(&g->last_round_ns, kr__clock_ns());
     g->bal_start_ns = kr__clock_ns();
+    tw_snap_setup(g);
     return g;
 }
 
@@ -1385,6 +1404,7 @@ static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 const struct kr__engine kr__tw_engine = {
     .lp_extra = sizeof(struct tw_lp),
     .name = "optimistic",
+    .snapshots = true,
     .restores_state = true,
     .default_threads = tw_default_threads,
     .threads = kr__engine_workers,

@@ -38,7 +38,9 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (s & TW_PH_MASK) return;
-    if (atomic_load_explicit(&g->mig_req, memory_order_relaxed)) return; /* (migrating) */
+    if (atomic_load_explicit(&g->mig_req, memory_order_relaxed) ||
+        atomic_load_explicit(&g->snap_req, memory_order_relaxed))
+        return; /* (migrating, or taking a snapshot) */
     uint64_t now = kr__clock_ns();
     if (!force &&
         now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
@@ -92,7 +94,7 @@ static void publish_gvt(struct tw_thread *th, uint64_t s)
     } else if (atomic_load_explicit(&g->stop, memory_order_acquire) || stop_point(g)) {
         publish(g, g->gvt.ts > g->horizon.ts ? kr__key_at(g->gvt.ts) : g->horizon, true, s);
     } else {
-        tw_balance_plan(th);
+        if (!tw_snap_plan(th)) tw_balance_plan(th); /* (not both in one round) */
         publish(g, g->gvt, false, s);
     }
 }
@@ -207,6 +209,7 @@ void tw_gvt_poll(struct tw_thread *th)
         tw_commit(th, &g->horizon);
         tw_window_adapt(th);
         if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
+        if (atomic_load_explicit(&g->snap_req, memory_order_acquire)) tw_snap_round(th);
     }
 }
 

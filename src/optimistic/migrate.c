@@ -31,7 +31,7 @@
 
 /* ---- barrier (all n workers; spins, then sleeps: a worker may be descheduled) ---- */
 
-static void tw_barrier(struct tw_global *g)
+void tw_barrier(struct tw_global *g, struct tw_thread *serve)
 {
     unsigned gen = atomic_load_explicit(&g->bar_gen, memory_order_acquire);
     if (atomic_fetch_add_explicit(&g->bar_count, 1, memory_order_acq_rel) + 1 == g->n) {
@@ -40,6 +40,7 @@ static void tw_barrier(struct tw_global *g)
         return;
     }
     for (unsigned spin = 0; atomic_load_explicit(&g->bar_gen, memory_order_acquire) == gen;) {
+        if (serve) tw_query_serve(serve);
         if (++spin < 2048) {
             __builtin_ia32_pause();
             continue;
@@ -49,29 +50,7 @@ static void tw_barrier(struct tw_global *g)
     }
 }
 
-/* ---- the moves ---- */
-
-/* Publish and drain until no worker sent a message during a whole pass (or kept one back
- * in a full channel): then every message is in its destination's heap (or local queue,
- * flushed by the drain). */
-static void quiesce(struct tw_thread *th)
-{
-    struct tw_global *g = th->g;
-    if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
-    for (;;) {
-        tw_barrier(g);
-        tw_drain(th);
-        /* (what the drain sent was counted as it was sent; a backlog that only now fits
-         * its ring was not: any publish that made something visible, or kept something
-         * back, asks for another pass) */
-        if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
-        tw_barrier(g);
-        uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
-        tw_barrier(g);
-        if (th->id == 0) atomic_store_explicit(&g->mig_pushes, 0, memory_order_relaxed);
-        if (!pushed) break;
-    }
-}
+/* ---- quiescence (migration and snapshots: snapshot.c) ---- */
 
 /* --check: after quiescence nothing is left in a channel to this thread. */
 static void check_quiet(struct tw_thread *th)
@@ -81,12 +60,37 @@ static void check_quiet(struct tw_thread *th)
         struct kr__chan *c = tw_chan(g, from, th->id);
         uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
         if (from != th->id && tail != atomic_load_explicit(&c->head, memory_order_relaxed))
-            kr__internal_error("migration: %llu messages from thread %u to thread %u were "
-                               "not taken in before the moves",
+            kr__internal_error("quiescence: %llu messages from thread %u to thread %u "
+                               "were not taken in",
                                (unsigned long long)(tail - atomic_load_explicit(
                                    &c->head, memory_order_relaxed)), from, th->id);
     }
 }
+
+/* Publish and drain until no worker sent a message during a whole pass (or kept one back
+ * in a full channel): then every message is in its destination's heap (or local queue,
+ * flushed by the drain). */
+void tw_quiesce(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
+    for (;;) {
+        tw_barrier(g, NULL);
+        tw_drain(th);
+        /* (what the drain sent was counted as it was sent; a backlog that only now fits
+         * its ring was not: any publish that made something visible, or kept something
+         * back, asks for another pass) */
+        if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
+        tw_barrier(g, NULL);
+        uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
+        tw_barrier(g, NULL);
+        if (th->id == 0) atomic_store_explicit(&g->mig_pushes, 0, memory_order_relaxed);
+        if (!pushed) break;
+    }
+    if (g->check) check_quiet(th);
+}
+
+/* ---- the moves ---- */
 
 /* Processed events not yet committed on lp (the thread's `uncommitted` share). */
 static uint64_t lp_uncommitted(const struct tw_lp *tl)
@@ -227,14 +231,13 @@ void tw_migrate(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     tw_quiet_void(th); /* (pending events change hands: no quiet record holds) */
-    tw_barrier(g); /* everyone has applied the horizon the moves were planned at */
+    tw_barrier(g, NULL); /* everyone has applied the horizon the moves were planned at */
     tw_close_pages(th); /* (page modes: the list of LPs with open pages is per thread) */
     give_up(th);
-    quiesce(th);
+    tw_quiesce(th);
     kr_time lo = tw_clock_min(g, g->n); /* (read before anyone rewrites a clock) */
-    if (g->check) check_quiet(th);
     hand_over(th);
-    tw_barrier(g);
+    tw_barrier(g, NULL);
     if (th->id == 0) {
         for (size_t i = 0; i < g->nmoves; i++) g->owner[g->moves[i].lp] = g->moves[i].to;
         unsigned active = 0;
@@ -245,7 +248,7 @@ void tw_migrate(struct tw_thread *th)
         }
         atomic_store_explicit(&g->active, active, memory_order_relaxed);
     }
-    tw_barrier(g);
+    tw_barrier(g, NULL);
     take_in(th);
     /* A thread that gained pending events may now send below its old clock, never below
      * the least clock of all (those events lay in some heap, at or above its floor): every
@@ -255,12 +258,12 @@ void tw_migrate(struct tw_thread *th)
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
     set_active(th);
     th->cnt->migrations++;
-    tw_barrier(g);
+    tw_barrier(g, NULL);
     if (th->id == 0) {
         g->nmoves = 0;
         atomic_store_explicit(&g->mig_req, 0, memory_order_release);
     }
-    tw_barrier(g);
+    tw_barrier(g, NULL);
 }
 
 /* ---- planning (by the thread that closes a GVT round) ---- */

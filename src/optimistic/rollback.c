@@ -113,8 +113,8 @@ void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
  * those to this process's threads stay on it (KR_EVX_LAZY) until it runs or is cancelled. */
 static void undo_sends(struct tw_thread *th, struct kr__ev *e, struct kr__ev *c)
 {
-    if (!th->g->lazy) {
-        cancel_list(th, c);
+    if (!th->g->lazy || atomic_load_explicit(&th->g->snap_req, memory_order_relaxed)) {
+        cancel_list(th, c); /* (a snapshot holds no sends kept on an undone event) */
         return;
     }
     if (e->flags & KR_EVF_RKIDS) {

@@ -426,10 +426,18 @@ struct tw_global {
      * committed at once and cannot be rolled back): the watcher asks (stopping), each
      * worker turns safe events off and reports its latest one (safe_hi, acks). */
     _Atomic int stopping;
+    _Atomic int snap_want;                 /* a snapshot is due: safe events off too */
     _Atomic unsigned stop_acks;
     _Atomic uint64_t safe_hi;              /* time bits + 1 (0: none; times are >= 0, whose
                                             * bits order as the times do) */
     unsigned fast_threads;                 /* workers that run safe events (acks expected) */
+    /* --snapshot (snapshot.c): the next one is due at this GVT time or wall clock (ns;
+     * UINT64_MAX: none); snap_req, published with a horizon, takes every worker into
+     * tw_snap_round; inside, thread 0 says whether it writes and safe events come back. */
+    kr_time snap_at;
+    uint64_t snap_wall;
+    _Atomic int snap_req;
+    bool snap_skip, snap_refast;
     struct tw_net net;
 };
 
@@ -715,6 +723,11 @@ void tw_query_drop(struct tw_thread *th);
 void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* migrate.c */
+/* All n workers meet (spinning, then sleeping); `serve`, if not NULL, answers the queries
+ * put to it meanwhile. */
+void tw_barrier(struct tw_global *g, struct tw_thread *serve);
+/* With every worker inside: publish and drain until no message is in flight. */
+void tw_quiesce(struct tw_thread *th);
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
 void tw_balance_start(struct tw_thread *th);
@@ -757,6 +770,15 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g);
 int tw_rank_started(struct kr__run *r, char *out, size_t len, int st);
 void tw_rank_free(struct tw_global *g);
 void tw_rank_stats(struct kr__run *r, struct tw_global *g);
+/* snapshot.c (--snapshot) */
+void tw_snap_setup(struct tw_global *g);
+/* The closer of a GVT round, before it publishes a horizon that does not stop the run:
+ * ask for a snapshot when one is due; true if this horizon is its point (snap_req). */
+bool tw_snap_plan(struct tw_thread *th);
+/* Every worker, once it has applied that horizon: the snapshot, written there. */
+void tw_snap_round(struct tw_thread *th);
+/* engine.c: print the committed output (all: to the end) */
+void tw_print_committed(struct tw_global *g, bool all);
 /* gvt.c */
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt);

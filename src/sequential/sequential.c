@@ -156,11 +156,7 @@ static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
     for (size_t i = 0; i < s->heap.n; i++) pending[i] = s->heap.a[i].e;
     kr__snapshot_write(r, pending, s->heap.n, at);
     free(pending);
-    double every = r->cfg->snap_every;
-    s->snap_at = INFINITY;
-    if (every > 0) s->snap_at = (floor(at / every) + 1) * every;
-    if (r->cfg->snap_seconds > 0)
-        s->snap_wall = kr__clock_ns() + (uint64_t)(r->cfg->snap_seconds * 1e9);
+    kr__snapshot_next(r, at, &s->snap_at, &s->snap_wall);
 }
 
 /* (Wall time is looked at every 64 events: a model of long events, PCS, runs a few
@@ -277,13 +273,8 @@ static int seq_run(struct kr__run *r)
     s.snap_at = INFINITY;
     s.snap_wall = UINT64_MAX;
     s.snap_tick = 0;
-    if (r->cfg->snap_dir) { /* (the first: after the time resumed at, if resumed) */
-        kr_time from = r->resume ? kr__snapshot_time(r) : 0;
-        double every = r->cfg->snap_every;
-        if (every > 0) s.snap_at = (floor(from / every) + 1) * every;
-        if (r->cfg->snap_seconds > 0)
-            s.snap_wall = kr__clock_ns() + (uint64_t)(r->cfg->snap_seconds * 1e9);
-    }
+    if (r->cfg->snap_dir) /* (the first: after the time resumed at, if resumed) */
+        kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, &s.snap_at, &s.snap_wall);
     if (r->cfg->check) {
         kr__recheck_init(&check);
         s.check = &check;
@@ -330,6 +321,7 @@ static unsigned seq_threads(const struct kr__config *cfg, uint64_t lps)
 
 const struct kr__engine kr__seq_engine = {
     .name = "sequential",
+    .snapshots = true,
     .compact_events = true,
     .default_threads = seq_default_threads,
     .threads = seq_threads,

@@ -64,13 +64,14 @@ static int rec_cmp(const void *a, const void *b)
     return x->part < y->part ? -1 : x->part > y->part;
 }
 
-void kr__outvec_print_before(struct kr__outvec *v, const struct kr__key *h, FILE *f)
+void kr__outvec_emit_before(struct kr__outvec *v, const struct kr__key *h,
+                            void (*emit)(void *arg, const char *text, size_t len), void *arg)
 {
     if (!v->n) return;
     qsort(v->r, v->n, sizeof *v->r, rec_cmp);
     size_t m = 0;
     while (m < v->n && kr__key_lt(&v->r[m].k, h)) {
-        fwrite(v->r[m].text, 1, v->r[m].len, f);
+        emit(arg, v->r[m].text, v->r[m].len);
         free(v->r[m].text);
         m++;
     }

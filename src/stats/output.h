@@ -31,8 +31,9 @@ void kr__outvec_drop_from(struct kr__outvec *v, const struct kr__key *k);
 /* Move every record with key < h to the end of `to`. */
 void kr__outvec_move_before(struct kr__outvec *v, const struct kr__key *h, struct kr__outvec *to);
 void kr__outvec_free(struct kr__outvec *v);
-/* Sort records with key < h out of `v`, write them to f in order, and remove them. */
-void kr__outvec_print_before(struct kr__outvec *v, const struct kr__key *h, FILE *f);
+/* Sort records with key < h out of `v`, hand them to emit in order, and remove them. */
+void kr__outvec_emit_before(struct kr__outvec *v, const struct kr__key *h,
+                            void (*emit)(void *arg, const char *text, size_t len), void *arg);
 
 /* A worker's committed output, shared with the printer thread. */
 struct kr__outsink {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Snapshots and resume (issue 17): a sequential run writing snapshots (--snapshot, by
-virtual time and by wall time) is killed with SIGKILL at random moments; `kairos resume`
-continues from its last snapshot on a random engine and thread count, appending to the
-killed run's stdout file, and must end with the digest and the byte-identical stdout of the
-run that was never stopped. A damaged or truncated snapshot, another model file, a wrong
+"""Snapshots and resume (issue 17): a run writing snapshots (--snapshot, by virtual time and
+by wall time; sequential, or optimistic on 1-4 threads in the state modes a model without
+write marks runs in, with lazy cancellation, time-sharing preemptions, migrations and heavy
+rollback) is killed with SIGKILL at random moments; `kairos resume` continues from its last
+snapshot on a random engine and thread count, appending to the killed run's stdout file,
+and must end with the digest and the byte-identical stdout of the run that was never
+stopped. A damaged or truncated snapshot, another model file, a wrong
 stdout and the options a resumed run cannot change are refused with a clear message; a
 state a snapshot cannot hold leaves the run going with a warning."""
 import os
@@ -28,6 +30,10 @@ MODELS = {  # name: (arguments, engines it resumes on)
     "hazard-pointers": ([f"{build}/libhazard.so", "--lps", "4", "--end", "30000", "-P",
                          "case=1"], "so"),
     "datastore": (["datastore", "--lps", "16", "--end", "200"], "so"),
+    # (same-time bundles and done(); queries - an asker may be waiting as the snapshot comes)
+    "life": (["life", "--lps", "64", "-P", "width=64", "-P", "height=64", "-P",
+              "generations=4000", "-P", "print=10", "--end", "5000"], "soc"),
+    "commo": (["commo", "--lps", "64", "--end", "3000"], "so"),
 }
 # (Under a sanitizer, numbers in a state - the chaos model's sprinkled bytes, PCS's and the
 # datastore's values - now and then equal addresses in the sanitizer's own anonymous
@@ -42,6 +48,21 @@ ENGINES = {"s": [["--sync", "sequential"]],
            "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],
                  ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"]],
            "c": [["--sync", "conservative", "--threads", "2"]]}
+
+
+# Who writes the snapshots ("s": the model's sequential writer only; "o": the optimistic
+# layouts too; chaos and phold on many threads roll back heavily, --preempt tick puts
+# events on stacks to be abandoned, --balance storm moves LPs between rounds).
+WRITERS = {"s": [["--sync", "sequential"]],
+           "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],
+                 ["--threads", "2", "--state", "page"], ["--threads", "3", "--state", "buddy"],
+                 ["--threads", "2", "--state", "scan"],
+                 ["--threads", "3", "--cancel", "lazy"],
+                 ["--threads", "2", "--preempt", "tick"],
+                 ["--threads", "3", "--balance", "storm"],
+                 ["--threads", "2", "--ckpt-interval", "1", "--cancel", "lazy"]]}
+if KIND == "tsan":  # (TSan refuses --preempt tick: test_ult)
+    WRITERS["o"] = [w for w in WRITERS["o"] if "--preempt" not in w]
 
 
 def reference(args):
@@ -61,26 +82,27 @@ def kill_later(p, snap, delay):
     p.wait()
 
 
-def killed_run(args, snap, out_path, when):
+def killed_run(args, snap, out_path, when, writer=("--sync", "sequential")):
     """The snapshotted run, killed `when[0]` seconds after its first snapshot."""
     with open(out_path, "w") as out, open(out_path + ".err", "w") as err:
         check = ["--check"] if rnd.random() < 0.3 else []  # (its output is counted too)
-        p = subprocess.Popen([kairos, "run", *args, "--sync", "sequential", "--progress", "off",
+        p = subprocess.Popen([kairos, "run", *args, *writer, "--progress", "off",
                               "--snapshot", snap, *when[1], *check], stdout=out, stderr=err)
         kill_later(p, snap, when[0])
 
 
-def resume_once(name, args, engines, ref_out, ref_digest):
+def resume_once(name, args, engines, writers, ref_out, ref_digest):
     snap, out_path = os.path.join(tmp, f"{name}.snap"), os.path.join(tmp, f"{name}.out")
     shutil.rmtree(snap, ignore_errors=True)
     end = args[args.index("--end") + 1]
     every = ["--snapshot-every", str(float(end) / 40)]
     when = (rnd.uniform(0, 0.2), rnd.choice([every, ["--snapshot-seconds", "0.02"],
                                                  every + ["--snapshot-seconds", "0.05"]]))
-    killed_run(args, snap, out_path, when)
+    writer = rnd.choice([w for k in writers for w in WRITERS[k]])
+    killed_run(args, snap, out_path, when, writer)
     if not os.path.exists(os.path.join(snap, "snapshot")):
-        fail(f"{name} {' '.join(when[1])}: no snapshot written before the run ended:\n"
-             f"{open(out_path + '.err').read()[-1500:]}")
+        fail(f"{name} {' '.join(when[1])}, written by {' '.join(writer)}: no snapshot written "
+             f"before the run ended:\n{open(out_path + '.err').read()[-1500:]}")
     layout = rnd.choice([e for k in engines for e in ENGINES[k]])
     with open(out_path, "a") as out:
         p = subprocess.run([kairos, "resume", snap, "--progress", "off", *layout], stdout=out,
@@ -89,7 +111,8 @@ def resume_once(name, args, engines, ref_out, ref_digest):
         fail(f"{name}: resume {' '.join(layout)} exited {p.returncode}:\n{p.stderr}")
     got = open(out_path).read()
     if digest(p.stderr) != ref_digest or got != ref_out:
-        fail(f"{name}: killed after {when[0]:.2f} s ({' '.join(when[1])}), resumed with "
+        fail(f"{name}: written by {' '.join(writer)}, killed after {when[0]:.2f} s "
+             f"({' '.join(when[1])}), resumed with "
              f"{' '.join(layout)}: digest {digest(p.stderr)} vs {ref_digest}, stdout equal: "
              f"{got == ref_out}")
     return layout
@@ -100,15 +123,16 @@ def case_kill_and_resume():
     for name, (args, engines) in MODELS.items():
         ref_out, ref_digest = reference(args)
         for _ in range(KILLS):
-            resume_once(name, args, engines, ref_out, ref_digest)
+            resume_once(name, args, engines, "so", ref_out, ref_digest)
             resumed += 1
-    t.ok(f"{resumed} runs killed with SIGKILL after a snapshot, resumed on random engines: "
-         f"the uninterrupted digest and stdout")
+    t.ok(f"{resumed} runs written by random engines, killed with SIGKILL after a snapshot, "
+         f"resumed on random engines: the uninterrupted digest and stdout")
 
 
 def case_chained():
-    """Killed, resumed (sequential, writing snapshots again), killed again, resumed again on
-    another engine: still the uninterrupted digest and stdout."""
+    """Killed, resumed (writing snapshots again: sequential, or optimistic on 2 threads),
+    killed again, resumed again on another engine: still the uninterrupted digest and
+    stdout."""
     chains = 0
     for name in [m for m in ("chaos", "phold") if m in MODELS]:
         args, _ = MODELS[name]
@@ -118,9 +142,10 @@ def case_chained():
         end = args[args.index("--end") + 1]
         every = ["--snapshot-every", str(float(end) / 40)]
         killed_run(args, snap, out_path, (0.02, every))
+        again = ["--threads", "2"] if name == "phold" else ["--sync", "sequential"]
         with open(out_path, "a") as out:
-            p = subprocess.Popen([kairos, "resume", snap, "--sync", "sequential", "--progress",
-                                  "off", "--snapshot", snap, *every], stdout=out,
+            p = subprocess.Popen([kairos, "resume", snap, *again, "--progress", "off",
+                                  "--snapshot", snap, *every], stdout=out,
                                  stderr=subprocess.DEVNULL)
             kill_later(p, snap, 0.05)
         with open(out_path, "a") as out:
@@ -161,8 +186,9 @@ def case_refused():
     expect_exit(kairos, t, 2, ["--snapshot-every and --snapshot-seconds need --snapshot"],
                 "run", *args, "--snapshot-every", "5")
     expect_exit(kairos, t, 2, ["needs --snapshot-every"], "run", *args, "--snapshot", snap)
-    expect_exit(kairos, t, 2, ["only the sequential engine writes snapshots"],
-                "run", *args, "--threads", "2", "--snapshot", snap, "--snapshot-every", "5")
+    expect_exit(kairos, t, 2, ["the conservative engine does not write snapshots yet"],
+                "run", *args, "--sync", "conservative", "--snapshot", snap,
+                "--snapshot-every", "5")
     # another model file under the same path
     so = os.path.join(tmp, "hazard.so")
     shutil.copy(f"{build}/libhazard.so", so)
@@ -199,8 +225,52 @@ def case_state_it_cannot_hold():
     t.ok("a state with a C-heap pointer: the snapshot is not written, said so, the run goes on")
 
 
+def case_interrupted():
+    """Ctrl-C while the optimistic engine writes snapshots often (a stop and a snapshot asked
+    for together, both turning safe events off): the run stops as interrupted runs do (exit
+    130, a summary), and a resume of its last snapshot still ends with the uninterrupted
+    digest and stdout."""
+    stopped = 0
+    for name in ("chaos", "commo"):
+        if name not in MODELS:
+            continue
+        args, _ = MODELS[name]
+        ref_out, ref_digest = reference(args)
+        for threads in ("1", "2", "3"):
+            snap, out_path = os.path.join(tmp, f"{name}.int"), os.path.join(tmp, f"{name}.iout")
+            shutil.rmtree(snap, ignore_errors=True)
+            with open(out_path, "w") as out:
+                p = subprocess.Popen([kairos, "run", *args, "--threads", threads, "--progress",
+                                      "off", "--snapshot", snap, "--snapshot-seconds", "0.005"],
+                                     stdout=out, stderr=subprocess.PIPE, text=True)
+                time.sleep(rnd.uniform(0.05, 0.2))
+                p.send_signal(signal.SIGINT)
+                try:
+                    _, err = p.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    fail(f"{name} {threads} threads: no exit 60 s after SIGINT")
+            if p.returncode == 0:  # (ended before the signal: nothing to resume)
+                continue
+            if p.returncode != 130 or "interrupted by SIGINT" not in err:
+                fail(f"{name} {threads} threads, SIGINT: exit {p.returncode}\n{err[-1500:]}")
+            with open(out_path, "a") as out:
+                q = subprocess.run([kairos, "resume", snap, "--threads", "2", "--progress",
+                                    "off"], stdout=out, stderr=subprocess.PIPE, text=True)
+            got = open(out_path).read()
+            if q.returncode or digest(q.stderr) != ref_digest or got != ref_out:
+                fail(f"{name} {threads} threads: interrupted, resumed: exit {q.returncode}, "
+                     f"digest {digest(q.stderr)} vs {ref_digest}, stdout equal: {got == ref_out}")
+            stopped += 1
+    if "chaos" in MODELS and not stopped:
+        fail("no run was interrupted: each ended before its SIGINT")
+    t.ok(f"{stopped} runs interrupted while writing snapshots stop cleanly and resume to the "
+         "uninterrupted digest and stdout")
+
+
 case_kill_and_resume()
 case_chained()
+case_interrupted()
 case_refused()
 if os.path.exists(f"{build}/libhazard.so"):
     case_state_it_cannot_hold()

@@ -4,6 +4,11 @@
 #include "check.h"
 #include "stats/output.h"
 
+static void to_file(void *f, const char *text, size_t len)
+{
+    fwrite(text, 1, len, f);
+}
+
 static struct kr__key key(double ts, uint64_t src, uint64_t seq)
 {
     struct kr__key k = { ts, 0, 0, src, seq };
@@ -31,7 +36,7 @@ int main(void)
     kr__outvec_add(&other, &k0, "z\n", 2);
     kr__outvec_move_before(&other, &h, &sink);
     FILE *f = tmpfile();
-    kr__outvec_print_before(&sink, &h, f);
+    kr__outvec_emit_before(&sink, &h, to_file, f);
     rewind(f);
     char buf[64] = { 0 };
     size_t n = fread(buf, 1, sizeof buf - 1, f);

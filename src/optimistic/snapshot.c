@@ -1,0 +1,202 @@
+/* snapshot.c - whole-run snapshots written by the optimistic engine (--snapshot; the file
+ * and resume are core/snapshot.c's, the same for every engine).
+ *
+ * A snapshot holds a run where every event before one key is committed and none after it.
+ * Here that key is a GVT horizon, with the run stopped around it. When one is due, the
+ * closer of a GVT round asks (snap_want); the workers turn safe events off - those are
+ * committed as they run, and a snapshot can hold none past its key - and say how far they
+ * went, as for an interrupted run. The first round whose GVT lies past them all publishes
+ * its horizon with snap_req, and every worker enters tw_snap_round once it has applied it.
+ * There each rolls its LPs back to the horizon, cancelling at once what the undone events
+ * had sent (lazy cancellation too: the snapshot cannot hold a send kept on a pending event),
+ * and all drain until nothing is in flight: then every LP's state is its committed one and
+ * the heaps hold exactly the events the committed history sent and did not run yet. Thread
+ * 0 prints the committed output and writes the file while the others wait; the clocks
+ * restart at the horizon and safe events come back on. The speculative work past the
+ * horizon is done again: that, beside the writing, is what a snapshot costs. */
+#include <math.h>
+#include <stdlib.h>
+#include "optimistic/tw.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/snapshot.h"
+
+void tw_snap_setup(struct tw_global *g)
+{
+    struct kr__run *r = g->r;
+    g->snap_at = INFINITY;
+    g->snap_wall = UINT64_MAX;
+    if (r->cfg->snap_dir) /* (the first: after the time resumed at, if resumed) */
+        kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, &g->snap_at, &g->snap_wall);
+}
+
+bool tw_snap_plan(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    if (!th->r->cfg->snap_dir || atomic_load_explicit(&g->stopping, memory_order_relaxed))
+        return false;
+    if (!atomic_load_explicit(&g->snap_want, memory_order_relaxed)) {
+        if (g->gvt.ts >= g->snap_at || (g->snap_wall != UINT64_MAX &&
+                                         kr__clock_ns() >= g->snap_wall))
+            atomic_store_explicit(&g->snap_want, 1, memory_order_relaxed);
+        return false;
+    }
+    /* (as for a stop: every worker has turned safe events off, and GVT's time lies past
+     * the last one run - an equal time could hold one at a higher key) */
+    if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads)
+        return false;
+    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+    if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false;
+    atomic_store_explicit(&g->snap_req, 1, memory_order_relaxed); /* (published with it) */
+    return true;
+}
+
+/* Every LP of this thread back to the horizon h (a preempted event abandoned), and the sends
+ * that earlier lazy rollbacks kept on pending events cancelled. */
+static void roll_back(struct tw_thread *th, const struct kr__key *h)
+{
+    struct tw_global *g = th->g;
+    for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++) {
+        if (g->owner[tw_lidx(g, id)] != th->id) continue;
+        struct kr__lp *lp = kr__lp_at(th->r, id);
+        struct tw_lp *tl = tw_lp_of(lp);
+        if ((tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->nsusp && lp->ult))
+            tw_rollback(th, lp, h, true);
+    }
+    for (size_t i = 0; g->lazy && i < th->heap.n; i++) {
+        struct kr__ev *e = th->heap.a[i].e;
+        if (!(e->xflags & KR_EVX_LAZY)) continue;
+        tw_cancel_children(th, e); /* (this thread's own: queued, taken in below) */
+        e->child = NULL;
+        e->xflags &= (uint8_t)~KR_EVX_LAZY;
+    }
+    tw_flush_local(th);
+}
+
+/* --check: nothing of this thread is speculative or in flight any more. */
+static void check_settled(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++) {
+        if (g->owner[tw_lidx(g, id)] != th->id) continue;
+        const struct kr__lp *lp = kr__lp_at(th->r, id);
+        const struct tw_lp *tl = tw_lp_of(lp);
+        if (tl->first_unc || tl->fail || lp->ult)
+            kr__internal_error("snapshot: LP %llu still has %s", (unsigned long long)id,
+                               tl->first_unc ? "uncommitted events" : tl->fail ?
+                               "a failed event" : "a preempted event");
+    }
+    for (size_t i = 0; i < th->heap.n; i++) {
+        const struct kr__ev *e = th->heap.a[i].e;
+        if ((e->st != KR_EV_PENDING && e->st != KR_EV_CANCELLED) || (e->xflags & KR_EVX_LAZY))
+            kr__internal_error("snapshot: thread %u holds an event of LP %llu at %.17g in "
+                               "state %d%s", th->id, (unsigned long long)e->dest, e->k.ts,
+                               e->st, e->xflags & KR_EVX_LAZY ? " with kept sends" : "");
+    }
+    if (th->wn) kr__internal_error("snapshot: thread %u has %zu deliveries queued", th->id,
+                                   th->wn);
+}
+
+/* Thread 0, the others waiting: the committed output out, then the file. */
+static void write_it(struct tw_global *g)
+{
+    tw_print_committed(g, false); /* (everything before the horizon: stdout holds it all) */
+    size_t n = 0;
+    for (unsigned t = 0; t < g->n; t++) n += g->th[t].heap.n;
+    struct kr__ev **pending = malloc((n + 1) * sizeof *pending);
+    if (!pending) kr__fatal_oom("a snapshot's event list", (n + 1) * sizeof *pending);
+    n = 0;
+    kr_time at = INFINITY;
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct kr__heap *h = &g->th[t].heap;
+        for (size_t i = 0; i < h->n; i++) {
+            struct kr__ev *e = h->a[i].e;
+            if (e->st == KR_EV_CANCELLED) continue;
+            pending[n++] = e;
+            if (e->k.ts < at) at = e->k.ts;
+        }
+    }
+    if (n) kr__snapshot_write(g->r, pending, n, at); /* (none: the run is over) */
+    free(pending);
+    kr__snapshot_next(g->r, n ? at : g->horizon.ts, &g->snap_at, &g->snap_wall);
+}
+
+/* Go on from the horizon: nothing pending or to come lies below it, so every clock
+ * restarts there (plus the lookahead) - the rollbacks may have undone sends below the old
+ * ones - and no quiet record read before holds. Safe events come back unless the run is
+ * stopping. */
+static void restart(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    if (!th->retired) {
+        kr_time lo = g->horizon.ts + g->lookahead;
+        th->clock_sent = th->safe = th->safe_prev = lo;
+        atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
+    }
+    th->qbound = th->qfull = kr__key_at(-INFINITY);
+    th->qtop_max = -INFINITY;
+    th->qlast = UINT64_MAX;
+    if (g->snap_refast) th->fast = true;
+}
+
+/* Thread 0, inside: safe events back on (the acks counted afresh), unless a stop was asked
+ * meanwhile - then they stay off, and its acks stand. */
+static void decide_after(struct tw_global *g)
+{
+    g->snap_refast = g->fast_threads && !atomic_load_explicit(&g->stopping, memory_order_acquire);
+    if (g->snap_refast) {
+        atomic_store_explicit(&g->stop_acks, 0, memory_order_relaxed);
+        atomic_store_explicit(&g->safe_hi, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&g->snap_want, 0, memory_order_relaxed);
+}
+
+static bool run_failed(struct tw_global *g)
+{
+    pthread_mutex_lock(&g->err_mu);
+    bool failed = g->err != NULL;
+    pthread_mutex_unlock(&g->err_mu);
+    return failed || atomic_load_explicit(&g->stop, memory_order_acquire);
+}
+
+/* (Its cost in the summary and --stats is the whole pause, on thread 0's clock: the
+ * rollbacks, the drain and the waits besides the writing.) */
+void tw_snap_round(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    struct kr__run *r = th->r;
+    uint64_t t0 = kr__clock_ns(), snaps = r->snaps, ns = r->snap_ns;
+    uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
+    /* (one that had left its loop applies the horizon here: tw_stop_together; a retired
+     * one has nothing to commit, and its sink stays open to the end) */
+    if (ep != th->seen_epoch && !th->retired) {
+        th->seen_epoch = ep;
+        tw_commit(th, &g->horizon);
+    }
+    tw_quiet_void(th);
+    if (g->queries) tw_query_settle(th); /* (an asker's answer: others answer meanwhile) */
+    tw_barrier(g, g->queries ? th : NULL);
+    if (th->id == 0) g->snap_skip = run_failed(g); /* (a stopping run: no snapshot) */
+    tw_barrier(g, NULL);
+    if (!g->snap_skip) {
+        tw_close_pages(th);
+        /* (the antimessages about to come lie below what it took as safe or quiet) */
+        th->safe = th->safe_prev = -INFINITY;
+        th->qbound = th->qfull = kr__key_at(-INFINITY);
+        roll_back(th, &g->horizon);
+        tw_barrier(g, NULL); /* (all rolled back before any drains: no straggler now) */
+        tw_quiesce(th);
+        if (g->check) check_settled(th);
+        tw_barrier(g, NULL);
+        if (th->id == 0) write_it(g);
+    }
+    if (th->id == 0) decide_after(g);
+    tw_barrier(g, NULL);
+    restart(th);
+    tw_barrier(g, NULL);
+    if (th->id == 0) {
+        if (r->snaps != snaps) r->snap_ns = ns + (kr__clock_ns() - t0);
+        atomic_store_explicit(&g->snap_req, 0, memory_order_release);
+    }
+    tw_barrier(g, NULL);
+}
