@@ -109,6 +109,8 @@ _Noreturn void kr__internal_error(const char *fmt, ...)
     end_dying();
 }
 
+int kr__out_errno;
+
 static _Noreturn void output_failed(int err)
 {
     fprintf(stderr, "kairos: error: writing the committed output to stdout failed (%s): the "
@@ -120,8 +122,8 @@ static _Noreturn void output_failed(int err)
 void kr__stdout_flush(void)
 {
     errno = 0;
-    if (fflush(stdout) == EOF) output_failed(errno ? errno : EIO);
-    if (ferror(stdout)) output_failed(EIO);
+    if (fflush(stdout) == EOF) output_failed(kr__out_errno ? kr__out_errno : errno ? errno : EIO);
+    if (ferror(stdout)) output_failed(kr__out_errno ? kr__out_errno : EIO);
 }
 
 _Noreturn void kr__die(const char *msg)

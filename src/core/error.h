@@ -53,6 +53,9 @@ _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(pr
 /* Write out buffered committed output; if it cannot be written (full disk, closed stdout),
  * exit 1 with a message saying the output is incomplete. */
 void kr__stdout_flush(void);
+/* The reason the first write of committed output that failed gave (0: none failed), which
+ * the flush that finds the stream's error reports (kr__emit_direct sets it). */
+extern int kr__out_errno;
 
 /* Print an already formatted model error and exit 1, after the committed output (the
  * engine's salvage hook, then stdout's buffer). A second thread that dies meanwhile waits

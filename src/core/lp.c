@@ -5,6 +5,7 @@
  * strings that say where it is, the errors that need them (kr__model_error, kr__guarded;
  * error.c is the leaf below), and answering a query in its read-only context
  * (kr__query_answer). Below the engines: they call it. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,7 +142,14 @@ FILE *kr__emit_file;
  * however it was cut into writes - for snapshots: resume checks the file it appends to.) */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
 {
-    fwrite(text, 1, len, kr__emit_file ? kr__emit_file : stdout);
+    /* (after a write failed nothing more goes out: what is written stays a prefix of the
+     * committed output, without a hole; the next flush reports the first failure) */
+    FILE *f = kr__emit_file ? kr__emit_file : stdout;
+    if (f == stdout && kr__out_errno) return;
+    if (fwrite(text, 1, len, f) < len && f == stdout) {
+        kr__out_errno = errno ? errno : EIO; /* (not counted: a snapshot says what is out) */
+        return;
+    }
     if (kr__emit_file || !c || !c->run) return;
     struct kr__run *r = c->run;
     r->out_hash = kr__out_hash(r->out_hash, text, len);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "core/error.h"
@@ -187,9 +188,38 @@ static void json_threads(FILE *f, const struct kr__run *r)
     fputs("\n  ]\n", f);
 }
 
+/* --stats FILE: a regular file (or a new one) is written beside it (tmp) and renamed over
+ * it once complete, so a write that fails leaves the old file or none, never half a
+ * document; anything else (a pipe, /dev/stderr) is written in place (tmp empty). */
+static FILE *stats_open(const char *path, char *tmp, size_t cap)
+{
+    struct stat st;
+    tmp[0] = 0;
+    if ((stat(path, &st) != 0 || S_ISREG(st.st_mode)) &&
+        (size_t)snprintf(tmp, cap, "%s.tmp", path) < cap) {
+        FILE *f = fopen(tmp, "w");
+        if (f) return f;
+        tmp[0] = 0; /* (a directory it cannot create files in: the file itself, then) */
+    }
+    return fopen(path, "w");
+}
+
+static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__error *err)
+{
+    int e = errno;
+    bool bad = ferror(f) != 0; /* (a write that failed on the way: fclose may not say) */
+    if (fclose(f) && !bad) bad = true, e = errno;
+    if (!bad && tmp[0] && rename(tmp, path)) bad = true, e = errno;
+    if (!bad) return KR_OK;
+    if (tmp[0]) unlink(tmp);
+    return kr__fail(err, KR_ERR_RESOURCE, "writing statistics to '%s' failed: %s; the run's "
+                    "summary above is complete", path, strerror(e ? e : EIO));
+}
+
 int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err)
 {
-    FILE *f = fopen(path, "w");
+    char tmp[4096];
+    FILE *f = stats_open(path, tmp, sizeof tmp);
     if (!f)
         return kr__fail(err, KR_ERR_RESOURCE, "cannot write statistics to '%s': %s", path,
                         strerror(errno));
@@ -258,8 +288,5 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     json_series(f, r);
     json_threads(f, r);
     fputs("}\n", f);
-    if (fclose(f))
-        return kr__fail(err, KR_ERR_RESOURCE, "writing statistics to '%s' failed: %s", path,
-                        strerror(errno));
-    return KR_OK;
+    return stats_close(f, path, tmp, err);
 }

@@ -87,7 +87,7 @@ static void put_identity(struct kr__bytes *b, const struct kr__run *r)
     put_str(b, r->model->name);
     put_u64(b, file ? file_hash(path) : 0);
     struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
-    if (!kv) kr__fatal_oom("a snapshot's parameters", c->nparams * sizeof *kv);
+    if (!kv) kr__fatal_oom("a snapshot's parameters", (c->nparams + 1) * sizeof *kv);
     if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
     qsort(kv, c->nparams, sizeof *kv, by_key);
     put_u32(b, (uint32_t)c->nparams);
@@ -198,7 +198,11 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
     put_u64(&b, 0);
     put_identity(&b, r);
     put_f64(&b, at);
-    fflush(stdout); /* (what the count says is written is in the file) */
+    if (fflush(stdout) || kr__out_errno) { /* (what the count says is written is in the file) */
+        snap_warn(at, "the committed output could not be written to stdout");
+        kr__bytes_free(&b);
+        return false;
+    }
     put_u64(&b, r->out_bytes);
     put_u64(&b, r->out_hash);
     put_f64(&b, r->lookahead);
@@ -207,10 +211,11 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
     for (kr_lp id = 0; id < r->n; id++) {
         struct kr__alien al = { 0 };
         if (put_lp(&b, r, id, &al)) continue;
-        char why[256];
-        snprintf(why, sizeof why, "LP %llu's state holds a pointer to %s, which a snapshot "
-                 "cannot save: keep the LP's data in its own kr_malloc blocks",
-                 (unsigned long long)id, al.where);
+        char why[256] = "out of memory"; /* (building it in memory: not the state's fault) */
+        if (al.found)
+            snprintf(why, sizeof why, "LP %llu's state holds a pointer to %s, which a "
+                     "snapshot cannot save: keep the LP's data in its own kr_malloc blocks",
+                     (unsigned long long)id, al.where);
         snap_warn(at, why);
         kr__bytes_free(&b);
         return false;

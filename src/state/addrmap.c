@@ -4,12 +4,14 @@
  * run, and every event only under sequential --check). */
 #define _GNU_SOURCE
 #include "state/addrmap.h"
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/digest.h"
+#include "core/error.h"
 
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */
 #define MAX_MAPPING (64ul << 30)
@@ -36,7 +38,9 @@ static void push(struct table *t, const struct range *x)
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 64;
         struct range *r = realloc(t->r, cap * sizeof *r);
-        if (!r) return; /* (a shorter table only reports less) */
+        /* (a shorter table would name pointers as numbers: the digest would depend on
+         * addresses) */
+        if (!r) kr__fatal_oom("the process's address map", cap * sizeof *r);
         t->r = r;
         t->cap = cap;
     }
@@ -72,7 +76,10 @@ static void read_maps(void)
 {
     maps.n = 0;
     FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return;
+    if (!f && (errno == ENOMEM || errno == EMFILE || errno == ENFILE))
+        kr__die("cannot read /proc/self/maps, which names the pointers in LP states for "
+                "the run digest: out of memory or of file descriptors");
+    if (!f) return; /* (no /proc: pointers into other memory count as numbers) */
     char line[512];
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;

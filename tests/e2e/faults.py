@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Fault injection (issue 17; as SQLite's tests fail the N-th allocation): the N-th
+allocation or write of a run fails (tests/fault/krfault.c, preloaded), for every N a small
+sequential run reaches (sampled where there are many) while it prints committed output and
+writes statistics and snapshots. Each must end one of two ways: exit 0 with the digest and
+byte-identical stdout of the run without faults (the failure absorbed: a snapshot skipped
+with a warning), or exit 1 with a clear last line ("kairos: error: ...", never an internal
+error), stdout a prefix of the full output, the --stats file whole JSON or absent, no
+temporary file left, and a snapshot, if one was written, that resumes to the full run's
+digest and output. Never a crash, a hang or silence. Runs on 2 threads, whose failing site
+varies from run to run, must end the same ways. Under ASan (the shim stands in front of its
+allocator) nothing may leak."""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from common import fail, digest, Tally, build_kind
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+SHIM = os.path.join(build, "tests", "libkrfault.so")
+KIND = build_kind(kairos)
+if KIND == "tsan" or not os.path.exists(SHIM):
+    print("skipped: no fault shim here (a ThreadSanitizer build cannot run behind one)")
+    sys.exit(77)
+tmp = tempfile.mkdtemp(prefix="kr-fault-")
+rnd = random.Random(17)
+MODEL = ["pcs", "--lps", "16", "--end", "10"]
+SAMPLE = 160 if KIND == "asan" else 400  # (at most this many N of each kind)
+
+
+def env_for(fault):
+    e = dict(os.environ, LD_PRELOAD=SHIM, KR_FAULT=fault)
+    # (ASan wants its runtime first among the libraries; the shim forwards to it)
+    e["ASAN_OPTIONS"] = (e.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    return e
+
+
+def run_with(fault, engine, where):
+    """One run writing stdout, --stats and snapshots into `where`; (status, out, err)."""
+    shutil.rmtree(where, ignore_errors=True)
+    os.makedirs(where)
+    args = [kairos, "run", *MODEL, *engine, "--progress", "off",
+            "--stats", os.path.join(where, "st.json"),
+            "--snapshot", os.path.join(where, "snap"), "--snapshot-every", "2"]
+    with open(os.path.join(where, "out"), "wb") as out:
+        try:
+            p = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, text=True,
+                               env=env_for(fault), timeout=120)
+        except subprocess.TimeoutExpired:
+            fail(f"KR_FAULT={fault} {' '.join(engine)}: no end within 120 s")
+    return p.returncode, open(os.path.join(where, "out"), "rb").read(), p.stderr
+
+
+def counts(engine):
+    st, out, err = run_with("count", engine, os.path.join(tmp, "count"))
+    m = re.search(r"krfault: (\d+) allocations, (\d+) writes", err)
+    if st != 0 or not m:
+        fail(f"counting run {' '.join(engine)}: exit {st}\n{err[-1500:]}")
+    return int(m.group(1)), int(m.group(2)), out, digest(err)
+
+
+def sample(n):
+    if n <= SAMPLE:
+        return list(range(1, n + 1))
+    first = set(range(1, SAMPLE // 2 + 1))
+    spread = {1 + round(i * (n - 1) / (SAMPLE // 2 - 1)) for i in range(SAMPLE // 2)}
+    return sorted(first | spread)
+
+
+def last_line(err):
+    lines = [x for x in err.splitlines() if x.startswith("kairos: ")]
+    return lines[-1] if lines else ""
+
+
+def check_files(fault, where):
+    st = os.path.join(where, "st.json")
+    if os.path.exists(st):
+        try:
+            json.load(open(st))
+        except ValueError:
+            fail(f"KR_FAULT={fault}: --stats left a broken file")
+    for f in (st + ".tmp", os.path.join(where, "snap", "snapshot.tmp")):
+        if os.path.exists(f):
+            fail(f"KR_FAULT={fault}: {os.path.basename(f)} left behind")
+
+
+def check_resume(fault, where, ref_out, ref_digest):
+    """The snapshot a failed run left (if any) resumes to the full run."""
+    snap = os.path.join(where, "snap")
+    if not os.path.exists(os.path.join(snap, "snapshot")):
+        return False
+    with open(os.path.join(where, "out"), "ab") as out:
+        p = subprocess.run([kairos, "resume", snap, "--progress", "off"], stdout=out,
+                           stderr=subprocess.PIPE, text=True)
+    got = open(os.path.join(where, "out"), "rb").read()
+    if p.returncode or digest(p.stderr) != ref_digest or got != ref_out:
+        fail(f"KR_FAULT={fault}: the snapshot it left resumed to exit {p.returncode}, digest "
+             f"{digest(p.stderr)} vs {ref_digest}, stdout equal: {got == ref_out}")
+    return True
+
+
+def judge(fault, engine, ref_out, ref_digest, resume):
+    """One faulty run; returns 'absorbed', 'error', 'resumed' (an error whose snapshot
+    resumed) or 'sanitizer' (the allocation that failed was the sanitizer runtime's own,
+    which stops on a CHECK: pthread_getattr_np as a thread starts)."""
+    where = os.path.join(tmp, "run")
+    st, out, err = run_with(fault, engine, where)
+    what = f"KR_FAULT={fault} {' '.join(engine)}"
+    if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", err):
+        fail(f"{what}: the sanitizer reported:\n{err[-3000:]}")
+    if "AddressSanitizer: CHECK failed" in err:
+        return "sanitizer"
+    if st < 0:
+        fail(f"{what}: killed by signal {-st}\n{err[-1500:]}")
+    check_files(fault, where)
+    if st == 0:
+        if digest(err) != ref_digest or out != ref_out:
+            fail(f"{what}: exit 0 but digest {digest(err)} vs {ref_digest}, stdout equal: "
+                 f"{out == ref_out}\n{err[-1500:]}")
+        return "absorbed"
+    line = last_line(err)
+    if st != 1 or not line.startswith("kairos: error: ") or "internal error" in line:
+        fail(f"{what}: exit {st}, last words {line!r}\n{err[-1500:]}")
+    if not ref_out.startswith(out):
+        fail(f"{what}: the output written before the error is not a prefix of the full one")
+    if resume and check_resume(fault, where, ref_out, ref_digest):
+        return "resumed"
+    return "error"
+
+
+def case_sequential():
+    allocs, writes, ref_out, ref_digest = counts(["--sync", "sequential"])
+    for kind, n in (("alloc", allocs), ("write", writes)):
+        seen = {"absorbed": 0, "error": 0, "resumed": 0, "sanitizer": 0}
+        for i, k in enumerate(sample(n)):
+            seen[judge(f"{kind}:{k}", ["--sync", "sequential"], ref_out, ref_digest,
+                       resume=kind == "write" or i % 8 == 0)] += 1
+        t.ok(f"the N-th {kind} failing, {sum(seen.values())} of {n} sites: {seen['absorbed']} "
+             f"absorbed (the full digest and output), {seen['error'] + seen['resumed']} clear "
+             f"errors ({seen['resumed']} left a snapshot that resumed to the full run)"
+             + (f", {seen['sanitizer']} in the sanitizer's own runtime" if seen["sanitizer"]
+                else ""))
+
+
+def case_threads():
+    engine = ["--threads", "2"]
+    allocs, _, ref_out, ref_digest = counts(engine)
+    runs = 12 if KIND == "asan" else 40
+    for _ in range(runs):
+        judge(f"alloc:{rnd.randint(1, allocs)}", engine, ref_out, ref_digest, resume=False)
+    t.ok(f"{runs} runs on 2 threads with a random allocation failing: absorbed or a clear "
+         f"error")
+
+
+case_sequential()
+case_threads()
+shutil.rmtree(tmp, ignore_errors=True)
+t.finish()
