@@ -92,6 +92,12 @@ struct cons {
     uint64_t ndone;              /* LPs whose done() held, as retired */
     struct cons_job *held;       /* taken, waiting for a free worker (--scheduler-works off) */
     kr_time taken_ts;            /* time of the last event taken (an interrupt stops after) */
+    /* --snapshot: the next is due before the first event at or after snap_at, or once the
+     * clock passes snap_wall (looked at every 64 events); snap_due, once seen, until taken */
+    kr_time snap_at;
+    uint64_t snap_wall;
+    unsigned snap_tick;
+    bool snap_due;
 };
 
 /* How retiring jobs, and the run, went on or ended; and what a turn of the scheduler did

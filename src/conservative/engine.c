@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/snapshot.h"
 #include "stats/progress.h"
 
 extern const struct kr__engine_ops kr__cons_ops;
@@ -162,7 +163,7 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
     struct kr__run *r = c->r;
     struct kr__ev *e = j->ev;
     struct kr__lp *lp = kr__lp_at(r, e->dest);
-    if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
+    if (j->ntext) kr__emit_direct(&(struct kr__ctx){ .run = r }, j->text, j->ntext);
     kr__bundle_commit(r, lp, &j->bundle, e, e, &r->pools[0]); /* (e: below, once read) */
     if (r->model->done) {
         kr__ctx_event(lp, e, KR_MODE_EVENT); /* (where, should done() break its promise) */
@@ -188,7 +189,7 @@ static int retire(struct cons *c, struct kr__progress *prog)
     struct cons_job *j;
     while ((j = c->retire_head) && j->reaped) { /* (not `complete`: reap first) */
         if (j->err) { /* what it printed before the error, as the sequential engine */
-            if (j->ntext) fwrite(j->text, 1, j->ntext, stdout);
+            if (j->ntext) kr__emit_direct(&(struct kr__ctx){ .run = c->r }, j->text, j->ntext);
             j->ntext = 0;
             c->err = j->err;
             return CONS_RETIRE_ERROR;
@@ -203,6 +204,43 @@ static int retire(struct cons *c, struct kr__progress *prog)
     return CONS_RETIRE_MORE;
 }
 
+/* ---- snapshots (--snapshot; the file: core/snapshot.c) ----
+ * One is taken with nothing outstanding: once one is due, no event is taken until every
+ * job taken has retired; then every event before the set's first is committed, and the set
+ * (less --barriers events' barriers) is what is pending. */
+
+static bool snap_due(struct cons *c, const struct kr__ev *e)
+{
+    if (!c->snap_due)
+        c->snap_due = e->k.ts >= c->snap_at ||
+                      (c->snap_wall != UINT64_MAX && !(++c->snap_tick & 63) &&
+                       kr__clock_ns() >= c->snap_wall);
+    return c->snap_due;
+}
+
+static void snap_take(struct cons *c, const struct kr__ev *first)
+{
+    struct kr__ev **pending = malloc((c->heap.n + 1) * sizeof *pending);
+    if (!pending) kr__fatal_oom("a snapshot's event list", (c->heap.n + 1) * sizeof *pending);
+    size_t n = 0;
+    for (size_t i = 0; i < c->heap.n; i++)
+        if (!(c->heap.a[i].e->flags & KR_EVF_BARRIER)) pending[n++] = c->heap.a[i].e;
+    kr__snapshot_write(c->r, pending, n, first->k.ts);
+    free(pending);
+    kr__snapshot_next(c->r, first->k.ts, &c->snap_at, &c->snap_wall);
+    c->snap_due = false;
+}
+
+/* Before e, the set's first, is taken: false while a due snapshot waits for the jobs
+ * outstanding to retire. */
+static bool snap_turn(struct cons *c, const struct kr__ev *e)
+{
+    if (!c->r->cfg->snap_dir || !e || e->k.ts >= c->r->cfg->end || !snap_due(c, e)) return true;
+    if (c->nretire || c->held) return false;
+    snap_take(c, e);
+    return true;
+}
+
 /* Interrupted: no event after the time of the last one taken starts (those at its time
  * still run, so that what is committed is every event before a time, what --end
  * reproduces). */
@@ -213,10 +251,11 @@ static bool cons_stops_before(const struct cons *c, const struct kr__ev *e)
 
 /* With nothing outstanding, may the first event run here at once? (Its LP is free, no
  * barrier holds it, and its type is short.) */
-static bool direct_ok(const struct cons *c, const struct kr__ev *e)
+static bool direct_ok(struct cons *c, const struct kr__ev *e)
 {
     return e && !(e->flags & KR_EVF_BARRIER) && e->k.ts < c->r->cfg->end && !c->failed &&
-           !cons_stops_before(c, e) && run_here(c, e);
+           !cons_stops_before(c, e) && run_here(c, e) &&
+           !(c->r->cfg->snap_dir && snap_due(c, e)); /* (schedule_turn takes it) */
 }
 
 /* Nothing outstanding and the first event is short: run it here and retire it at once, as
@@ -405,6 +444,7 @@ static int schedule_turn(struct cons *c, struct kr__progress *prog, unsigned *sp
     }
     struct kr__ev *e = kr__heap_top(&c->heap);
     if (e && (e->flags & KR_EVF_BARRIER)) return pass_barrier(c, e) ? CONS_TURN_ON : CONS_TURN_WAIT;
+    if (!snap_turn(c, e)) return CONS_TURN_WAIT;
     if (blocked(c, e, c->r->cfg->end)) return c->nretire == 0 ? CONS_RETIRE_MORE : CONS_TURN_WAIT;
     *spins = 0;
     int rd = dispatch(c, prog, e, &c->held);
@@ -427,6 +467,10 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     memset(c, 0, sizeof *c);
     c->r = r;
     c->taken_ts = -INFINITY;
+    c->snap_at = INFINITY;
+    c->snap_wall = UINT64_MAX;
+    if (r->cfg->snap_dir) /* (the first: after the time resumed at, if resumed) */
+        kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, &c->snap_at, &c->snap_wall);
     c->nw = r->nthreads - 1;
     c->push = !r->cfg->cons.handoff_pull;
     c->barrier_events = r->cfg->cons.barrier_events;

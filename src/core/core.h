@@ -200,7 +200,6 @@ struct kr__engine {
                                  * full mode, or chunk mode to verify marks under --check) */
     bool compact_events;        /* uses no event's tail (struct kr__ev): an event without
                                  * payload takes 64 bytes, not 128 */
-    bool snapshots;             /* writes --snapshot snapshots */
     const char *no_queries;     /* why it cannot answer kr_query (a model with a query
                                  * handler is refused), or NULL: it can */
     size_t lp_extra;            /* bytes the engine keeps right after each LP's record

@@ -227,9 +227,9 @@ static const struct opt table[] = {
     { "--snapshot", "DIR", K_STRING, F(snap_dir), NULL,
       .help = "write whole-run snapshots into directory DIR, each replacing\n"
               "the last once complete, for 'kairos resume DIR' (with\n"
-              "--snapshot-every and/or --snapshot-seconds); the sequential\n"
-              "and optimistic engines write them (one process), every engine\n"
-              "resumes from them" },
+              "--snapshot-every and/or --snapshot-seconds); every engine\n"
+              "writes them (one process: not under mpirun) and resumes from\n"
+              "them" },
     { "--snapshot-every", "T", K_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
       .what = "a virtual time (0: none)",
       .help = "a snapshot each T of virtual time (default 0: none)" },
@@ -465,7 +465,7 @@ void kr__options_free(struct kr__config *c)
     c->nparams = 0;
 }
 
-/* --snapshot and its periods come together; the engine must write snapshots. */
+/* --snapshot and its periods come together. */
 static int snapshot_options(const struct kr__config *c, struct kr__error *err)
 {
     bool when = c->snap_every > 0 || c->snap_seconds > 0;
@@ -475,11 +475,6 @@ static int snapshot_options(const struct kr__config *c, struct kr__error *err)
     if (c->snap_dir && !when)
         return kr__fail(err, KR_ERR_USAGE, "--snapshot %s needs --snapshot-every T (virtual "
                         "time) or --snapshot-seconds S (wall time), or both", c->snap_dir);
-    if (c->snap_dir && !c->engine->snapshots)
-        return kr__fail(err, KR_ERR_USAGE, "--snapshot: the %s engine does not write "
-                        "snapshots yet; the sequential and optimistic engines do (--sync "
-                        "sequential or optimistic), and 'kairos resume' continues one on any "
-                        "engine", c->engine->name);
     return KR_OK;
 }
 

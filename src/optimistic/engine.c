@@ -1404,7 +1404,6 @@ static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 const struct kr__engine kr__tw_engine = {
     .lp_extra = sizeof(struct tw_lp),
     .name = "optimistic",
-    .snapshots = true,
     .restores_state = true,
     .default_threads = tw_default_threads,
     .threads = kr__engine_workers,

@@ -321,7 +321,6 @@ static unsigned seq_threads(const struct kr__config *cfg, uint64_t lps)
 
 const struct kr__engine kr__seq_engine = {
     .name = "sequential",
-    .snapshots = true,
     .compact_events = true,
     .default_threads = seq_default_threads,
     .threads = seq_threads,
