@@ -35,6 +35,10 @@ MODELS = {  # name: (arguments, engines it resumes on)
               "generations=4000", "-P", "print=10", "--end", "5000"], "soc"),
     "commo": (["commo", "--lps", "64", "--end", "3000"], "so"),
 }
+# (the chaos model built to mark its writes: --state chunk, "k", writes and resumes it)
+if os.path.exists(f"{build}/libchaos_instr.so"):
+    MODELS["chaos-marked"] = ([f"{build}/libchaos_instr.so", "--lps", "32", "--end", "4000"],
+                              "sok")
 # (Under a sanitizer, numbers in a state - the chaos model's sprinkled bytes, PCS's and the
 # datastore's values - now and then equal addresses in the sanitizer's own anonymous
 # mappings, which are many and vary from run to run; the digest check warns of such words
@@ -43,11 +47,14 @@ MODELS = {  # name: (arguments, engines it resumes on)
 KIND = build_kind(kairos)
 if KIND in ("asan", "tsan"):
     MODELS = {k: v for k, v in MODELS.items() if k in ("phold", "hazard-pointers")}
-KILLS = 5 if KIND not in ("asan", "tsan") else 3
+# (the four models are killed 20 times each, the others 5; 3 under sanitizers)
+KILLS = {m: 3 if KIND in ("asan", "tsan") else
+         20 if m in ("phold", "pcs", "datastore", "chaos") else 5 for m in MODELS}
 ENGINES = {"s": [["--sync", "sequential"]],
            "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],
                  ["--threads", "2", "--state", "page"], ["--threads", "2", "--cancel", "lazy"]],
-           "c": [["--sync", "conservative", "--threads", "2"]]}
+           "c": [["--sync", "conservative", "--threads", "2"]],
+           "k": [["--threads", "2", "--state", "chunk"]]}
 
 
 # Who writes the snapshots, by the engines the model runs on ("o": chaos and phold on many
@@ -63,7 +70,9 @@ WRITERS = {"s": [["--sync", "sequential"]],
                  ["--threads", "3", "--cancel", "lazy"],
                  ["--threads", "2", "--preempt", "tick"],
                  ["--threads", "3", "--balance", "storm"],
-                 ["--threads", "2", "--ckpt-interval", "1", "--cancel", "lazy"]]}
+                 ["--threads", "2", "--ckpt-interval", "1", "--cancel", "lazy"]],
+           "k": [["--threads", "2", "--state", "chunk"],
+                 ["--threads", "3", "--state", "chunk", "--preempt", "tick"]]}
 if KIND == "tsan":  # (TSan refuses --preempt tick: test_ult)
     WRITERS["o"] = [w for w in WRITERS["o"] if "--preempt" not in w]
 
@@ -125,8 +134,9 @@ def case_kill_and_resume():
     resumed = 0
     for name, (args, engines) in MODELS.items():
         ref_out, ref_digest = reference(args)
-        for _ in range(KILLS):
-            resume_once(name, args, engines, engines, ref_out, ref_digest)
+        for _ in range(KILLS[name]):
+            writers = "k" if name == "chaos-marked" else engines  # (chunk state writes it)
+            resume_once(name, args, engines, writers, ref_out, ref_digest)
             resumed += 1
     t.ok(f"{resumed} runs written by random engines, killed with SIGKILL after a snapshot, "
          f"resumed on random engines: the uninterrupted digest and stdout")
