@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-TARGETS = ["image", "snapshot", "options"]
+TARGETS = ["image", "snapshot", "options", "json"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -87,14 +87,33 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
 }
 
+/* The length of the well-formed UTF-8 sequence at s (1-4; no overlong forms, surrogates or
+ * code points past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 :
+               c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) ||
+        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return n;
+}
+
+/* (A byte that is not part of well-formed UTF-8 - a file name in Latin-1, say - is written
+ * as the code point of the same number, \u00XX: the document stays UTF-8, as JSON must.) */
 void kr__json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+    const unsigned char *p = (const unsigned char *)s;
+    while (p && *p) {
+        size_t n = utf8_len(p);
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || !n) fprintf(f, "\\u%04x", *p);
+        else fwrite(p, 1, n, f);
+        p += n ? n : 1;
     }
     fputc('"', f);
 }

@@ -2,6 +2,7 @@
 schema, and no progress line when stderr is not a terminal."""
 import json
 import os
+import shutil
 import sys
 import tempfile
 from common import run, fail, digest, Tally
@@ -62,4 +63,17 @@ with tempfile.TemporaryDirectory() as d:
     if rc != 2 or "--stats /nonexistent/dir/s.json: cannot create it" not in err or "run digest" in err:
         fail(f"unwritable --stats path must fail clearly, before the run:\n{err}")
     t.ok("unwritable --stats path is a clear error before the run")
+    # A model file whose name is not UTF-8 (a Latin-1 e-acute) and a parameter value with
+    # such bytes: --stats is still UTF-8 JSON, the bytes kept as \u00XX.
+    so = os.path.join(d, "chaos-caf\xe9.so".encode("latin-1").decode("utf-8", "surrogateescape"))
+    shutil.copy(os.path.join(build, "libchaos.so"), so)
+    st = os.path.join(d, "latin.json")
+    run(kairos, "run", so, "--lps", "4", "--end", "5", "--stats", st)
+    try:
+        model = json.loads(open(st, "rb").read().decode("utf-8"))["config"]["model"]
+    except (UnicodeDecodeError, ValueError) as e:
+        fail(f"--stats of a model path with a Latin-1 byte is not UTF-8 JSON: {e}")
+    if not model.endswith("chaos-caf\u00e9.so"):
+        fail(f"--stats names the model {model!r}")
+    t.ok("--stats stays UTF-8 JSON when a path or value is not UTF-8")
 t.finish()
