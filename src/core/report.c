@@ -92,14 +92,13 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
 static size_t utf8_len(const unsigned char *s)
 {
     unsigned c = s[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 :
-               c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
     for (size_t i = 1; i < n; i++)
         if ((s[i] & 0xC0) != 0x80) return 0;
-    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) ||
-        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
-        return 0;
-    return n;
+    /* the second byte's range after the leads that allow less (RFC 3629) */
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    return n > 1 && (s[1] < lo || s[1] > hi) ? 0 : n;
 }
 
 /* (A byte that is not part of well-formed UTF-8 - a file name in Latin-1, say - is written
