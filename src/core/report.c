@@ -14,11 +14,14 @@
 #include "core/options.h"
 
 /* --snapshot and kairos resume. */
-static void snapshot_lines(const struct kr__run *r, FILE *f)
+static void snapshot_lines(const struct kr__run *r, FILE *f, const struct kr__totals *t)
 {
+    uint64_t before = kr__snapshot_committed(r);
     if (r->cfg->resume_dir)
-        fprintf(f, "  resumed:          from %s/snapshot, at virtual time %.17g\n",
-                r->cfg->resume_dir, kr__snapshot_time(r));
+        fprintf(f, "  resumed:          from %s/snapshot, at virtual time %.17g, after %llu "
+                "committed events (the counts above are since; %llu in all)\n",
+                r->cfg->resume_dir, kr__snapshot_time(r), (unsigned long long)before,
+                (unsigned long long)(before + t->committed));
     if (!r->cfg->snap_dir) return;
     fprintf(f, "  snapshots:        %llu written to %s", (unsigned long long)r->snaps,
             r->cfg->snap_dir);
@@ -81,7 +84,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                         ? "; every LP's base copy, kept by --state other than full, cannot be "
                           "given back" : "");
     }
-    snapshot_lines(r, f);
+    snapshot_lines(r, f, &t);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
     fprintf(f, "  run digest:       %016llx\n", (unsigned long long)r->run_digest);
@@ -298,7 +301,8 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
                 (unsigned long long)r->snap_bytes, (double)r->snap_ns / 1e9,
                 r->snaps ? r->snap_time : 0.0);
     if (r->cfg->resume_dir)
-        fprintf(f, "  \"resumed_at\": %.17g,\n", kr__snapshot_time(r));
+        fprintf(f, "  \"resumed_at\": %.17g,\n  \"committed_before_resume\": %llu,\n",
+                kr__snapshot_time(r), (unsigned long long)kr__snapshot_committed(r));
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

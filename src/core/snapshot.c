@@ -39,6 +39,7 @@ struct kr__snapshot {
     size_t n;
     char *model_path, *model_name;
     uint64_t model_hash, lps, seed, arena_max, out_bytes, out_hash;
+    uint64_t committed; /* events committed before it, all LPs */
     double end, at, lookahead;
     bool declared;
     struct kr__kv *params;
@@ -400,7 +401,9 @@ static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
     if (!s->lp_at || !s->ev_first) kr__fatal_oom("a snapshot's index", s->lps * 16);
     for (uint64_t id = 0; id < s->lps && !in->why; id++) {
         s->lp_at[id] = (size_t)(in->p - s->buf);
-        kr__cursor_take(in, 34);
+        kr__cursor_take(in, 24); /* (RNG, send count, history hash) */
+        s->committed += kr__cursor_get(in, 8);
+        kr__cursor_take(in, 2);
         kr__cursor_take(in, kr__cursor_get(in, 8));
     }
 }
@@ -521,6 +524,11 @@ int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err
     if (!rc) rc = index_body(s, &in, err);
     snap_free(s);
     return rc;
+}
+
+uint64_t kr__snapshot_committed(const struct kr__run *r)
+{
+    return r->resume ? r->resume->committed : 0;
 }
 
 kr_time kr__snapshot_time(const struct kr__run *r)

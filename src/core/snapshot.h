@@ -35,6 +35,8 @@ void kr__snapshot_close(struct kr__run *r);
 void kr__snapshot_apply(struct kr__run *r, kr_lp id);
 /* Check a snapshot held in memory as resume would, up to loading its LPs (fuzzing). */
 int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err);
+/* The events its LPs had committed before the snapshot the run resumed from. */
+uint64_t kr__snapshot_committed(const struct kr__run *r);
 /* The virtual time the run resumed at. */
 kr_time kr__snapshot_time(const struct kr__run *r);
 
