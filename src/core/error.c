@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,10 +80,22 @@ static void begin_dying(const char *prefix, const char *msg, int status)
     alarm(SALVAGE_DEADLINE_S);
 }
 
+/* A file being written that a death must not leave behind (kr__unlink_on_death). */
+static char doomed[4096];
+static atomic_bool doomed_set;
+
+void kr__unlink_on_death(const char *path)
+{
+    atomic_store_explicit(&doomed_set, false, memory_order_release);
+    if (!path || snprintf(doomed, sizeof doomed, "%s", path) >= (int)sizeof doomed) return;
+    atomic_store_explicit(&doomed_set, true, memory_order_release);
+}
+
 static _Noreturn void end_dying(void)
 {
     void (*fn)(void *) = salvage_fn;
     salvage_fn = NULL;
+    if (atomic_load_explicit(&doomed_set, memory_order_acquire)) unlink(doomed);
     if (fn) fn(salvage_arg);
     fflush(stdout);
     write_str(last_words);

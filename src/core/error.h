@@ -53,6 +53,9 @@ _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(pr
 /* Write out buffered committed output; if it cannot be written (full disk, closed stdout),
  * exit 1 with a message saying the output is incomplete. */
 void kr__stdout_flush(void);
+/* While path (NULL: none) is being written, a run that dies of an error unlinks it (a
+ * snapshot's temporary file: nothing half-written is left). */
+void kr__unlink_on_death(const char *path);
 /* The reason the first write of committed output that failed gave (0: none failed), which
  * the flush that finds the stream's error reports (kr__emit_direct sets it). */
 extern int kr__out_errno;

@@ -138,50 +138,110 @@ static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time looka
     kr__bytes_put(b, e->payload, e->size);
 }
 
-/* buf to path.tmp, synced, then renamed over path (and the directory synced). */
-static int write_file(const char *dir, const struct kr__bytes *b, char *why, size_t cap)
-{
+/* ---- the file, streamed: records go out in pieces of SNAP_PIECE as they are built (a
+ * snapshot of a million LPs is not held in memory whole); the length and checksum, which
+ * cover everything after the header, are read back from the file and written last, then
+ * it is synced and renamed over the last one (and the directory synced). ---- */
+
+#define SNAP_PIECE (4u << 20)
+
+struct snap_out {
+    struct kr__bytes b; /* what is not written yet */
+    int fd;
+    uint64_t written;
+    int err;            /* errno of the first failure (0: none) */
     char tmp[PATH_MAX], path[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/snapshot.tmp", dir);
-    snprintf(path, sizeof path, "%s/snapshot", dir);
-    if (mkdir(dir, 0777) && errno != EEXIST) goto fail;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) goto fail;
-    for (size_t done = 0; done < b->n;) {
-        ssize_t w = write(fd, b->p + done, b->n - done);
+};
+
+static bool out_open(struct snap_out *o, const char *dir)
+{
+    snprintf(o->tmp, sizeof o->tmp, "%s/snapshot.tmp", dir);
+    snprintf(o->path, sizeof o->path, "%s/snapshot", dir);
+    o->fd = -1;
+    if (mkdir(dir, 0777) && errno != EEXIST) return o->err = errno, false;
+    o->fd = open(o->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (o->fd < 0) return o->err = errno, false;
+    kr__unlink_on_death(o->tmp); /* (building it may meet a fatal error) */
+    return true;
+}
+
+static void out_write(struct snap_out *o, const void *p, size_t n, uint64_t at)
+{
+    for (size_t done = 0; done < n && !o->err;) {
+        ssize_t w = pwrite(o->fd, (const char *)p + done, n - done, (off_t)(at + done));
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            close(fd);
-            unlink(tmp);
-            errno = e;
-            goto fail;
+        if (w <= 0) o->err = w < 0 ? errno : ENOSPC;
+        else done += (size_t)w;
+    }
+}
+
+/* Out with what is built, once there is a piece of it (or `all`). */
+static void out_flush(struct snap_out *o, bool all)
+{
+    if (o->b.oom && !o->err) o->err = ENOMEM;
+    if (o->err || (!all && o->b.n < SNAP_PIECE)) return;
+    out_write(o, o->b.p, o->b.n, o->written);
+    o->written += o->b.n;
+    o->b.n = 0;
+}
+
+/* The checksum of the file after its header, read back (kr__mix_bytes over it, the length
+ * first: the same as over the bytes held in memory). */
+static uint64_t out_sum(struct snap_out *o)
+{
+    uint64_t n = o->written - SNAP_HEAD, h = kr__mix(0x5AA9, n);
+    static const size_t piece = 1u << 20; /* (a multiple of 8: words do not straddle) */
+    unsigned char *buf = malloc(piece);
+    if (!buf) return o->err = ENOMEM, 0;
+    for (uint64_t off = 0; off < n && !o->err;) {
+        size_t want = n - off < piece ? (size_t)(n - off) : piece;
+        ssize_t got = pread(o->fd, buf, want, (off_t)(SNAP_HEAD + off));
+        if (got < 0 && errno == EINTR) continue;
+        if (got != (ssize_t)want) {
+            o->err = got < 0 ? errno : EIO;
+            break;
         }
-        done += (size_t)w;
+        size_t k = 0;
+        for (; k + 8 <= want; k += 8) {
+            uint64_t w;
+            memcpy(&w, buf + k, 8);
+            h = kr__mix(h, w);
+        }
+        if (k < want) { /* (the last piece's tail) */
+            uint64_t w = 0;
+            memcpy(&w, buf + k, want - k);
+            h = kr__mix(h, w);
+        }
+        off += want;
     }
-    int rc = fsync(fd), e = errno;
-    if (close(fd) && !rc) { /* (closed whether or not fsync failed) */
-        rc = -1;
-        e = errno;
+    free(buf);
+    return h;
+}
+
+/* The header's length and checksum, synced, renamed; false (o->err) if anything failed -
+ * then the temporary file goes and the last snapshot stays. */
+static bool out_close(struct snap_out *o, const char *dir)
+{
+    out_flush(o, true);
+    if (!o->err) {
+        uint64_t head[2] = { o->written, out_sum(o) };
+        out_write(o, head, sizeof head, 8);
     }
-    if (!rc && rename(tmp, path)) {
-        rc = -1;
-        e = errno;
-    }
-    if (rc) {
-        unlink(tmp);
-        errno = e;
-        goto fail;
+    if (!o->err && fsync(o->fd)) o->err = errno;
+    if (o->fd >= 0 && close(o->fd) && !o->err) o->err = errno;
+    if (!o->err && rename(o->tmp, o->path)) o->err = errno;
+    kr__unlink_on_death(NULL);
+    kr__bytes_free(&o->b);
+    if (o->err) {
+        if (o->fd >= 0) unlink(o->tmp);
+        return false;
     }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-    return 0;
-fail:
-    snprintf(why, cap, "%s: %s", dir, strerror(errno));
-    return -1;
+    return true;
 }
 
 static void snap_warn(kr_time at, const char *why)
@@ -190,55 +250,63 @@ static void snap_warn(kr_time at, const char *why)
             "the last one stays, the run goes on\n", at, why);
 }
 
+/* The records after the header; false (with why) if the state of an LP cannot be saved. */
+static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const *pending,
+                     size_t n, char *why, size_t cap)
+{
+    struct kr__bytes *b = &o->b;
+    put_u64(b, r->out_bytes);
+    put_u64(b, r->out_hash);
+    put_f64(b, r->lookahead);
+    uint8_t declared = r->lookahead_declared;
+    kr__bytes_put(b, &declared, 1);
+    for (kr_lp id = 0; id < r->n && !o->err; id++) {
+        struct kr__alien al = { 0 };
+        if (!put_lp(b, r, id, &al) && al.found) { /* (else out of memory: o->err) */
+            snprintf(why, cap, "LP %llu's state holds a pointer to %s, which a snapshot "
+                     "cannot save: keep the LP's data in its own kr_malloc blocks",
+                     (unsigned long long)id, al.where);
+            return false;
+        }
+        out_flush(o, false);
+    }
+    put_u64(b, n);
+    for (size_t i = 0; i < n && !o->err; i++) {
+        put_event(b, pending[i], r->lookahead);
+        out_flush(o, false);
+    }
+    return true;
+}
+
 bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at)
 {
     uint64_t t0 = kr__clock_ns();
-    struct kr__bytes b = { 0 };
-    kr__bytes_put(&b, SNAP_MAGIC, 8);
-    put_u64(&b, 0);
-    put_u64(&b, 0);
-    put_identity(&b, r);
-    put_f64(&b, at);
+    char why[PATH_MAX + 256] = "";
     if (fflush(stdout) || kr__out_errno) { /* (what the count says is written is in the file) */
         snap_warn(at, "the committed output could not be written to stdout");
-        kr__bytes_free(&b);
         return false;
     }
-    put_u64(&b, r->out_bytes);
-    put_u64(&b, r->out_hash);
-    put_f64(&b, r->lookahead);
-    uint8_t declared = r->lookahead_declared;
-    kr__bytes_put(&b, &declared, 1);
-    for (kr_lp id = 0; id < r->n; id++) {
-        struct kr__alien al = { 0 };
-        if (put_lp(&b, r, id, &al)) continue;
-        char why[256] = "out of memory"; /* (building it in memory: not the state's fault) */
-        if (al.found)
-            snprintf(why, sizeof why, "LP %llu's state holds a pointer to %s, which a "
-                     "snapshot cannot save: keep the LP's data in its own kr_malloc blocks",
-                     (unsigned long long)id, al.where);
-        snap_warn(at, why);
-        kr__bytes_free(&b);
-        return false;
+    struct snap_out o = { 0 };
+    bool ok = out_open(&o, r->cfg->snap_dir);
+    if (ok) {
+        kr__bytes_put(&o.b, SNAP_MAGIC, 8);
+        put_u64(&o.b, 0); /* (length and checksum: out_close) */
+        put_u64(&o.b, 0);
+        put_identity(&o.b, r);
+        put_f64(&o.b, at);
+        ok = put_body(&o, r, pending, n, why, sizeof why);
+        if (!ok) o.err = o.err ? o.err : EINVAL; /* (the file goes) */
+        ok = out_close(&o, r->cfg->snap_dir) && ok;
     }
-    put_u64(&b, n);
-    for (size_t i = 0; i < n; i++) put_event(&b, pending[i], r->lookahead);
-    char why[PATH_MAX + 128] = "out of memory";
-    if (!b.oom) {
-        uint64_t len = b.n, sum = kr__mix_bytes(0x5AA9, b.p + SNAP_HEAD, b.n - SNAP_HEAD);
-        memcpy(b.p + 8, &len, 8);
-        memcpy(b.p + 16, &sum, 8);
-    }
-    bool ok = !b.oom && !write_file(r->cfg->snap_dir, &b, why, sizeof why);
     if (ok) {
         r->snaps++;
-        r->snap_bytes += b.n;
+        r->snap_bytes += o.written;
         r->snap_time = at;
     } else {
+        if (!why[0]) snprintf(why, sizeof why, "%s: %s", r->cfg->snap_dir, strerror(o.err));
         snap_warn(at, why);
     }
     r->snap_ns += kr__clock_ns() - t0;
-    kr__bytes_free(&b);
     return ok;
 }
 

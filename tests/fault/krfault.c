@@ -4,9 +4,9 @@
  *   KR_FAULT=alloc:N   the N-th allocation of the process fails (malloc, calloc, realloc,
  *                      aligned_alloc, posix_memalign, mmap of anonymous memory; the C
  *                      library's own calls to malloc count too: strdup, fopen, ...)
- *   KR_FAULT=write:N   the N-th write that is not to stderr fails with ENOSPC (write(), or
- *                      fwrite(), which leaves its stream's error flag set as a real failure
- *                      does)
+ *   KR_FAULT=write:N   the N-th write that is not to stderr fails with ENOSPC (write(),
+ *                      pwrite(), or fwrite(), which leaves its stream's error flag set as a
+ *                      real failure does)
  *   KR_FAULT=count     nothing fails; at exit "krfault: A allocations, W writes" on stderr
  *
  * Only the N-th fails (the next succeed again): the failure must end in a clear error or
@@ -33,6 +33,7 @@ static void *(*real_aligned_alloc)(size_t, size_t);
 static int (*real_posix_memalign)(void **, size_t, size_t);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static size_t (*real_fwrite)(const void *, size_t, size_t, FILE *);
 
 enum { OFF, ALLOC, WRITE, COUNT };
@@ -80,6 +81,7 @@ static void setup(void)
     real_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
     real_mmap = dlsym(RTLD_NEXT, "mmap");
     real_write = dlsym(RTLD_NEXT, "write");
+    real_pwrite = dlsym(RTLD_NEXT, "pwrite");
     real_fwrite = dlsym(RTLD_NEXT, "fwrite");
     atomic_store(&ready, 2);
 }
@@ -189,6 +191,13 @@ ssize_t write(int fd, const void *buf, size_t n)
     if (booting()) return -1;
     if (fd != 2 && fail_write()) return -1;
     return real_write(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    if (booting()) return -1;
+    if (fd != 2 && fail_write()) return -1;
+    return real_pwrite(fd, buf, n, off);
 }
 
 size_t fwrite(const void *buf, size_t size, size_t n, FILE *f)
