@@ -211,12 +211,13 @@ static void json_threads(FILE *f, const struct kr__run *r)
 
 /* --stats FILE: a regular file (or a new one) is written beside it (tmp) and renamed over
  * it once complete, so a write that fails leaves the old file or none, never half a
- * document; anything else (a pipe, /dev/stderr) is written in place (tmp empty). */
+ * document; anything else (a pipe, /dev/stderr, a symbolic link, which a rename would
+ * replace) is written in place (tmp empty). */
 static FILE *stats_open(const char *path, char *tmp, size_t cap)
 {
     struct stat st;
     tmp[0] = 0;
-    if ((stat(path, &st) != 0 || S_ISREG(st.st_mode)) &&
+    if ((lstat(path, &st) != 0 || S_ISREG(st.st_mode)) &&
         (size_t)snprintf(tmp, cap, "%s.tmp", path) < cap) {
         FILE *f = fopen(tmp, "w");
         if (f) return f;
@@ -227,8 +228,8 @@ static FILE *stats_open(const char *path, char *tmp, size_t cap)
 
 static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__error *err)
 {
-    int e = errno;
     bool bad = ferror(f) != 0; /* (a write that failed on the way: fclose may not say) */
+    int e = bad ? errno : 0;   /* (its reason, if nothing since has changed errno) */
     if (fclose(f) && !bad) bad = true, e = errno;
     if (!bad && tmp[0] && rename(tmp, path)) bad = true, e = errno;
     if (!bad) return KR_OK;
