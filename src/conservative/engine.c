@@ -467,10 +467,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     memset(c, 0, sizeof *c);
     c->r = r;
     c->taken_ts = -INFINITY;
-    c->snap_at = INFINITY;
-    c->snap_wall = UINT64_MAX;
-    if (r->cfg->snap_dir) /* (the first: after the time resumed at, if resumed) */
-        kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, &c->snap_at, &c->snap_wall);
+    kr__snapshot_first(r, &c->snap_at, &c->snap_wall);
     c->nw = r->nthreads - 1;
     c->push = !r->cfg->cons.handoff_pull;
     c->barrier_events = r->cfg->cons.barrier_events;

@@ -14,10 +14,11 @@ static inline uint64_t kr__mix(uint64_t h, uint64_t v)
     return h;
 }
 
-static inline uint64_t kr__mix_bytes(uint64_t h, const void *p, size_t n)
+/* The words of p[0, n) into h (a tail under 8 bytes zero-padded): bytes fed in pieces of
+ * whole words give what one call over all of them gives. */
+static inline uint64_t kr__mix_words(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *c = p;
-    h = kr__mix(h, n);
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, c, 8);
@@ -31,6 +32,11 @@ static inline uint64_t kr__mix_bytes(uint64_t h, const void *p, size_t n)
         h = kr__mix(h, w);
     }
     return h;
+}
+
+static inline uint64_t kr__mix_bytes(uint64_t h, const void *p, size_t n)
+{
+    return kr__mix_words(kr__mix(h, n), p, n);
 }
 
 #endif

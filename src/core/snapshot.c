@@ -201,17 +201,7 @@ static uint64_t out_sum(struct snap_out *o)
             o->err = got < 0 ? errno : EIO;
             break;
         }
-        size_t k = 0;
-        for (; k + 8 <= want; k += 8) {
-            uint64_t w;
-            memcpy(&w, buf + k, 8);
-            h = kr__mix(h, w);
-        }
-        if (k < want) { /* (the last piece's tail) */
-            uint64_t w = 0;
-            memcpy(&w, buf + k, want - k);
-            h = kr__mix(h, w);
-        }
+        h = kr__mix_words(h, buf, want); /* (only the last piece has a tail) */
         off += want;
     }
     free(buf);
@@ -308,6 +298,13 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
     }
     r->snap_ns += kr__clock_ns() - t0;
     return ok;
+}
+
+void kr__snapshot_first(const struct kr__run *r, kr_time *next, uint64_t *wall)
+{
+    *next = INFINITY;
+    *wall = UINT64_MAX;
+    if (r->cfg->snap_dir) kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, next, wall);
 }
 
 void kr__snapshot_next(const struct kr__run *r, kr_time at, kr_time *next, uint64_t *wall)

@@ -23,6 +23,9 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
  * *next at the first multiple of --snapshot-every past at (INFINITY: none), *wall on the
  * clock (kr__clock_ns) --snapshot-seconds from now (UINT64_MAX: none). */
 void kr__snapshot_next(const struct kr__run *r, kr_time at, kr_time *next, uint64_t *wall);
+/* The first one of a run (after the time it resumed at, if resumed); none without
+ * --snapshot. */
+void kr__snapshot_first(const struct kr__run *r, kr_time *next, uint64_t *wall);
 
 /* kairos resume: the model, its parameters, --lps, --seed and --end from DIR's snapshot. */
 int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err);

@@ -11,6 +11,7 @@
 #include "state/mode.h"
 #include "core/grow.h"
 #include "core/error.h"
+#include "core/snapshot.h"
 #include "stats/progress.h"
 
 /* May thread th run e now? Within its window (optimism.c), or e lies below the safe time
@@ -1185,7 +1186,7 @@ static struct tw_global *tw_global_new(struct kr__run *r)
     pthread_condattr_destroy(&ca);
     atomic_init(&g->last_round_ns, kr__clock_ns());
     g->bal_start_ns = kr__clock_ns();
-    tw_snap_setup(g);
+    kr__snapshot_first(r, &g->snap_at, &g->snap_wall);
     return g;
 }
 

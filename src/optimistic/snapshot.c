@@ -21,15 +21,6 @@
 #include "core/error.h"
 #include "core/snapshot.h"
 
-void tw_snap_setup(struct tw_global *g)
-{
-    struct kr__run *r = g->r;
-    g->snap_at = INFINITY;
-    g->snap_wall = UINT64_MAX;
-    if (r->cfg->snap_dir) /* (the first: after the time resumed at, if resumed) */
-        kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, &g->snap_at, &g->snap_wall);
-}
-
 bool tw_snap_plan(struct tw_thread *th)
 {
     struct tw_global *g = th->g;

@@ -771,7 +771,6 @@ int tw_rank_started(struct kr__run *r, char *out, size_t len, int st);
 void tw_rank_free(struct tw_global *g);
 void tw_rank_stats(struct kr__run *r, struct tw_global *g);
 /* snapshot.c (--snapshot) */
-void tw_snap_setup(struct tw_global *g);
 /* The closer of a GVT round, before it publishes a horizon that does not stop the run:
  * ask for a snapshot when one is due; true if this horizon is its point (snap_req). */
 bool tw_snap_plan(struct tw_thread *th);

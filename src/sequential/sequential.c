@@ -270,11 +270,8 @@ static int seq_run(struct kr__run *r)
     kr__blobs_init(&s.blobs);
     s.pre = NULL;
     s.swapped = false;
-    s.snap_at = INFINITY;
-    s.snap_wall = UINT64_MAX;
+    kr__snapshot_first(r, &s.snap_at, &s.snap_wall);
     s.snap_tick = 0;
-    if (r->cfg->snap_dir) /* (the first: after the time resumed at, if resumed) */
-        kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, &s.snap_at, &s.snap_wall);
     if (r->cfg->check) {
         kr__recheck_init(&check);
         s.check = &check;
