@@ -12,6 +12,7 @@
 #include <string.h>
 #include "core/digest.h"
 #include "core/error.h"
+#include "state/seg.h"
 
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */
 #define MAX_MAPPING (64ul << 30)
@@ -134,7 +135,7 @@ enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offse
         kind = KR_ADDR_IMAGE;
         *name = r->name;
         *offset = w - r->base;
-    } else {
+    } else if (!kr__region_unused(w)) {
         r = find(&maps, w);
         if (!r && reloads < MAX_RELOADS) {
             reloads++;

@@ -2,8 +2,10 @@
  * that points into the program image (a string literal, a const table, a function, a
  * global) is hashed as (module name, offset in the module), which address-space layout
  * randomisation does not change; a word that points into other mapped memory (the C
- * library heap, a stack, another LP's arena) cannot be named and is reported. Anything else
- * is a number and is hashed as it is.
+ * library heap, a stack, another LP's blocks) cannot be named and is reported. Anything
+ * else is a number and is hashed as it is: that includes the LP region's slices past their
+ * carved areas (seg.h), gigabytes reserved where no block ever was, which numbers in a state
+ * hit often enough to matter (the test model chaos's sprinkled bytes, 0x7f0000000000).
  */
 #ifndef KR_STATE_ADDRMAP_H
 #define KR_STATE_ADDRMAP_H

@@ -100,6 +100,16 @@ struct kr__seg *kr__region_find(const void *p, uint64_t *lp)
     return &region.segs[i];
 }
 
+bool kr__region_unused(uintptr_t w)
+{
+    uintptr_t base = (uintptr_t)region.base;
+    if (!base || w < base) return false;
+    uint64_t i = (uint64_t)(w - base) >> region.shift;
+    if (i >= region.n) return false;
+    /* (past the top, not at it: a pointer one past the last area is a pointer) */
+    return (w - base) - (i << region.shift) > region.segs[i].top;
+}
+
 /* An mprotect that fails (the kernel's limit on mappings, usually) cannot be worked around:
  * a write would fault forever. Stop with a message saying what to change (one message,
  * whichever threads fail at once: kr__die lets one through). */

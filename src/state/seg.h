@@ -56,6 +56,11 @@ struct kr__seg *kr__region_seg(uint64_t lp);
 size_t kr__region_slice(void);
 int kr__region_mode(void);
 
+/* Whether address w lies in the region but past every area carved in its slice: no block
+ * was ever there, so a state word equal to it is a number, not a pointer to another LP
+ * (addrmap.c). Read where no LP allocates (a state hash, a snapshot). */
+bool kr__region_unused(uintptr_t w);
+
 /* Why kr__seg_carve failed. */
 enum { KR_SEG_FULL = 1, KR_SEG_NOMEM, KR_SEG_MAPS };
 /* Carve `bytes` (a page multiple) at the top of the slice for area `area_index`: readable

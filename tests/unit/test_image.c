@@ -4,12 +4,15 @@
  * other addresses (full mode, and page mode in the LP region): the same state hash, the
  * pointers between blocks rebuilt, the next blocks allocated at the same ordinals, the
  * same bytes in use. A pointer into the C heap is refused, naming it; every truncated
- * image is refused; damaged bytes never crash the loader (ASan). */
+ * image is refused; damaged bytes never crash the loader (ASan). In the LP region, a word
+ * equal to an address in another LP's slice that no area ever reached is a number (saved,
+ * no warning); one into that LP's blocks is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "core/core.h"
+#include "state/addrmap.h"
 #include "state/image.h"
 
 struct node {
@@ -153,6 +156,35 @@ static void damaged(const struct kr__bytes *img)
     CHECK(refused > 100);
 }
 
+/* Chunk mode, two LPs: LP 0's state holds a word into LP 1's slice. */
+static void other_slices(void)
+{
+    CHECK(kr__region_init(2, (size_t)64 << 20, KR_STATE_CHUNK) == 0);
+    kr__addrmap_reset(); /* (the maps as they are now: the earlier look-ups used up the
+                          * re-reads a miss may cause) */
+    struct kr__arena a, b;
+    kr__arena_init(&a, 0, KR_STATE_CHUNK, kr__region_seg(0));
+    kr__arena_init(&b, 0, KR_STATE_CHUNK, kr__region_seg(1));
+    struct root *ra = build(&a);
+    char *theirs = alloc(&b, 100);
+    struct kr__bytes img = { 0 };
+    struct kr__alien al = { 0 };
+    /* (past every area LP 1 carved: nothing ever lived there, so it is only a number) */
+    ra->foreign = (uint64_t)(uintptr_t)(kr__region_seg(1)->base + ((size_t)48 << 20));
+    CHECK(kr__image_save(&a, ra, &img, &al) && !al.found);
+    (void)hash(&a, ra);
+    kr__bytes_free(&img);
+    ra->foreign = (uint64_t)(uintptr_t)theirs; /* (another LP's block: cannot be named) */
+    CHECK(!kr__image_save(&a, ra, &img, &al) && al.found && al.word == ra->foreign);
+    kr__bytes_free(&img);
+    al = (struct kr__alien){ 0 };
+    (void)kr__arena_hash(&a, ra, &al);
+    CHECK(al.found && al.word == ra->foreign);
+    kr__arena_destroy(&a);
+    kr__arena_destroy(&b);
+    kr__region_destroy();
+}
+
 static struct kr__lp lp; /* page mode: the fault handler takes writes of the running LP */
 
 int main(void)
@@ -182,6 +214,7 @@ int main(void)
     kr__arena_destroy(&lp.arena);
     kr__region_destroy();
 
+    other_slices();
     damaged(&img);
     kr__bytes_free(&img);
 
