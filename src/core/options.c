@@ -229,7 +229,7 @@ static const struct opt table[] = {
               "the last once complete, for 'kairos resume DIR' (with\n"
               "--snapshot-every and/or --snapshot-seconds); every engine\n"
               "writes them (one process: not under mpirun) and resumes from\n"
-              "them" },
+              "them (under mpirun too)" },
     { "--snapshot-every", "T", K_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
       .what = "a virtual time (0: none)",
       .help = "a snapshot each T of virtual time (default 0: none)" },

@@ -252,7 +252,15 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     struct kr__run r;
     *interrupted = 0;
     err->status = KR_OK;
-    if (kr__run_setup(&r, cfg, err)) {
+    int failed = kr__run_setup(&r, cfg, err);
+    /* (across ranks a set-up that failed on one rank - its snapshot unreadable there, its
+     * output file not the snapshot's - fails it on all: the others would wait in the engine
+     * for that rank forever) */
+    if (kr__net.size > 1) {
+        failed = kr__net_agree(err);
+        kr__net.started = true;
+    }
+    if (failed) {
         kr__watch_thread_stop();
         kr__run_free(&r);
         return err->status;

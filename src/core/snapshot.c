@@ -558,14 +558,13 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
                         "%s has changed since: resume with the model it was taken of",
                         s->model_name, s->model_path, s->model_path);
     if (index_body(s, &in, err)) return err->status;
-    if (kr__net.size > 1)
-        return kr__fail(err, KR_ERR_USAGE, "kairos resume runs in one process so far (not "
-                        "under mpirun)");
     r->out_bytes = s->out_bytes;
     r->out_hash = s->out_hash;
     r->lookahead = s->lookahead;
     r->lookahead_declared = s->declared;
-    return cut_output(s, err);
+    /* (across ranks every rank reads the whole file and loads its own LPs; committed
+     * output goes out through rank 0 alone) */
+    return kr__net.rank == 0 ? cut_output(s, err) : KR_OK;
 }
 
 void kr__snapshot_close(struct kr__run *r)

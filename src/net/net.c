@@ -142,6 +142,7 @@ int kr__net_agree(struct kr__error *err)
     if (first >= 0 && first != kr__net.rank) {
         err->status = all[first] / 2;
         kr__net.mute = true;
+        kr__net.defer = true; /* (at the next agreement too) */
     } else if (first == kr__net.rank && failed < kr__net.size && !kr__net.started) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);

@@ -147,8 +147,7 @@ static int cluster_check(const struct kr__config *c, struct kr__error *err)
  * whose run failed on its own reports (kr__net_agree). */
 static int cluster_run(const struct kr__config *c, struct kr__error *err, int *interrupted)
 {
-    kr__net.started = true;
-    kr__run_main(c, err, interrupted);
+    kr__run_main(c, err, interrupted); /* (which agrees on its set-up first) */
     return kr__net_agree(err);
 }
 
@@ -163,6 +162,18 @@ static int cmd_end(struct kr__config *c, struct kr__error *err, int interrupted)
     return rc;
 }
 
+/* Run and resume alike, once the command line is read into c (or failed in err). */
+static int run_configured(struct kr__config *c, struct kr__error *err)
+{
+    int interrupted = 0;
+    if (!err->status && kr__net.size > 1) cluster_check(c, err);
+    if (!kr__net_agree(err)) {
+        if (kr__net.size == 1) kr__run_main(c, err, &interrupted);
+        else cluster_run(c, err, &interrupted);
+    }
+    return cmd_end(c, err, interrupted);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct kr__error err = { 0 };
@@ -173,14 +184,9 @@ static int cmd_run(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return model_help(argv[2], &err) ? cmd_fail_exit(&err) : 0;
     struct kr__config c = { .model = argv[2] };
-    int interrupted = 0;
     if (kr__net_start(&err)) return cmd_fail_exit(&err);
-    if (!configure(&c, argc, argv, &err) && kr__net.size > 1) cluster_check(&c, &err);
-    if (!kr__net_agree(&err)) {
-        if (kr__net.size == 1) kr__run_main(&c, &err, &interrupted);
-        else cluster_run(&c, &err, &interrupted);
-    }
-    return cmd_end(&c, &err, interrupted);
+    configure(&c, argc, argv, &err);
+    return run_configured(&c, &err);
 }
 
 static int print_version(void)
@@ -215,10 +221,9 @@ static int cmd_resume(int argc, char **argv)
                 "model, its parameters, --lps, --seed and --end from the snapshot: give only "
                 "the options of how to run it (--sync, --threads, --state, --snapshot ...)" });
     struct kr__config c = { .resume_dir = argv[2] };
-    int interrupted = 0;
     if (kr__net_start(&err)) return cmd_fail_exit(&err);
-    if (!configure(&c, argc, argv, &err)) kr__run_main(&c, &err, &interrupted);
-    return cmd_end(&c, &err, interrupted);
+    configure(&c, argc, argv, &err);
+    return run_configured(&c, &err);
 }
 
 int main(int argc, char **argv)
