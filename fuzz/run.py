@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-TARGETS = ["image", "snapshot", "options", "json"]
+TARGETS = ["image", "snapshot", "options", "json", "model"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -28,7 +28,7 @@ def fuzz(folder, target, seconds, scratch):
     corpus = os.path.join(ROOT, "fuzz", "corpus", target)
     dirs = [tempfile.mkdtemp(prefix=f"kr-fuzz-{target}-"), corpus] if scratch else [corpus]
     p = subprocess.run([os.path.join(folder, f"fuzz_{target}"), f"-max_total_time={seconds}",
-                        "-rss_limit_mb=2048", "-print_final_stats=1",
+                        "-rss_limit_mb=2048", "-timeout=60", "-print_final_stats=1",
                         f"-artifact_prefix={folder}/", *dirs],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", p.stdout)

@@ -237,6 +237,13 @@ static inline unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t
  * path, --stats; what still ends the process is listed in error.h). *interrupted: the
  * signal that stopped the run early, else 0. */
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted);
+/* What the last run of this process that ended well committed (in one process; on rank 0
+ * of several, the digest and output of all), for a caller that runs several and compares
+ * them (fuzz/fuzz_model.c). */
+struct kr__run_outcome {
+    uint64_t digest, out_bytes, out_hash, committed;
+};
+extern struct kr__run_outcome kr__run_last;
 /* The run in progress (from any thread, for messages), NULL before and after it. */
 extern struct kr__run *_Atomic kr__run_current;
 /* Stack beside a callback's --stack-kb, on engine threads and event stacks alike (the

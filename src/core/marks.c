@@ -55,8 +55,14 @@ char *kr_strdup(const char *s)
 }
 
 /* Store callbacks of the instrumented build. Not in sanitizer builds of Kairos itself,
- * where the AddressSanitizer runtime defines these names. */
-#ifndef __SANITIZE_ADDRESS__
+ * where the AddressSanitizer runtime defines these names (GCC says so with
+ * __SANITIZE_ADDRESS__, Clang - the fuzzing build - with __has_feature). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KR_ASAN_RUNTIME 1
+#endif
+#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(KR_ASAN_RUNTIME)
 static inline void store(const void *p, size_t n)
 {
     struct kr__arena *a = chunk_arena();

@@ -247,6 +247,8 @@ void kr__run_free(struct kr__run *r)
     kr__snapshot_close(r);
 }
 
+struct kr__run_outcome kr__run_last;
+
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)
 {
     struct kr__run r;
@@ -275,6 +277,10 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     if (!err->status && !r.rc) {
         r.peak_rss = kr__peak_rss_bytes();
         if (kr__net.rank == 0) { /* (across ranks: rank 0 has them all, ranks.c) */
+            struct kr__totals t;
+            kr__totals(r.counters, r.nthreads, &t);
+            kr__run_last = (struct kr__run_outcome){ r.run_digest, r.out_bytes, r.out_hash,
+                                                     t.committed };
             kr__report_summary(&r, stderr);
             if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
         }

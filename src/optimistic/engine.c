@@ -123,6 +123,14 @@ static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, boo
 /* Write this thread's quiet record (tw.h) with its lowest pending key - unless it sent
  * since the last one: it would likely send again soon, voiding the record at once, a write
  * each other thread's next read of the line pays for. */
+/* Queries: whether line l already names the rest of key k (its owner's own line). */
+static bool tw_qline_same(const struct tw_qline *l, const struct kr__key *k)
+{
+    return atomic_load_explicit(&l->tie, memory_order_relaxed) == k->tie &&
+           atomic_load_explicit(&l->src, memory_order_relaxed) == k->src &&
+           atomic_load_explicit(&l->seq, memory_order_relaxed) == k->seq;
+}
+
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
 {
     if (th->qtalked) {
@@ -133,9 +141,14 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
     struct kr__key k = top ? top->k : kr__key_at(INFINITY);
     uint64_t bits = kr__time_bits(k.ts);
     if (!(th->qseq & 1)) {
+        /* (with queries the whole key counts: a new top of the same time and generation
+         * from another sender, left unwritten, once let another thread's asker wait for
+         * an event that had already run, while this thread's asker waited for it: found
+         * by fuzz_model) */
         if (atomic_load_explicit(&c->top_bits, memory_order_relaxed) == bits &&
             atomic_load_explicit(&c->top_gen, memory_order_relaxed) == k.gen &&
-            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->qtaken)
+            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->qtaken &&
+            (!th->g->queries || tw_qline_same(&th->g->qline[th->id], &k)))
             return; /* (unchanged: no write) */
         tw_quiet_void(th);
     }

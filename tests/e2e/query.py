@@ -204,7 +204,34 @@ def case_interrupt():
          f"sequential run to there alike")
 
 
+def case_fuzzed():
+    """Found by fuzz/fuzz_model.c: two events of one time and generation from one sender,
+    on two threads, both waiting to ask. The thread whose top changed to the later one (the
+    earlier sender's event had run) left its quiet record naming the old top - only the
+    time and generation were compared - so the other thread's asker, the least, waited for
+    it, and the run hung on 2 threads (every time)."""
+    args = ["--lps", "6", "--end", "14", "--seed", "247", "-P", "p0=-1787342405142373066",
+            "-P", "p1=-799514936808955890", "-P", "p2=-4017539317094710146",
+            "-P", "p3=-7247376075751841310", "-P", "p4=8137800572783513406",
+            "-P", "p5=-3540864556031423696", "-P", "p6=701206547172480941",
+            "-P", "p7=2348532390141487789"]
+    model = f"{build}/libfuzzed.so"
+    _, out, err = run(kairos, "run", model, *args, *SEQ)
+    for layout in (["--threads", "2"], ["--threads", "2", "--check"], ["--threads", "3"]):
+        try:
+            p = subprocess.run([kairos, "run", model, *args, *layout, "--progress", "off"],
+                               capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            fail(f"fuzzed {' '.join(layout)}: hung (no end within 60 s)")
+        if p.returncode or digest(p.stderr) != digest(err) or p.stdout != out:
+            fail(f"fuzzed {' '.join(layout)}: exit {p.returncode}, digest {digest(p.stderr)} "
+                 f"vs sequential {digest(err)}")
+    t.ok("fuzz_model's finding: two askers at one time and generation, on 2 and 3 threads: "
+         "the sequential digest and output, no hang")
+
+
 case_answers()
+case_fuzzed()
 case_commo()
 case_interrupt()
 case_misuse()
