@@ -4,17 +4,22 @@
  * errors), which runs here, in this process, on the sequential engine and then on the
  * optimistic engine in two layouts. Every engine must commit the same history: the same
  * status and message, and on success the same run digest, committed output (its hash and
- * length) and event count - anything else is a finding, and the input is kept. */
+ * length) and event count - anything else is a finding, and the input is kept. Then a
+ * run on 2 threads writes snapshots, and its last one is resumed on two engines: the same
+ * history again. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "core/core.h"
 #include "core/error.h"
 #include "core/options.h"
+#include "core/snapshot.h"
 
 #ifndef FUZZ_MODEL_PATH
 #error "FUZZ_MODEL_PATH: the path of libfuzzed.so (CMakeLists.txt)"
@@ -22,6 +27,10 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static void found(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* The folder of this process's snapshots (snapshot_leg). */
+static char snap_dir[64];
 
 #define INPUT_BYTES (3 + 64) /* (the header and the program: more is never read) */
 
@@ -39,6 +48,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         args[++*argc] = NULL;
         *argv = args;
     }
+    snprintf(snap_dir, sizeof snap_dir, "/tmp/kr-fuzz-model-%d", (int)getpid());
+    if (mkdir(snap_dir, 0700) && errno != EEXIST) found("cannot make %s", snap_dir);
     /* (committed output goes to stdout: away with it, its hash is compared) */
     int fd = open("/dev/null", O_WRONLY);
     if (fd >= 0) {
@@ -50,7 +61,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* A finding: said, then exit - which libFuzzer reports, keeping the input. (Not abort():
  * the run installed Kairos's own handler for SIGABRT, which would call it a Kairos bug.) */
-static void found(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void found(const char *fmt, ...)
 {
     va_list ap;
@@ -67,6 +77,37 @@ struct outcome {
     char msg[sizeof ((struct kr__error *)0)->msg];
     struct kr__run_outcome run;
 };
+
+static struct outcome run_config(struct kr__config *c, struct kr__error *err)
+{
+    int interrupted = 0, quiet = open("/dev/null", O_WRONLY), saved = dup(STDERR_FILENO);
+    struct outcome o = { 0 };
+    if (quiet >= 0 && saved >= 0) dup2(quiet, STDERR_FILENO); /* (each run's summary) */
+    o.status = kr__run_main(c, err, &interrupted);
+    if (quiet >= 0 && saved >= 0) dup2(saved, STDERR_FILENO);
+    if (quiet >= 0) close(quiet);
+    if (saved >= 0) close(saved);
+    snprintf(o.msg, sizeof o.msg, "%s", o.status ? err->msg : "");
+    if (!o.status) o.run = kr__run_last;
+    kr__options_free(c);
+    return o;
+}
+
+/* Resume this process's snapshot with these options. */
+static struct outcome resume(const char *const *engine)
+{
+    char *argv[16];
+    int argc = 0;
+    for (; *engine; engine++) argv[argc++] = (char *)*engine;
+    struct kr__config c = { .resume_dir = snap_dir };
+    struct kr__error err = { 0 };
+    int rc = kr__options_defaults(&c, &err);
+    if (!rc) rc = kr__snapshot_config(snap_dir, &c, &err);
+    for (int i = 0; !rc && i < argc; i++) rc = kr__option_parse(&c, argc, argv, &i, &err);
+    if (!rc) rc = kr__options_finish(&c, 1, &err);
+    if (rc) found("resuming the snapshot was refused: %s", err.msg);
+    return run_config(&c, &err);
+}
 
 static struct outcome run_once(const uint8_t *d, size_t n, const char *const *engine)
 {
@@ -94,17 +135,7 @@ static struct outcome run_once(const uint8_t *d, size_t n, const char *const *en
     for (int i = 0; !rc && i < argc; i++) rc = kr__option_parse(&c, argc, argv, &i, &err);
     if (!rc) rc = kr__options_finish(&c, 1, &err);
     if (rc) found("the target's command line was refused: %s", err.msg);
-    int interrupted = 0, quiet = open("/dev/null", O_WRONLY), saved = dup(STDERR_FILENO);
-    struct outcome o = { 0 };
-    if (quiet >= 0 && saved >= 0) dup2(quiet, STDERR_FILENO); /* (each run's summary) */
-    o.status = kr__run_main(&c, &err, &interrupted);
-    if (quiet >= 0 && saved >= 0) dup2(saved, STDERR_FILENO);
-    if (quiet >= 0) close(quiet);
-    if (saved >= 0) close(saved);
-    snprintf(o.msg, sizeof o.msg, "%s", o.status ? err.msg : "");
-    if (!o.status) o.run = kr__run_last;
-    kr__options_free(&c);
-    return o;
+    return run_config(&c, &err);
 }
 
 static void same(const struct outcome *a, const struct outcome *b, const char *what)
@@ -124,6 +155,29 @@ static void same(const struct outcome *a, const struct outcome *b, const char *w
     found("%s", "the engines disagree");
 }
 
+/* A run on 2 threads writing snapshots (each 1/3 or so of --end, taken amid rollbacks),
+ * its last one resumed on the sequential engine and on 3 threads: the history of the run
+ * that never stopped. (A state holding a number that equals a foreign address skips its
+ * snapshots with a warning: then there may be none to resume.) */
+static void snapshot_leg(const uint8_t *d, size_t n, const struct outcome *a)
+{
+    static const char *const rs[] = { "--sync", "sequential", "--progress", "off", NULL };
+    static const char *const r3[] = { "--threads", "3", "--progress", "off", NULL };
+    char every[24], path[96];
+    snprintf(every, sizeof every, "%u", 1u + (n > 1 ? d[1] % 14u : 0) / 3u);
+    const char *const writer[] = { "--threads", "2", "--snapshot", snap_dir,
+                                   "--snapshot-every", every, NULL };
+    snprintf(path, sizeof path, "%s/snapshot", snap_dir);
+    unlink(path);
+    struct outcome w = run_once(d, n, writer);
+    same(a, &w, "optimistic, 2 threads, writing snapshots");
+    if (access(path, R_OK)) return;
+    struct outcome b = resume(rs);
+    same(a, &b, "the snapshot resumed on the sequential engine");
+    struct outcome c = resume(r3);
+    same(a, &c, "the snapshot resumed on 3 threads");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const seq[] = { "--sync", "sequential", NULL };
@@ -137,5 +191,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     same(&a, &b, "optimistic, 2 threads, --check");
     struct outcome c = run_once(data, size, opt3);
     same(&a, &c, "optimistic, 3 threads, --state page, --cancel lazy");
+    if (!a.status) snapshot_leg(data, size, &a);
     return 0;
 }

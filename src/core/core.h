@@ -241,7 +241,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
  * of several, the digest and output of all), for a caller that runs several and compares
  * them (fuzz/fuzz_model.c). */
 struct kr__run_outcome {
-    uint64_t digest, out_bytes, out_hash, committed;
+    uint64_t digest, out_bytes, out_hash, committed; /* (a resumed run's: in all) */
 };
 extern struct kr__run_outcome kr__run_last;
 /* The run in progress (from any thread, for messages), NULL before and after it. */

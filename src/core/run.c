@@ -280,7 +280,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
             struct kr__totals t;
             kr__totals(r.counters, r.nthreads, &t);
             kr__run_last = (struct kr__run_outcome){ r.run_digest, r.out_bytes, r.out_hash,
-                                                     t.committed };
+                                                     kr__snapshot_committed(&r) + t.committed };
             kr__report_summary(&r, stderr);
             if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
         }

@@ -28,6 +28,10 @@ struct seq {
     struct kr__ckpt *pre;        /* NULL: no event running, or a model without queries */
     kr_lp running;               /* the LP whose event runs */
     bool swapped;                /* its state in memory is `pre` now (a query is answered) */
+    struct kr__ckpt *mid;        /* ...and its state mid-event, and its write marks (--check),
+                                  * kept here so that a model error in the answer, which
+                                  * unwinds past seq_query, leaks neither (seq_free) */
+    uint64_t *mid_dirty;
     kr_time snap_at;             /* --snapshot: the next before the first event at or after
                                   * this time (-inf: before the next event; +inf: none)... */
     uint64_t snap_wall;          /* ...or once the wall clock passes this (ns: UINT64_MAX,
@@ -103,21 +107,22 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
 {
     struct seq *s = c->eng;
     struct kr__lp *lp = kr__lp_at(c->run, dest);
-    struct kr__ckpt *mid = NULL;
-    uint64_t *dirty = NULL;
-    if (s->pre && dest == s->running && !s->swapped) {
-        dirty = seq_dirty_save(lp);
-        mid = kr__lp_snapshot(&s->blobs, lp);
+    bool swap = s->pre && dest == s->running && !s->swapped;
+    if (swap) {
+        s->mid_dirty = seq_dirty_save(lp);
+        s->mid = kr__lp_snapshot(&s->blobs, lp);
         kr__lp_restore(lp, s->pre);
         s->swapped = true;
     }
     size_t n = kr__query_answer(c, dest, q, size, ans, cap);
     c->run->counters[0].queries++;
-    if (mid) {
+    if (swap) {
         s->swapped = false;
-        kr__lp_restore(lp, mid);
-        kr__ckpt_release(&s->blobs, mid);
-        seq_dirty_load(lp, dirty);
+        kr__lp_restore(lp, s->mid);
+        kr__ckpt_release(&s->blobs, s->mid);
+        seq_dirty_load(lp, s->mid_dirty);
+        s->mid = NULL;
+        s->mid_dirty = NULL;
     }
     return n;
 }
@@ -254,6 +259,11 @@ static void seq_body(void *arg)
 
 static void seq_free(struct seq *s)
 {
+    /* (a model error in an event or an answer unwound past their release: found by
+     * fuzz_model, one state copy leaked per failed run of a model with queries) */
+    if (s->mid) kr__ckpt_release(&s->blobs, s->mid);
+    if (s->pre) kr__ckpt_release(&s->blobs, s->pre);
+    free(s->mid_dirty);
     kr__heap_destroy(&s->heap);
     kr__bundle_free(&s->bundle);
     kr__blobs_destroy(&s->blobs);
@@ -268,7 +278,8 @@ static int seq_run(struct kr__run *r)
     s.bundle = (struct kr__bundle){ 0 };
     s.check = NULL;
     kr__blobs_init(&s.blobs);
-    s.pre = NULL;
+    s.pre = s.mid = NULL;
+    s.mid_dirty = NULL;
     s.swapped = false;
     kr__snapshot_first(r, &s.snap_at, &s.snap_wall);
     s.snap_tick = 0;

@@ -299,9 +299,16 @@ def resumed_across_ranks():
     committed and appends the rest - the uninterrupted run's digest and stdout, byte for
     byte. (Writing snapshots across ranks is refused, with what to do.)"""
     chaos = os.path.join(build, "libchaos.so")
-    cases = {"pcs": (["pcs", "--lps", "64", "--end", "0.3"], ["--sync", "sequential"]),
-             "chaos": ([chaos, "--lps", "32", "--end", "60"], ["--threads", "2"]),
+    cases = {"chaos": ([chaos, "--lps", "32", "--end", "60"], ["--threads", "2"]),
+             "pcs": (["pcs", "--lps", "64", "--end", "0.3"], ["--sync", "sequential"]),
              "datastore": (["datastore", "--lps", "16", "--end", "1"], ["--sync", "sequential"])}
+    if kind in ("asan", "tsan"):  # (numbers in those states equal sanitizer mappings'
+        # addresses now and then - PCS's INT_MAX lies in AddressSanitizer's low shadow - and
+        # a snapshot cannot save them: snapshot.py; states of counts and pointers here)
+        ring = os.path.join(build, "libring.so")
+        cases = {"ring": ([ring, "--lps", "16", "--end", "20"], ["--sync", "sequential"]),
+                 "phold": (["phold", "--lps", "64", "--end", "10"],
+                           ["--threads", "2", "--gvt-period", "0.05"])}
     for name, (args, writer) in cases.items():
         snap = os.path.join(build, f"cluster-{name}.snap")
         ref_path = os.path.join(build, f"cluster-{name}.out")
@@ -313,8 +320,9 @@ def resumed_across_ranks():
                                stderr=subprocess.PIPE, text=True)
         ref = open(ref_path).read()
         wrote = re.search(r"snapshots: +([1-9]\d*) written", p.stderr)
-        if p.returncode != 0 or not wrote or not ref:
-            fail(f"{name}: the run writing snapshots (want some, and output):\n{p.stderr}")
+        if p.returncode != 0 or not wrote or (name == next(iter(cases)) and not ref):
+            fail(f"{name}: the run writing snapshots (want some; output from the first "
+                 f"model):\n{p.stderr}")
         for np, threads in ((2, 1), (3, 2)):
             got_path = os.path.join(build, f"cluster-{name}.{np}.out")
             shutil.copyfile(ref_path, got_path)  # (past the snapshot too: cut, then appended)
@@ -328,14 +336,18 @@ def resumed_across_ranks():
                 fail(f"{what}: the output file is not the uninterrupted run's stdout")
             if q.stderr.count("run digest:") != 1 or "resumed:" not in q.stderr:
                 fail(f"{what}: want one summary, from rank 0, saying it resumed:\n{q.stderr}")
-    t.ok("snapshots of pcs, chaos (written on 2 threads) and datastore resumed on 2x1 and 3x2 "
-         "ranks x threads: the uninterrupted digest, the output file cut and completed")
+    writers = ", ".join(f"{m} ({' '.join(w)})" for m, (_, w) in cases.items())
+    t.ok(f"snapshots of {writers} resumed on 2x1 and 3x2 ranks x threads: the uninterrupted "
+         "digest, the output file cut and completed")
     # A set-up that fails on one rank fails on all, reported once (the others waited in the
     # engine for it before): rank 0's output file not the snapshot's (left as it was), the
     # snapshot missing on rank 1.
-    snap, bad = os.path.join(build, "cluster-chaos.snap"), os.path.join(build, "cluster-bad.out")
+    first = next(iter(cases))  # (its snapshot comes after some output)
+    snap = os.path.join(build, f"cluster-{first}.snap")
+    bad = os.path.join(build, "cluster-bad.out")
     with open(bad, "w") as f:
-        f.write("not the run's output\n" + open(os.path.join(build, "cluster-chaos.out")).read())
+        f.write("not the run's output\n" +
+                open(os.path.join(build, f"cluster-{first}.out")).read())
     before = open(bad).read()
     p = mpirun(2, shell=f'exec "$KAIROS" resume {snap} --progress off >> {bad}')
     once(p, 2, "rank 0 of 2 (1 of the ranks failed, the lowest reports): stdout does not start "
