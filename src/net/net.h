@@ -91,9 +91,10 @@ int kr__net_launched(int *rank);
 /* Join the other ranks if mpirun started several: load the module, MPI_Init. A failure is
  * this rank's (a usage error: no MPI support, the module missing or broken). */
 int kr__net_start(struct kr__error *err);
-/* Collective (every rank: at the start, after a run's set-up, after the run): the failure of the
- * lowest rank that failed on its own (not kr__net.defer) - else of the lowest that failed -
- * becomes every rank's status; only that rank keeps its message to print (the others are
+/* Collective (every rank: at the start, after a run's set-up, after the run): the failure
+ * of the lowest rank that failed on its own (not kr__net.defer, which a rank that took
+ * another's failure here becomes) - else of the lowest that failed - becomes every rank's
+ * status; only that rank keeps its message to print (the others are
  * muted), and before the run has started it names its rank when others did not fail.
  * Returns the agreed status. */
 int kr__net_agree(struct kr__error *err);
