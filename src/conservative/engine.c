@@ -225,7 +225,7 @@ static void snap_take(struct cons *c, const struct kr__ev *first)
     size_t n = 0;
     for (size_t i = 0; i < c->heap.n; i++)
         if (!(c->heap.a[i].e->flags & KR_EVF_BARRIER)) pending[n++] = c->heap.a[i].e;
-    kr__snapshot_write(c->r, pending, n, first->k.ts);
+    kr__snapshot_write(c->r, pending, n, first->k.ts, NULL);
     free(pending);
     kr__snapshot_next(c->r, first->k.ts, &c->snap_at, &c->snap_wall);
     c->snap_due = false;

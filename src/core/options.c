@@ -228,8 +228,8 @@ static const struct opt table[] = {
       .help = "write whole-run snapshots into directory DIR, each replacing\n"
               "the last once complete, for 'kairos resume DIR' (with\n"
               "--snapshot-every and/or --snapshot-seconds); every engine\n"
-              "writes them (one process: not under mpirun) and resumes from\n"
-              "them (under mpirun too)" },
+              "writes them and resumes from them, under mpirun too (rank 0\n"
+              "writes the file)" },
     { "--snapshot-every", "T", K_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
       .what = "a virtual time (0: none)",
       .help = "a snapshot each T of virtual time (default 0: none)" },

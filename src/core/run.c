@@ -198,10 +198,6 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->nranks = (unsigned)kr__net.size;
     r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
-    if (cfg->snap_dir && r->nranks > 1)
-        return kr__fail(err, KR_ERR_USAGE, "--snapshot: snapshots are not written across MPI "
-                        "ranks yet; run it in one process ('kairos resume' continues one on "
-                        "any engine and thread count)");
     r->lookahead = r->model->lookahead;
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
     if (model_refused(r, cfg, err)) return err->status;

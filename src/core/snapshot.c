@@ -240,9 +240,77 @@ static void snap_warn(kr_time at, const char *why)
             "the last one stays, the run goes on\n", at, why);
 }
 
-/* The records after the header; false (with why) if the state of an LP cannot be saved. */
+static void alien_why(char *why, size_t cap, kr_lp id, const struct kr__alien *al)
+{
+    snprintf(why, cap, "LP %llu's state holds a pointer to %s, which a snapshot cannot save: "
+             "keep the LP's data in its own kr_malloc blocks", (unsigned long long)id, al->where);
+}
+
+/* This rank's LP records (all of them in one process); false (with why) if the state of
+ * one cannot be saved. */
+static bool put_lps(struct snap_out *o, struct kr__run *r, char *why, size_t cap)
+{
+    for (kr_lp id = r->lo; id < r->hi && !o->err; id++) {
+        struct kr__alien al = { 0 };
+        if (!put_lp(&o->b, r, id, &al) && al.found) { /* (else out of memory: o->err) */
+            alien_why(why, cap, id, &al);
+            return false;
+        }
+        out_flush(o, false);
+    }
+    return true;
+}
+
+/* ---- across ranks (struct kr__snap_link): each piece of a rank's part starts with a byte
+ * saying what it is. A part is its LP records (data pieces, then an end, or a failure with
+ * its reason), its count of pending events, and their records (data, then an end). ---- */
+
+enum { PART_DATA = 'D', PART_END = 'E', PART_FAILED = 'F', PART_COUNT = 'N' };
+
+/* Bytes that go into the file as they are, after what is buffered. */
+static void out_raw(struct snap_out *o, const void *p, size_t n)
+{
+    out_flush(o, true);
+    if (o->err) return;
+    out_write(o, p, n, o->written);
+    o->written += n;
+}
+
+/* Rank 0: one section of rank `from`'s part into the file (taken in and dropped once the
+ * file failed); the first failure's reason into why. */
+static void take_section(struct snap_out *o, const struct kr__snap_link *l, int from,
+                         char *why, size_t cap)
+{
+    for (unsigned char kind = PART_DATA; kind == PART_DATA;) {
+        size_t len = 0;
+        unsigned char *p = l->recv(l->ctx, from, &len);
+        kind = len ? p[0] : PART_END;
+        if (kind == PART_DATA) out_raw(o, p + 1, len - 1);
+        if (kind == PART_FAILED) {
+            if (!why[0]) snprintf(why, cap, "%.*s", (int)(len - 1), (const char *)p + 1);
+            if (!o->err) o->err = EINVAL;
+        }
+        free(p);
+    }
+}
+
+static uint64_t take_count(const struct kr__snap_link *l, int from)
+{
+    size_t len = 0;
+    unsigned char *p = l->recv(l->ctx, from, &len);
+    uint64_t n = 0;
+    if (len != 9 || p[0] != PART_COUNT)
+        kr__internal_error("snapshot: rank %d sent %zu bytes where its count of events goes",
+                           from, len);
+    memcpy(&n, p + 1, 8);
+    free(p);
+    return n;
+}
+
+/* The records after the header (rank 0 of several: the other ranks' parts in theirs);
+ * false (with why) if the state of an LP cannot be saved. */
 static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const *pending,
-                     size_t n, char *why, size_t cap)
+                     size_t n, const struct kr__snap_link *l, char *why, size_t cap)
 {
     struct kr__bytes *b = &o->b;
     put_u64(b, r->out_bytes);
@@ -250,44 +318,42 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     put_f64(b, r->lookahead);
     uint8_t declared = r->lookahead_declared;
     kr__bytes_put(b, &declared, 1);
-    for (kr_lp id = 0; id < r->n && !o->err; id++) {
-        struct kr__alien al = { 0 };
-        if (!put_lp(b, r, id, &al) && al.found) { /* (else out of memory: o->err) */
-            snprintf(why, cap, "LP %llu's state holds a pointer to %s, which a snapshot "
-                     "cannot save: keep the LP's data in its own kr_malloc blocks",
-                     (unsigned long long)id, al.where);
-            return false;
-        }
-        out_flush(o, false);
-    }
-    put_u64(b, n);
+    if (!put_lps(o, r, why, cap) && !o->err) o->err = EINVAL; /* (the rest is dropped) */
+    int others = l ? l->nranks : 1;
+    uint64_t total = n;
+    for (int k = 1; k < others; k++) take_section(o, l, k, why, cap);
+    for (int k = 1; k < others; k++) total += take_count(l, k);
+    put_u64(b, total);
     for (size_t i = 0; i < n && !o->err; i++) {
         put_event(b, pending[i], r->lookahead);
         out_flush(o, false);
     }
-    return true;
+    for (int k = 1; k < others; k++) take_section(o, l, k, why, cap);
+    return !why[0];
 }
 
-bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at)
+bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at,
+                        const struct kr__snap_link *link)
 {
     uint64_t t0 = kr__clock_ns();
     char why[PATH_MAX + 256] = "";
-    if (fflush(stdout) || kr__out_errno) { /* (what the count says is written is in the file) */
-        snap_warn(at, "the committed output could not be written to stdout");
-        return false;
+    struct snap_out o = { .fd = -1 };
+    /* (what the count says is written must be in the file; the other ranks' parts are
+     * taken in whatever happens here) */
+    if (fflush(stdout) || kr__out_errno) {
+        snprintf(why, sizeof why, "the committed output could not be written to stdout");
+        o.err = EIO;
+    } else {
+        out_open(&o, r->cfg->snap_dir);
     }
-    struct snap_out o = { 0 };
-    bool ok = out_open(&o, r->cfg->snap_dir);
-    if (ok) {
-        kr__bytes_put(&o.b, SNAP_MAGIC, 8);
-        put_u64(&o.b, 0); /* (length and checksum: out_close) */
-        put_u64(&o.b, 0);
-        put_identity(&o.b, r);
-        put_f64(&o.b, at);
-        ok = put_body(&o, r, pending, n, why, sizeof why);
-        if (!ok) o.err = o.err ? o.err : EINVAL; /* (the file goes) */
-        ok = out_close(&o, r->cfg->snap_dir) && ok;
-    }
+    kr__bytes_put(&o.b, SNAP_MAGIC, 8);
+    put_u64(&o.b, 0); /* (length and checksum: out_close) */
+    put_u64(&o.b, 0);
+    put_identity(&o.b, r);
+    put_f64(&o.b, at);
+    bool ok = put_body(&o, r, pending, n, link, why, sizeof why);
+    if (!ok && !o.err) o.err = EINVAL; /* (the file goes) */
+    ok = out_close(&o, r->cfg->snap_dir) && ok;
     if (ok) {
         r->snaps++;
         r->snap_bytes += o.written;
@@ -298,6 +364,62 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t
     }
     r->snap_ns += kr__clock_ns() - t0;
     return ok;
+}
+
+static void part_send(const struct kr__snap_link *l, struct kr__bytes *b)
+{
+    l->send(l->ctx, b->p, b->n);
+    b->n = 1; /* (the kind stays) */
+}
+
+static void mark_send(const struct kr__snap_link *l, unsigned char kind, const void *p,
+                      size_t n)
+{
+    unsigned char m[512];
+    if (n > sizeof m - 1) n = sizeof m - 1;
+    m[0] = kind;
+    if (n) memcpy(m + 1, p, n);
+    l->send(l->ctx, m, n + 1);
+}
+
+/* The LP records of this rank in pieces, then their end, or a failure with its reason
+ * (true then). b holds the data kind at its start. */
+static bool send_lps(struct kr__run *r, struct kr__bytes *b, const struct kr__snap_link *l)
+{
+    char why[300] = "";
+    for (kr_lp id = r->lo; id < r->hi && !why[0]; id++) {
+        struct kr__alien al = { 0 };
+        if (!put_lp(b, r, id, &al) && al.found) alien_why(why, sizeof why, id, &al);
+        else if (b->oom) snprintf(why, sizeof why, "out of memory on rank %d", kr__net.rank);
+        else if (b->n >= SNAP_PIECE) part_send(l, b);
+    }
+    if (why[0]) {
+        mark_send(l, PART_FAILED, why, strlen(why));
+        return true;
+    }
+    if (b->n > 1) part_send(l, b);
+    mark_send(l, PART_END, NULL, 0);
+    return false;
+}
+
+void kr__snapshot_send(struct kr__run *r, struct kr__ev *const *pending, size_t n,
+                       const struct kr__snap_link *l)
+{
+    struct kr__bytes b = { 0 };
+    unsigned char kind = PART_DATA;
+    kr__bytes_put(&b, &kind, 1);
+    uint64_t count = send_lps(r, &b, l) ? 0 : n; /* (failed: rank 0 drops the rest) */
+    mark_send(l, PART_COUNT, &count, 8);
+    b.n = 1;
+    b.oom = false;
+    for (size_t i = 0; i < count; i++) {
+        put_event(&b, pending[i], r->lookahead);
+        if (b.oom) kr__fatal_oom("a snapshot's events", b.cap);
+        if (b.n >= SNAP_PIECE) part_send(l, &b);
+    }
+    if (b.n > 1) part_send(l, &b);
+    mark_send(l, PART_END, NULL, 0);
+    kr__bytes_free(&b);
 }
 
 void kr__snapshot_first(const struct kr__run *r, kr_time *next, uint64_t *wall)

@@ -12,12 +12,29 @@
 #include "core/core.h"
 #include "core/error.h"
 
+/* Across MPI ranks one file is written, by rank 0: each other rank sends it its part (its
+ * LPs' records, then its pending events) in pieces, which rank 0 puts in place. The engine
+ * carries the pieces (under its network lock); each call blocks until done and ends the
+ * job on an MPI error. */
+struct kr__snap_link {
+    int nranks;
+    void (*send)(void *ctx, const void *buf, size_t len);       /* to rank 0 */
+    void *(*recv)(void *ctx, int from, size_t *len);            /* rank 0: malloc'd */
+    void *ctx;
+};
+
 /* Write a snapshot into cfg->snap_dir: the events before those in pending[0..n) (not yet
- * run; any order) are committed; `at` is the first pending time. Replaces the last one only
- * once complete (temporary file, fsync, rename). False, with a warning printed, if it could
- * not be written (a state that cannot be saved, the disk): the run goes on, the last one
- * stays. */
-bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at);
+ * run; any order) are committed; `at` is the first pending time (of all ranks). Replaces
+ * the last one only once complete (temporary file, fsync, rename). False, with a warning
+ * printed, if it could not be written (a state that cannot be saved, the disk): the run
+ * goes on, the last one stays. With link (rank 0 of several), the LPs r->lo .. r->hi are
+ * this rank's and the other ranks' parts come through it (they call kr__snapshot_send). */
+bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at,
+                        const struct kr__snap_link *link);
+/* A rank but 0: its part of the snapshot rank 0 writes (the same point, pending[0..n) the
+ * events of its LPs) sent through link. */
+void kr__snapshot_send(struct kr__run *r, struct kr__ev *const *pending, size_t n,
+                       const struct kr__snap_link *link);
 
 /* When the one after a snapshot at `at` (or after the run's start or resume there) is due:
  * *next at the first multiple of --snapshot-every past at (INFINITY: none), *wall on the

@@ -37,6 +37,9 @@ struct kr__net_gvt {
 enum {
     KR_NET_STOPPING = 1,  /* a rank was interrupted: stop at a committed time */
     KR_NET_UNACKED = 2,   /* a rank's workers may still run safe events (not all stopped) */
+    KR_NET_SNAP_DUE = 4,  /* a rank's clock says a snapshot is due (--snapshot-seconds) */
+    KR_NET_WAITING = 8,   /* taking a snapshot: rank 0 lacks output before its point */
+    KR_NET_FAILED = 16,   /* taking a snapshot: a rank's run failed (no snapshot) */
 };
 
 /* What the MPI module provides (one table, checked by its abi). */

@@ -95,6 +95,7 @@ static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
     pthread_mutex_lock(&x->mu);
     double c = x->clock ? x->clock(x->clock_ctx) : -INFINITY;
     memcpy(m->buf, &c, sizeof c);
+    memcpy(m->buf + sizeof c, &x->epoch, sizeof x->epoch);
     int r = x->ops->isend(m->buf, m->n, to, &m->req);
     x->messages_sent += r == 0;
     x->stamps_sent += r == 0 && m->n == KR_XPORT_HDR;
@@ -173,6 +174,14 @@ int kr__xport_stamp(struct kr__xport *x, unsigned t)
     return 0;
 }
 
+void kr__xport_new_epoch(struct kr__xport *x)
+{
+    pthread_mutex_lock(&x->mu);
+    x->epoch++;
+    for (int k = 0; k < x->nranks; k++) x->stamped[k] = -INFINITY;
+    pthread_mutex_unlock(&x->mu);
+}
+
 int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx)
 {
     if (pthread_mutex_trylock(&x->mu)) return 0; /* (another worker has the turn) */
@@ -198,7 +207,10 @@ int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx)
             kr__internal_error("rank %d got a message of %zu bytes from rank %d: shorter than "
                                "its stamp", x->rank, len, from);
         double stamp;
+        uint64_t epoch;
         memcpy(&stamp, x->in, sizeof stamp);
+        memcpy(&epoch, x->in + sizeof stamp, sizeof epoch);
+        if (epoch < x->epoch) stamp = -INFINITY; /* (from before the clocks went back) */
         /* (under the lock: it must not send) */
         deliver(ctx, x->in + KR_XPORT_HDR, len - KR_XPORT_HDR, from, stamp);
     }

@@ -30,8 +30,9 @@
 /* A message's size: under Open MPI's eager limit here (1 KiB moved 16 events in 0.76 us a
  * round trip, 16 KiB 256 in 9.9 us: past the limit a message waits for its receiver). */
 #define KR_XPORT_BYTES 4096
-/* Each message's first bytes: the stamp (a double, the sender's byte order). */
-#define KR_XPORT_HDR sizeof(double)
+/* Each message's first bytes: the stamp (a double, the sender's byte order) and the epoch
+ * of the sender's clock (a u64). */
+#define KR_XPORT_HDR (sizeof(double) + sizeof(uint64_t))
 
 struct kr__xmsg {
     unsigned char *buf;
@@ -60,6 +61,10 @@ struct kr__xport {
     double (*clock)(void *ctx);
     void *clock_ctx;
     double *stamped;          /* [rank] (under mu) */
+    /* The clock's epoch (under mu): a snapshot turns the clocks back, and a stamp from an
+     * earlier epoch of its sender, still on its way then, must not count when it arrives
+     * (kr__xport_new_epoch). Every rank turns its clocks back at the same points. */
+    uint64_t epoch;
 };
 
 /* For `nthreads` threads of this rank (kr__net must be started). 0, or -1. */
@@ -77,6 +82,9 @@ int kr__xport_flush(struct kr__xport *x, unsigned t);
 /* Thread t: a message with only a stamp to each rank that t has nothing for, if the
  * clock moved past the last stamp that rank got. 0, or -1 on an MPI error. */
 int kr__xport_stamp(struct kr__xport *x, unsigned t);
+/* The clock went back (every rank's at once): from now on stamps are of the next epoch,
+ * and those of earlier ones that arrive later are given as -infinity. */
+void kr__xport_new_epoch(struct kr__xport *x);
 /* Take in what has arrived, each message's records and stamp to deliver(ctx, bytes, n,
  * from rank, stamp): the count of messages, 0 if none or another thread holds the network
  * turn, -1 on an MPI error. deliver runs under the lock. */

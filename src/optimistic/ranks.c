@@ -29,6 +29,7 @@
 #include "optimistic/tw.h"
 #include "msg/wire.h"
 #include "core/error.h"
+#include "core/snapshot.h"
 #include "stats/progress.h"
 
 static _Noreturn void net_broken(const char *what)
@@ -63,6 +64,7 @@ void tw_rank_setup(struct tw_global *g)
         kr__die("too many threads and ranks for the owner table (at most 65535 in all)");
     if (kr__xport_init(&net->x, g->n + 1)) net_broken("setting up messages between ranks");
     pthread_mutex_init(&net->out_mu, NULL);
+    pthread_mutex_init(&net->text_mu, NULL);
     net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
     if (!net->rupto) kr__fatal_oom("output marks", (size_t)net->nranks * sizeof *net->rupto);
     for (int k = 0; k < net->nranks; k++) net->rupto[k] = kr__key_at(-INFINITY);
@@ -88,6 +90,7 @@ void tw_rank_free(struct tw_global *g)
     free(net->rupto);
     free(net->from);
     pthread_mutex_destroy(&net->out_mu);
+    pthread_mutex_destroy(&net->text_mu);
 }
 
 /* A remote id: never 0, unique among a receiver's live events - the sending rank + 1 (16
@@ -372,11 +375,13 @@ void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *m
     /* (an interrupted run stops past every rank's safe events: gvt.c, stop_point) */
     uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
     bool unacked = atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads;
+    bool snap_due = g->snap_wall != UINT64_MAX && kr__clock_ns() >= g->snap_wall;
     net->in = (struct kr__net_gvt){ .min = *min, .err = err, .in_flight = white,
                                     .safe_hi = kr__key_at(hi ? tw_time_of(hi - 1) : -INFINITY),
                                     .lookahead = INFINITY, .max_done = kr__key_at(-INFINITY),
                                     .flags = (net->want_stop ? KR_NET_STOPPING : 0) |
-                                             (unacked ? KR_NET_UNACKED : 0) };
+                                             (unacked ? KR_NET_UNACKED : 0) |
+                                             (snap_due ? KR_NET_SNAP_DUE : 0) };
     reduce_start(g, s, TW_PH_NET);
 }
 
@@ -440,10 +445,11 @@ void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s)
 static const struct kr__key key_max = { INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
 
 /* Ranks but 0: what the workers committed, with the mark of how far it reaches, to rank 0
- * (from the watcher: its slot, n). */
+ * (from the watcher's slot, n: by the watcher, or by thread 0 taking a snapshot). */
 void tw_rank_output(struct tw_global *g, bool all)
 {
     struct tw_net *net = &g->net;
+    pthread_mutex_lock(&net->text_mu);
     struct kr__key upto = key_max;
     struct kr__outvec v = { 0 };
     for (unsigned t = 0; t < g->n; t++) {
@@ -468,6 +474,7 @@ void tw_rank_output(struct tw_global *g, bool all)
     kr__xport_append(&net->x, g->n, 0, kr__wire_put_upto(p, &upto));
     net->sent_text++;
     if (kr__xport_flush(&net->x, g->n)) net_broken("sending committed output");
+    pthread_mutex_unlock(&net->text_mu);
 }
 
 /* Rank 0: the other ranks' output joins v, and how far all of it may be printed. */
@@ -485,6 +492,90 @@ struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, str
     }
     pthread_mutex_unlock(&net->out_mu);
     return upto;
+}
+
+/* ---- snapshots (snapshot.c): thread 0 of each rank, the others waiting ---- */
+
+/* One reduction, waited for (every rank makes the same ones in the same order). */
+static void reduce_now(struct tw_net *net, uint64_t flags, const struct kr__key *min,
+                       int64_t in_flight)
+{
+    net->in = (struct kr__net_gvt){ .min = *min, .safe_hi = kr__key_at(-INFINITY),
+                                    .err = kr__key_at(INFINITY), .lookahead = INFINITY,
+                                    .in_flight = in_flight,
+                                    .max_done = kr__key_at(-INFINITY), .flags = flags };
+    reduce_begin(net, "taking a snapshot");
+    while (!reduce_test(net)) {}
+}
+
+/* Whether any rank's `mine` holds. */
+bool tw_rank_any(struct tw_global *g, bool mine)
+{
+    struct kr__key none = kr__key_at(INFINITY);
+    reduce_now(&g->net, mine ? KR_NET_FAILED : 0, &none, 0);
+    return g->net.out.flags & KR_NET_FAILED;
+}
+
+/* After every worker of every rank has sent what it had, taken in what came and handed it
+ * on: true once nothing sent between ranks (events, antimessages: sent less received over
+ * all ranks) is on its way and rank 0 has every rank's output before the horizon. *least:
+ * this rank's least pending key in, all ranks' out. (Taking in sends nothing back here:
+ * every LP is at the horizon, and what arrives lies past it.) */
+bool tw_rank_settled(struct tw_global *g, struct kr__key *least)
+{
+    struct tw_net *net = &g->net;
+    int64_t flight = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct tw_thread *th = &g->th[t];
+        flight += (int64_t)(th->rsent[0] + th->rsent[1]) - (int64_t)(th->rrecv[0] + th->rrecv[1]);
+    }
+    uint64_t flags = 0;
+    if (net->rank == 0) {
+        pthread_mutex_lock(&net->out_mu);
+        for (int k = 1; k < net->nranks; k++)
+            if (kr__key_lt(&net->rupto[k], &g->horizon)) flags = KR_NET_WAITING;
+        pthread_mutex_unlock(&net->out_mu);
+    }
+    reduce_now(net, flags, least, flight);
+    *least = net->out.min;
+    return !net->out.in_flight && !(net->out.flags & KR_NET_WAITING);
+}
+
+/* The clocks went back to lo on every rank: so do the other ranks' stamps here, and stamps
+ * still on their way from before count for nothing (net/xport.h). */
+void tw_rank_restart(struct tw_global *g, kr_time lo)
+{
+    struct tw_net *net = &g->net;
+    pthread_mutex_lock(&net->x.mu);
+    for (int k = 0; k < net->nranks; k++) net->from[k] = lo;
+    atomic_store_explicit(&net->clock_bits, kr__time_bits(lo), memory_order_release);
+    pthread_mutex_unlock(&net->x.mu);
+    kr__xport_new_epoch(&net->x);
+}
+
+static void link_send(void *ctx, const void *buf, size_t len)
+{
+    struct tw_net *net = ctx;
+    pthread_mutex_lock(&net->x.mu);
+    int rc = net->x.ops->send_bytes(buf, len, 0);
+    pthread_mutex_unlock(&net->x.mu);
+    if (rc) net_broken("sending its part of a snapshot");
+}
+
+static void *link_recv(void *ctx, int from, size_t *len)
+{
+    struct tw_net *net = ctx;
+    void *buf = NULL;
+    pthread_mutex_lock(&net->x.mu);
+    int rc = net->x.ops->recv_bytes(&buf, len, from);
+    pthread_mutex_unlock(&net->x.mu);
+    if (rc) net_broken("taking in the parts of a snapshot");
+    return buf;
+}
+
+void tw_rank_link(struct tw_global *g, struct kr__snap_link *l)
+{
+    *l = (struct kr__snap_link){ g->net.nranks, link_send, link_recv, &g->net };
 }
 
 /* ---- the end ---- */

@@ -26,18 +26,26 @@ bool tw_snap_plan(struct tw_thread *th)
     struct tw_global *g = th->g;
     if (!th->r->cfg->snap_dir || atomic_load_explicit(&g->stopping, memory_order_relaxed))
         return false;
+    /* (across ranks, each decides what the round's reduction saw of all ranks: all take
+     * their snapshot at one horizon) */
+    const struct kr__net_gvt *all = g->net.on ? &g->net.out : NULL;
     if (!atomic_load_explicit(&g->snap_want, memory_order_relaxed)) {
-        if (g->gvt.ts >= g->snap_at || (g->snap_wall != UINT64_MAX &&
-                                         kr__clock_ns() >= g->snap_wall))
+        bool wall = all ? all->flags & KR_NET_SNAP_DUE
+                        : g->snap_wall != UINT64_MAX && kr__clock_ns() >= g->snap_wall;
+        if (g->gvt.ts >= g->snap_at || wall)
             atomic_store_explicit(&g->snap_want, 1, memory_order_relaxed);
         return false;
     }
     /* (as for a stop: every worker has turned safe events off, and GVT's time lies past
      * the last one run - an equal time could hold one at a higher key) */
-    if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads)
-        return false;
-    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
-    if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false;
+    if (all) {
+        if (all->flags & KR_NET_UNACKED || !(g->gvt.ts > all->safe_hi.ts)) return false;
+    } else {
+        if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads)
+            return false;
+        uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+        if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false;
+    }
     atomic_store_explicit(&g->snap_req, 1, memory_order_relaxed); /* (published with it) */
     return true;
 }
@@ -88,41 +96,78 @@ static void check_settled(struct tw_thread *th)
                                    th->wn);
 }
 
-/* Thread 0, the others waiting: the committed output out, then the file. */
-static void write_it(struct tw_global *g)
+/* The least key of this rank's pending events. */
+static struct kr__key least_pending(const struct tw_global *g)
 {
-    tw_print_committed(g, false); /* (everything before the horizon: stdout holds it all) */
+    struct kr__key m = kr__key_at(INFINITY);
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct kr__heap *h = &g->th[t].heap;
+        for (size_t i = 0; i < h->n; i++) {
+            const struct kr__ev *e = h->a[i].e;
+            if (e->st != KR_EV_CANCELLED && kr__key_lt(&e->k, &m)) m = e->k;
+        }
+    }
+    return m;
+}
+
+/* Thread 0, the others waiting: the committed output out, then the file (across ranks,
+ * rank 0 writes it with the others' parts; at: the least pending time of all ranks). */
+static void write_it(struct tw_global *g, kr_time at)
+{
+    bool writer = !g->net.on || g->net.rank == 0;
+    if (writer) tw_print_committed(g, false); /* (all before the horizon: ranks.c has it) */
     size_t n = 0;
     for (unsigned t = 0; t < g->n; t++) n += g->th[t].heap.n;
     struct kr__ev **pending = malloc((n + 1) * sizeof *pending);
     if (!pending) kr__fatal_oom("a snapshot's event list", (n + 1) * sizeof *pending);
     n = 0;
-    kr_time at = INFINITY;
     for (unsigned t = 0; t < g->n; t++) {
         const struct kr__heap *h = &g->th[t].heap;
-        for (size_t i = 0; i < h->n; i++) {
-            struct kr__ev *e = h->a[i].e;
-            if (e->st == KR_EV_CANCELLED) continue;
-            pending[n++] = e;
-            if (e->k.ts < at) at = e->k.ts;
-        }
+        for (size_t i = 0; i < h->n; i++)
+            if (h->a[i].e->st != KR_EV_CANCELLED) pending[n++] = h->a[i].e;
     }
-    if (n) kr__snapshot_write(g->r, pending, n, at); /* (none: the run is over) */
+    struct kr__snap_link link;
+    if (g->net.on) tw_rank_link(g, &link);
+    if (!isinf(at)) { /* (nothing pending anywhere: the run is over) */
+        if (writer) kr__snapshot_write(g->r, pending, n, at, g->net.on ? &link : NULL);
+        else kr__snapshot_send(g->r, pending, n, &link);
+    }
     free(pending);
-    kr__snapshot_next(g->r, n ? at : g->horizon.ts, &g->snap_at, &g->snap_wall);
+    kr__snapshot_next(g->r, isinf(at) ? g->horizon.ts : at, &g->snap_at, &g->snap_wall);
+}
+
+/* Across ranks, after the rollbacks: every worker sends what it has and takes in what
+ * comes until nothing is on its way between any ranks; the least pending key of all of
+ * them into g->snap_least. */
+static void settle_ranks(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    for (;;) {
+        tw_rank_turn(th, true);
+        tw_quiesce(th); /* (ends with all threads through a barrier) */
+        if (th->id == 0) {
+            g->snap_least = least_pending(g);
+            g->snap_more = !tw_rank_settled(g, &g->snap_least);
+        }
+        tw_barrier(g, NULL);
+        if (!g->snap_more) break;
+    }
 }
 
 /* Go on from the horizon: nothing pending or to come lies below it, so every clock
  * restarts there (plus the lookahead) - the rollbacks may have undone sends below the old
  * ones - and no quiet record read before holds. Safe events come back unless the run is
- * stopping. */
+ * stopping. (A skipped snapshot undid nothing, and what is in flight may lie below that:
+ * the clocks stay.) */
 static void restart(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (!th->retired) {
+    if (!th->retired && !g->snap_skip) {
         kr_time lo = g->horizon.ts + g->lookahead;
         th->clock_sent = th->safe = th->safe_prev = lo;
         atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
+        atomic_store_explicit(&g->clock[th->id].rbits, kr__time_bits(lo), memory_order_release);
+        th->stamp_last = -INFINITY; /* (thread 0's stamps to other ranks start again) */
     }
     th->qbound = th->qfull = kr__key_at(-INFINITY);
     th->qtop_max = -INFINITY;
@@ -142,12 +187,35 @@ static void decide_after(struct tw_global *g)
     atomic_store_explicit(&g->snap_want, 0, memory_order_relaxed);
 }
 
+/* (across ranks: any rank's - a model error found by this commit is only this rank's yet;
+ * ranks but 0 send their output up to the horizon now, for rank 0 to print before the
+ * file) */
 static bool run_failed(struct tw_global *g)
 {
     pthread_mutex_lock(&g->err_mu);
     bool failed = g->err != NULL;
     pthread_mutex_unlock(&g->err_mu);
-    return failed || atomic_load_explicit(&g->stop, memory_order_acquire);
+    failed = failed || atomic_load_explicit(&g->stop, memory_order_acquire);
+    if (!g->net.on) return failed;
+    if (g->net.rank) tw_rank_output(g, false);
+    return tw_rank_any(g, failed);
+}
+
+/* Every worker: back to the horizon, nothing left in flight, the file. */
+static void take_it(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    tw_close_pages(th);
+    /* (the antimessages about to come lie below what it took as safe or quiet) */
+    th->safe = th->safe_prev = -INFINITY;
+    th->qbound = th->qfull = kr__key_at(-INFINITY);
+    roll_back(th, &g->horizon);
+    tw_barrier(g, NULL); /* (all rolled back before any drains: no straggler now) */
+    if (g->net.on) settle_ranks(th);
+    else tw_quiesce(th);
+    if (g->check) check_settled(th);
+    tw_barrier(g, NULL);
+    if (th->id == 0) write_it(g, g->net.on ? g->snap_least.ts : least_pending(g).ts);
 }
 
 /* (Its cost in the summary and --stats is the whole pause, on thread 0's clock: the
@@ -169,23 +237,13 @@ void tw_snap_round(struct tw_thread *th)
     tw_barrier(g, g->queries ? th : NULL);
     if (th->id == 0) g->snap_skip = run_failed(g); /* (a stopping run: no snapshot) */
     tw_barrier(g, NULL);
-    if (!g->snap_skip) {
-        tw_close_pages(th);
-        /* (the antimessages about to come lie below what it took as safe or quiet) */
-        th->safe = th->safe_prev = -INFINITY;
-        th->qbound = th->qfull = kr__key_at(-INFINITY);
-        roll_back(th, &g->horizon);
-        tw_barrier(g, NULL); /* (all rolled back before any drains: no straggler now) */
-        tw_quiesce(th);
-        if (g->check) check_settled(th);
-        tw_barrier(g, NULL);
-        if (th->id == 0) write_it(g);
-    }
+    if (!g->snap_skip) take_it(th);
     if (th->id == 0) decide_after(g);
     tw_barrier(g, NULL);
     restart(th);
     tw_barrier(g, NULL);
     if (th->id == 0) {
+        if (g->net.on && !g->snap_skip) tw_rank_restart(g, g->horizon.ts + g->lookahead);
         if (r->snaps != snaps) r->snap_ns = ns + (kr__clock_ns() - t0);
         atomic_store_explicit(&g->snap_req, 0, memory_order_release);
     }

@@ -39,6 +39,7 @@ struct tw_net {
     pthread_mutex_t out_mu;
     struct kr__outvec rout;
     struct kr__key *rupto;     /* [rank] */
+    pthread_mutex_t text_mu;   /* ranks but 0: sending output (the watcher, a snapshot) */
     uint64_t sent_text, received_text; /* output records (end: nothing left in flight) */
     uint64_t late[2];          /* events and antimessages taken in (and dropped) at the end */
     uint64_t reductions, reduce_ns, reduce_t0; /* GVT reductions: how many, how long */
@@ -438,6 +439,8 @@ struct tw_global {
     uint64_t snap_wall;
     _Atomic int snap_req;
     bool snap_skip, snap_refast;
+    bool snap_more;                        /* across ranks: not settled yet (snapshot.c) */
+    struct kr__key snap_least;             /* ...and the least pending key of all ranks */
     struct tw_net net;
 };
 
@@ -770,6 +773,12 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g);
 int tw_rank_started(struct kr__run *r, char *out, size_t len, int st);
 void tw_rank_free(struct tw_global *g);
 void tw_rank_stats(struct kr__run *r, struct tw_global *g);
+/* Snapshots across ranks (snapshot.c), thread 0 of each rank with the others waiting: */
+bool tw_rank_any(struct tw_global *g, bool mine);
+bool tw_rank_settled(struct tw_global *g, struct kr__key *least);
+void tw_rank_restart(struct tw_global *g, kr_time lo);
+struct kr__snap_link;
+void tw_rank_link(struct tw_global *g, struct kr__snap_link *l);
 /* snapshot.c (--snapshot) */
 /* The closer of a GVT round, before it publishes a horizon that does not stop the run:
  * ask for a snapshot when one is due; true if this horizon is its point (snap_req). */

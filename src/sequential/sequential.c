@@ -159,7 +159,7 @@ static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
     struct kr__ev **pending = malloc((s->heap.n + 1) * sizeof *pending);
     if (!pending) kr__fatal_oom("a snapshot's event list", s->heap.n * sizeof *pending);
     for (size_t i = 0; i < s->heap.n; i++) pending[i] = s->heap.a[i].e;
-    kr__snapshot_write(r, pending, s->heap.n, at);
+    kr__snapshot_write(r, pending, s->heap.n, at, NULL);
     free(pending);
     kr__snapshot_next(r, at, &s->snap_at, &s->snap_wall);
 }

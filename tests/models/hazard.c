@@ -5,7 +5,8 @@
  * line per event, so a test can check that what was committed reaches stdout.
  *   case 0  a plain printing run (signals: the test interrupts it)
  *   case 1  state pointers the digest must name by what they point at
- *   case 2  a state pointer into the C library heap (--check must report it)
+ *   case 2  a state pointer into the C library heap, in LP `heap_lp`'s state (--check must
+ *           report it; a snapshot cannot hold it)
  *   case 3  exit(0) in an event at virtual time >= `at`
  *   case 4  abort() in an event at virtual time >= `at`
  *   case 5  an event with a 400 KiB local array (bigger than the default event stack)
@@ -41,6 +42,7 @@ static const struct kr_param params[] = {
     { "at", KR_PARAM_DOUBLE, "5", "virtual time at which cases 3, 4 and 8 strike", 0, 0 },
     { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array", 0, 0 },
     { "work", KR_PARAM_INT, "0", "busy-loop iterations per event (slows a run down)", 0, 0 },
+    { "heap_lp", KR_PARAM_INT, "0", "case 2: the LP whose state points into the C heap", 0, 0 },
     { 0 },
 };
 
@@ -76,7 +78,8 @@ static void hazard_init(kr_lp me)
         s->samples = kr_malloc(n * sizeof *s->samples);
         s->samples_end = s->samples + n;
     }
-    if (which() == HEAP_POINTER && me == 0) s->outside = kept = malloc(64); /* (kept: no leak) */
+    if (which() == HEAP_POINTER && me == (kr_lp)kr_param_int("heap_lp", 0))
+        s->outside = kept = malloc(64); /* (kept: no leak) */
     if (which() == HEAP_OVERFLOW) s->block = kr_malloc(1024);
     kr_schedule(me, 0.5 + kr_random(), 0, NULL, 0);
 }
