@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/clock.h"
@@ -44,9 +45,13 @@ struct kr__snapshot {
     bool declared;
     struct kr__kv *params;
     uint32_t nparams;
-    size_t *lp_at;      /* offset of each LP's record */
-    size_t *ev_at;      /* offsets of the pending events, grouped by destination... */
-    uint64_t *ev_first; /* ...LP id's from ev_first[id] to ev_first[id + 1] */
+    uint64_t lo, hi;    /* the LPs indexed (a rank's own) */
+    size_t *lp_at;      /* offset of each one's record (from lo) */
+    size_t *ev_at;      /* offsets of their pending events, grouped by destination... */
+    uint64_t *ev_first; /* ...LP id's from ev_first[id - lo] to ev_first[id - lo + 1] */
+    bool mapped;        /* buf is the file, mapped (resume), not a copy (fuzzing) */
+    size_t dropped;     /* buf's bytes before this handed back to the kernel... */
+    size_t ev_dropped;  /* ...and in the events, while LPs are loaded */
 };
 
 /* ---- writing ---- */
@@ -121,6 +126,15 @@ static bool put_lp(struct kr__bytes *b, const struct kr__run *r, kr_lp id,
     uint64_t len = b->n - start;
     if (!b->oom) memcpy(b->p + len_at, &len, 8);
     return true;
+}
+
+/* Pending events go out by destination (then key): a resume loads LPs in order and reads
+ * the file front to back, and a rank of many reads one stretch of it. */
+static int by_dest(const void *a, const void *b)
+{
+    const struct kr__ev *x = *(struct kr__ev *const *)a, *y = *(struct kr__ev *const *)b;
+    if (x->dest != y->dest) return x->dest < y->dest ? -1 : 1;
+    return kr__key_cmp(&x->k, &y->k);
 }
 
 static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time lookahead)
@@ -332,9 +346,10 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     return !why[0];
 }
 
-bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at,
+bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr_time at,
                         const struct kr__snap_link *link)
 {
+    qsort(pending, n, sizeof *pending, by_dest);
     uint64_t t0 = kr__clock_ns();
     char why[PATH_MAX + 256] = "";
     struct snap_out o = { .fd = -1 };
@@ -402,9 +417,10 @@ static bool send_lps(struct kr__run *r, struct kr__bytes *b, const struct kr__sn
     return false;
 }
 
-void kr__snapshot_send(struct kr__run *r, struct kr__ev *const *pending, size_t n,
+void kr__snapshot_send(struct kr__run *r, struct kr__ev **pending, size_t n,
                        const struct kr__snap_link *l)
 {
+    qsort(pending, n, sizeof *pending, by_dest);
     struct kr__bytes b = { 0 };
     unsigned char kind = PART_DATA;
     kr__bytes_put(&b, &kind, 1);
@@ -466,12 +482,39 @@ static void snap_free(struct kr__snapshot *s)
     free(s->lp_at);
     free(s->ev_at);
     free(s->ev_first);
-    free(s->buf);
+    if (s->mapped) munmap(s->buf, s->n);
+    else free(s->buf);
     free(s);
 }
 
+/* A resume maps the file and does not hold it whole: what a pass has read is handed back
+ * to the kernel behind it, a window at a time (its pages stay in the page cache, read again
+ * if touched again), so that the peak memory of each rank grows by a window and its own
+ * LPs, not by the file. */
+#define SNAP_WINDOW (8u << 20)
+
+static void drop_to(struct kr__snapshot *s, size_t *mark, const unsigned char *p)
+{
+    size_t upto = (size_t)(p - s->buf) & ~(size_t)(SNAP_WINDOW - 1);
+    if (!s->mapped || upto <= *mark) return;
+    madvise(s->buf + *mark, upto - *mark, MADV_DONTNEED);
+    *mark = upto;
+}
+
+static void drop_behind(struct kr__snapshot *s, const unsigned char *p)
+{
+    drop_to(s, &s->dropped, p);
+}
+
+/* After a pass: all of it back, the next pass starts from the beginning. */
+static void drop_all(struct kr__snapshot *s)
+{
+    if (s->mapped) madvise(s->buf, s->n, MADV_DONTNEED);
+    s->dropped = 0;
+}
+
 /* Its length and checksum. */
-static int check_sum(const struct kr__snapshot *s, const char *path, struct kr__error *err)
+static int check_sum(struct kr__snapshot *s, const char *path, struct kr__error *err)
 {
     uint64_t len, sum;
     memcpy(&len, s->buf + 8, 8);
@@ -479,7 +522,16 @@ static int check_sum(const struct kr__snapshot *s, const char *path, struct kr__
     if (memcmp(s->buf, SNAP_MAGIC, 8))
         return kr__fail(err, KR_ERR_USAGE, "%s is not a Kairos snapshot (or one of another "
                         "version)", path);
-    if (len != s->n || sum != kr__mix_bytes(0x5AA9, s->buf + SNAP_HEAD, s->n - SNAP_HEAD))
+    uint64_t h = kr__mix(0x5AA9, s->n - SNAP_HEAD); /* (kr__mix_bytes, a window at a time) */
+    for (size_t off = SNAP_HEAD; len == s->n && off < s->n;) {
+        size_t end = (off + SNAP_WINDOW) & ~(size_t)(SNAP_WINDOW - 1);
+        if (end > s->n) end = s->n;
+        h = kr__mix_words(h, s->buf + off, end - off); /* (whole words: SNAP_HEAD, WINDOW) */
+        drop_behind(s, s->buf + end);
+        off = end;
+    }
+    drop_all(s);
+    if (len != s->n || sum != h)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is damaged (%s): it cannot be "
                         "resumed; an earlier copy of the directory, if kept, can", path,
                         len != s->n ? "its length is wrong" : "its checksum does not match");
@@ -491,19 +543,20 @@ static int read_file(const char *dir, struct kr__snapshot *s, struct kr__error *
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/snapshot", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return kr__fail(err, KR_ERR_USAGE, "cannot read the snapshot %s: %s (give the "
                         "directory a run wrote with --snapshot)", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) || st.st_size < SNAP_HEAD ||
-        !(s->buf = malloc((size_t)st.st_size)) ||
-        fread(s->buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-        fclose(f);
+    void *m = MAP_FAILED;
+    if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size >= SNAP_HEAD)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is truncated or unreadable", path);
-    }
-    fclose(f);
+    s->buf = m;
     s->n = (size_t)st.st_size;
+    s->mapped = true;
     return check_sum(s, path, err);
 }
 
@@ -580,56 +633,81 @@ int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error 
     return KR_OK;
 }
 
-/* Where each LP's record starts. */
+static bool mine(const struct kr__snapshot *s, uint64_t id)
+{
+    return id >= s->lo && id < s->hi;
+}
+
+/* Where each LP's record of lo .. hi starts (the others are read past). */
 static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
 {
-    s->lp_at = malloc(s->lps * sizeof *s->lp_at);
-    s->ev_first = calloc(s->lps + 1, sizeof *s->ev_first);
-    if (!s->lp_at || !s->ev_first) kr__fatal_oom("a snapshot's index", s->lps * 16);
+    uint64_t m = s->hi - s->lo;
+    s->lp_at = malloc((m + 1) * sizeof *s->lp_at);
+    s->ev_first = calloc(m + 2, sizeof *s->ev_first);
+    if (!s->lp_at || !s->ev_first) kr__fatal_oom("a snapshot's index", m * 16);
     for (uint64_t id = 0; id < s->lps && !in->why; id++) {
-        s->lp_at[id] = (size_t)(in->p - s->buf);
+        if (mine(s, id)) s->lp_at[id - s->lo] = (size_t)(in->p - s->buf);
         kr__cursor_take(in, 24); /* (RNG, send count, history hash) */
         s->committed += kr__cursor_get(in, 8);
         kr__cursor_take(in, 2);
         kr__cursor_take(in, kr__cursor_get(in, 8));
+        drop_behind(s, in->p);
     }
 }
 
-/* The LP records and the pending events, indexed (the events by destination). */
-static int index_body(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
+/* One pending event's record: its destination (s->lps if damaged). */
+static uint64_t event_dest(struct kr__snapshot *s, struct kr__cursor *in)
+{
+    kr__cursor_take(in, 32);
+    uint64_t dest = kr__cursor_get(in, 8);
+    kr__cursor_take(in, 16);
+    kr__cursor_take(in, kr__cursor_get(in, 4));
+    drop_behind(s, in->p);
+    return in->why || dest >= s->lps ? s->lps : dest;
+}
+
+/* Where each of the n events addressed to LPs lo .. hi lies, by destination (their counts
+ * are in ev_first); in: the first event, all checked already. */
+static void index_events(struct kr__snapshot *s, struct kr__cursor in, uint64_t n)
+{
+    uint64_t m = s->hi - s->lo;
+    for (uint64_t k = 0; k < m; k++) s->ev_first[k + 1] += s->ev_first[k];
+    s->ev_at = malloc((s->ev_first[m] + 1) * sizeof *s->ev_at);
+    uint64_t *fill = calloc(m + 1, sizeof *fill);
+    if (!s->ev_at || !fill) kr__fatal_oom("a snapshot's events", s->ev_first[m] * 8);
+    for (uint64_t i = 0; i < n; i++) {
+        size_t at = (size_t)(in.p - s->buf);
+        uint64_t dest = event_dest(s, &in);
+        if (mine(s, dest)) s->ev_at[s->ev_first[dest - s->lo] + fill[dest - s->lo]++] = at;
+    }
+    drop_all(s);
+    free(fill);
+}
+
+/* The LP records and the pending events, indexed for the LPs lo .. hi (the events by
+ * destination): every record is checked, in two passes over the events (count, place). */
+static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo, uint64_t hi,
+                      struct kr__error *err)
 {
     if (s->lps > (uint64_t)(in->end - in->p) / 42) /* (an LP's record: 42 bytes or more) */
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LP count)");
+    s->lo = lo < s->lps ? lo : s->lps;
+    s->hi = hi < s->lps ? hi : s->lps;
     index_lps(s, in);
     uint64_t n = kr__cursor_get(in, 8);
     if (in->why || n > (uint64_t)(in->end - in->p) / 60)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LPs)");
-    size_t *at = malloc((n + 1) * sizeof *at);
-    s->ev_at = malloc((n + 1) * sizeof *s->ev_at);
-    if (!at || !s->ev_at) kr__fatal_oom("a snapshot's events", n * 8);
+    struct kr__cursor first = *in;
+    s->ev_dropped = (size_t)(in->p - s->buf) & ~(size_t)(SNAP_WINDOW - 1);
     for (uint64_t i = 0; i < n && !in->why; i++) {
-        at[i] = (size_t)(in->p - s->buf);
-        kr__cursor_take(in, 32);
-        uint64_t dest = kr__cursor_get(in, 8);
-        kr__cursor_take(in, 16);
-        kr__cursor_take(in, kr__cursor_get(in, 4));
-        if (dest >= s->lps) kr__cursor_fail(in, "damaged");
-        else s->ev_first[dest + 1]++;
+        uint64_t dest = event_dest(s, in);
+        if (dest == s->lps) kr__cursor_fail(in, "damaged");
+        else if (mine(s, dest)) s->ev_first[dest - s->lo + 1]++;
     }
-    if (in->why || in->p != in->end) {
-        free(at);
+    drop_all(s);
+    if (in->why || in->p != in->end)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its events)");
-    }
-    for (uint64_t id = 0; id < s->lps; id++) s->ev_first[id + 1] += s->ev_first[id];
-    uint64_t *fill = calloc(s->lps, sizeof *fill);
-    if (!fill) kr__fatal_oom("a snapshot's events", s->lps * 8);
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t dest;
-        memcpy(&dest, s->buf + at[i] + 32, 8);
-        s->ev_at[s->ev_first[dest] + fill[dest]++] = at[i];
-    }
-    free(fill);
-    free(at);
+    index_events(s, first, n);
     return KR_OK;
 }
 
@@ -679,7 +757,7 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
                         "%s has changed since: resume with the model it was taken of",
                         s->model_name, s->model_path, s->model_path);
-    if (index_body(s, &in, err)) return err->status;
+    if (index_body(s, &in, r->lo, r->hi, err)) return err->status;
     r->out_bytes = s->out_bytes;
     r->out_hash = s->out_hash;
     r->lookahead = s->lookahead;
@@ -707,7 +785,7 @@ int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err
     struct kr__cursor in = { s->buf + SNAP_HEAD, s->buf + n, NULL };
     int rc = check_sum(s, "(memory)", err);
     if (!rc) rc = read_identity(s, &in, err);
-    if (!rc) rc = index_body(s, &in, err);
+    if (!rc) rc = index_body(s, &in, 0, UINT64_MAX, err);
     snap_free(s);
     return rc;
 }
@@ -724,7 +802,7 @@ kr_time kr__snapshot_time(const struct kr__run *r)
 
 static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp id)
 {
-    for (uint64_t i = s->ev_first[id]; i < s->ev_first[id + 1]; i++) {
+    for (uint64_t i = s->ev_first[id - s->lo]; i < s->ev_first[id - s->lo + 1]; i++) {
         struct kr__cursor in = { s->buf + s->ev_at[i], s->buf + s->n, NULL };
         double ts = rd_f64(&in);
         uint32_t gen = (uint32_t)kr__cursor_get(&in, 4), tie = (uint32_t)kr__cursor_get(&in, 4);
@@ -750,9 +828,9 @@ static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp 
 
 void kr__snapshot_apply(struct kr__run *r, kr_lp id)
 {
-    const struct kr__snapshot *s = r->resume;
+    struct kr__snapshot *s = r->resume;
     struct kr__lp *lp = kr__lp_at(r, id);
-    struct kr__cursor in = { s->buf + s->lp_at[id], s->buf + s->n, NULL };
+    struct kr__cursor in = { s->buf + s->lp_at[id - s->lo], s->buf + s->n, NULL };
     lp->rng = kr__cursor_get(&in, 8);
     lp->seq = kr__cursor_get(&in, 8);
     lp->digest = kr__cursor_get(&in, 8);
@@ -767,4 +845,8 @@ void kr__snapshot_apply(struct kr__run *r, kr_lp id)
                         (unsigned long long)id, why);
     lp->root = root;
     send_pending(r, s, id);
+    /* (LPs load in order, and their events lie in order: what lies before is done with) */
+    drop_behind(s, s->buf + s->lp_at[id - s->lo]);
+    if (s->ev_first[id - s->lo] < s->ev_first[id - s->lo + 1])
+        drop_to(s, &s->ev_dropped, s->buf + s->ev_at[s->ev_first[id - s->lo]]);
 }

@@ -24,16 +24,16 @@ struct kr__snap_link {
 };
 
 /* Write a snapshot into cfg->snap_dir: the events before those in pending[0..n) (not yet
- * run; any order) are committed; `at` is the first pending time (of all ranks). Replaces
+ * run; any order: sorted here) are committed; `at` is the first pending time (of all ranks). Replaces
  * the last one only once complete (temporary file, fsync, rename). False, with a warning
  * printed, if it could not be written (a state that cannot be saved, the disk): the run
  * goes on, the last one stays. With link (rank 0 of several), the LPs r->lo .. r->hi are
  * this rank's and the other ranks' parts come through it (they call kr__snapshot_send). */
-bool kr__snapshot_write(struct kr__run *r, struct kr__ev *const *pending, size_t n, kr_time at,
+bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr_time at,
                         const struct kr__snap_link *link);
 /* A rank but 0: its part of the snapshot rank 0 writes (the same point, pending[0..n) the
  * events of its LPs) sent through link. */
-void kr__snapshot_send(struct kr__run *r, struct kr__ev *const *pending, size_t n,
+void kr__snapshot_send(struct kr__run *r, struct kr__ev **pending, size_t n,
                        const struct kr__snap_link *link);
 
 /* When the one after a snapshot at `at` (or after the run's start or resume there) is due:
