@@ -57,12 +57,14 @@ static void write_str(const char *s)
     }
 }
 
+/* (The reason last: the line a user and a script read first is why the run ended.) */
 static void on_deadline(int sig)
 {
     (void)sig;
-    write_str(last_words);
     write_str("kairos: the committed output could not be printed in full: the process was not "
-              "in a state to print it (locks held by a crashed or stuck thread)\n");
+              "in a state to print it (a lock it needs is held by the thread that failed, or "
+              "by a stuck one)\n");
+    write_str(last_words);
     kr__exit_now(last_status);
 }
 

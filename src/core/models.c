@@ -1,6 +1,7 @@
 /* models.c - finding a model: built-in models by name, outside models as shared objects
  * that export kr_model_entry(). */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 #include "core/core.h"
@@ -87,6 +88,27 @@ static bool same_layout(void *h, const char *name, struct kr__error *err)
     return false;
 }
 
+/* dlopen failed. The loader says the model's file is missing when it could not allocate
+ * while opening it: if the file is there to read, that is the machine's fault, not the
+ * command line's (found by fault injection: tests/e2e/faults.py). A library the model needs
+ * that is missing is named as itself, and stays a usage error. */
+static void load_failed(const char *name, struct kr__error *err)
+{
+    const char *why = dlerror();
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", why ? why : "unknown error");
+    size_t n = strlen(name);
+    bool lost = !strncmp(msg, name, n) && access(name, R_OK) == 0 &&
+                strstr(msg + n, ": cannot open shared object file: No such");
+    if (lost || strstr(msg, "Cannot allocate memory") || strstr(msg, "out of memory")) {
+        kr__fail(err, KR_ERR_RESOURCE, "cannot load model '%s': the dynamic loader ran out of "
+                 "memory%s (%s)", name, lost ? " (it says the file is missing, but it is "
+                 "there)" : "", msg);
+        return;
+    }
+    kr__fail(err, KR_ERR_USAGE, "cannot load model '%s': %s", name, msg);
+}
+
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
 {
     if (!strchr(name, '/') && !strstr(name, ".so")) return builtin(name, err);
@@ -102,7 +124,7 @@ const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     const struct kr_model *(*entry)(void) = NULL;
     if (!h) {
-        kr__fail(err, KR_ERR_USAGE, "cannot load model '%s': %s", name, dlerror());
+        load_failed(name, err);
     } else {
         dlerror();
         *(void **)&entry = dlsym(h, "kr_model_entry");

@@ -70,6 +70,8 @@ static void put_str(struct kr__bytes *b, const char *s)
 static uint64_t file_hash(const char *path)
 {
     FILE *f = fopen(path, "rb");
+    if (!f && errno == ENOMEM) /* (not a change of the file) */
+        kr__fatal_oom("opening the model's file", BUFSIZ);
     if (!f) return 0;
     uint64_t h = 0xF11E;
     unsigned char buf[65536];
@@ -466,7 +468,10 @@ static char *rd_str(struct kr__cursor *in)
 {
     uint32_t n = (uint32_t)kr__cursor_get(in, 4);
     const unsigned char *p = kr__cursor_take(in, n);
-    return p ? strndup((const char *)p, n) : NULL;
+    if (!p) return NULL; /* (damaged: the cursor says so) */
+    char *str = strndup((const char *)p, n);
+    if (!str) kr__fatal_oom("a snapshot's header", (size_t)n + 1); /* (not damage) */
+    return str;
 }
 
 static void snap_free(struct kr__snapshot *s)
@@ -569,8 +574,10 @@ static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct k
     s->model_name = rd_str(in);
     s->model_hash = kr__cursor_get(in, 8);
     s->nparams = (uint32_t)kr__cursor_get(in, 4);
-    if (in->why || s->nparams > 4096 || !(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
+    if (in->why || s->nparams > 4096)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
+    if (!(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
+        kr__fatal_oom("a snapshot's parameters", (s->nparams + 1u) * sizeof *s->params);
     for (uint32_t i = 0; i < s->nparams; i++) {
         s->params[i].key = rd_str(in);
         s->params[i].val = rd_str(in);

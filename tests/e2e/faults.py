@@ -40,11 +40,11 @@ def env_for(fault):
     return e
 
 
-def run_with(fault, engine, where):
+def run_with(fault, engine, where, model=MODEL):
     """One run writing stdout, --stats and snapshots into `where`; (status, out, err)."""
     shutil.rmtree(where, ignore_errors=True)
     os.makedirs(where)
-    args = [kairos, "run", *MODEL, *engine, "--progress", "off",
+    args = [kairos, "run", *model, *engine, "--progress", "off",
             "--stats", os.path.join(where, "st.json"),
             "--snapshot", os.path.join(where, "snap"), "--snapshot-every", "2"]
     with open(os.path.join(where, "out"), "wb") as out:
@@ -56,8 +56,8 @@ def run_with(fault, engine, where):
     return p.returncode, open(os.path.join(where, "out"), "rb").read(), p.stderr
 
 
-def counts(engine):
-    st, out, err = run_with("count", engine, os.path.join(tmp, "count"))
+def counts(engine, model=MODEL):
+    st, out, err = run_with("count", engine, os.path.join(tmp, "count"), model)
     m = re.search(r"krfault: (\d+) allocations, (\d+) writes", err)
     if st != 0 or not m:
         fail(f"counting run {' '.join(engine)}: exit {st}\n{err[-1500:]}")
@@ -157,7 +157,103 @@ def case_threads():
          f"error")
 
 
+def resume_with(fault, snap, base, where):
+    """kairos resume of snap into a copy of the output file base; (status, out, err)."""
+    shutil.rmtree(where, ignore_errors=True)
+    os.makedirs(where)
+    path = os.path.join(where, "out")
+    shutil.copyfile(base, path)
+    with open(path, "ab") as out:
+        try:
+            p = subprocess.run([kairos, "resume", snap, "--progress", "off", "--stats",
+                                os.path.join(where, "st.json")], stdout=out,
+                               stderr=subprocess.PIPE, text=True, env=env_for(fault),
+                               timeout=120)
+        except subprocess.TimeoutExpired:
+            fail(f"KR_FAULT={fault} resume: no end within 120 s")
+    return p.returncode, open(path, "rb").read(), p.stderr
+
+
+def judge_resume(fault, snap, base, ref_out, ref_digest):
+    """A resume with a fault: the full run's digest and output, or a clear error that
+    leaves the output file a prefix of the full one - and a resume without a fault then
+    still completes it. 'absorbed', 'error' or 'sanitizer'."""
+    where = os.path.join(tmp, "resume")
+    st, out, err = resume_with(fault, snap, base, where)
+    what = f"KR_FAULT={fault} resume"
+    if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", err):
+        fail(f"{what}: the sanitizer reported:\n{err[-3000:]}")
+    if "AddressSanitizer: CHECK failed" in err:
+        return "sanitizer"
+    if st < 0:
+        fail(f"{what}: killed by signal {-st}\n{err[-1500:]}")
+    check_files(fault, where)
+    if st == 0:
+        if digest(err) != ref_digest or out != ref_out:
+            fail(f"{what}: exit 0 but digest {digest(err)} vs {ref_digest}, stdout equal: "
+                 f"{out == ref_out}\n{err[-1500:]}")
+        return "absorbed"
+    line = last_line(err)
+    if st != 1 or not line.startswith("kairos: error: ") or "internal error" in line:
+        fail(f"{what}: exit {st}, last words {line!r}\n{err[-1500:]}")
+    if not ref_out.startswith(out):
+        fail(f"{what}: the output file is no longer a prefix of the full output")
+    path = os.path.join(where, "out")
+    with open(path, "ab") as f:
+        p = subprocess.run([kairos, "resume", snap, "--progress", "off"], stdout=f,
+                           stderr=subprocess.PIPE, text=True)
+    if p.returncode or digest(p.stderr) != ref_digest or open(path, "rb").read() != ref_out:
+        fail(f"{what}: resumed again without a fault: exit {p.returncode}, digest "
+             f"{digest(p.stderr)} vs {ref_digest}")
+    return "error"
+
+
+def case_resume():
+    """kairos resume itself with its N-th allocation or write failing (its reading of the
+    snapshot, the LPs it loads, the output it appends, --stats). (The hazard model's plain
+    printing run: PCS's states hold numbers that equal sanitizer mappings' addresses, and
+    its snapshots are skipped under ASan.)"""
+    engine = ["--sync", "sequential"]
+    model = [os.path.join(build, "libhazard.so"), "--lps", "16", "--end", "10"]
+    allocs, writes, ref_out, ref_digest = counts(engine, model)
+    where = os.path.join(tmp, "count")  # (its last snapshot and output, kept)
+    snap, base = os.path.join(tmp, "snap"), os.path.join(tmp, "base")
+    shutil.rmtree(snap, ignore_errors=True)
+    shutil.copytree(os.path.join(where, "snap"), snap)
+    full = open(os.path.join(where, "out"), "rb").read()
+    p = subprocess.run([kairos, "resume", snap, "--progress", "off"], capture_output=True,
+                       text=True)
+    at = int(re.search(r"after (\d+) committed events", p.stderr).group(1)) if p.returncode \
+        == 0 else -1
+    open(base, "wb").write(full)  # (the file is cut to the snapshot's output, then appended)
+    st, _, err = resume_with("count", snap, base, os.path.join(tmp, "rcount"))
+    m = re.search(r"krfault: (\d+) allocations, (\d+) writes", err)
+    if st != 0 or not m or at < 0:
+        fail(f"counting resume: exit {st}\n{err[-1500:]}")
+    for kind, n in (("alloc", int(m.group(1))), ("write", int(m.group(2)))):
+        seen = {"absorbed": 0, "error": 0, "sanitizer": 0}
+        for k in sample(n)[::2]:
+            seen[judge_resume(f"{kind}:{k}", snap, base, ref_out, ref_digest)] += 1
+        t.ok(f"resume with its N-th {kind} failing, {sum(seen.values())} of {n} sites: "
+             f"{seen['absorbed']} absorbed, {seen['error']} clear errors leaving the output a "
+             f"prefix that a second resume completed"
+             + (f", {seen['sanitizer']} in the sanitizer's own runtime" if seen["sanitizer"]
+                else ""))
+
+
+def case_conservative():
+    engine = ["--sync", "conservative", "--threads", "2", "-P", "spans=1"]  # (durations)
+    allocs, _, ref_out, ref_digest = counts(engine)
+    runs = 12 if KIND == "asan" else 40
+    for _ in range(runs):
+        judge(f"alloc:{rnd.randint(1, allocs)}", engine, ref_out, ref_digest, resume=False)
+    t.ok(f"{runs} runs of the conservative engine on 2 threads with a random allocation "
+         f"failing: absorbed or a clear error")
+
+
 case_sequential()
 case_threads()
+case_resume()
+case_conservative()
 shutil.rmtree(tmp, ignore_errors=True)
 t.finish()
