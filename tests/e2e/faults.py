@@ -104,13 +104,12 @@ def check_resume(fault, where, ref_out, ref_digest):
     return True
 
 
-def judge(fault, engine, ref_out, ref_digest, resume):
-    """One faulty run; returns 'absorbed', 'error', 'resumed' (an error whose snapshot
-    resumed) or 'sanitizer' (the allocation that failed was the sanitizer runtime's own,
-    which stops on a CHECK: pthread_getattr_np as a thread starts)."""
-    where = os.path.join(tmp, "run")
-    st, out, err = run_with(fault, engine, where)
-    what = f"KR_FAULT={fault} {' '.join(engine)}"
+def verdict(what, fault, where, run, ref_out, ref_digest):
+    """How one faulty run (status, stdout, stderr) ended: 'absorbed' (the full digest and
+    output), 'error' (exit 1, a clear last line, stdout a prefix of the full one) or
+    'sanitizer' (the allocation that failed was the sanitizer runtime's own, which stops on
+    a CHECK: pthread_getattr_np as a thread starts); anything else fails the test."""
+    st, out, err = run
     if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", err):
         fail(f"{what}: the sanitizer reported:\n{err[-3000:]}")
     if "AddressSanitizer: CHECK failed" in err:
@@ -128,9 +127,17 @@ def judge(fault, engine, ref_out, ref_digest, resume):
         fail(f"{what}: exit {st}, last words {line!r}\n{err[-1500:]}")
     if not ref_out.startswith(out):
         fail(f"{what}: the output written before the error is not a prefix of the full one")
-    if resume and check_resume(fault, where, ref_out, ref_digest):
-        return "resumed"
     return "error"
+
+
+def judge(fault, engine, ref_out, ref_digest, resume):
+    """One faulty run: verdict()'s, or 'resumed' (an error whose snapshot resumed)."""
+    where = os.path.join(tmp, "run")
+    run = run_with(fault, engine, where)
+    v = verdict(f"KR_FAULT={fault} {' '.join(engine)}", fault, where, run, ref_out, ref_digest)
+    if v == "error" and resume and check_resume(fault, where, ref_out, ref_digest):
+        return "resumed"
+    return v
 
 
 def case_sequential():
@@ -175,29 +182,13 @@ def resume_with(fault, snap, base, where):
 
 
 def judge_resume(fault, snap, base, ref_out, ref_digest):
-    """A resume with a fault: the full run's digest and output, or a clear error that
-    leaves the output file a prefix of the full one - and a resume without a fault then
-    still completes it. 'absorbed', 'error' or 'sanitizer'."""
+    """A resume with a fault: verdict()'s - and after an error, a resume without a fault
+    still completes the output file it left."""
     where = os.path.join(tmp, "resume")
-    st, out, err = resume_with(fault, snap, base, where)
     what = f"KR_FAULT={fault} resume"
-    if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", err):
-        fail(f"{what}: the sanitizer reported:\n{err[-3000:]}")
-    if "AddressSanitizer: CHECK failed" in err:
-        return "sanitizer"
-    if st < 0:
-        fail(f"{what}: killed by signal {-st}\n{err[-1500:]}")
-    check_files(fault, where)
-    if st == 0:
-        if digest(err) != ref_digest or out != ref_out:
-            fail(f"{what}: exit 0 but digest {digest(err)} vs {ref_digest}, stdout equal: "
-                 f"{out == ref_out}\n{err[-1500:]}")
-        return "absorbed"
-    line = last_line(err)
-    if st != 1 or not line.startswith("kairos: error: ") or "internal error" in line:
-        fail(f"{what}: exit {st}, last words {line!r}\n{err[-1500:]}")
-    if not ref_out.startswith(out):
-        fail(f"{what}: the output file is no longer a prefix of the full output")
+    v = verdict(what, fault, where, resume_with(fault, snap, base, where), ref_out, ref_digest)
+    if v != "error":
+        return v
     path = os.path.join(where, "out")
     with open(path, "ab") as f:
         p = subprocess.run([kairos, "resume", snap, "--progress", "off"], stdout=f,
