@@ -224,6 +224,9 @@ struct tw_thread {
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
     bool alone;               /* the only thread: no event can arrive below its LPs' time */
     bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
+    bool queries;             /* g->queries, on this thread's own line (read per event) */
+    bool in_safe;             /* running a safe event: its sends are never cancelled */
+    bool plain;               /* none of bundles, queries, lazy cancellation, ranks */
     size_t mem_share;         /* --memory-max: its share for events and checkpoints, or 0 */
     struct kr__ev **sendback; /* ...pending events whose senders it asks to roll back */
     size_t nsendback, capsendback;
