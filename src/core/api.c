@@ -261,8 +261,7 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
     e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
-    e->k.tie = kr__ctx.run->tie_of == KR_TIE_DEST ? (uint32_t)dest /* (msg/event.h) */
-               : kr__ctx.run->tie_of == KR_TIE_TYPE ? type : 0;
+    e->k.tie = ((uint32_t)dest & kr__ctx.run->tie_dest) | (type & kr__ctx.run->tie_type);
     e->k.src = kr__ctx.id;
     e->k.seq = seq;
     e->dest = dest;

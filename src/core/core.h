@@ -71,7 +71,10 @@ struct kr__run {
     bool lookahead_declared;          /* kr_set_lookahead was called */
     bool bundles;                     /* KR_MODEL_BUNDLES: an LP's events of one (ts, gen)
                                        * run as one call of the handler (bundle.h) */
-    uint8_t tie_of;                   /* what the key's `tie` holds: KR_TIE_* */
+    /* What the key's `tie` holds (msg/event.h): the destination (KR_MODEL_BUNDLES), the
+     * type (KR_MODEL_TYPE_ORDER) or 0 - (dest & tie_dest) | (type & tie_type), each mask 0
+     * or all ones (no branch per send). */
+    uint32_t tie_dest, tie_type;
     /* results */
     double wall_seconds;
     kr_time final_gvt;
@@ -98,10 +101,6 @@ struct kr__run {
     uint64_t snaps, snap_bytes, snap_ns; /* snapshots written, their bytes, time */
     kr_time snap_time;                /* the last one's virtual time */
 };
-
-/* The key's `tie` (msg/event.h): 0, the destination (KR_MODEL_BUNDLES) or the type
- * (KR_MODEL_TYPE_ORDER). */
-enum { KR_TIE_NONE, KR_TIE_DEST, KR_TIE_TYPE };
 
 /* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
 static inline struct kr__lp *kr__lp_at(const struct kr__run *r, kr_lp id)

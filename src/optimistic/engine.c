@@ -706,8 +706,10 @@ static inline void tw_prefetch_next(const struct tw_thread *th)
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
 {
     struct kr__ev *e;
+    /* (a safe event may always run, tw_may_run says - unless queries hold it back) */
     for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
-                         e->k.ts < end && e->st == KR_EV_PENDING && tw_may_run(th, e); k++) {
+                         e->k.ts < end && e->st == KR_EV_PENDING &&
+                         (!th->queries || tw_may_run(th, e)); k++) {
         kr__lp_prefetch_state(th->r, e->dest);
         kr__heap_pop(&th->heap);
         tw_prefetch_next(th);
