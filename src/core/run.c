@@ -5,7 +5,9 @@
 #include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "core/core.h"
 #include "core/digest.h"
 #include "core/error.h"
@@ -188,6 +190,21 @@ static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct
     return KR_OK;
 }
 
+/* --snapshot under mpirun with rank 0's output not a file of its own (mpirun passes it on:
+ * a pty or a pipe): what mpirun has not written when the job dies is lost, and the file
+ * it wrote falls short of what the snapshot counted (docs/cluster.md). */
+static void warn_output_passed_on(const struct kr__run *r)
+{
+    struct stat st;
+    if (!r->cfg->snap_dir || r->nranks < 2 || kr__net.rank != 0 ||
+        (!fstat(STDOUT_FILENO, &st) && S_ISREG(st.st_mode)))
+        return;
+    fprintf(stderr, "kairos: warning: --snapshot under mpirun, and rank 0's output goes through "
+            "mpirun: if the job dies, output mpirun has not written yet is lost and 'kairos "
+            "resume' cannot continue that file; let rank 0 write it itself: mpirun ... sh -c "
+            "'exec kairos run ... >> FILE' (docs/cluster.md)\n");
+}
+
 int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {
     memset(r, 0, sizeof *r);
@@ -222,6 +239,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     kr__watch_thread_start(r);
     r->out_hash = KR_OUT_HASH0;
     if (cfg->resume_dir && kr__snapshot_open(r, err)) return err->status;
+    warn_output_passed_on(r);
     return setup_state(r, err);
 }
 

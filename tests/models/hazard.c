@@ -21,6 +21,7 @@
  *   case 14 a write 40 bytes past the end of a 1024-byte kr_malloc block (alone in its
  *           area), once, in LP 5's first event at virtual time >= `at`
  *   case 15 a payload struct whose padding is never set (initialised member by member)
+ *   case 16 kr_error in LP 1's first event at virtual time >= `at`
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
-       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD };
+       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT };
 
 struct padded {                     /* case 15: 4 bytes of padding after `tag` */
     uint32_t tag;
@@ -119,6 +120,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         s->overran = true;
         memset(s->block, 0xAB, 1024 + 40); /* an off-by-some length */
     }
+    if (c == ERROR_AT && now >= at && me == 1) kr_error("LP 1 gave up at %.3f", now);
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
     if (c == FOREIGN_THREAD && now >= at) {
