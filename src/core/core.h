@@ -37,6 +37,7 @@ struct kr__config {
     double end;
     uint64_t seed;
     const char *stats_path;
+    const char *lp_stats_path;  /* --lp-stats: a CSV row per LP (core/report.c) */
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     size_t memory_max;          /* --memory-max: 0, or the budget of kr__memory_in_use */
@@ -52,6 +53,14 @@ struct kr__config {
     double snap_seconds;        /* ...and/or each this many seconds of wall time */
     const char *resume_dir;     /* kairos resume: the snapshot this run starts from... */
     char *owned;                /* ...whose model path and parameter values live here */
+};
+
+/* --lp-stats: what an engine counts of one LP beyond its record (the optimistic engine's
+ * rollbacks, counted where they happen - off the per-event path) and the thread that
+ * owned it at the end (-1: none, the conservative engine hands events to any). */
+struct kr__lpstat {
+    uint64_t rollbacks, rolled_back;
+    int32_t thread;
 };
 
 struct kr__run {
@@ -99,6 +108,7 @@ struct kr__run {
     uint64_t out_bytes, out_hash;     /* committed output written so far, and its hash */
     struct kr__snapshot *resume;      /* kairos resume: LPs start from it (snapshot.c) */
     uint64_t snaps, snap_bytes, snap_ns; /* snapshots written, their bytes, time */
+    struct kr__lpstat *lpstat;        /* --lp-stats: this rank's LPs (id - lo), else NULL */
     kr_time snap_time;                /* the last one's virtual time */
 };
 

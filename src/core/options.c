@@ -238,6 +238,10 @@ static const struct opt table[] = {
       .help = "a snapshot each S seconds of wall time (default 0: none)" },
     { "--stats", "FILE", K_STRING, F(stats_path), NULL,
       .help = "write run statistics as JSON (schema: docs/stats-schema.md)" },
+    { "--lp-stats", "FILE", K_STRING, F(lp_stats_path), NULL,
+      .help = "write a CSV row per LP: committed and processed events,\n"
+              "rollbacks, events undone, state bytes, rank and thread\n"
+              "(docs/stats-schema.md)" },
     { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,
       .values = progress_values, .names_shown = 3,
       .help = "live progress line: auto (on a terminal), on, off" },

@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "stats/statesave.h"
 #include "core/options.h"
+#include "net/net.h"
+#include "state/image.h"
 
 /* --snapshot and kairos resume. */
 static void snapshot_lines(const struct kr__run *r, FILE *f, const struct kr__totals *t)
@@ -311,5 +313,83 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     json_series(f, r);
     json_threads(f, r);
     fputs("}\n", f);
+    return stats_close(f, path, tmp, err);
+}
+
+/* ---- --lp-stats ---- */
+
+#define LP_ROWS_PIECE (4u << 20)
+
+/* This rank's rows into b, from LP *id on, until a piece is full; false once all are in. */
+static bool lp_rows(const struct kr__run *r, kr_lp *id, struct kr__bytes *b)
+{
+    char row[256];
+    for (; *id < r->hi && b->n < LP_ROWS_PIECE; (*id)++) {
+        const struct kr__lp *lp = kr__lp_at(r, *id);
+        const struct kr__lpstat *s = &r->lpstat[*id - r->lo];
+        char thread[16] = "";
+        if (s->thread >= 0) snprintf(thread, sizeof thread, "%d", (int)s->thread);
+        int n = snprintf(row, sizeof row, "%llu,%d,%s,%llu,%llu,%llu,%llu,%zu\n",
+                         (unsigned long long)*id, kr__net.rank, thread,
+                         (unsigned long long)lp->committed,
+                         (unsigned long long)(lp->committed + s->rolled_back),
+                         (unsigned long long)s->rollbacks, (unsigned long long)s->rolled_back,
+                         lp->arena.used);
+        kr__bytes_put(b, row, (size_t)n);
+    }
+    if (b->oom) kr__fatal_oom("--lp-stats rows", LP_ROWS_PIECE);
+    return *id < r->hi;
+}
+
+/* Ranks but 0: the rows to rank 0 in pieces, then an empty one. */
+static void lp_rows_send(const struct kr__run *r)
+{
+    struct kr__bytes b = { 0 };
+    kr_lp id = r->lo;
+    for (bool more = true; more;) {
+        b.n = 0;
+        more = lp_rows(r, &id, &b);
+        if (b.n && kr__net.ops->send_bytes(b.p, b.n, 0)) kr__die("MPI failed sending --lp-stats");
+    }
+    if (kr__net.ops->send_bytes("", 0, 0)) kr__die("MPI failed sending --lp-stats");
+    kr__bytes_free(&b);
+}
+
+/* Rank 0: rank k's rows into f (NULL: taken in and dropped). */
+static void lp_rows_take(FILE *f, int k)
+{
+    for (;;) {
+        void *buf = NULL;
+        size_t n = 0;
+        if (kr__net.ops->recv_bytes(&buf, &n, k)) kr__die("MPI failed taking in --lp-stats");
+        if (f && n) fwrite(buf, 1, n, f);
+        free(buf);
+        if (!n) return;
+    }
+}
+
+int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__error *err)
+{
+    if (kr__net.rank) {
+        lp_rows_send(r);
+        return KR_OK;
+    }
+    char tmp[4096];
+    FILE *f = path ? stats_open(path, tmp, sizeof tmp) : NULL;
+    int e = errno;
+    if (f) fputs("lp,rank,thread,committed,processed,rollbacks,rolled_back,state_bytes\n", f);
+    struct kr__bytes b = { 0 };
+    kr_lp id = r->lo;
+    for (bool more = true; more;) {
+        b.n = 0;
+        more = lp_rows(r, &id, &b);
+        if (f) fwrite(b.p, 1, b.n, f);
+    }
+    kr__bytes_free(&b);
+    for (int k = 1; k < kr__net.size; k++) lp_rows_take(f, k);
+    if (!path) return KR_OK;
+    if (!f)
+        return kr__fail(err, KR_ERR_RESOURCE, "cannot write --lp-stats to '%s': %s", path,
+                        strerror(e));
     return stats_close(f, path, tmp, err);
 }

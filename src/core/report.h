@@ -9,6 +9,9 @@
 void kr__report_summary(const struct kr__run *r, FILE *f);
 /* KR_ERR_RESOURCE in err if the file cannot be written. */
 int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err);
+/* --lp-stats FILE: a CSV row per LP (docs/stats-schema.md), written by rank 0 with every
+ * rank's rows (collective under mpirun: path NULL takes them in and writes nothing). */
+int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__error *err);
 
 /* JSON pieces (also for the option table's "config"): a string, quoted and escaped; a
  * number, or null when it is not finite. */

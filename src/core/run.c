@@ -190,6 +190,17 @@ static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct
     return KR_OK;
 }
 
+static int lp_stats_setup(struct kr__run *r, struct kr__error *err)
+{
+    size_t n = r->hi - r->lo;
+    r->lpstat = malloc((n + 1) * sizeof *r->lpstat);
+    if (!r->lpstat)
+        return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating %zu bytes for "
+                        "--lp-stats", (n + 1) * sizeof *r->lpstat);
+    for (size_t i = 0; i < n; i++) r->lpstat[i] = (struct kr__lpstat){ 0, 0, -1 };
+    return KR_OK;
+}
+
 /* --snapshot under mpirun with rank 0's output not a file of its own (mpirun passes it on:
  * a pty or a pipe): what mpirun has not written when the job dies is lost, and the file
  * it wrote falls short of what the snapshot counted (docs/cluster.md). */
@@ -233,6 +244,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
                         "table; reduce --lps or run on a machine with more memory",
                         (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
+    if (cfg->lp_stats_path && lp_stats_setup(r, err)) return err->status;
     kr__fault_install();
     kr__interrupt_install();
     kr__run_current = r;
@@ -256,6 +268,7 @@ void kr__run_free(struct kr__run *r)
     if (r->pools) kr__pools_free(r->pools, r->nthreads);
     free(r->series);
     free(r->rank_stats);
+    free(r->lpstat);
     free(r->counters);
     free(r->lp_mem);
     kr__snapshot_close(r);
@@ -288,6 +301,10 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     if (!kr__thread_start(&t, run_engine, &r, cfg->stack_kb, "the engine thread", err))
         pthread_join(t, NULL);
     kr__watch_thread_stop();
+    /* (across ranks every rank sends its rows, whatever happened; a failed run writes none) */
+    struct kr__error lerr = { 0 };
+    if (cfg->lp_stats_path)
+        kr__report_lp_stats(&r, !err->status && !r.rc ? cfg->lp_stats_path : NULL, &lerr);
     if (!err->status && !r.rc) {
         r.peak_rss = kr__peak_rss_bytes();
         if (kr__net.rank == 0) { /* (across ranks: rank 0 has them all, ranks.c) */
@@ -298,6 +315,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
             kr__report_summary(&r, stderr);
             if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
         }
+        if (lerr.status && !err->status) *err = lerr;
         *interrupted = r.interrupted;
     } else if (!err->status) {
         *err = r.fail; /* (the engine's, or finish's) */

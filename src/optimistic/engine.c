@@ -1369,6 +1369,8 @@ static int tw_run(struct kr__run *r)
         tw_rank_stats(r, g);
     }
     tw_print_committed(g, g->err == NULL);
+    for (kr_lp id = g->lo; r->lpstat && id < g->lo + g->nlocal; id++) /* (--lp-stats) */
+        r->lpstat[id - r->lo].thread = g->owner[tw_lidx(g, id)];
     st = tw_failure(r, g);
     tw_global_end(r, g);
     return st;

@@ -234,6 +234,17 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
 
 /* Undo every processed event of lp with key >= k, then rebuild the state just before k.
  * A preempted event of lp (always later than k: see tw_deliver) is abandoned first. */
+static void count_rollback(struct tw_thread *th, const struct tw_lp *tl, uint64_t undone)
+{
+    th->cnt->rollbacks++;
+    th->cnt->rolled_back += undone;
+    if (__builtin_expect(th->r->lpstat != NULL, 0)) { /* --lp-stats */
+        struct kr__lpstat *s = &th->r->lpstat[tl->id - th->r->lo];
+        s->rollbacks++;
+        s->rolled_back += undone;
+    }
+}
+
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel)
 {
     struct tw_lp *tl = tw_lp_of(lp);
@@ -248,10 +259,7 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
     }
     if (!undone && !abandoned) return;
     tw_set_lvt(th, lp);
-    if (undone) {
-        th->cnt->rollbacks++;
-        th->cnt->rolled_back += undone;
-    }
+    if (undone) count_rollback(th, tl, undone);
     kr__lp_out_drop_from(lp, k);
     struct kr__ev *c = tl->tail;
     while (c && !c->ckpt) c = c->prev;

@@ -291,6 +291,7 @@ static int seq_run(struct kr__run *r)
     kr__ctx.ops = &seq_ops;
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &s;
+    for (kr_lp id = 0; r->lpstat && id < r->n; id++) r->lpstat[id].thread = 0; /* (one) */
     memset(&s.watch, 0, sizeof s.watch);
     kr__watch_bind(&s.watch);
     struct seq_body b = { .r = r, .s = &s };

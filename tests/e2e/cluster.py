@@ -227,6 +227,24 @@ def stats_across_ranks():
              f"safe; PHOLD with a lookahead across 2 ranks should run some safely\n{p.stderr}")
     t.ok("--stats of 2 ranks: every rank's events in the totals, a row per rank, what one "
          "sent the other took in, safe events across ranks")
+    # --lp-stats: rank 0 writes every rank's rows, in LP order; their sums are the run's.
+    csv_path = os.path.join(build, "cluster-lp.csv")
+    p = mpirun(2, "run", os.path.join(build, "libchaos.so"), "--lps", "32", "--end", "30",
+               "--threads", "2", "--stats", path, "--lp-stats", csv_path)
+    with open(path) as f:
+        st = json.load(f)
+    import csv
+    rows = list(csv.DictReader(open(csv_path)))
+    want = {"committed": st["committed_events"], "rollbacks": st["rollbacks"],
+            "rolled_back": st["rolled_back_events"]}
+    got = {k: sum(int(r[k]) for r in rows) for k in want}
+    if p.returncode != 0 or [int(r["lp"]) for r in rows] != list(range(32)) or got != want or \
+            [r["rank"] for r in rows] != ["0"] * 16 + ["1"] * 16 or \
+            {r["thread"] for r in rows} != {"0", "1"}:
+        fail(f"--lp-stats of 2 ranks x 2 threads: want 32 rows in LP order, ranks by block, "
+             f"sums {want}; got {got}\n{p.stderr}")
+    t.ok("--lp-stats of 2 ranks: rank 0 writes every rank's rows in LP order, their sums the "
+         "run's")
 
 
 def errors_across_ranks():

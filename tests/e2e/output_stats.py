@@ -28,6 +28,52 @@ t.ok("kairos run phold --help lists parameters")
 required = ["engine", "threads", "lps", "end_time", "seed", "committed_events", "processed_events",
             "rollbacks", "antimessages", "wall_seconds", "peak_rss_bytes", "run_digest", "config",
             "machine", "threads_detail"]
+def lp_stats_rows(path, lps):
+    import csv
+    rows = list(csv.DictReader(open(path)))
+    cols = ["lp", "rank", "thread", "committed", "processed", "rollbacks", "rolled_back",
+            "state_bytes"]
+    if not rows or list(rows[0].keys()) != cols:
+        fail(f"--lp-stats {path}: want the columns {cols}")
+    if [int(r["lp"]) for r in rows] != list(range(lps)):
+        fail(f"--lp-stats {path}: want one row per LP, in LP order")
+    for r in rows:
+        if int(r["processed"]) != int(r["committed"]) + int(r["rolled_back"]) or \
+                int(r["state_bytes"]) <= 0:
+            fail(f"--lp-stats {path}: an inconsistent row {r}")
+    return rows
+
+
+def lp_stats(d):
+    """--lp-stats: a row per LP whose sums are the summary's counts, on every engine."""
+    chaos = os.path.join(build, "libchaos.so")
+    path = os.path.join(d, "lp.csv")
+    for engine, threads in ((["--sync", "sequential"], {"0"}),
+                            (["--threads", "2"], {"0", "1"}),
+                            (["--sync", "conservative", "--threads", "2", "-P", "span=0.05"],
+                             {""})):
+        rc, out, err = run(kairos, "run", chaos, "--lps", "32", "--end", "30", *engine,
+                           "--lp-stats", path)
+        st = err.stats
+        rows = lp_stats_rows(path, 32)
+        sums = {k: sum(int(r[k]) for r in rows) for k in ("committed", "rollbacks",
+                                                          "rolled_back")}
+        if sums != {"committed": st["committed_events"], "rollbacks": st["rollbacks"],
+                    "rolled_back": st["rolled_back_events"]}:
+            fail(f"--lp-stats {' '.join(engine)}: sums {sums} against the run's "
+                 f"{st['committed_events']}, {st['rollbacks']}, {st['rolled_back_events']}")
+        if {r["thread"] for r in rows} != threads or {r["rank"] for r in rows} != {"0"}:
+            fail(f"--lp-stats {' '.join(engine)}: threads {set(r['thread'] for r in rows)}")
+    t.ok("--lp-stats: a row per LP, its sums the run's committed events, rollbacks and "
+         "events undone (sequential, optimistic 2 threads, conservative)")
+    rc, _, err = run(kairos, "run", "phold", "--end", "5", "--lp-stats", "/nonexistent/d/x.csv",
+                     check=False)
+    if rc != 2 or "--lp-stats /nonexistent/d/x.csv: cannot create it" not in err:
+        fail(f"unwritable --lp-stats path must fail clearly, before the run:\n{err}")
+    t.ok("unwritable --lp-stats path is a clear error before the run")
+
+
+
 with tempfile.TemporaryDirectory() as d:
     for eng in (["--sync", "sequential"], ["--threads", "2"]):
         path = os.path.join(d, "s.json")
@@ -76,4 +122,7 @@ with tempfile.TemporaryDirectory() as d:
     if not model.endswith("chaos-caf\u00e9.so"):
         fail(f"--stats names the model {model!r}")
     t.ok("--stats stays UTF-8 JSON when a path or value is not UTF-8")
+    lp_stats(d)
+
+
 t.finish()

@@ -114,6 +114,7 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
     if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
     if (check_output_path("--stats", c->stats_path, err)) return err->status;
+    if (check_output_path("--lp-stats", c->lp_stats_path, err)) return err->status;
     if (isinf(c->end)) {
         const struct kr_model *m = kr__model_load(c->model, err);
         if (!m) return err->status;
