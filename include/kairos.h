@@ -103,20 +103,27 @@ struct kr_model {
 /* An outside model compiled as a shared object defines this; `kairos run ./model.so`. */
 const struct kr_model *kr_model_entry(void);
 
-/* Set the root of the calling LP's state (must point into its kr_malloc memory, or NULL). */
+/* Set the root of the calling LP's state (must point into its kr_malloc memory, or NULL).
+ * Where: init, an event, finish. Cost: a lookup of the block in the LP's arena. */
 void kr_set_state(void *state);
-/* Number of LPs in the run. */
+/* Number of LPs in the run. Where: any callback. Cost: a load. */
 kr_lp kr_lp_count(void);
-/* Virtual time of the event being processed (-inf in init, +inf in finish). */
+/* Virtual time of the event being processed (-inf in init, +inf in finish).
+ * Where: any callback. Cost: a load. */
 kr_time kr_now(void);
 /* The run's settings, the same on every engine: its end time (--end; +inf for inf) and its
- * seed (--seed), e.g. to size a table or name an output. */
+ * seed (--seed), e.g. to size a table or name an output. Where: any callback. Cost: a
+ * load. */
 kr_time kr_end_time(void);
 uint64_t kr_seed(void);
 
 /* Send an event to `dest` at virtual time `t` >= kr_now(). The payload (at most
  * KR_PAYLOAD_MAX bytes) is copied. Events at the same timestamp are processed in a
- * deterministic order derived from the sender, never from timing. */
+ * deterministic order derived from the sender, never from timing.
+ * Where: init, an event (not done(), a query handler or finish). Cost: the payload copied
+ * into a pooled event and a heap insert; optimistic: the event also joins its parent's list
+ * for cancellation (not when the parent is safe), and to another thread it goes through
+ * that thread's channel, to another rank into a message of ~4 KiB. */
 void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size_t size);
 
 /* Ask LP `dest` a question about its state at the caller's time, side-effect free (TWOS
@@ -126,12 +133,17 @@ void kr_schedule(kr_lp dest, kr_time t, unsigned type, const void *payload, size
  * virtual time. Question and answer are at most KR_PAYLOAD_MAX bytes; returns the answer's
  * size (at most `cap`). In an event handler, a query handler (nested queries; a cycle back
  * to the asker is allowed, an endless one is an error) and finish (the final states; finish
- * runs in LP order, so LPs before the caller have had theirs). Not in init or done(). */
+ * runs in LP order, so LPs before the caller have had theirs). Not in init or done().
+ * Where: an event, a query handler, finish. Cost: sequential engine, a call of the handler;
+ * optimistic engine, the asking event runs when it is the run's least event (it may be
+ * undone once and run again; the answer may roll the destination back); the conservative
+ * engine and runs across MPI ranks refuse such models at the start. */
 size_t kr_query(kr_lp dest, const void *question, size_t size, void *answer, size_t cap);
 
 /* In an event handler: the events it was called for (1 without KR_MODEL_BUNDLES), and the
  * type, payload (valid during the call) and size of member k < kr_bundle_count(); member 0
- * is the event passed to the handler. Any out pointer may be NULL. */
+ * is the event passed to the handler. Any out pointer may be NULL.
+ * Where: an event. Cost: a load. */
 unsigned kr_bundle_count(void);
 void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *size);
 
@@ -140,7 +152,7 @@ void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *siz
  * runs events whose intervals overlap in parallel, and so requires that an event schedules
  * nothing that starts before its own end (t + duration). kr_schedule gives an event the
  * run's lookahead as its duration. The other engines check the arguments and otherwise
- * ignore the duration. */
+ * ignore the duration. Where and cost: as kr_schedule. */
 void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
                       const void *payload, size_t size);
 
@@ -148,16 +160,20 @@ void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
  * kr_now() (a run-time alternative to struct kr_model.lookahead, e.g. read from a parameter).
  * The run's lookahead is the smallest value declared (with the model's, if not 0). Declaring
  * 0 says sends may be immediate: under --sync conservative events then last 0 and run one
- * at a time (struct kr_model.lookahead 0 means "unknown", which that engine refuses). */
+ * at a time (struct kr_model.lookahead 0 means "unknown", which that engine refuses).
+ * Where: init only. Cost: none after init. */
 void kr_set_lookahead(kr_time lookahead);
 
-/* Per-LP pseudo-random numbers, rolled back with the LP. */
+/* Per-LP pseudo-random numbers, rolled back with the LP. Where: init, an event, finish.
+ * Cost: a few arithmetic operations on the LP's stream (kr_expo adds a log). */
 double kr_random(void);          /* uniform in [0, 1) */
 uint64_t kr_random_u64(void);    /* uniform 64-bit */
 double kr_expo(double mean);     /* exponential with the given mean */
 
 /* Memory of the calling LP's arena (checkpointed and restored by the engine). Fresh memory
- * is zero-filled so that runs are reproducible byte for byte. */
+ * is zero-filled so that runs are reproducible byte for byte. Where: init, an event,
+ * finish. Cost: a size-class allocation in the LP's arena; what the engine pays later is
+ * the state's size at each checkpoint (--state full) or its written pages or chunks. */
 void *kr_malloc(size_t size);
 void *kr_calloc(size_t n, size_t size);
 void *kr_realloc(void *ptr, size_t size);
@@ -165,25 +181,31 @@ void kr_free(void *ptr);
 
 /* Write marking, for --state chunk (elsewhere these cost a test and do nothing extra):
  * kr_touch declares that [p, p + n) of the LP's state is written by this event (before or
- * after the write, within the event); the others write and mark in one call. */
+ * after the write, within the event); the others write and mark in one call.
+ * Where: init, an event. Cost: --state chunk, the chunks' dirty bits set; else a test. */
 void kr_touch(void *p, size_t n);
 #define KR_WRITE(lvalue, value) (kr_touch(&(lvalue), sizeof(lvalue)), (lvalue) = (value))
 void *kr_memcpy(void *dst, const void *src, size_t n);
 void *kr_memmove(void *dst, const void *src, size_t n);
 void *kr_memset(void *dst, int c, size_t n);
-/* A copy of s in the LP's state (kr_malloc memory). */
+/* A copy of s in the LP's state (kr_malloc memory). Where and cost: as kr_malloc. */
 char *kr_strdup(const char *s);
 
 /* Committed output: printed to stdout only when the calling event commits, in virtual-time
- * order across all LPs. Returns the number of characters formatted. */
+ * order across all LPs. Returns the number of characters formatted. Where: init, an event,
+ * finish. Cost: the formatting, and on the parallel engines a copy of the text kept with
+ * the event's key until it commits (across ranks, sent to rank 0). */
 int kr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Stop the run with a model error: the message gets the model, LP, virtual time and event
  * type prefixed; the exit status is 1. In a speculative event it takes effect only if that
- * event commits (a rolled-back wrong path cannot fail the run). */
+ * event commits (a rolled-back wrong path cannot fail the run). Where: any callback.
+ * Cost: the event's end (a longjmp out of the handler). */
 void kr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Model parameters from `-P name=value` (or the table default, else `fallback`). */
+/* Model parameters from `-P name=value` (or the table default, else `fallback`).
+ * Where: any callback. Cost: a search of the parameter table by name (parsed once before
+ * the run): read them in init and keep what an event needs in the state. */
 int64_t kr_param_int(const char *name, int64_t fallback);
 double kr_param_double(const char *name, double fallback);
 
