@@ -20,7 +20,7 @@ import sys
 LAYERS = [
     # leaves: errors, growable arrays, hashing, time, per-type timing, each engine's options
     ("src/core/error.*", 0), ("src/core/grow.*", 0), ("src/core/digest.h", 0),
-    ("src/core/clock.h", 0), ("src/core/typetime.h", 0), ("src/optimistic/options.h", 0),
+    ("src/core/clock.h", 0), ("src/core/typetime.h", 0), ("src/core/sanitize.h", 0), ("src/optimistic/options.h", 0),
     ("src/conservative/options.h", 0),
     # events and pools, the future-event set, LP memory and checkpoints, event stacks; the
     # per-thread counters and the committed-output buffers (what the run and LPs hold)

@@ -9,6 +9,7 @@
  * The handler runs on an alternate stack (a model's stack overflow must be reportable) and
  * with SA_NODEFER, because deferred errors leave it by longjmp to the engine. */
 #define _GNU_SOURCE /* REG_RSP, dladdr1 */
+#include "core/sanitize.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -103,7 +104,7 @@ static __thread sigjmp_buf scan_jmp;
 
 static void overrun_check(void)
 {
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     return; /* (ThreadSanitizer cannot follow a siglongjmp out of a nested handler) */
 #endif
     if (scanning) return;

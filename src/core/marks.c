@@ -7,6 +7,7 @@
  * Every store of the model then calls __asan_storeN_noabort(address), which marks the
  * chunk when the address is in the running LP's state (stack and other stores cost a range
  * test). In other modes every call is a test and a return. */
+#include "core/sanitize.h"
 #include <string.h>
 #include "core/core.h"
 
@@ -55,14 +56,8 @@ char *kr_strdup(const char *s)
 }
 
 /* Store callbacks of the instrumented build. Not in sanitizer builds of Kairos itself,
- * where the AddressSanitizer runtime defines these names (GCC says so with
- * __SANITIZE_ADDRESS__, Clang - the fuzzing build - with __has_feature). */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KR_ASAN_RUNTIME 1
-#endif
-#endif
-#if !defined(__SANITIZE_ADDRESS__) && !defined(KR_ASAN_RUNTIME)
+ * where the AddressSanitizer runtime defines these names (core/sanitize.h). */
+#if !defined(KR_ASAN)
 static inline void store(const void *p, size_t n)
 {
     struct kr__arena *a = chunk_arena();

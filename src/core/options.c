@@ -1,6 +1,7 @@
 /* options.c - the table of 'kairos run' options (options.h) and what is made from it. */
 #include "core/options.h"
 #include "core/report.h"
+#include "core/sanitize.h"
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -90,7 +91,7 @@ static void tick_given(struct kr__config *c)
 }
 
 /* ThreadSanitizer builds cannot run time-sharing (tw_validate). */
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
 #define PREEMPT_DEFAULT "off"
 #else
 #define PREEMPT_DEFAULT "adaptive"

@@ -1,6 +1,7 @@
 /* engine.c - the optimistic engine's worker loop: take in messages, take part in GVT, run
  * the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
 #define _GNU_SOURCE
+#include "core/sanitize.h"
 #include <fcntl.h>
 #include <math.h>
 #include <sched.h>
@@ -1452,7 +1453,7 @@ static unsigned tw_default_threads(unsigned ncpu)
  * ThreadSanitizer build (AddressSanitizer builds run it). */
 static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 {
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     if (cfg->tw.preempt != KR_PREEMPT_OFF)
         return kr__fail(err, KR_ERR_USAGE, "--preempt %s is not available in a ThreadSanitizer "
                         "build (it defers signals); use --preempt off, or a normal build",

@@ -8,6 +8,7 @@
  * interrupted CPU state in the signal frame (see ult.h). A new ULT starts from a boot frame
  * laid out exactly as kr__ult_swap leaves a stack, returning into kr__ult_boot. */
 #define _GNU_SOURCE
+#include "core/sanitize.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,11 +19,11 @@
 #include "core/grow.h"
 #include "core/error.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -71,12 +72,12 @@ __asm__(".pushsection .text\n"
 
 #define GUARD_BYTES KR_STACK_GUARD /* large frames (arrays on the stack) skip a small guard */
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
 static __thread const void *plat_bottom;
 static __thread size_t plat_size;
 static __thread void *plat_fake;
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
 static __thread void *plat_fiber;
 #endif
 
@@ -88,7 +89,7 @@ struct ult_full {
 static void ult_start(struct ult_full *f) __attribute__((noreturn, used));
 static void ult_start(struct ult_full *f)
 {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     __sanitizer_finish_switch_fiber(NULL, &plat_bottom, &plat_size);
 #endif
     f->u.fresh = false;
@@ -116,7 +117,7 @@ static void boot_frame(struct ult_full *f)
     sp[7] = (uint64_t)(uintptr_t)kr__ult_boot;
     f->u.sp = sp;
     f->u.fresh = true;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     /* an abandoned event leaves poisoned frames (redzones) behind */
     __asan_unpoison_memory_region(f->u.lo, (size_t)(f->u.hi - f->u.lo));
     f->u.asan_fake = NULL;
@@ -132,7 +133,7 @@ void kr__ult_pool_init(struct kr__ult_pool *p, size_t stack_bytes, size_t max,
     p->max = max;
     p->entry = entry;
     p->arg = arg;
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     plat_fiber = __tsan_get_current_fiber();
 #endif
 }
@@ -156,7 +157,7 @@ static struct kr__ult *make(struct kr__ult_pool *p)
     f->pool = p;
     f->u.lo = base + GUARD_BYTES;
     f->u.hi = base + total;
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     f->u.tsan_fiber = __tsan_create_fiber(0);
 #endif
     boot_frame(f);
@@ -189,10 +190,10 @@ void kr__ult_pool_destroy(struct kr__ult_pool *p)
 {
     for (size_t i = 0; i < p->nall; i++) {
         struct kr__ult *u = p->all[i];
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
         __asan_unpoison_memory_region(u->lo, (size_t)(u->hi - u->lo));
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
         __tsan_destroy_fiber(u->tsan_fiber);
 #endif
         munmap(u->lo - GUARD_BYTES, GUARD_BYTES + (size_t)(u->hi - u->lo));
@@ -208,14 +209,14 @@ void kr__ult_run(struct kr__ult *u)
     s->cur = u;
     u->status = KR_ULT_RUNNING;
     s->switches++;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     __sanitizer_start_switch_fiber(&plat_fake, u->lo, (size_t)(u->hi - u->lo));
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     __tsan_switch_to_fiber(u->tsan_fiber, 0);
 #endif
     kr__ult_swap(&s->plat_sp, u->sp);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     __sanitizer_finish_switch_fiber(plat_fake, NULL, NULL);
 #endif
     s->cur = NULL;
@@ -228,14 +229,14 @@ void kr__ult_yield(int status, int reason)
     u->status = (uint8_t)status;
     u->reason = (uint8_t)reason;
     s->switches++;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     __sanitizer_start_switch_fiber(&u->asan_fake, plat_bottom, plat_size);
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     __tsan_switch_to_fiber(plat_fiber, 0);
 #endif
     kr__ult_swap(&u->sp, s->plat_sp);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     __sanitizer_finish_switch_fiber(u->asan_fake, &plat_bottom, &plat_size);
 #endif
     u->status = KR_ULT_RUNNING;

@@ -19,6 +19,7 @@
 #ifndef KR_ULT_ULT_H
 #define KR_ULT_ULT_H
 
+#include "core/sanitize.h"
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -51,10 +52,10 @@ struct kr__ult {
     uint64_t paused0;          /* engine: the run's paused time when its event started */
     uint64_t over_at;          /* engine: when it was first seen over the timeout, or 0 */
     uint64_t calls;            /* engine: model calls (platform returns) of its event */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(KR_ASAN)
     void *asan_fake;
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(KR_TSAN)
     void *tsan_fiber;
 #endif
 };
