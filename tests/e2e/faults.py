@@ -150,18 +150,22 @@ def case_sequential():
         t.ok(f"the N-th {kind} failing, {sum(seen.values())} of {n} sites: {seen['absorbed']} "
              f"absorbed (the full digest and output), {seen['error'] + seen['resumed']} clear "
              f"errors ({seen['resumed']} left a snapshot that resumed to the full run)"
-             + (f", {seen['sanitizer']} in the sanitizer's own runtime" if seen["sanitizer"]
-                else ""))
+             + in_runtime(seen))
 
 
-def case_threads():
-    engine = ["--threads", "2"]
+def random_allocations(engine, what):
+    """Runs of a parallel engine (whose failing site varies from run to run) with a random
+    allocation failing: absorbed or a clear error."""
     allocs, _, ref_out, ref_digest = counts(engine)
     runs = 12 if KIND == "asan" else 40
     for _ in range(runs):
         judge(f"alloc:{rnd.randint(1, allocs)}", engine, ref_out, ref_digest, resume=False)
-    t.ok(f"{runs} runs on 2 threads with a random allocation failing: absorbed or a clear "
-         f"error")
+    t.ok(f"{runs} runs {what} with a random allocation failing: absorbed or a clear error")
+
+
+def in_runtime(seen):
+    """The tally's note on failures that hit the sanitizer's own allocations."""
+    return f", {seen['sanitizer']} in the sanitizer's own runtime" if seen["sanitizer"] else ""
 
 
 def resume_with(fault, snap, base, where):
@@ -227,24 +231,13 @@ def case_resume():
             seen[judge_resume(f"{kind}:{k}", snap, base, ref_out, ref_digest)] += 1
         t.ok(f"resume with its N-th {kind} failing, {sum(seen.values())} of {n} sites: "
              f"{seen['absorbed']} absorbed, {seen['error']} clear errors leaving the output a "
-             f"prefix that a second resume completed"
-             + (f", {seen['sanitizer']} in the sanitizer's own runtime" if seen["sanitizer"]
-                else ""))
-
-
-def case_conservative():
-    engine = ["--sync", "conservative", "--threads", "2", "-P", "spans=1"]  # (durations)
-    allocs, _, ref_out, ref_digest = counts(engine)
-    runs = 12 if KIND == "asan" else 40
-    for _ in range(runs):
-        judge(f"alloc:{rnd.randint(1, allocs)}", engine, ref_out, ref_digest, resume=False)
-    t.ok(f"{runs} runs of the conservative engine on 2 threads with a random allocation "
-         f"failing: absorbed or a clear error")
+             f"prefix that a second resume completed" + in_runtime(seen))
 
 
 case_sequential()
-case_threads()
+random_allocations(["--threads", "2"], "on 2 threads")
 case_resume()
-case_conservative()
+random_allocations(["--sync", "conservative", "--threads", "2", "-P", "spans=1"],
+                   "of the conservative engine on 2 threads")  # (spans: durations)
 shutil.rmtree(tmp, ignore_errors=True)
 t.finish()
