@@ -484,10 +484,14 @@ def killed_and_chained():
     the uninterrupted digest and stdout. (PHOLD prints nothing: the chaos model's lines.)"""
     import signal
     import time
-    chaos = os.path.join(build, "libchaos.so")
+    # (long enough that the run is far from its end when killed, and that the resumed run
+    # reaches several snapshots of its own: a run that ended first would test nothing)
+    args = [os.path.join(build, "libchaos.so"), "--lps", "64"]
+    end = 2000
     if kind in ("asan", "tsan"):
-        chaos = os.path.join(build, "libring.so")
-    args = [chaos, "--lps", "64", "--end", "400"]
+        args = [os.path.join(build, "libring.so"), "--lps", "64", "-P", "laps=1000000"]
+        end = 4000
+    args += ["--end", str(end)]
     _, out, err = run(kairos, "run", *args, "--sync", "sequential")
     ref_path = os.path.join(build, "cluster-k.ref")
     with open(ref_path, "w") as f:
@@ -500,7 +504,7 @@ def killed_and_chained():
     # (rank 0 writes the file itself, as docs/cluster.md says to: through mpirun, output
     # not yet passed on when mpirun dies too would be lost)
     run_line = " ".join(args) + f" --threads 1 --progress off --snapshot {snap} " \
-                                "--snapshot-every 4"
+                                f"--snapshot-every {end / 100}"
     cmd = ["mpirun", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
            "btl_vader_single_copy_mechanism", "none", "-np", "2", "sh", "-c",
            f'exec "$KAIROS" run {run_line} >> {part}']
@@ -510,7 +514,9 @@ def killed_and_chained():
     while not os.path.exists(os.path.join(snap, "snapshot")) and p.poll() is None and \
             time.monotonic() < deadline:
         time.sleep(0.005)
-    time.sleep(0.05)
+    time.sleep(0.02)
+    if p.poll() is not None:
+        fail(f"2 ranks to be killed after a snapshot: the run ended first (exit {p.returncode})")
     # (the ranks die, as on a machine that fails: mpirun itself cannot pass SIGKILL on)
     ranks = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
     for pid in ranks.stdout.split():
@@ -522,7 +528,8 @@ def killed_and_chained():
     if not os.path.exists(os.path.join(snap, "snapshot")):
         fail("2 ranks killed after a snapshot: none was written")
     q = resume_into(snap, ref_path, "killed on 2 ranks", (2, f"--threads 2 --snapshot {snap2} "
-                                                          "--snapshot-every 50"), base=part)
+                                                          f"--snapshot-every {end / 10}"),
+                    base=part)
     if digest(q) != digest(err) or not re.search(r"snapshots: +([1-9]\d*) written", q):
         fail(f"killed on 2 ranks, resumed on 2x2 writing snapshots: digest {digest(q)}, "
              f"uninterrupted {digest(err)}\n{q}")
