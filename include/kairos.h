@@ -47,7 +47,7 @@ struct kr_param {
 /* The layout of this header's structures. A model built against another layout is refused
  * when it is loaded (rebuild it) rather than misread. Every file that includes this header
  * defines the same weak symbol, so each model carries the version it was built with. */
-#define KR_ABI_VERSION 3
+#define KR_ABI_VERSION 4
 #ifdef __cplusplus
 extern
 #endif
@@ -82,6 +82,17 @@ struct kr_model {
      * (Added in KR_ABI_VERSION 3; a model built against version 2 has none.) */
     size_t (*query)(kr_lp me, kr_time now, const void *question, size_t size,
                     const void *state, void *answer, size_t cap);
+    /* Optional commit hook: called once for each record an event handed to kr_commit, when
+     * that event commits, in the run's commit order - the events' key order over all LPs,
+     * threads and ranks - one call at a time, on every engine alike. `me` and `now` are the
+     * event's LP and time; `record` is a copy of what it passed. `ledger` is the model's own
+     * `ledger_size` bytes, zeroed at the start and kept in snapshots: the one place a hook
+     * may write (totals, per-day counts; no pointers). It may kr_printf (printed after the
+     * event's own output) and kr_error; it cannot see or change LP states, schedule or draw
+     * random numbers. Per-LP statistics and run-wide summaries without sending messages to
+     * one LP. (Added in KR_ABI_VERSION 4; a model built against 2 or 3 has none.) */
+    void (*commit)(void *ledger, kr_lp me, kr_time now, const void *record, size_t size);
+    size_t ledger_size;
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/
@@ -196,6 +207,13 @@ char *kr_strdup(const char *s);
  * finish. Cost: the formatting, and on the parallel engines a copy of the text kept with
  * the event's key until it commits (across ranks, sent to rank 0). */
 int kr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Hand `record` (copied; at most KR_PAYLOAD_MAX bytes) to the model's commit hook, which
+ * gets it when the calling event commits - never if the event is rolled back. A model
+ * without a hook gets an error. Where: an event (not init, done(), a query handler, finish
+ * or the hook itself). Cost: a copy kept with the event's key until it commits, like
+ * kr_printf's text (across ranks, sent to rank 0), and the hook's call there. */
+void kr_commit(const void *record, size_t size);
 
 /* Stop the run with a model error: the message gets the model, LP, virtual time and event
  * type prefixed; the exit status is 1. In a speculative event it takes effect only if that

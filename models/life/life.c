@@ -3,8 +3,11 @@
  * every LP computes generation g of its block from generation g - 1 and the edges its eight
  * neighbouring blocks sent it for time g, which arrive as one same-time bundle
  * (KR_MODEL_BUNDLES); then it sends its new edges for time g + 1 and, every `print`
- * generations, its live count to LP 0, which prints the population. Edges travel one time
- * unit, so the model declares lookahead 1 and runs on every engine.
+ * generations, its live count to LP 0, which prints the population - or, with -P hook=1,
+ * hands the count to the commit hook (kr_commit), which sums each generation in its ledger
+ * and prints it once every block's count is in: the same lines, and no LP that every
+ * other one sends to. Edges travel one time unit, so the model declares lookahead 1 and
+ * runs on every engine.
  *
  *   kairos run life -P width=256 -P height=256 -P block=8 --lps 1024   (the defaults)
  *
@@ -34,6 +37,15 @@ struct report {
     uint64_t gen, alive;
 };
 
+/* -P hook=1: the commit hook's sums. A generation's counts come from the events at its
+ * time (generation 0's with generation 1's), so a few slots are enough. */
+#define SLOTS 4
+struct ledger {
+    struct {
+        uint64_t gen, alive, n;
+    } slot[SLOTS];
+};
+
 static const struct kr_param life_params[] = {
     { "width", KR_PARAM_INT, "256", "cells across the torus (a multiple of block)", 1, 1e9 },
     { "height", KR_PARAM_INT, "256", "cells down the torus (a multiple of block)", 1, 1e9 },
@@ -44,6 +56,8 @@ static const struct kr_param life_params[] = {
       "(0: never)", 0, 1e12 },
     { "dump", KR_PARAM_INT, "0", "1: every LP prints its cells at the start and the end (tests)",
       0, 1 },
+    { "hook", KR_PARAM_INT, "0", "1: the commit hook sums the population (kr_commit), not LP 0 "
+      "(messages)", 0, 1 },
     { 0 },
 };
 
@@ -79,8 +93,29 @@ static void send_out(struct block *k, kr_time now)
     int64_t every = kr_param_int("print", 1);
     if (every > 0 && k->gen % (uint64_t)every == 0) {
         struct report r = { k->gen, k->alive };
-        kr_schedule(0, now + 1, REPORT, &r, sizeof r);
+        if (!kr_param_int("hook", 0)) kr_schedule(0, now + 1, REPORT, &r, sizeof r);
+        else if (k->gen) kr_commit(&r, sizeof r); /* (generation 0's: life_event) */
     }
+}
+
+/* -P hook=1: the count of a generation from each block; printed with the last. */
+static void life_commit(void *book, kr_lp me, kr_time now, const void *record, size_t size)
+{
+    struct ledger *l = book;
+    struct report r;
+    (void)me, (void)now;
+    if (size != sizeof r) kr_error("a record of %zu bytes, want %zu", size, sizeof r);
+    memcpy(&r, record, sizeof r);
+    unsigned i = (unsigned)(r.gen % SLOTS);
+    if (l->slot[i].n && l->slot[i].gen != r.gen)
+        kr_error("counts of generations %llu and %llu mixed", (unsigned long long)r.gen,
+                 (unsigned long long)l->slot[i].gen);
+    l->slot[i].gen = r.gen;
+    l->slot[i].alive += r.alive;
+    if (++l->slot[i].n < kr_lp_count()) return;
+    kr_printf("generation %llu: %llu alive\n", (unsigned long long)r.gen,
+              (unsigned long long)l->slot[i].alive);
+    l->slot[i].n = l->slot[i].alive = 0;
 }
 
 /* -P dump=1: the block's cells, a row of 0/1 a line. */
@@ -196,6 +231,10 @@ static void life_event(kr_lp me, kr_time now, unsigned type, const void *payload
     if (nrep) tally(k, gen, alive, nrep);
     if (!edges) return; /* (the last reports) */
     if (edges != 8) kr_error("%u edges at time %g, want 8", edges, now);
+    if (k->gen == 0 && kr_param_int("hook", 0) && kr_param_int("print", 1) > 0) {
+        struct report r = { 0, k->alive }; /* (init cannot kr_commit: it has no event) */
+        kr_commit(&r, sizeof r);
+    }
     step(k);
     send_out(k, now);
 }
@@ -206,7 +245,8 @@ static bool life_done(kr_lp me, const void *state)
     const struct block *k = state;
     uint64_t g = (uint64_t)kr_param_int("generations", 100);
     int64_t every = kr_param_int("print", 1);
-    return k->gen >= g && (me || every <= 0 || k->tallied > g / (uint64_t)every);
+    return k->gen >= g &&
+           (me || every <= 0 || kr_param_int("hook", 0) || k->tallied > g / (uint64_t)every);
 }
 
 static void life_finish(kr_lp me, void *state)
@@ -227,6 +267,8 @@ static const struct kr_model life_model = {
     .done = life_done,
     .finish = life_finish,
     .params = life_params,
+    .commit = life_commit,
+    .ledger_size = sizeof(struct ledger),
 };
 
 const struct kr_model *kr_builtin_life(void)

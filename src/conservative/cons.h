@@ -24,6 +24,7 @@ struct cons_job {
     struct kr__ev *out, *out_tail; /* events it sent, in send order */
     char *text;                  /* its kr_printf output */
     size_t ntext, captext;
+    struct kr__recbuf rec;       /* its kr_commit records (delivered after the text) */
     char *err;                   /* its model error, or NULL */
     bool done_after;             /* the model's done() held for its LP after it */
     unsigned refs;               /* retire queue, and a barrier event (--barriers events) */

@@ -102,6 +102,7 @@ static void jobs_free(struct cons *c)
         c->chunks = k->next;
         for (unsigned i = 0; i < JOBS_PER_CHUNK; i++) {
             free(k->jobs[i].text);
+            free(k->jobs[i].rec.b);
             kr__bundle_free(&k->jobs[i].bundle);
             free(k->jobs[i].err); /* (failed jobs are never recycled: the run ends there) */
         }
@@ -164,6 +165,7 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
     struct kr__ev *e = j->ev;
     struct kr__lp *lp = kr__lp_at(r, e->dest);
     if (j->ntext) kr__emit_direct(&(struct kr__ctx){ .run = r }, j->text, j->ntext);
+    if (j->rec.n) kr__recbuf_deliver(r, &j->rec, e->k.ts);
     kr__bundle_commit(r, lp, &j->bundle, e, e, &r->pools[0]); /* (e: below, once read) */
     if (r->model->done) {
         kr__ctx_event(lp, e, KR_MODE_EVENT); /* (where, should done() break its promise) */
@@ -279,6 +281,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     w->direct = true;
     w->job = j;
     j->ntext = 0;
+    j->rec.n = 0;
     int rr;
     do {
         kr__lp_prefetch_state(r, kr__heap_top(&c->heap)->dest);
@@ -397,6 +400,7 @@ static struct cons_job *drop_held(struct cons_job *held)
     held->out = held->out_tail = NULL;
     held->err = NULL;
     held->ntext = 0;
+    held->rec.n = 0;
     atomic_store_explicit(&held->complete, true, memory_order_release);
     return NULL;
 }
@@ -504,6 +508,7 @@ static void cons_teardown(struct cons *c)
     kr__heap_destroy(&c->heap);
     jobs_free(c);
     free(c->direct.text);
+    free(c->direct.rec.b);
     kr__bundle_free(&c->direct.bundle);
     free(c->direct.err);
     free(c->inflight);

@@ -79,6 +79,13 @@ static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
     j->ntext += len;
 }
 
+/* Records wait in the job, in the direct path too: they reach the hook as it retires. */
+static void cons_record(struct kr__ctx *x, const void *data, size_t size)
+{
+    struct cons_worker *w = x->eng;
+    kr__recbuf_add(&w->job->rec, x->id, data, size);
+}
+
 /* A model error in an event: kept in the job, reported when the job retires (so the error
  * of the earliest event in key order is the one reported, as the sequential engine does). */
 static void cons_fail(struct kr__ctx *x, const char *msg)
@@ -90,7 +97,8 @@ static void cons_fail(struct kr__ctx *x, const char *msg)
     longjmp(w->jmp, 1);
 }
 
-const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail, NULL };
+const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail, NULL,
+                                             cons_record };
 
 void cons_keep_error(struct cons_worker *w, struct cons_job *j)
 {
@@ -105,6 +113,7 @@ void cons_execute(struct cons *c, struct cons_worker *w, struct cons_job *j)
     struct kr__lp *lp = kr__lp_at(r, e->dest);
     j->out = j->out_tail = NULL;
     j->ntext = 0;
+    j->rec.n = 0;
     j->err = NULL;
     j->done_after = false;
     w->job = j;

@@ -28,6 +28,10 @@
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
 {
+    if (kr__ctx.mode == KR_MODE_COMMIT)
+        kr__model_error("%s in the commit hook: the hook reads its record, writes the ledger "
+                        "and may kr_printf; it sees no LP state and sends nothing (do this in "
+                        "the event handler that calls kr_commit)", fn);
     if (kr__in_lp()) {
         if (kr__ctx.mode == KR_MODE_DONE)
             kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
@@ -415,7 +419,7 @@ void *kr_realloc(void *ptr, size_t size)
 int kr_printf(const char *fmt, ...)
 {
     KR_API_ENTER();
-    need_lp("kr_printf");
+    if (kr__ctx.mode != KR_MODE_COMMIT) need_lp("kr_printf");
     char small[512];
     va_list ap;
     va_start(ap, fmt);
@@ -437,6 +441,28 @@ int kr_printf(const char *fmt, ...)
     if (text != small) free(text);
     KR_API_LEAVE();
     return len;
+}
+
+void kr_commit(const void *record, size_t size)
+{
+    KR_API_ENTER();
+    need_lp("kr_commit");
+    uint8_t m = kr__ctx.mode;
+    const struct kr__run *r = kr__ctx.run;
+    if (m != KR_MODE_EVENT && m != KR_MODE_COAST)
+        kr__model_error("kr_commit in %s: a record belongs to an event, and reaches the commit "
+                        "hook when that event commits; call it in the event handler (init and "
+                        "finish may kr_printf)", m == KR_MODE_INIT ? "init"
+                        : m == KR_MODE_FINISH ? "finish" : "this callback");
+    else if (!r->model->commit)
+        kr__model_error("kr_commit: model '%s' has no commit hook to take the record (set "
+                        "struct kr_model .commit)", r->model->name);
+    else if (size > KR_PAYLOAD_MAX || (size && !record))
+        kr__model_error("kr_commit(%p, %zu): a record is at most %u bytes, and not NULL if it "
+                        "has any", record, size, KR_PAYLOAD_MAX);
+    else if (m == KR_MODE_EVENT) /* (coasting re-runs an event whose records are kept) */
+        kr__ctx.ops->record(&kr__ctx, record, size);
+    KR_API_LEAVE();
 }
 
 void kr_error(const char *fmt, ...)

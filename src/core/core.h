@@ -38,6 +38,8 @@ struct kr__config {
     uint64_t seed;
     const char *stats_path;
     const char *lp_stats_path;  /* --lp-stats: a CSV row per LP (core/report.c) */
+    const char *trace_path;     /* --trace: the committed history (core/trace.c) */
+    uint64_t trace_limit;       /* --trace-limit: its first this many events */
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     size_t memory_max;          /* --memory-max: 0, or the budget of kr__memory_in_use */
@@ -110,6 +112,8 @@ struct kr__run {
     uint64_t snaps, snap_bytes, snap_ns; /* snapshots written, their bytes, time */
     struct kr__lpstat *lpstat;        /* --lp-stats: this rank's LPs (id - lo), else NULL */
     kr_time snap_time;                /* the last one's virtual time */
+    void *ledger;                     /* the model's commit ledger (ledger_size bytes; where
+                                       * hooks run: one process, or rank 0) */
 };
 
 /* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
@@ -133,7 +137,7 @@ static inline void kr__lp_prefetch_state(const struct kr__run *r, kr_lp id)
                             * rolled_back, preempted_at_calls, preempted_by_ticks */
 
 enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH,
-                KR_MODE_DONE, KR_MODE_QUERY };
+                KR_MODE_DONE, KR_MODE_QUERY, KR_MODE_COMMIT };
 
 struct kr__ctx;
 
@@ -152,6 +156,9 @@ struct kr__engine_ops {
      * kr__query_answer. NULL: dest's state in memory is the one (finish). */
     size_t (*query)(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
                     size_t cap);
+    /* kr_commit (checked) in the current event: keep the record with the event's output,
+     * for the model's commit hook once the event commits (after its text). */
+    void (*record)(struct kr__ctx *c, const void *data, size_t size);
 };
 
 struct kr__ctx {
@@ -322,6 +329,28 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
 /* The hash of committed output (kr__run.out_hash): from KR_OUT_HASH0, byte by byte. */
 #define KR_OUT_HASH0 0xcbf29ce484222325ull
 uint64_t kr__out_hash(uint64_t h, const char *p, size_t n);
+/* Commit hooks (ledger.c). The most a model's ledger may hold. */
+#define KR_LEDGER_MAX (256u << 20)
+/* Call the model's commit hook for one record of LP lp's event at now that has committed,
+ * in commit order, in a context of its own (KR_MODE_COMMIT; its kr_printf goes straight
+ * out). A kr_error there closes the output (nothing later is printed, kr__out_closed) and
+ * ends the process (kr__die) - or, with catch, returns false, the message in r->fail, for
+ * the engine to end the run (across ranks, all of them). */
+bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *data,
+                        size_t size, bool catch);
+/* Records of one event held until it commits (the sequential engine's, a conservative
+ * job's): each u32 size, u64 LP, the bytes. */
+struct kr__recbuf {
+    unsigned char *b;
+    size_t n, cap;
+};
+void kr__recbuf_add(struct kr__recbuf *b, kr_lp lp, const void *data, size_t size);
+/* Deliver (kr__commit_deliver) and forget every record held, the event's time now. */
+void kr__recbuf_deliver(struct kr__run *r, struct kr__recbuf *b, kr_time now);
+/* A record in a committed-output buffer (stats/output.h, KR_OUT_RECORD) is a u64 LP and
+ * the bytes: deliver it, its event's time now. */
+bool kr__record_deliver(struct kr__run *r, kr_time now, const char *rec, size_t len,
+                        bool catch);
 /* Where kr__emit_direct writes (NULL: stdout): a buffer while a rank other than 0 runs
  * init or finish, whose output rank 0 prints in rank order. */
 extern FILE *kr__emit_file;

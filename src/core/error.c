@@ -46,6 +46,12 @@ void kr__set_salvage(void (*fn)(void *), void *arg)
     salvage_fn = fn;
 }
 
+void kr__output_close(void)
+{
+    salvage_fn = NULL;
+    kr__out_closed = true;
+}
+
 static void write_str(const char *s)
 {
     size_t n = strlen(s);
@@ -125,6 +131,7 @@ _Noreturn void kr__internal_error(const char *fmt, ...)
 }
 
 int kr__out_errno;
+bool kr__out_closed;
 
 static _Noreturn void output_failed(int err)
 {

@@ -11,6 +11,7 @@
 #define KR_CORE_ERROR_H
 
 #include <stddef.h>
+#include <stdbool.h>
 
 #define KR_EXIT_MODEL 1
 #define KR_EXIT_USAGE 2
@@ -73,5 +74,10 @@ _Noreturn void kr__die_status(const char *prefix, const char *msg, int status);
 /* What prints the committed output not yet printed when a run dies (engines with buffered
  * commitment: the optimistic engine); NULL: stdout's buffer only. */
 void kr__set_salvage(void (*fn)(void *), void *arg);
+/* The run ends where committed output is printed now (an error in a commit hook): nothing
+ * more goes out - no salvage (its printer is the caller), and kr__emit_direct drops what
+ * comes (kr__out_closed). */
+void kr__output_close(void);
+extern bool kr__out_closed;
 
 #endif

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/snapshot.h"
+#include "core/trace.h"
 #include "core/watchdog.h"
 #include "state/mode.h"
 
@@ -44,6 +45,9 @@ void kr__ctx_where(char *buf, size_t cap)
         char ev[224];
         kr__event_where(ev, sizeof ev, c->run, c->ev);
         snprintf(buf, cap, "%s, in done() after the event", ev);
+    } else if (c->mode == KR_MODE_COMMIT) {
+        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its commit hook", model,
+                 (unsigned long long)c->id, c->now);
     } else if (c->mode == KR_MODE_QUERY) {
         snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its query handler "
                  "(asked by LP %llu)", model, (unsigned long long)c->id, c->now,
@@ -134,6 +138,7 @@ void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
     h = kr__mix(h, e->type);
     lp->digest = kr__mix_bytes(h, e->payload, e->size);
     lp->committed++;
+    if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
 }
 
 FILE *kr__emit_file;
@@ -145,7 +150,7 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
     /* (after a write failed nothing more goes out: what is written stays a prefix of the
      * committed output, without a hole; the next flush reports the first failure) */
     FILE *f = kr__emit_file ? kr__emit_file : stdout;
-    if (f == stdout && kr__out_errno) return;
+    if (f == stdout && (kr__out_errno || kr__out_closed)) return;
     if (fwrite(text, 1, len, f) < len && f == stdout) {
         kr__out_errno = errno ? errno : EIO; /* (not counted: a snapshot says what is out) */
         return;
@@ -324,6 +329,7 @@ _Noreturn void kr__model_error(const char *fmt, ...)
     va_end(ap);
     kr__ctx_where(where, sizeof where);
     snprintf(msg, sizeof msg, "%s: %s", where, what);
+    if (kr__ctx.mode == KR_MODE_COMMIT) kr__output_close(); /* (see kr__commit_deliver) */
     if (!kr__ctx.fatal) {
         if (kr__ctx.ops && kr__ctx.ops->fail) kr__ctx.ops->fail(&kr__ctx, msg);
         bail_out(msg);

@@ -52,6 +52,14 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
                  "and an event handler", from);
     else if (m->lookahead < 0 || m->lookahead != m->lookahead)
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares a negative or NaN lookahead", m->name);
+    else if (m->ledger_size && !m->commit)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes and no "
+                 "commit hook, the one place a ledger is used: set .commit, or drop the "
+                 "ledger", m->name, m->ledger_size);
+    else if (m->ledger_size > KR_LEDGER_MAX)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes; at most "
+                 "%u are allowed (it is kept in memory and in every snapshot): keep large "
+                 "tables in LP states", m->name, m->ledger_size, KR_LEDGER_MAX);
     else return m;
     return NULL;
 }
@@ -70,16 +78,18 @@ static const struct kr_model *builtin(const char *name, struct kr__error *err)
     return NULL;
 }
 
-/* A model built against KR_ABI_VERSION 2: struct kr_model ended before `query`. */
-static struct kr_model abi2_model;
-static bool abi2;
+/* A model built against an older KR_ABI_VERSION: struct kr_model ended before `query`
+ * (2) or before `commit` (3); read with its own layout, the fields after are zero. */
+static struct kr_model old_model;
+static size_t old_size; /* (0: this version's layout) */
 
 /* The loaded object's layout version (kairos.h): another one would be misread. */
 static bool same_layout(void *h, const char *name, struct kr__error *err)
 {
     const unsigned *abi = dlsym(h, "kr_abi_version");
-    abi2 = abi && *abi == 2;
-    if (abi && (*abi == KR_ABI_VERSION || abi2)) return true;
+    old_size = !abi ? 0 : *abi == 2 ? offsetof(struct kr_model, query)
+                        : *abi == 3 ? offsetof(struct kr_model, commit) : 0;
+    if (abi && (*abi == KR_ABI_VERSION || old_size)) return true;
     char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
     if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);
     kr__fail(err, KR_ERR_USAGE, "model '%s' was built against %s, and this kairos reads "
@@ -136,10 +146,10 @@ const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
     }
     const struct kr_model *m = entry ? entry() : NULL;
     kr__model_loading = NULL;
-    if (m && abi2) { /* (the same table, read with its own layout: no query handler) */
-        memcpy(&abi2_model, m, offsetof(struct kr_model, query));
-        abi2_model.query = NULL;
-        m = &abi2_model;
+    if (m && old_size) {
+        memset(&old_model, 0, sizeof old_model);
+        memcpy(&old_model, m, old_size);
+        m = &old_model;
     }
     return entry ? check(m, name, err) : NULL;
 }

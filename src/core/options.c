@@ -243,6 +243,13 @@ static const struct opt table[] = {
       .help = "write a CSV row per LP: committed and processed events,\n"
               "rollbacks, events undone, state bytes, rank and thread\n"
               "(docs/stats-schema.md)" },
+    { "--trace", "FILE", K_STRING, F(trace_path), NULL,
+      .help = "write the committed history as a trace (Chrome trace-event\n"
+              "JSON, one event a line, virtual time on its axis): the same\n"
+              "bytes on every engine and thread count; compare two with\n"
+              "'kairos trace-diff A B'" },
+    { "--trace-limit", "N", K_U64, F(trace_limit), "1000000", 1, 1e9,
+      .help = "--trace keeps the first N committed events (default 1000000)" },
     { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,
       .values = progress_values, .names_shown = 3,
       .help = "live progress line: auto (on a terminal), on, off" },

@@ -1,6 +1,7 @@
 /* report.c - see report.h. */
 #include "core/report.h"
 #include "core/snapshot.h"
+#include "core/trace.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -228,7 +229,8 @@ static FILE *stats_open(const char *path, char *tmp, size_t cap)
     return fopen(path, "w");
 }
 
-static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__error *err)
+static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__error *err,
+                       const char *what)
 {
     bool bad = ferror(f) != 0; /* (a write that failed on the way: fclose may not say) */
     int e = bad ? errno : 0;   /* (its reason, if nothing since has changed errno) */
@@ -236,8 +238,8 @@ static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__er
     if (!bad && tmp[0] && rename(tmp, path)) bad = true, e = errno;
     if (!bad) return KR_OK;
     if (tmp[0]) unlink(tmp);
-    return kr__fail(err, KR_ERR_RESOURCE, "writing statistics to '%s' failed: %s; the run's "
-                    "summary above is complete", path, strerror(e ? e : EIO));
+    return kr__fail(err, KR_ERR_RESOURCE, "writing %s to '%s' failed: %s; the run's "
+                    "summary above is complete", what, path, strerror(e ? e : EIO));
 }
 
 int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err)
@@ -313,7 +315,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     json_series(f, r);
     json_threads(f, r);
     fputs("}\n", f);
-    return stats_close(f, path, tmp, err);
+    return stats_close(f, path, tmp, err, "statistics");
 }
 
 /* ---- --lp-stats ---- */
@@ -391,5 +393,57 @@ int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__er
     if (!f)
         return kr__fail(err, KR_ERR_RESOURCE, "cannot write --lp-stats to '%s': %s", path,
                         strerror(e));
-    return stats_close(f, path, tmp, err);
+    return stats_close(f, path, tmp, err, "statistics");
+}
+
+/* ---- --trace: the committed history (core/trace.c collects it) ---- */
+
+static int trace_cmp(const void *a, const void *b)
+{
+    return kr__key_cmp(&((const struct kr__trace_rec *)a)->k,
+                       &((const struct kr__trace_rec *)b)->k);
+}
+
+/* One event a line, in key order; nothing in it depends on the engine, threads or timing,
+ * so two runs' files are equal byte for byte when their histories are (trace-diff). The
+ * axis (ts, microseconds for a viewer) is virtual time x 1e6. */
+static void trace_body(FILE *f, const struct kr__trace_rec *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct kr__trace_rec *x = &a[i];
+        fprintf(f, "%c{\"name\":\"type %u\",\"ph\":\"i\",\"s\":\"t\",\"pid\":0,\"tid\":%llu,"
+                "\"ts\":%.17g,\"args\":{\"t\":%.17g,\"gen\":%u,\"src\":%llu,\"seq\":%llu,"
+                "\"size\":%u,\"payload\":\"%016llx\"}}\n", i ? ',' : ' ', x->type,
+                (unsigned long long)x->dest, x->k.ts * 1e6, x->k.ts, x->k.gen,
+                (unsigned long long)x->k.src, (unsigned long long)x->k.seq, x->size,
+                (unsigned long long)x->payload);
+    }
+}
+
+int kr__report_trace(const struct kr__run *r, const char *path, struct kr__error *err)
+{
+    struct kr__trace_rec *a;
+    bool cut;
+    size_t n = kr__trace_take(&a, &cut);
+    qsort(a, n, sizeof *a, trace_cmp);
+    size_t limit = (size_t)r->cfg->trace_limit;
+    cut = cut || n > limit;
+    if (n > limit) n = limit;
+    char tmp[4096];
+    FILE *f = stats_open(path, tmp, sizeof tmp);
+    if (!f) {
+        free(a);
+        return kr__fail(err, KR_ERR_RESOURCE, "cannot write the trace to '%s': %s", path,
+                        strerror(errno));
+    }
+    fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"kairos\":\"committed history\","
+          "\"model\":", f);
+    kr__json_str(f, r->model->name);
+    fprintf(f, ",\"lps\":%llu,\"seed\":%llu,\"events\":%zu,\"cut_at_limit\":%s},\n"
+            "\"traceEvents\":[\n", (unsigned long long)r->n, (unsigned long long)r->cfg->seed,
+            n, cut ? "true" : "false");
+    trace_body(f, a, n);
+    fputs("]}\n", f);
+    free(a);
+    return stats_close(f, path, tmp, err, "the trace");
 }

@@ -20,6 +20,7 @@
 #include "core/report.h"
 #include "core/run.h"
 #include "core/snapshot.h"
+#include "core/trace.h"
 #include "core/place.h"
 #include "net/net.h"
 
@@ -29,7 +30,8 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
     (void)e; /* unreachable: kr_schedule refuses sends in finish before dispatching */
 }
 
-static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, NULL, NULL };
+static const struct kr__engine_ops finish_ops = { send_refused, kr__emit_direct, NULL, NULL,
+                                                  NULL };
 
 /* finish for this process's LPs, in LP order, and their words of the run digest (under
  * kr__guarded): five per LP into r->words, in order. */
@@ -192,6 +194,7 @@ static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct
 
 static int lp_stats_setup(struct kr__run *r, struct kr__error *err)
 {
+    if (!r->cfg->lp_stats_path) return KR_OK;
     size_t n = r->hi - r->lo;
     r->lpstat = malloc((n + 1) * sizeof *r->lpstat);
     if (!r->lpstat)
@@ -214,6 +217,24 @@ static void warn_output_passed_on(const struct kr__run *r)
             "mpirun: if the job dies, output mpirun has not written yet is lost and 'kairos "
             "resume' cannot continue that file; let rank 0 write it itself: mpirun ... sh -c "
             "'exec kairos run ... >> FILE' (docs/cluster.md)\n");
+}
+
+/* Commit hooks: the model's ledger, zeroed (a resumed run's comes from the snapshot). */
+static int ledger_setup(struct kr__run *r, struct kr__error *err)
+{
+    size_t n = r->model->ledger_size;
+    if (r->model->commit && !(r->ledger = calloc(1, n ? n : 1)))
+        return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating the model's %zu-byte "
+                        "ledger (struct kr_model .ledger_size)", n);
+    return KR_OK;
+}
+
+/* What a run keeps beside the engine's own: the model's ledger, --lp-stats rows, the
+ * --trace collection. */
+static int extras_setup(struct kr__run *r, struct kr__error *err)
+{
+    kr__trace_start(r->cfg->trace_path ? (size_t)r->cfg->trace_limit : 0);
+    return ledger_setup(r, err) || lp_stats_setup(r, err) ? err->status : KR_OK;
 }
 
 int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
@@ -244,12 +265,13 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
                         "table; reduce --lps or run on a machine with more memory",
                         (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
-    if (cfg->lp_stats_path && lp_stats_setup(r, err)) return err->status;
+    if (extras_setup(r, err)) return err->status;
     kr__fault_install();
     kr__interrupt_install();
     kr__run_current = r;
     kr__watch_thread_start(r);
     r->out_hash = KR_OUT_HASH0;
+    kr__out_closed = false; /* (a run in a process that ran others: tests, fuzzing) */
     if (cfg->resume_dir && kr__snapshot_open(r, err)) return err->status;
     warn_output_passed_on(r);
     return setup_state(r, err);
@@ -269,12 +291,22 @@ void kr__run_free(struct kr__run *r)
     free(r->series);
     free(r->rank_stats);
     free(r->lpstat);
+    free(r->ledger);
+    kr__trace_free();
     free(r->counters);
     free(r->lp_mem);
     kr__snapshot_close(r);
 }
 
 struct kr__run_outcome kr__run_last;
+
+/* A run that succeeded: the summary, --stats and --trace (rank 0). */
+static void report_files(struct kr__run *r, struct kr__error *err)
+{
+    kr__report_summary(r, stderr);
+    if (r->cfg->stats_path) kr__report_json(r, r->cfg->stats_path, err);
+    if (r->cfg->trace_path && !err->status) kr__report_trace(r, r->cfg->trace_path, err);
+}
 
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)
 {
@@ -312,8 +344,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
             kr__totals(r.counters, r.nthreads, &t);
             kr__run_last = (struct kr__run_outcome){ r.run_digest, r.out_bytes, r.out_hash,
                                                      kr__snapshot_committed(&r) + t.committed };
-            kr__report_summary(&r, stderr);
-            if (cfg->stats_path) kr__report_json(&r, cfg->stats_path, err);
+            report_files(&r, err);
         }
         if (lerr.status && !err->status) *err = lerr;
         *interrupted = r.interrupted;

@@ -6,7 +6,8 @@
  *   u32 parameters, each str name, str value (sorted by name); u64 LPs, u64 seed, f64 end,
  *   u64 --arena-max; f64 the snapshot's time, u64 output bytes, u64 output hash, f64 the
  *   run's lookahead, u8 whether init declared it (kr_set_lookahead: a resumed run runs no
- *   init)
+ *   init); u64 the model's ledger bytes and the ledger (commit hooks: at the snapshot's
+ *   time every record before it has reached the hook)
  *   per LP: u64 RNG, send count, history hash, committed events; u8 done_init, done_seen;
  *           u64 image length, the state image (state/image.h)
  *   u64 pending events, each: f64 ts, u32 gen, u32 tie, u64 src, u64 seq, u64 dest,
@@ -32,7 +33,7 @@
 #include "state/image.h"
 
 #define SNAP_MAGIC "KRSNAP01"
-#define SNAP_VERSION 1u
+#define SNAP_VERSION 2u
 #define SNAP_HEAD 24 /* magic, length, checksum */
 
 struct kr__snapshot {
@@ -43,6 +44,8 @@ struct kr__snapshot {
     uint64_t committed; /* events committed before it, all LPs */
     double end, at, lookahead;
     bool declared;
+    const unsigned char *ledger; /* (in buf) */
+    uint64_t ledger_size;
     struct kr__kv *params;
     uint32_t nparams;
     uint64_t lo, hi;    /* the LPs indexed (a rank's own) */
@@ -334,6 +337,9 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     put_f64(b, r->lookahead);
     uint8_t declared = r->lookahead_declared;
     kr__bytes_put(b, &declared, 1);
+    size_t ledger = r->ledger ? r->model->ledger_size : 0;
+    put_u64(b, ledger);
+    if (ledger) kr__bytes_put(b, r->ledger, ledger);
     if (!put_lps(o, r, why, cap) && !o->err) o->err = EINVAL; /* (the rest is dropped) */
     int others = l ? l->nranks : 1;
     uint64_t total = n;
@@ -357,7 +363,10 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr
     struct snap_out o = { .fd = -1 };
     /* (what the count says is written must be in the file; the other ranks' parts are
      * taken in whatever happens here) */
-    if (fflush(stdout) || kr__out_errno) {
+    if (kr__out_closed) { /* (a commit hook failed in the printing just before: the run
+                           * ends with its error, and the ledger is half-way; no file) */
+        o.err = ECANCELED;
+    } else if (fflush(stdout) || kr__out_errno) {
         snprintf(why, sizeof why, "the committed output could not be written to stdout");
         o.err = EIO;
     } else {
@@ -375,7 +384,7 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr
         r->snaps++;
         r->snap_bytes += o.written;
         r->snap_time = at;
-    } else {
+    } else if (!kr__out_closed) {
         if (!why[0]) snprintf(why, sizeof why, "%s: %s", r->cfg->snap_dir, strerror(o.err));
         snap_warn(at, why);
     }
@@ -591,6 +600,9 @@ static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct k
     s->out_hash = kr__cursor_get(in, 8);
     s->lookahead = rd_f64(in);
     s->declared = kr__cursor_get(in, 1);
+    s->ledger_size = kr__cursor_get(in, 8);
+    s->ledger = s->ledger_size <= KR_LEDGER_MAX ? kr__cursor_take(in, s->ledger_size) : NULL;
+    if (!s->ledger && s->ledger_size) kr__cursor_fail(in, "the ledger");
     if (in->why || !s->model_path || !s->model_name || !s->lps)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
     return KR_OK;
@@ -764,6 +776,13 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
                         "%s has changed since: resume with the model it was taken of",
                         s->model_name, s->model_path, s->model_path);
+    size_t ledger = r->ledger ? r->model->ledger_size : 0;
+    if (s->ledger_size != ledger)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot holds a commit ledger of %llu bytes, "
+                        "and model '%s' declares %zu (ledger_size): resume with the model it "
+                        "was taken of", (unsigned long long)s->ledger_size, r->model->name,
+                        ledger);
+    if (ledger) memcpy(r->ledger, s->ledger, ledger); /* (before index_body hands it back) */
     if (index_body(s, &in, r->lo, r->hi, err)) return err->status;
     r->out_bytes = s->out_bytes;
     r->out_hash = s->out_hash;

@@ -289,6 +289,17 @@ static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
     kr__outvec_add(kr__lp_out(c->lp), &c->ev->k, text, len);
 }
 
+/* A kr_commit record joins the event's output (a u64 LP, the bytes): rolled back, moved at
+ * commit, sent to rank 0 and printed - that is, given to the hook - in key order with it. */
+static void tw_record(struct kr__ctx *c, const void *data, size_t size)
+{
+    char rec[8 + KR_PAYLOAD_MAX];
+    uint64_t id = c->id;
+    memcpy(rec, &id, 8);
+    if (size) memcpy(rec + 8, data, size);
+    kr__outvec_add_record(kr__lp_out(c->lp), &c->ev->k, rec, 8 + size);
+}
+
 static void tw_fail(struct kr__ctx *c, const char *msg)
 {
     struct tw_thread *th = c->eng;
@@ -301,7 +312,8 @@ static void tw_fail(struct kr__ctx *c, const char *msg)
     longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
-static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query };
+static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
+                                              tw_record };
 
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
@@ -1090,9 +1102,19 @@ static void tw_init_lps(struct kr__run *r, struct tw_global *g)
 /* The calling thread prints committed output and the progress line while workers run; a
  * thread ending the run on an error prints what is committed too (tw_salvage), hence the
  * lock around the whole of it. */
-static void tw_emit_committed(void *run, const char *text, size_t len)
+static void tw_emit_committed(void *arg, const struct kr__outrec *o)
 {
-    kr__emit_direct(&(struct kr__ctx){ .run = run }, text, len); /* (counted: snapshots) */
+    struct tw_global *g = arg;
+    struct kr__run *r = g->r;
+    if (!(o->part & KR_OUT_RECORD)) {
+        kr__emit_direct(&(struct kr__ctx){ .run = r }, o->text, o->len); /* (counted) */
+        return;
+    }
+    /* (a hook's error is the run's at the record's event - the others have committed
+     * without one -, and output stops there: kr__out_closed) */
+    if (kr__out_closed || kr__record_deliver(r, o->k.ts, o->text, o->len, true)) return;
+    tw_fail_at_commit(g, r->fail.msg, &o->k);
+    r->fail = (struct kr__error){ 0 };
 }
 
 void tw_print_committed(struct tw_global *g, bool all)
@@ -1118,7 +1140,7 @@ void tw_print_committed(struct tw_global *g, bool all)
         if (kr__key_lt(&past, &upto)) upto = past;
     }
     pthread_mutex_unlock(&g->err_mu);
-    kr__outvec_emit_before(&v, &upto, tw_emit_committed, g->r);
+    kr__outvec_emit_before(&v, &upto, tw_emit_committed, g);
     /* what is not printable yet goes back to thread 0's sink, to be merged next time */
     if (v.n) {
         struct kr__outsink *s = &g->th[0].sink;

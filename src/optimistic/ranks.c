@@ -584,6 +584,24 @@ void tw_rank_link(struct tw_global *g, struct kr__snap_link *l)
  * ranks agree that every record sent has been taken in - then no message is left
  * unreceived at MPI_Finalize, and rank 0 has all the output - and on the lowest model error
  * of all ranks, if there was one. */
+/* Commit hooks run on rank 0 as it prints: with every rank's output in, it prints the rest
+ * now, and one more reduction makes an error in a hook every rank's. */
+static void end_hooks(struct tw_global *g, struct take_ctx *c)
+{
+    struct tw_net *net = &g->net;
+    if (net->rank == 0) tw_print_committed(g, g->err == NULL && isinf(net->err.ts));
+    pthread_mutex_lock(&g->err_mu);
+    struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
+    pthread_mutex_unlock(&g->err_mu);
+    net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err };
+    reduce_begin(net, "ending the run");
+    while (!reduce_test(net))
+        if (kr__xport_poll(&net->x, take, c) < 0) net_broken("ending the run");
+    pthread_mutex_lock(&net->out_mu);
+    if (kr__key_lt(&net->out.err, &net->err)) net->err = net->out.err;
+    pthread_mutex_unlock(&net->out_mu);
+}
+
 void tw_rank_end(struct kr__run *r, struct tw_global *g)
 {
     (void)r;
@@ -612,6 +630,7 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
     pthread_mutex_lock(&net->out_mu);
     if (kr__key_lt(&net->out.err, &net->err)) net->err = net->out.err;
     pthread_mutex_unlock(&net->out_mu);
+    if (g->r->model->commit) end_hooks(g, &c);
 }
 
 /* ---- the start ---- */

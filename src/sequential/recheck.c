@@ -18,6 +18,7 @@ void kr__recheck_destroy(struct kr__recheck *c)
     free(c->sent);
     free(c->sent1);
     free(c->out);
+    free(c->rec.b);
 }
 
 void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e)
@@ -40,6 +41,7 @@ void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t le
 static uint64_t printed(const struct kr__recheck *c, const struct kr__lp *lp)
 {
     uint64_t h = kr__mix(0x7AFF1C, lp->seq);
+    h = c->rec.n ? kr__mix_bytes(h, c->rec.b, c->rec.n) : kr__mix(h, 1);
     return c->nout ? kr__mix_bytes(h, c->out, c->nout) : kr__mix(h, 0);
 }
 
@@ -85,6 +87,7 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
 {
     c->nsent = 0;
     c->nout = 0;
+    c->rec.n = 0;
     kr__run_event(r, lp, e);
     const struct kr__area *ar = kr__arena_overrun(&lp->arena);
     if (ar) { /* (before anything reads the heap the write may have broken; and the process

@@ -18,6 +18,7 @@ struct kr__recheck {
     size_t nsent1, capsent1;
     char *out;                 /* output captured during one run */
     size_t nout, capout;
+    struct kr__recbuf rec;     /* its kr_commit records */
 };
 
 void kr__recheck_init(struct kr__recheck *c);

@@ -37,6 +37,7 @@ struct seq {
     uint64_t snap_wall;          /* ...or once the wall clock passes this (ns: UINT64_MAX,
                                   * none), looked at every 64 events */
     uint64_t snap_tick;
+    struct kr__recbuf rec;       /* the running event's kr_commit records */
 };
 
 static void seq_send(struct kr__ctx *c, struct kr__ev *e)
@@ -57,6 +58,15 @@ static void seq_emit(struct kr__ctx *c, const char *text, size_t len)
     else kr__emit_direct(c, text, len);
 }
 
+/* An event's records reach the commit hook once it has run (the event commits as it ends),
+ * after its text, as on every engine. */
+static void seq_record(struct kr__ctx *c, const void *data, size_t size)
+{
+    struct seq *s = c->eng;
+    kr__recbuf_add(s->check && c->mode == KR_MODE_EVENT ? &s->check->rec : &s->rec, c->id,
+                   data, size);
+}
+
 /* The checked run of one event: deliver and print what its second execution produced. */
 static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e)
 {
@@ -67,6 +77,7 @@ static void seq_run_checked(struct kr__run *r, struct seq *s, struct kr__lp *lp,
         kr__heap_push(&s->heap, c->sent[i]);
     }
     if (c->nout) kr__emit_direct(&kr__ctx, c->out, c->nout); /* (counted: snapshots) */
+    if (c->rec.n) kr__recbuf_deliver(r, &c->rec, e->k.ts);
 }
 
 /* --check --state chunk: the written-chunk bits of lp's areas, kept across a swap (which
@@ -129,7 +140,8 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
 
 /* Every event commits as it runs: output and errors take effect at once (a model error
  * is the run's: no fail hook). */
-static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL, seq_query };
+static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL, seq_query,
+                                               seq_record };
 
 /* Bundles: the rest of e's bundle, which the key put next in the set. */
 static void seq_gather(struct kr__run *r, struct seq *s, struct kr__ev *e)
@@ -190,8 +202,12 @@ static void seq_run_one(struct kr__run *r, struct seq *s, struct kr__lp *lp, str
         s->running = e->dest;
         s->pre = kr__lp_snapshot(&s->blobs, lp);
     }
-    if (s->check) seq_run_checked(r, s, lp, e);
-    else kr__run_event(r, lp, e);
+    if (s->check) {
+        seq_run_checked(r, s, lp, e);
+    } else {
+        kr__run_event(r, lp, e);
+        if (s->rec.n) kr__recbuf_deliver(r, &s->rec, e->k.ts);
+    }
     if (s->pre) {
         kr__ckpt_release(&s->blobs, s->pre);
         s->pre = NULL;
@@ -264,6 +280,7 @@ static void seq_free(struct seq *s)
     if (s->mid) kr__ckpt_release(&s->blobs, s->mid);
     if (s->pre) kr__ckpt_release(&s->blobs, s->pre);
     free(s->mid_dirty);
+    free(s->rec.b);
     kr__heap_destroy(&s->heap);
     kr__bundle_free(&s->bundle);
     kr__blobs_destroy(&s->blobs);
@@ -283,6 +300,7 @@ static int seq_run(struct kr__run *r)
     s.swapped = false;
     kr__snapshot_first(r, &s.snap_at, &s.snap_wall);
     s.snap_tick = 0;
+    s.rec = (struct kr__recbuf){ 0 };
     if (r->cfg->check) {
         kr__recheck_init(&check);
         s.check = &check;

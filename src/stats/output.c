@@ -9,19 +9,32 @@ static void reserve(struct kr__outvec *v, size_t more)
     if (v->n + more > v->cap) KR_GROW(v->r, v->cap, v->n + more, 16, "output buffer");
 }
 
-void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len)
+static void add(struct kr__outvec *v, const struct kr__key *k, uint32_t kind, const char *text,
+                size_t len)
 {
     reserve(v, 1);
     struct kr__outrec *r = &v->r[v->n];
     r->k = *k;
-    r->part = 0;
-    if (v->n && kr__key_cmp(&v->r[v->n - 1].k, k) == 0) r->part = v->r[v->n - 1].part + 1;
+    r->part = kind;
+    if (v->n && kr__key_cmp(&v->r[v->n - 1].k, k) == 0)
+        r->part = kind | ((v->r[v->n - 1].part & ~KR_OUT_RECORD) + 1);
     r->len = (uint32_t)len;
     r->text = malloc(len + 1);
     if (!r->text) kr__fatal_oom("output text", len + 1);
     memcpy(r->text, text, len);
     r->text[len] = 0;
     v->n++;
+}
+
+void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len)
+{
+    add(v, k, 0, text, len);
+}
+
+void kr__outvec_add_record(struct kr__outvec *v, const struct kr__key *k, const char *rec,
+                           size_t len)
+{
+    add(v, k, KR_OUT_RECORD, rec, len);
 }
 
 void kr__outvec_add_part(struct kr__outvec *v, const struct kr__key *k, uint32_t part,
@@ -65,13 +78,13 @@ static int rec_cmp(const void *a, const void *b)
 }
 
 void kr__outvec_emit_before(struct kr__outvec *v, const struct kr__key *h,
-                            void (*emit)(void *arg, const char *text, size_t len), void *arg)
+                            void (*emit)(void *arg, const struct kr__outrec *o), void *arg)
 {
     if (!v->n) return;
     qsort(v->r, v->n, sizeof *v->r, rec_cmp);
     size_t m = 0;
     while (m < v->n && kr__key_lt(&v->r[m].k, h)) {
-        emit(arg, v->r[m].text, v->r[m].len);
+        emit(arg, &v->r[m]);
         free(v->r[m].text);
         m++;
     }

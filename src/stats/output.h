@@ -9,9 +9,13 @@
 #include <pthread.h>
 #include "msg/event.h"
 
+/* In a record's part: not text but a kr_commit record (a u64 LP and the bytes), for the
+ * model's commit hook; it sorts after the event's text, records in the order made. */
+#define KR_OUT_RECORD 0x80000000u
+
 struct kr__outrec {
     struct kr__key k;
-    uint32_t part;        /* order within one event */
+    uint32_t part;        /* order within one event (KR_OUT_RECORD: a record) */
     uint32_t len;
     char *text;           /* malloc'd; output is rare, so this is off the event path */
 };
@@ -23,6 +27,9 @@ struct kr__outvec {
 
 /* Append text produced by the event with key k (copies the text). */
 void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *text, size_t len);
+/* Append a kr_commit record made by the event with key k (copied). */
+void kr__outvec_add_record(struct kr__outvec *v, const struct kr__key *k, const char *rec,
+                           size_t len);
 /* Append a record with its part given (output of another rank, in key order or not). */
 void kr__outvec_add_part(struct kr__outvec *v, const struct kr__key *k, uint32_t part,
                          const char *text, size_t len);
@@ -33,7 +40,7 @@ void kr__outvec_move_before(struct kr__outvec *v, const struct kr__key *h, struc
 void kr__outvec_free(struct kr__outvec *v);
 /* Sort records with key < h out of `v`, hand them to emit in order, and remove them. */
 void kr__outvec_emit_before(struct kr__outvec *v, const struct kr__key *h,
-                            void (*emit)(void *arg, const char *text, size_t len), void *arg);
+                            void (*emit)(void *arg, const struct kr__outrec *o), void *arg);
 
 /* A worker's committed output, shared with the printer thread. */
 struct kr__outsink {

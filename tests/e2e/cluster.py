@@ -118,6 +118,8 @@ def with_mpirun():
              f"--sync {sync} runs in one process", f"2 ranks, --sync {sync}")
     once(mpirun(2, "run", "phold", "--lps", "3", "--threads", "2"), 2,
          "--lps 3 is fewer than 2 ranks x 2 threads", "2 ranks x 2 threads, 3 LPs")
+    once(mpirun(2, "run", "phold", "--lps", "64", "--trace", os.path.join(build, "t.json")),
+         2, "--trace across MPI ranks is not available yet", "2 ranks, --trace")
     ring = os.path.join(build, "libring.so")
     pick = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then m=/nonexistent/libring.so; '
             f'else m={ring}; fi; exec "$KAIROS" run "$m" --lps 8 --threads 1')
@@ -163,6 +165,8 @@ def same_as_sequential():
         "islands": [islands, "--lps", "64", "--end", "300", "-P", "lookahead=0.3"],
         # (same-time bundles: members from several ranks, late ones among them)
         "bundles": [os.path.join(build, "libbundles.so"), "--lps", "64", "--end", "60"],
+        # (commit hooks: rank 0 calls them with every rank's records, in key order)
+        "ledger": [os.path.join(build, "libledger.so"), "--lps", "32", "--end", "30"],
     }
     # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)
@@ -252,7 +256,10 @@ def errors_across_ranks():
     sequential engine's message once, its exit status (and its stdout, but for a rank that
     dies: docs/cluster.md)."""
     misuse, spin = os.path.join(build, "libmisuse.so"), os.path.join(build, "libspinloop.so")
+    ledger = os.path.join(build, "libledger.so")
     cases = [("a model error on rank 1", [misuse, "-P", "case=9"], True),
+             ("an error in the commit hook (rank 0)", [ledger, "-P", "fail_at=5.1"], True),
+             ("an error in the commit hook's last call", [ledger, "-P", "fail_at=9.7"], True),
              ("a segfault on rank 1", [misuse, "-P", "case=15"], True),
              ("an endless event on rank 0 (--event-timeout)",
               [spin, "-P", "case=1", "--event-timeout", "1"], False)]

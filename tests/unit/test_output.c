@@ -1,12 +1,15 @@
 /* test_output.c - committed output: rollback drops only records at or after the key,
  * records move to the committed buffer below the horizon, and printing orders them by key
- * and by order within one event. */
+ * and by order within one event, kr_commit records after the event's text. */
 #include "check.h"
 #include "stats/output.h"
 
-static void to_file(void *f, const char *text, size_t len)
+/* (a record is written as [its bytes]) */
+static void to_file(void *f, const struct kr__outrec *o)
 {
-    fwrite(text, 1, len, f);
+    if (o->part & KR_OUT_RECORD) fputc('[', f);
+    fwrite(o->text, 1, o->len, f);
+    if (o->part & KR_OUT_RECORD) fputc(']', f);
 }
 
 static struct kr__key key(double ts, uint64_t src, uint64_t seq)
@@ -34,6 +37,10 @@ int main(void)
     struct kr__key k0 = key(1, 0, 0);
     k0.ts = 0.5;
     kr__outvec_add(&other, &k0, "z\n", 2);
+    kr__outvec_add_record(&other, &k0, "R", 1);  /* (made between two texts of one event) */
+    kr__outvec_add(&other, &k0, "y\n", 2);
+    kr__outvec_add_record(&other, &k0, "S", 1);
+    CHECK(other.r[1].part == (KR_OUT_RECORD | 1) && other.r[2].part == 2);
     kr__outvec_move_before(&other, &h, &sink);
     FILE *f = tmpfile();
     kr__outvec_emit_before(&sink, &h, to_file, f);
@@ -41,8 +48,8 @@ int main(void)
     char buf[64] = { 0 };
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
-    CHECK(n == 8);
-    CHECK(strcmp(buf, "z\na1\na2\n") == 0);
+    CHECK(n == 16);
+    CHECK(strcmp(buf, "z\ny\n[R][S]a1\na2\n") == 0);
     CHECK(sink.n == 0);
     kr__outvec_free(&lp);
     kr__outvec_free(&sink);

@@ -13,6 +13,7 @@
 #include "calibrate.h"
 #include "new.h"
 #include "cmd.h"
+#include "trace_diff.h"
 
 #ifndef KAIROS_VERSION
 #error "KAIROS_VERSION comes from CMakeLists.txt (project VERSION)"
@@ -34,6 +35,9 @@ static void usage(FILE *f)
         "                                                  and pick --tick-us for this machine\n"
         "  kairos new NAME [DIR]                           write a model project that builds\n"
         "                                                  with find_package(Kairos)\n"
+        "  kairos trace-diff A B                           the first committed event where\n"
+        "                                                  two --trace files differ (exit 1;\n"
+        "                                                  0: the same history)\n"
         "  kairos --help | --version\n"
         "  mpirun -np N kairos run MODEL [options]         the optimistic engine across N\n"
         "                                                  processes (docs/cluster.md)\n"
@@ -113,8 +117,10 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     kr__local_ranks(&lr, &ls);
     unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
     if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
-    if (check_output_path("--stats", c->stats_path, err)) return err->status;
-    if (check_output_path("--lp-stats", c->lp_stats_path, err)) return err->status;
+    if (check_output_path("--stats", c->stats_path, err) ||
+        check_output_path("--lp-stats", c->lp_stats_path, err) ||
+        check_output_path("--trace", c->trace_path, err))
+        return err->status;
     if (isinf(c->end)) {
         const struct kr_model *m = kr__model_load(c->model, err);
         if (!m) return err->status;
@@ -135,6 +141,9 @@ static int cluster_check(const struct kr__config *c, struct kr__error *err)
                         "%d: run it without mpirun (or with -np 1); across ranks only the "
                         "optimistic engine runs (--sync optimistic, the default)",
                         c->engine->name, n);
+    if (c->trace_path)
+        return kr__fail(err, KR_ERR_USAGE, "--trace across MPI ranks is not available yet: "
+                        "trace the run in one process (its committed history is the same)");
     unsigned t = c->threads;
     if (c->lps < (uint64_t)n * t)
         return kr__fail(err, KR_ERR_USAGE, "--lps %llu is fewer than %d ranks x %u threads: "
@@ -244,6 +253,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "resume")) return cmd_resume(argc, argv);
     if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "new")) return kr__new_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "trace-diff")) return kr__trace_diff_main(argc - 1, argv + 1);
     struct kr__error err;
     kr__fail(&err, KR_ERR_USAGE, "unknown command '%s'", argv[1]);
     return cmd_fail_exit(&err);

@@ -1,0 +1,74 @@
+/* ledger.c - commit hooks: the records events hand to kr_commit reach the model's hook when
+ * their event commits, in commit order, with the model's ledger (struct kr_model.commit).
+ * Engines keep records with the event's output (a record buffer here, or the committed-
+ * output buffers of stats/output.h) and deliver them where that output is printed, after
+ * the event's text: so the hook's calls, and what it prints, are in the same order on every
+ * engine, thread and rank count. */
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/core.h"
+#include "core/error.h"
+#include "core/grow.h"
+
+/* In the hook, kr_printf goes straight out: the hook runs where committed output is printed. */
+static void send_refused(struct kr__ctx *c, struct kr__ev *e)
+{
+    (void)c, (void)e;
+    kr__model_error("kr_schedule in the commit hook"); /* (api.c refuses it first) */
+}
+
+static const struct kr__engine_ops commit_ops = { send_refused, kr__emit_direct, NULL, NULL,
+                                                  NULL };
+
+bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *data,
+                        size_t size, bool catch)
+{
+    struct kr__ctx was = kr__ctx;
+    jmp_buf bail;
+    kr__ctx = (struct kr__ctx){ .run = r, .id = lp, .now = now, .mode = KR_MODE_COMMIT,
+                                .ops = &commit_ops, .pool = was.pool, .fatal = !catch,
+                                .bail = catch ? &bail : NULL };
+    if (catch && setjmp(bail)) {
+        kr__ctx = was;
+        return false;
+    }
+    r->model->commit(r->ledger, lp, now, data, size);
+    kr__ctx = was;
+    return true;
+}
+
+void kr__recbuf_add(struct kr__recbuf *b, kr_lp lp, const void *data, size_t size)
+{
+    size_t need = b->n + 4 + 8 + size;
+    if (need > b->cap) KR_GROW(b->b, b->cap, need, 256, "kr_commit records");
+    uint32_t n = (uint32_t)size;
+    uint64_t id = lp;
+    memcpy(b->b + b->n, &n, 4);
+    memcpy(b->b + b->n + 4, &id, 8);
+    if (size) memcpy(b->b + b->n + 12, data, size);
+    b->n = need;
+}
+
+void kr__recbuf_deliver(struct kr__run *r, struct kr__recbuf *b, kr_time now)
+{
+    size_t at = 0, end = b->n;
+    b->n = 0; /* (first: a hook's error ends the run inside the loop) */
+    while (at < end) {
+        uint32_t n;
+        uint64_t id;
+        memcpy(&n, b->b + at, 4);
+        memcpy(&id, b->b + at + 4, 8);
+        kr__commit_deliver(r, (kr_lp)id, now, b->b + at + 12, n, false);
+        at += 12 + (size_t)n;
+    }
+}
+
+bool kr__record_deliver(struct kr__run *r, kr_time now, const char *rec, size_t len,
+                        bool catch)
+{
+    uint64_t id;
+    if (len < 8) kr__internal_error("a kr_commit record of %zu bytes", len);
+    memcpy(&id, rec, 8);
+    return kr__commit_deliver(r, (kr_lp)id, now, rec + 8, len - 8, catch);
+}

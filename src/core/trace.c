@@ -1,0 +1,137 @@
+/* trace.c - --trace: the committed history, collected where every engine commits an event
+ * (kr__lp_commit_event). Each thread that commits keeps the `limit` least keys it has
+ * committed in a max-heap of its own (no lock, no shared line per event); at the end the
+ * threads' heaps together hold the run's `limit` least committed keys, whatever thread
+ * committed them and in whatever order (core/report.c sorts and writes them). */
+#include "core/trace.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/digest.h"
+#include "core/error.h"
+
+struct trace_buf {
+    struct kr__trace_rec *a;  /* max-heap by key */
+    size_t n, cap;
+    bool dropped;             /* full once: it committed more than it kept */
+    struct trace_buf *next;
+};
+
+bool kr__trace_on;
+static size_t limit;
+static pthread_mutex_t bufs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct trace_buf *bufs;
+static _Atomic unsigned epoch;       /* (a thread's buffer from an earlier run is not this one's) */
+static __thread struct trace_buf *mine;
+static __thread unsigned mine_epoch;
+
+void kr__trace_start(size_t max_events)
+{
+    kr__trace_free();
+    limit = max_events;
+    epoch++;
+    kr__trace_on = max_events > 0;
+}
+
+static struct trace_buf *buf_new(void)
+{
+    struct trace_buf *b = calloc(1, sizeof *b);
+    if (!b) kr__fatal_oom("the --trace buffer", sizeof *b);
+    pthread_mutex_lock(&bufs_mu);
+    b->next = bufs;
+    bufs = b;
+    pthread_mutex_unlock(&bufs_mu);
+    return b;
+}
+
+static bool above(const struct kr__trace_rec *x, const struct kr__trace_rec *y)
+{
+    return kr__key_lt(&y->k, &x->k);
+}
+
+static void sift_up(struct kr__trace_rec *a, size_t i)
+{
+    while (i && above(&a[i], &a[(i - 1) / 2])) {
+        struct kr__trace_rec t = a[i];
+        a[i] = a[(i - 1) / 2];
+        a[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static void sift_down(struct kr__trace_rec *a, size_t n)
+{
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && above(&a[l], &a[m])) m = l;
+        if (l + 1 < n && above(&a[l + 1], &a[m])) m = l + 1;
+        if (m == i) return;
+        struct kr__trace_rec t = a[i];
+        a[i] = a[m];
+        a[m] = t;
+        i = m;
+    }
+}
+
+void kr__trace_commit(const struct kr__ev *e)
+{
+    if (!mine || mine_epoch != epoch) {
+        mine = buf_new();
+        mine_epoch = epoch;
+    }
+    struct trace_buf *b = mine;
+    struct kr__trace_rec r = { e->k, e->dest, e->type, e->size,
+                               kr__mix_bytes(0x7EACE, e->payload, e->size) };
+    if (b->n == limit) { /* (full: keep it only if it is below the greatest kept) */
+        b->dropped = true;
+        if (!kr__key_lt(&r.k, &b->a[0].k)) return;
+        b->a[0] = r;
+        sift_down(b->a, b->n);
+        return;
+    }
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        if (cap > limit) cap = limit;
+        struct kr__trace_rec *a = realloc(b->a, cap * sizeof *a);
+        if (!a) kr__fatal_oom("the --trace buffer", cap * sizeof *a);
+        b->a = a;
+        b->cap = cap;
+    }
+    b->a[b->n] = r;
+    sift_up(b->a, b->n++);
+}
+
+size_t kr__trace_take(struct kr__trace_rec **out, bool *dropped)
+{
+    size_t n = 0;
+    *dropped = false;
+    pthread_mutex_lock(&bufs_mu);
+    for (struct trace_buf *b = bufs; b; b = b->next) n += b->n, *dropped |= b->dropped;
+    struct kr__trace_rec *all = malloc((n + 1) * sizeof *all);
+    if (!all) {
+        pthread_mutex_unlock(&bufs_mu);
+        kr__fatal_oom("the --trace records", (n + 1) * sizeof *all);
+    }
+    n = 0;
+    for (struct trace_buf *b = bufs; b; b = b->next) {
+        memcpy(all + n, b->a, b->n * sizeof *all);
+        n += b->n;
+    }
+    pthread_mutex_unlock(&bufs_mu);
+    *out = all;
+    return n;
+}
+
+void kr__trace_free(void)
+{
+    pthread_mutex_lock(&bufs_mu);
+    while (bufs) {
+        struct trace_buf *b = bufs;
+        bufs = b->next;
+        free(b->a);
+        free(b);
+    }
+    pthread_mutex_unlock(&bufs_mu);
+    kr__trace_on = false;
+    epoch++;
+}

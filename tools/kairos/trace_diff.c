@@ -1,0 +1,107 @@
+/* trace_diff.c - `kairos trace-diff A B`: the first committed event where two --trace files
+ * differ. Both list the committed history one event a line in key order (core/report.c),
+ * so the first line that differs is the first event the two runs did not commit alike -
+ * where to look when two engines' digests differ (a model that is not rollback-safe). */
+#include "trace_diff.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd.h"
+#include "core/error.h"
+
+struct trace_file {
+    const char *path;
+    FILE *f;
+    char *line;
+    size_t cap;
+    char *head;          /* its first line: the model, LPs, seed, event count */
+    unsigned long long n; /* events read */
+};
+
+/* The next event line, without the separator a writer puts in front (" " or ","): NULL at
+ * the end of the events. */
+static const char *next_event(struct trace_file *t)
+{
+    ssize_t len = getline(&t->line, &t->cap, t->f);
+    if (len <= 0 || (t->line[0] != ' ' && t->line[0] != ',')) return NULL;
+    if (t->line[len - 1] == '\n') t->line[len - 1] = 0;
+    t->n++;
+    return t->line + 1;
+}
+
+static int open_trace(struct trace_file *t, const char *path, struct kr__error *err)
+{
+    t->path = path;
+    if (!(t->f = fopen(path, "r")))
+        return kr__fail(err, KR_ERR_USAGE, "cannot read '%s': %s", path, strerror(errno));
+    char *second = NULL;
+    size_t cap = 0;
+    if (getline(&t->head, &cap, t->f) <= 0 || !strstr(t->head, "\"committed history\"") ||
+        getline(&second, &cap, t->f) <= 0 || strncmp(second, "\"traceEvents\":[", 15)) {
+        free(second);
+        return kr__fail(err, KR_ERR_USAGE, "'%s' is not a trace written by kairos run --trace",
+                        path);
+    }
+    free(second);
+    return KR_OK;
+}
+
+static void close_trace(struct trace_file *t)
+{
+    if (t->f) fclose(t->f);
+    free(t->line);
+    free(t->head);
+}
+
+/* (the virtual time of an event line, for the message) */
+static const char *time_of(const char *ev, char *buf, size_t cap)
+{
+    const char *p = strstr(ev, "\"args\":{\"t\":");
+    size_t n = p ? strcspn(p + 12, ",}") : 0;
+    snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), p ? p + 12 : "?");
+    return buf;
+}
+
+static int compare(struct trace_file *a, struct trace_file *b)
+{
+    if (strcmp(a->head, b->head))
+        printf("kairos: the runs differ in model, LPs, seed or event count:\n  %s  %s",
+               a->head, b->head);
+    for (;;) {
+        const char *x = next_event(a);
+        char *xs = x ? strdup(x) : NULL;
+        const char *y = next_event(b);
+        if (x && !xs) kr__fatal_oom("a trace line", strlen(x) + 1);
+        if (!x && !y) {
+            free(xs);
+            printf("kairos: the same committed history: %llu events\n", a->n);
+            return 0;
+        }
+        if (!x || !y || strcmp(xs, y)) {
+            char t[64];
+            printf("kairos: the first difference is committed event %llu (virtual time %s):\n"
+                   "  %s: %s\n  %s: %s\n", x ? a->n : b->n, time_of(x ? xs : y, t, sizeof t),
+                   a->path, x ? xs : "(no more events)", b->path, y ? y : "(no more events)");
+            free(xs);
+            return 1;
+        }
+        free(xs);
+    }
+}
+
+int kr__trace_diff_main(int argc, char **argv)
+{
+    struct kr__error err = { 0 };
+    if (argc != 3) {
+        kr__fail(&err, KR_ERR_USAGE, "usage: kairos trace-diff A B (two files written by "
+                 "kairos run --trace)");
+        return cmd_fail_exit(&err);
+    }
+    struct trace_file a = { 0 }, b = { 0 };
+    int rc = open_trace(&a, argv[1], &err) || open_trace(&b, argv[2], &err)
+                 ? cmd_fail_exit(&err) : compare(&a, &b);
+    close_trace(&a);
+    close_trace(&b);
+    return rc;
+}
