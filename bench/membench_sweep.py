@@ -18,7 +18,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from svgplot import write_svg  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from kairos_plots import line_panels, save  # noqa: E402
 from phold_std import commit, machine  # noqa: E402
 
 SIZES = [(10240, "10 KB", 2500), (102400, "100 KB", 250), (1048576, "1 MB", 25)]  # S, label, --end
@@ -105,8 +106,8 @@ def main():
         for i, m in enumerate(MODES[1:]):
             for j, F in enumerate(FULL_EVERY):
                 styles[f"{m} F={F}"] = (["#1f77b4", "#d62728", "#2ca02c", "#9467bd"][i], ["", "5,3"][j])
-        write_svg(os.path.join(args.out, f"membench_{metric}.svg"), panels, "span (% of S)", ylabel,
-                  log_y=True, styles=styles)
+        save(line_panels(panels, "span (% of S)", ylabel, log_y=True, styles=styles),
+             os.path.join(args.out, f"membench_{metric}.svg"))
     print(f"\nwrote {args.out}/membench.csv and membench_*.svg")
 
 

@@ -13,6 +13,7 @@
 #include "calibrate.h"
 #include "new.h"
 #include "cmd.h"
+#include "report.h"
 #include "trace_diff.h"
 
 #ifndef KAIROS_VERSION
@@ -38,6 +39,8 @@ static void usage(FILE *f)
         "  kairos trace-diff A B                           the first committed event where\n"
         "                                                  two --trace files differ (exit 1;\n"
         "                                                  0: the same history)\n"
+        "  kairos report RUN.json [RUN.json ...] -o F.html one HTML page of plots of the runs'\n"
+        "                                                  --stats files (Python 3, matplotlib)\n"
         "  kairos --help | --version\n"
         "  mpirun -np N kairos run MODEL [options]         the optimistic engine across N\n"
         "                                                  processes (docs/cluster.md)\n"
@@ -254,6 +257,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "calibrate")) return kr__calibrate_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "new")) return kr__new_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "trace-diff")) return kr__trace_diff_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "report")) return kr__report_main(argc - 1, argv + 1);
     struct kr__error err;
     kr__fail(&err, KR_ERR_USAGE, "unknown command '%s'", argv[1]);
     return cmd_fail_exit(&err);

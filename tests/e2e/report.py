@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""kairos report (issue 18 part 3). From the --stats files of runs on three engines it
+writes one self-contained page (nothing fetched from the network: the plots are PNG images
+in it); headless Chromium renders it and the page's own check finds every plot drawn.
+Files that are not --stats files, and a missing -o, are usage errors. Without matplotlib,
+kairos report says what to install (exit 2); without Chromium the browser check is skipped
+unless KAIROS_REQUIRE_BROWSER=1 (.ci/run installs both and sets it)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from common import run, fail, Tally
+
+kairos, build = sys.argv[1], sys.argv[2]
+t = Tally()
+tmp = os.path.join(build, "report-test")
+shutil.rmtree(tmp, ignore_errors=True)
+os.makedirs(tmp)
+required = os.environ.get("KAIROS_REQUIRE_BROWSER") == "1"
+
+
+def report(*args):
+    return subprocess.run([kairos, "report", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def have_matplotlib():
+    q = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True)
+    return q.returncode == 0
+
+
+def stats_files():
+    runs = {"opt1": ["phold", "--lps", "1024", "--end", "3000", "--threads", "1"],
+            "opt2": ["phold", "--lps", "1024", "--end", "3000", "--threads", "2"],
+            "seq": ["phold", "--lps", "1024", "--end", "3000", "--sync", "sequential"],
+            "cons": ["life", "--lps", "1024", "--end", "inf", "--sync", "conservative",
+                     "--threads", "1"]}
+    paths = []
+    for name, args in runs.items():
+        p = os.path.join(tmp, f"{name}.json")
+        run(kairos, "run", *args, "--stats", p, "--progress", "off")
+        paths.append(p)
+    return paths
+
+
+def written(paths):
+    out = os.path.join(tmp, "report.html")
+    q = report(*paths, "-o", out)
+    m = re.search(r"wrote .*: 4 run\(s\), (\d+) plots", q.stdout)
+    if q.returncode != 0 or not m:
+        fail(f"kairos report of 4 runs: exit {q.returncode}\n{q.stdout}{q.stderr}")
+    text = open(out, encoding="utf-8").read()
+    plots = len(re.findall(r'<img class="plot"[^>]*src="data:image/png;base64,', text))
+    if plots != int(m.group(1)) or plots < 10:
+        fail(f"the page holds {plots} plots, the command said {m.group(1)}")
+    if re.search(r'(src|href)="(?!data:)', text) or "http://" in text or "https://" in text:
+        fail("the page refers to something outside itself")
+    t.ok(f"kairos report of 4 runs on 3 engines: one self-contained page with {plots} plots")
+    return out, plots
+
+
+def browser(out, plots):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        if required:
+            fail("KAIROS_REQUIRE_BROWSER=1 and no chromium on this machine")
+        print("skipped: rendering the page (no chromium; .ci/run installs it)")
+        return
+    q = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--virtual-time-budget=10000", "--dump-dom",
+                        "file://" + os.path.abspath(out)],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r'data-plots="([^"]*)"', q.stdout)
+    if not m or m.group(1) != f"drawn {plots}":
+        fail(f"headless Chromium: the page's check says {m.group(1) if m else 'nothing'}, "
+             f"want 'drawn {plots}'\n{q.stderr[-2000:]}")
+    t.ok(f"headless Chromium renders the page: all {plots} plots drawn")
+
+
+def misuse(paths):
+    junk = os.path.join(tmp, "junk.json")
+    with open(junk, "w") as f:
+        f.write('{"traceEvents": []}\n')
+    for args, needle in (([paths[0]], "required"),
+                         ([os.path.join(tmp, "missing.json"), "-o", "x.html"], "cannot read"),
+                         ([junk, "-o", "x.html"], "is not a --stats file")):
+        q = report(*args)
+        if q.returncode != 2 or needle not in q.stderr:
+            fail(f"kairos report {args}: want exit 2 and '{needle}'\n{q.stderr}")
+    t.ok("kairos report without -o, of a missing file, of a file that is no --stats file: "
+         "exit 2 saying so")
+
+
+if not have_matplotlib():
+    if required:
+        fail("KAIROS_REQUIRE_BROWSER=1 and no matplotlib for this Python")
+    q = report(os.path.join(tmp, "any.json"), "-o", os.path.join(tmp, "x.html"))
+    if q.returncode != 2 or "matplotlib" not in q.stderr:
+        fail(f"kairos report without matplotlib: want exit 2 naming it\n{q.stderr}")
+    t.ok("without matplotlib, kairos report says to install it (exit 2)")
+    print("skipped: the report's plots (no matplotlib; .ci/run installs it)")
+else:
+    files = stats_files()
+    page, n = written(files)
+    browser(page, n)
+    misuse(files)
+t.finish()

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""kairos report RUN.json [RUN.json ...] -o report.html: one self-contained HTML page (no
+network: plots are PNG images inside it) from the --stats files of one or more runs - their
+configuration and digest, GVT and committed rate over wall time, rollbacks and efficiency,
+memory, per-thread and per-rank work, idle and throttling, state saving and time sharing.
+Several runs are drawn side by side (thread scaling, state modes). `kairos report` runs
+this script; the plots come from kairos_plots.py, which bench/ scripts use too."""
+import argparse
+import html
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kairos_plots import bars, line_panels, png_data_uri, pyplot  # noqa: E402
+
+MIB = 1024.0 * 1024.0
+
+
+def die(msg):
+    """A usage error, as the kairos command reports one (exit 2)."""
+    sys.stderr.write(f"kairos: error: {msg}\n")
+    sys.exit(2)
+
+
+def load(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            run = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"cannot read '{path}' as a --stats file: {e}")
+    if not isinstance(run, dict) or run.get("schema") != "kairos-stats":
+        die(f"'{path}' is not a --stats file of kairos run (no \"schema\": "
+            "\"kairos-stats\")")
+    return run
+
+
+def labels(runs, paths):
+    """A short name per run; the file's name where two would read alike."""
+    names = [f"{r['model']} {r['engine']} {r.get('threads', 1)}t" +
+             (f" x{r['ranks']}r" if r.get("ranks", 1) > 1 else "") +
+             (f" {r['config'].get('state')}" if r.get("engine") == "optimistic" else "")
+             for r in runs]
+    return [f"{n} ({os.path.basename(p)})" if names.count(n) > 1 else n
+            for n, p in zip(names, paths)]
+
+
+def series(run):
+    """The progress samples as dicts (wall_seconds, gvt, committed, ...)."""
+    s = run.get("series") or {}
+    cols = s.get("columns") or []
+    return [dict(zip(cols, row)) for row in s.get("rows") or []]
+
+
+def steps(rows, key):
+    """(wall, per-second rate of key) between samples."""
+    out = []
+    for a, b in zip(rows, rows[1:]):
+        dt = b["wall_seconds"] - a["wall_seconds"]
+        if dt > 0:
+            out.append((b["wall_seconds"], (b[key] - a[key]) / dt))
+    return out
+
+
+def time_plots(runs, names):
+    rows = {n: series(r) for n, r in zip(names, runs)}
+    rows = {n: r for n, r in rows.items() if len(r) >= 2}
+    if not rows:
+        return []
+    figs = [("GVT over wall time", line_panels(
+        [("GVT", {n: [(x["wall_seconds"], x["gvt"]) for x in r] for n, r in rows.items()})],
+        "wall time (s)", "virtual time")),
+        ("Committed events per second", line_panels(
+            [("committed rate", {n: [(t, v / 1e6) for t, v in steps(r, "committed")]
+                                 for n, r in rows.items()})],
+            "wall time (s)", "M events/s"))]
+    eff = {}
+    for n, r in rows.items():
+        pts = []
+        for a, b in zip(r, r[1:]):
+            dp = b["processed"] - a["processed"]
+            if dp > 0:
+                pts.append((b["wall_seconds"], (b["committed"] - a["committed"]) / dp))
+        eff[n] = pts
+    figs.append(("Rollbacks and efficiency", line_panels(
+        [("rollbacks per second", {n: steps(r, "rollbacks") for n, r in rows.items()}),
+         ("efficiency (committed / processed, per interval)", eff)],
+        "wall time (s)", "")))
+    figs.append(("Memory", line_panels(
+        [("resident memory", {n: [(x["wall_seconds"], x["rss_bytes"] / MIB) for x in r]
+                              for n, r in rows.items()})],
+        "wall time (s)", "MiB")))
+    return figs
+
+
+def run_plots(runs, names):
+    figs = [("Committed rate of each run", bars(
+        "committed events per second (whole run)",
+        {n: {"M events/s": r.get("committed_per_second", 0) / 1e6}
+         for n, r in zip(names, runs)}, "M events/s"))]
+    figs.append(("Work per run", bars(
+        "events", {n: {"committed": r.get("committed_events", 0),
+                       "rolled back": r.get("rolled_back_events", 0),
+                       "safe": r.get("safe_events", 0)} for n, r in zip(names, runs)},
+        "events")))
+    return figs
+
+
+def thread_plots(runs, names):
+    figs = []
+    for n, r in zip(names, runs):
+        threads = r.get("threads_detail") or []
+        if threads:
+            figs.append((f"Threads of {n}", bars(
+                f"per thread: {n}",
+                {f"thread {t['thread']}": {"committed": t.get("committed", 0),
+                                           "rolled back": t.get("rolled_back", 0),
+                                           "throttled": t.get("throttled", 0),
+                                           "idle sleeps": t.get("idle_sleeps", 0)}
+                 for t in threads}, "count")))
+        ranks = r.get("per_rank") or []
+        if ranks:
+            figs.append((f"Ranks of {n}", bars(
+                f"per rank: {n}",
+                {f"rank {k['rank']}": {"committed": k.get("committed_events", 0),
+                                       "rolled back": k.get("rolled_back_events", 0),
+                                       "to other ranks": k.get("events_to_ranks", 0)}
+                 for k in ranks}, "events")))
+    return figs
+
+
+def saving_plots(runs, names):
+    ss = {n: r["state_saving"] for n, r in zip(names, runs) if r.get("state_saving")}
+    ts = {n: r["time_sharing"] for n, r in zip(names, runs) if r.get("time_sharing")}
+    figs = []
+    if ss:
+        figs.append(("State saving", bars(
+            "mean cost", {n: {"checkpoint (ns)": s.get("mean_checkpoint_ns", 0),
+                              "restore (ns)": s.get("mean_restore_ns", 0),
+                              "event (ns)": s.get("mean_event_ns", 0)} for n, s in ss.items()},
+            "ns")))
+    if ts:
+        figs.append(("Time sharing", bars(
+            "preemptions", {n: {"at model calls": s.get("preempted_at_calls", 0),
+                                "by ticks": s.get("preempted_by_ticks", 0),
+                                "by slice": s.get("preempted_by_slice", 0),
+                                "rolled back": s.get("rolled_back", 0)} for n, s in ts.items()},
+            "count")))
+    return figs
+
+
+def cell(run, key):
+    v = run.get(key, "")
+    return "inf" if v is None and key == "end_time" else str(v)  # (JSON has no infinity)
+
+
+def table(runs, names):
+    keys = ["engine", "threads", "ranks", "lps", "end_time", "seed", "ended_by",
+            "committed_events", "processed_events", "efficiency", "committed_per_second",
+            "rollbacks", "gvt_rounds", "wall_seconds", "peak_rss_bytes", "run_digest"]
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    body = ""
+    for k in keys:
+        body += f"<tr><td>{k}</td>" + "".join(
+            f"<td>{html.escape(cell(r, k))}</td>" for r in runs) + "</tr>\n"
+    conf = ""
+    for k in sorted({k for r in runs for k in (r.get("config") or {})}):
+        conf += f"<tr><td>{k}</td>" + "".join(
+            f"<td>{html.escape(json.dumps((r.get('config') or {}).get(k, '')))}</td>"
+            for r in runs) + "</tr>\n"
+    return (f"<table><tr><th></th>{head}</tr>\n{body}</table>\n<details><summary>"
+            f"configuration (options and parameters)</summary><table><tr><th></th>{head}"
+            f"</tr>\n{conf}</table></details>")
+
+
+# (the page checks its own plots once loaded: what a browser test reads back)
+CHECK = """<script>
+window.addEventListener('load', function () {
+  var imgs = document.querySelectorAll('img.plot'), bad = 0;
+  imgs.forEach(function (i) { if (!i.complete || i.naturalWidth < 100) bad++; });
+  document.body.setAttribute('data-plots', bad ? 'missing ' + bad : 'drawn ' + imgs.length);
+});
+</script>"""
+
+
+def page(runs, names):
+    figs = (time_plots(runs, names) + run_plots(runs, names) + thread_plots(runs, names) +
+            saving_plots(runs, names))
+    parts = []
+    for title, fig in figs:
+        parts.append(f'<figure><img class="plot" alt="{html.escape(title)}" '
+                     f'src="{png_data_uri(fig)}"><figcaption>{html.escape(title)}'
+                     "</figcaption></figure>")
+    title = "Kairos report: " + ", ".join(names)
+    style = ("body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;"
+             "font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+             "figure{display:inline-block;margin:1em}img{max-width:100%}")
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
+            f"</title><style>{style}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n"
+            f"<h2>Runs</h2>\n{table(runs, names)}\n<h2>Plots</h2>\n" + "\n".join(parts) +
+            f"\n{CHECK}\n</body></html>\n"), len(figs)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="kairos report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", metavar="RUN.json", help="--stats files of kairos run")
+    ap.add_argument("-o", "--output", required=True, metavar="report.html")
+    a = ap.parse_args(argv)
+    pyplot()  # (first: without matplotlib, say so before anything else)
+    runs = [load(p) for p in a.runs]
+    text, n = page(runs, labels(runs, a.runs))
+    tmp = a.output + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, a.output)
+    except OSError as e:
+        die(f"cannot write '{a.output}': {e}")
+    print(f"kairos: wrote {a.output}: {len(runs)} run(s), {n} plots")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
