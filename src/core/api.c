@@ -28,10 +28,6 @@
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
 {
-    if (kr__ctx.mode == KR_MODE_COMMIT)
-        kr__model_error("%s in the commit hook: the hook reads its record, writes the ledger "
-                        "and may kr_printf; it sees no LP state and sends nothing (do this in "
-                        "the event handler that calls kr_commit)", fn);
     if (kr__in_lp()) {
         if (kr__ctx.mode == KR_MODE_DONE)
             kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
@@ -43,6 +39,10 @@ static int need_lp(const char *fn)
                             "answer and acts on it); do this in an event handler", fn);
         return 1;
     }
+    if (kr__ctx.mode == KR_MODE_COMMIT) /* (no LP there: the hook sees none) */
+        kr__model_error("%s in the commit hook: the hook reads its record, writes the ledger "
+                        "and may kr_printf; it sees no LP state and sends nothing (do this in "
+                        "the event handler that calls kr_commit)", fn);
     char msg[512];
     const struct kr__run *r = kr__run_current;
     snprintf(msg, sizeof msg, "model '%s': %s was called outside init, an event, done() or "

@@ -12,6 +12,7 @@
 #include "kairos.h"
 #include "core/error.h"
 #include "core/lp.h"
+#include "core/trace.h"
 #include "msg/pool.h"
 #include "stats/counters.h"
 #include "optimistic/options.h"
@@ -40,6 +41,7 @@ struct kr__config {
     const char *lp_stats_path;  /* --lp-stats: a CSV row per LP (core/report.c) */
     const char *trace_path;     /* --trace: the committed history (core/trace.c) */
     uint64_t trace_limit;       /* --trace-limit: its first this many events */
+    int trace_mode;             /* --trace-mode: 0 committed, 1 run */
     int progress;               /* -1 auto (terminal), 0 off, 1 on */
     size_t arena_max;
     size_t memory_max;          /* --memory-max: 0, or the budget of kr__memory_in_use */
@@ -356,8 +358,13 @@ bool kr__record_deliver(struct kr__run *r, kr_time now, const char *rec, size_t 
 extern FILE *kr__emit_file;
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
+void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
+    if (__builtin_expect(kr__trace_run, 0)) { /* --trace-mode run (lp.c) */
+        kr__run_event_traced(r, lp, e);
+        return;
+    }
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
 }
 

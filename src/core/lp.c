@@ -141,6 +141,14 @@ void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
     if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
 }
 
+void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    unsigned kind = kr__ctx.mode == KR_MODE_COAST ? KR_SPAN_COAST : KR_SPAN_EVENT;
+    uint64_t t0 = kr__trace_now();
+    r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
+    kr__trace_span(kind, t0, kr__trace_now() - t0, e->dest, e->k.ts, e->type);
+}
+
 FILE *kr__emit_file;
 
 /* (Committed output to stdout is counted and hashed byte by byte - FNV-1a, so that

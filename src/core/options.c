@@ -80,6 +80,7 @@ static const char *const balance_names[] = { "off", "auto", "storm", NULL };
 static const char *const cancel_names[] = { "aggressive", "lazy", NULL };
 static const char *const preempt_names[] = { "off", "return", "tick", "adaptive", NULL };
 static const char *const progress_names[] = { "auto", "on", "off", NULL };
+static const char *const trace_mode_names[] = { "committed", "run", NULL };
 static const int progress_values[] = { -1, 1, 0 };
 static const char *const handoff_names[] = { "push", "pull", NULL };
 static const char *const barrier_names[] = { "free", "events", NULL };
@@ -244,12 +245,18 @@ static const struct opt table[] = {
               "rollbacks, events undone, state bytes, rank and thread\n"
               "(docs/stats-schema.md)" },
     { "--trace", "FILE", K_STRING, F(trace_path), NULL,
-      .help = "write the committed history as a trace (Chrome trace-event\n"
-              "JSON, one event a line, virtual time on its axis): the same\n"
-              "bytes on every engine and thread count; compare two with\n"
-              "'kairos trace-diff A B'" },
+      .help = "write a trace (Chrome trace-event JSON, for Perfetto or\n"
+              "chrome://tracing) of the run: see --trace-mode" },
+    { "--trace-mode", "MODE", K_CHOICE, F(trace_mode), "committed",
+      .names = trace_mode_names,
+      .help = "committed (default): the committed history, one event a line,\n"
+              "virtual time on its axis, the same bytes on every engine and\n"
+              "thread count ('kairos trace-diff A B' compares two); run: what\n"
+              "each thread did on the wall clock - events run, rollbacks and\n"
+              "their depth, GVT rounds, checkpoints, preemptions" },
     { "--trace-limit", "N", K_U64, F(trace_limit), "1000000", 1, 1e9,
-      .help = "--trace keeps the first N committed events (default 1000000)" },
+      .help = "--trace keeps the first N committed events (run: the first N\n"
+              "records of each thread; default 1000000)" },
     { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,
       .values = progress_values, .names_shown = 3,
       .help = "live progress line: auto (on a terminal), on, off" },

@@ -420,8 +420,74 @@ static void trace_body(FILE *f, const struct kr__trace_rec *a, size_t n)
     }
 }
 
+static int span_cmp(const void *a, const void *b)
+{
+    const struct kr__span *x = a, *y = b;
+    if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static const char *const span_names[] = { "event", "coast", "rollback", "GVT", "checkpoint",
+                                          "preempted" };
+
+/* (a virtual time, JSON: a non-finite one is null) */
+static void json_vt(FILE *f, kr_time t)
+{
+    if (isfinite(t)) fprintf(f, "%.17g", t);
+    else fputs("null", f);
+}
+
+/* One span: events and checkpoints last (ph X), the others are instants on their thread's
+ * track (GVT on all of them); ts and dur in microseconds of wall time. */
+static void span_line(FILE *f, const struct kr__span *x, bool first)
+{
+    const char *name = span_names[x->kind];
+    bool lasts = x->kind == KR_SPAN_EVENT || x->kind == KR_SPAN_COAST ||
+                 x->kind == KR_SPAN_CKPT;
+    fprintf(f, "%c{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"%s\",\"pid\":0,\"tid\":%u,"
+            "\"ts\":%.3f,", first ? ' ' : ',', name, name, lasts ? "X" : "i", x->tid,
+            (double)x->t0 / 1e3);
+    if (lasts) fprintf(f, "\"dur\":%.3f,", (double)x->dur / 1e3);
+    else fprintf(f, "\"s\":\"%s\",", x->kind == KR_SPAN_GVT ? "g" : "t");
+    fputs("\"args\":{", f);
+    if (x->kind != KR_SPAN_GVT) fprintf(f, "\"lp\":%llu,", (unsigned long long)x->lp);
+    fputs(x->kind == KR_SPAN_ROLLBACK ? "\"to\":" : x->kind == KR_SPAN_GVT ? "\"gvt\":" : "\"t\":",
+          f);
+    json_vt(f, x->vt);
+    if (x->kind == KR_SPAN_ROLLBACK) fprintf(f, ",\"depth\":%u", x->arg);
+    else if (x->kind == KR_SPAN_CKPT) fprintf(f, ",\"bytes\":%u", x->arg);
+    else if (x->kind != KR_SPAN_GVT) fprintf(f, ",\"type\":%u", x->arg);
+    fputs("}}\n", f);
+}
+
+/* --trace-mode run: every thread's spans by start time, its first --trace-limit. */
+static void trace_run_body(FILE *f, const struct kr__run *r)
+{
+    struct kr__span *a;
+    uint64_t dropped;
+    size_t n = kr__trace_take_spans(&a, &dropped);
+    qsort(a, n, sizeof *a, span_cmp);
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"kairos\":\"run\",\"model\":", f);
+    kr__json_str(f, r->model->name);
+    fprintf(f, ",\"engine\":\"%s\",\"threads\":%u,\"lps\":%llu,\"records\":%zu,"
+            "\"dropped_at_limit\":%llu},\n\"traceEvents\":[\n", r->cfg->engine->name,
+            r->nthreads, (unsigned long long)r->n, n, (unsigned long long)dropped);
+    for (size_t i = 0; i < n; i++) span_line(f, &a[i], i == 0);
+    fputs("]}\n", f);
+    free(a);
+}
+
 int kr__report_trace(const struct kr__run *r, const char *path, struct kr__error *err)
 {
+    if (r->cfg->trace_mode == 1) {
+        char tmp[4096];
+        FILE *f = stats_open(path, tmp, sizeof tmp);
+        if (!f)
+            return kr__fail(err, KR_ERR_RESOURCE, "cannot write the trace to '%s': %s", path,
+                            strerror(errno));
+        trace_run_body(f, r);
+        return stats_close(f, path, tmp, err, "the trace");
+    }
     struct kr__trace_rec *a;
     bool cut;
     size_t n = kr__trace_take(&a, &cut);

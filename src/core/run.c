@@ -233,7 +233,8 @@ static int ledger_setup(struct kr__run *r, struct kr__error *err)
  * --trace collection. */
 static int extras_setup(struct kr__run *r, struct kr__error *err)
 {
-    kr__trace_start(r->cfg->trace_path ? (size_t)r->cfg->trace_limit : 0);
+    kr__trace_start(r->cfg->trace_path ? (size_t)r->cfg->trace_limit : 0,
+                    r->cfg->trace_mode == 1);
     return ledger_setup(r, err) || lp_stats_setup(r, err) ? err->status : KR_OK;
 }
 

@@ -1,5 +1,5 @@
 /* trace.c - --trace: the committed history, collected where every engine commits an event
- * (kr__lp_commit_event). Each thread that commits keeps the `limit` least keys it has
+ * (kr__lp_commit_event), or (--trace-mode run) spans of what each thread did when. Each thread that commits keeps the `limit` least keys it has
  * committed in a max-heap of its own (no lock, no shared line per event); at the end the
  * threads' heaps together hold the run's `limit` least committed keys, whatever thread
  * committed them and in whatever order (core/report.c sorts and writes them). */
@@ -7,17 +7,22 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/clock.h"
 #include "core/digest.h"
 #include "core/error.h"
 
 struct trace_buf {
     struct kr__trace_rec *a;  /* max-heap by key */
+    struct kr__span *s;       /* --trace-mode run: its spans, in the order taken */
     size_t n, cap;
-    bool dropped;             /* full once: it committed more than it kept */
+    uint64_t dropped;         /* what it did not keep (full) */
+    uint32_t tid;             /* the order threads first recorded: a viewer's track */
     struct trace_buf *next;
 };
 
-bool kr__trace_on;
+bool kr__trace_on, kr__trace_run;
+static uint64_t t_start;
+static uint32_t nbufs;
 static size_t limit;
 static pthread_mutex_t bufs_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct trace_buf *bufs;
@@ -25,12 +30,19 @@ static _Atomic unsigned epoch;       /* (a thread's buffer from an earlier run i
 static __thread struct trace_buf *mine;
 static __thread unsigned mine_epoch;
 
-void kr__trace_start(size_t max_events)
+uint64_t kr__trace_now(void)
+{
+    return kr__clock_ns() - t_start;
+}
+
+void kr__trace_start(size_t max_events, bool run)
 {
     kr__trace_free();
     limit = max_events;
     epoch++;
-    kr__trace_on = max_events > 0;
+    t_start = kr__clock_ns();
+    kr__trace_on = max_events > 0 && !run;
+    kr__trace_run = max_events > 0 && run;
 }
 
 static struct trace_buf *buf_new(void)
@@ -39,9 +51,19 @@ static struct trace_buf *buf_new(void)
     if (!b) kr__fatal_oom("the --trace buffer", sizeof *b);
     pthread_mutex_lock(&bufs_mu);
     b->next = bufs;
+    b->tid = nbufs++;
     bufs = b;
     pthread_mutex_unlock(&bufs_mu);
     return b;
+}
+
+static struct trace_buf *my_buf(void)
+{
+    if (!mine || mine_epoch != epoch) {
+        mine = buf_new();
+        mine_epoch = epoch;
+    }
+    return mine;
 }
 
 static bool above(const struct kr__trace_rec *x, const struct kr__trace_rec *y)
@@ -75,15 +97,11 @@ static void sift_down(struct kr__trace_rec *a, size_t n)
 
 void kr__trace_commit(const struct kr__ev *e)
 {
-    if (!mine || mine_epoch != epoch) {
-        mine = buf_new();
-        mine_epoch = epoch;
-    }
-    struct trace_buf *b = mine;
+    struct trace_buf *b = my_buf();
     struct kr__trace_rec r = { e->k, e->dest, e->type, e->size,
                                kr__mix_bytes(0x7EACE, e->payload, e->size) };
     if (b->n == limit) { /* (full: keep it only if it is below the greatest kept) */
-        b->dropped = true;
+        b->dropped++;
         if (!kr__key_lt(&r.k, &b->a[0].k)) return;
         b->a[0] = r;
         sift_down(b->a, b->n);
@@ -101,12 +119,52 @@ void kr__trace_commit(const struct kr__ev *e)
     sift_up(b->a, b->n++);
 }
 
+void kr__trace_span(unsigned kind, uint64_t t0, uint64_t dur, uint64_t lp, kr_time vt,
+                    uint32_t arg)
+{
+    struct trace_buf *b = my_buf();
+    if (b->n == limit) {
+        b->dropped++;
+        return;
+    }
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        if (cap > limit) cap = limit;
+        struct kr__span *a = realloc(b->s, cap * sizeof *a);
+        if (!a) kr__fatal_oom("the --trace buffer", cap * sizeof *a);
+        b->s = a;
+        b->cap = cap;
+    }
+    b->s[b->n++] = (struct kr__span){ t0, dur, vt, lp, kind, arg, b->tid };
+}
+
+size_t kr__trace_take_spans(struct kr__span **out, uint64_t *dropped)
+{
+    size_t n = 0;
+    *dropped = 0;
+    pthread_mutex_lock(&bufs_mu);
+    for (struct trace_buf *b = bufs; b; b = b->next) n += b->n, *dropped += b->dropped;
+    struct kr__span *all = malloc((n + 1) * sizeof *all);
+    if (!all) {
+        pthread_mutex_unlock(&bufs_mu);
+        kr__fatal_oom("the --trace spans", (n + 1) * sizeof *all);
+    }
+    n = 0;
+    for (struct trace_buf *b = bufs; b; b = b->next) {
+        if (b->n) memcpy(all + n, b->s, b->n * sizeof *all);
+        n += b->n;
+    }
+    pthread_mutex_unlock(&bufs_mu);
+    *out = all;
+    return n;
+}
+
 size_t kr__trace_take(struct kr__trace_rec **out, bool *dropped)
 {
     size_t n = 0;
     *dropped = false;
     pthread_mutex_lock(&bufs_mu);
-    for (struct trace_buf *b = bufs; b; b = b->next) n += b->n, *dropped |= b->dropped;
+    for (struct trace_buf *b = bufs; b; b = b->next) n += b->n, *dropped |= b->dropped > 0;
     struct kr__trace_rec *all = malloc((n + 1) * sizeof *all);
     if (!all) {
         pthread_mutex_unlock(&bufs_mu);
@@ -114,7 +172,7 @@ size_t kr__trace_take(struct kr__trace_rec **out, bool *dropped)
     }
     n = 0;
     for (struct trace_buf *b = bufs; b; b = b->next) {
-        memcpy(all + n, b->a, b->n * sizeof *all);
+        if (b->n) memcpy(all + n, b->a, b->n * sizeof *all);
         n += b->n;
     }
     pthread_mutex_unlock(&bufs_mu);
@@ -129,9 +187,11 @@ void kr__trace_free(void)
         struct trace_buf *b = bufs;
         bufs = b->next;
         free(b->a);
+        free(b->s);
         free(b);
     }
+    nbufs = 0;
     pthread_mutex_unlock(&bufs_mu);
-    kr__trace_on = false;
+    kr__trace_on = kr__trace_run = false;
     epoch++;
 }

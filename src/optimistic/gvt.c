@@ -120,6 +120,8 @@ void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt)
         kr__internal_error("GVT went backwards: %.17g after %.17g", gvt.ts, g->gvt.ts);
     g->gvt = gvt;
     atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt.ts), memory_order_release);
+    if (__builtin_expect(kr__trace_run, 0))
+        kr__trace_span(KR_SPAN_GVT, kr__trace_now(), 0, 0, gvt.ts, 0);
     if (th->r->model->done) {
         atomic_store_explicit(&g->count, 0, memory_order_relaxed);
         atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | TW_PH_DONE, memory_order_release);

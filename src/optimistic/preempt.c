@@ -179,6 +179,8 @@ static void suspended(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
 {
     if (!u->preempted) th->nsusp++;
     u->preempted = true;
+    if (__builtin_expect(kr__trace_run, 0))
+        kr__trace_span(KR_SPAN_PREEMPT, kr__trace_now(), 0, e->dest, e->k.ts, e->type);
     lp->ult = u;
     e->st = KR_EV_SUSPENDED;
     kr__heap_push(&th->heap, e);

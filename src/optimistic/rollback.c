@@ -24,7 +24,11 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     bool full = !tip || tl->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
     bool timed = (th->cnt->checkpoints & (TW_CKPT_SAMPLE - 1)) == 0;
     uint64_t t0 = timed ? kr__clock_ns() : 0;
+    uint64_t s0 = kr__trace_run ? kr__trace_now() : 0;
     struct kr__ckpt *c = kr__ckpt_take(&th->blobs, &lp->arena, w, tip, full);
+    if (__builtin_expect(kr__trace_run, 0))
+        kr__trace_span(KR_SPAN_CKPT, s0, kr__trace_now() - s0, tl->id, at ? at->k.ts : NAN,
+                       (uint32_t)c->bytes);
     if (timed) {
         th->cnt->ckpt_ns += kr__clock_ns() - t0;
         th->cnt->ckpt_timed++;
@@ -234,8 +238,11 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
 
 /* Undo every processed event of lp with key >= k, then rebuild the state just before k.
  * A preempted event of lp (always later than k: see tw_deliver) is abandoned first. */
-static void count_rollback(struct tw_thread *th, const struct tw_lp *tl, uint64_t undone)
+static void count_rollback(struct tw_thread *th, const struct tw_lp *tl, uint64_t undone,
+                           kr_time to)
 {
+    if (__builtin_expect(kr__trace_run, 0))
+        kr__trace_span(KR_SPAN_ROLLBACK, kr__trace_now(), 0, tl->id, to, (uint32_t)undone);
     th->cnt->rollbacks++;
     th->cnt->rolled_back += undone;
     if (__builtin_expect(th->r->lpstat != NULL, 0)) { /* --lp-stats */
@@ -259,7 +266,7 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
     }
     if (!undone && !abandoned) return;
     tw_set_lvt(th, lp);
-    if (undone) count_rollback(th, tl, undone);
+    if (undone) count_rollback(th, tl, undone, k->ts);
     kr__lp_out_drop_from(lp, k);
     struct kr__ev *c = tl->tail;
     while (c && !c->ckpt) c = c->prev;

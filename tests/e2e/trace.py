@@ -4,13 +4,16 @@ one event a line in key order: the same bytes on every engine, thread count and 
 for several models; --trace-limit keeps its first N events alike everywhere; a resumed
 run's trace is the tail of the uninterrupted one; a model that is not rollback-safe (the
 ledger model's -P unsafe=1) commits other payloads on the optimistic engine, and trace-diff
-names the first such event; trace-diff's own errors are usage errors."""
+names the first such event; trace-diff's own errors are usage errors. --trace-mode run:
+each thread's events (and coasting), rollbacks with their depth, checkpoints, GVT rounds
+and preemptions on the wall clock, one thread's spans never overlapping; its limit counts
+per thread."""
 import json
 import os
 import shutil
 import subprocess
 import sys
-from common import run, fail, digest, Tally
+from common import run, fail, digest, Tally, build_kind
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -142,7 +145,61 @@ def bad_use():
          "to a path that cannot be written: exit 2 with what is wrong")
 
 
+def run_mode():
+    chaos = os.path.join(build, "libchaos.so")
+    kind = build_kind(kairos)
+    layouts = [(SEQ, {"event"}), (["--sync", "conservative", "--threads", "1"], {"event"}),
+               (["--threads", "2"], {"event", "coast", "rollback", "checkpoint", "GVT"})]
+    if kind != "tsan":
+        layouts.append((["--threads", "2", "--preempt", "tick", "--tick-us", "20"],
+                        {"event", "rollback", "checkpoint", "GVT", "preempted"}))
+    for lay, want in layouts:
+        path = os.path.join(tmp, "run-mode.json")
+        _, _, err = run(kairos, "run", chaos, "--lps", "64", "--end", "60", "-P", "span=0.05",
+                        *lay, "--trace",
+                        path, "--trace-mode", "run")
+        d = json.load(open(path))
+        ev = d["traceEvents"]
+        names = {e["name"] for e in ev}
+        if d["otherData"]["kairos"] != "run" or not want <= names or \
+                len(ev) != d["otherData"]["records"]:
+            fail(f"--trace-mode run {' '.join(lay)}: records of {sorted(names)}, want "
+                 f"{sorted(want)} at least")
+        ran = sum(1 for e in ev if e["name"] in ("event", "coast"))
+        if ran < int(err.stats["processed_events"]) // (8 if "--preempt" in lay else 1):
+            fail(f"--trace-mode run {' '.join(lay)}: {ran} events for "
+                 f"{err.stats['processed_events']} processed")
+        if lay == SEQ and ran != int(err.stats["committed_events"]):
+            fail(f"--trace-mode run, sequential: {ran} events, {err.stats['committed_events']} "
+                 "committed")
+        if any(e["name"] == "rollback" and e["args"]["depth"] < 1 for e in ev):
+            fail("--trace-mode run: a rollback of depth 0")
+        if "--preempt" not in lay:  # (a preempted event's span holds others)
+            spans = {}
+            for e in ev:
+                if e["ph"] == "X":
+                    spans.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+            for tid, sp in spans.items():
+                sp.sort()
+                if any(b[0] < a[1] - 0.002 for a, b in zip(sp, sp[1:])):
+                    fail(f"--trace-mode run {' '.join(lay)}: spans of thread {tid} overlap")
+    path = os.path.join(tmp, "run-limit.json")
+    run(kairos, "run", chaos, "--lps", "64", "--end", "60", "--threads", "2", "--trace", path,
+        "--trace-mode", "run", "--trace-limit", "50")
+    d = json.load(open(path))
+    if not 50 <= len(d["traceEvents"]) <= 100 or d["otherData"]["dropped_at_limit"] < 1:
+        fail(f"--trace-mode run --trace-limit 50 on 2 threads: {len(d['traceEvents'])} "
+             f"records, {d['otherData']['dropped_at_limit']} dropped")
+    q = diff(path, path)
+    if q.returncode != 2 or "--trace-mode run trace" not in q.stderr:
+        fail(f"trace-diff of run-mode traces: want exit 2 saying why\n{q.stderr}")
+    t.ok("--trace-mode run: events, coasting, rollbacks with depth, checkpoints, GVT rounds "
+         "and preemptions per thread on the wall clock, on 3 engines; its limit per thread; "
+         "trace-diff refuses it")
+
+
 same_everywhere()
+run_mode()
 limited()
 resumed()
 unsafe()

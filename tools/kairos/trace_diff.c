@@ -4,6 +4,7 @@
  * where to look when two engines' digests differ (a model that is not rollback-safe). */
 #include "trace_diff.h"
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,14 @@ static int open_trace(struct trace_file *t, const char *path, struct kr__error *
     if (!(t->f = fopen(path, "r")))
         return kr__fail(err, KR_ERR_USAGE, "cannot read '%s': %s", path, strerror(errno));
     char *second = NULL;
-    size_t cap = 0;
-    if (getline(&t->head, &cap, t->f) <= 0 || !strstr(t->head, "\"committed history\"") ||
-        getline(&second, &cap, t->f) <= 0 || strncmp(second, "\"traceEvents\":[", 15)) {
+    size_t cap = 0, cap2 = 0;
+    bool head = getline(&t->head, &cap, t->f) > 0;
+    if (head && strstr(t->head, "\"kairos\":\"run\""))
+        return kr__fail(err, KR_ERR_USAGE, "'%s' is a --trace-mode run trace (wall-clock "
+                        "spans, different on every run); trace-diff compares the committed "
+                        "history: write it with --trace-mode committed, the default", path);
+    if (!head || !strstr(t->head, "\"committed history\"") ||
+        getline(&second, &cap2, t->f) <= 0 || strncmp(second, "\"traceEvents\":[", 15)) {
         free(second);
         return kr__fail(err, KR_ERR_USAGE, "'%s' is not a trace written by kairos run --trace",
                         path);
