@@ -17,6 +17,7 @@
 #include "core/interrupt.h"
 #include "core/snapshot.h"
 #include "core/trace.h"
+#include "ult/ult.h"
 #include "core/watchdog.h"
 #include "state/mode.h"
 
@@ -146,7 +147,13 @@ void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr_
     unsigned kind = kr__ctx.mode == KR_MODE_COAST ? KR_SPAN_COAST : KR_SPAN_EVENT;
     uint64_t t0 = kr__trace_now();
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
+    /* (in platform mode: on an event stack a tick may switch away from model code, and a
+     * switch inside the span buffer's realloc let another event of the thread realloc it
+     * too - a double free under ASan with --preempt tick) */
+    sig_atomic_t app = kr__ult_enter();
     kr__trace_span(kind, t0, kr__trace_now() - t0, e->dest, e->k.ts, e->type);
+    atomic_signal_fence(memory_order_seq_cst);
+    kr__ult_self.app = app;
 }
 
 FILE *kr__emit_file;
