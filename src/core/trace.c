@@ -138,20 +138,21 @@ void kr__trace_span(unsigned kind, uint64_t t0, uint64_t dur, uint64_t lp, kr_ti
     b->s[b->n++] = (struct kr__span){ t0, dur, vt, lp, kind, arg, b->tid };
 }
 
-size_t kr__trace_take_spans(struct kr__span **out, uint64_t *dropped)
+/* Every thread's records of one kind (spans, or committed keys) in one array. */
+static size_t take_all(void **out, size_t elem, bool spans, uint64_t *dropped)
 {
     size_t n = 0;
     *dropped = 0;
     pthread_mutex_lock(&bufs_mu);
     for (struct trace_buf *b = bufs; b; b = b->next) n += b->n, *dropped += b->dropped;
-    struct kr__span *all = malloc((n + 1) * sizeof *all);
+    unsigned char *all = malloc((n + 1) * elem);
     if (!all) {
         pthread_mutex_unlock(&bufs_mu);
-        kr__fatal_oom("the --trace spans", (n + 1) * sizeof *all);
+        kr__fatal_oom("the --trace records", (n + 1) * elem);
     }
     n = 0;
     for (struct trace_buf *b = bufs; b; b = b->next) {
-        if (b->n) memcpy(all + n, b->s, b->n * sizeof *all);
+        if (b->n) memcpy(all + n * elem, spans ? (void *)b->s : (void *)b->a, b->n * elem);
         n += b->n;
     }
     pthread_mutex_unlock(&bufs_mu);
@@ -159,24 +160,16 @@ size_t kr__trace_take_spans(struct kr__span **out, uint64_t *dropped)
     return n;
 }
 
+size_t kr__trace_take_spans(struct kr__span **out, uint64_t *dropped)
+{
+    return take_all((void **)out, sizeof **out, true, dropped);
+}
+
 size_t kr__trace_take(struct kr__trace_rec **out, bool *dropped)
 {
-    size_t n = 0;
-    *dropped = false;
-    pthread_mutex_lock(&bufs_mu);
-    for (struct trace_buf *b = bufs; b; b = b->next) n += b->n, *dropped |= b->dropped > 0;
-    struct kr__trace_rec *all = malloc((n + 1) * sizeof *all);
-    if (!all) {
-        pthread_mutex_unlock(&bufs_mu);
-        kr__fatal_oom("the --trace records", (n + 1) * sizeof *all);
-    }
-    n = 0;
-    for (struct trace_buf *b = bufs; b; b = b->next) {
-        if (b->n) memcpy(all + n, b->a, b->n * sizeof *all);
-        n += b->n;
-    }
-    pthread_mutex_unlock(&bufs_mu);
-    *out = all;
+    uint64_t d;
+    size_t n = take_all((void **)out, sizeof **out, false, &d);
+    *dropped = d > 0;
     return n;
 }
 
