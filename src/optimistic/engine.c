@@ -99,12 +99,15 @@ static void tw_safe_read(struct tw_thread *th)
 
 /* After draining: publish floor + lookahead, where the floor bounds every event this
  * thread may still run (pending ones, and re-executions after stragglers, which arrive at
- * or above `safe`). Written at most every TW_CLOCK_TURNS turns (unless `now`), and only when
- * it moved, so the line is not handed between cores per event. */
+ * or above `safe`). Written only when it moved, and at most every TW_CLOCK_TURNS turns
+ * unless `now` or `clock_eager` (tw.h); the quiet record, which every send voids, only then:
+ * with no lookahead the clocks stand still and the records are all there is, and writing
+ * one each turn cost queueing 7%. */
 static void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
 {
-    if (!now && (++th->clock_turn & (TW_CLOCK_TURNS - 1))) return;
-    tw_quiet_publish(th, top);
+    bool turn = now || !(++th->clock_turn & (TW_CLOCK_TURNS - 1));
+    if (!turn && !th->clock_eager) return;
+    if (turn) tw_quiet_publish(th, top);
     struct tw_global *g = th->g;
     kr_time f = top ? top->k.ts : INFINITY;
     if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
@@ -949,6 +952,9 @@ static void *tw_worker(void *arg)
     kr__local_ranks(&lr, &ls);
     bool over = ncpu > 0 && ls * th->g->n > (unsigned)ncpu;
     th->over = over;
+    /* (without a lookahead the clocks stand still; sharing cores, a write per turn is a
+     * line handed between threads that take turns on one core) */
+    th->clock_eager = th->g->lookahead > 0 && !over;
     tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0, turns = 0;
