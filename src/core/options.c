@@ -91,6 +91,11 @@ static void tick_given(struct kr__config *c)
     c->tw.tick_from = "option";
 }
 
+static void ckpt_given(struct kr__config *c)
+{
+    c->tw.ckpt_given = true;
+}
+
 /* ThreadSanitizer builds cannot run time-sharing (tw_validate). */
 #if defined(KR_TSAN)
 #define PREEMPT_DEFAULT "off"
@@ -126,9 +131,11 @@ static const struct opt table[] = {
               "  scan   like page, written pages tracked by the kernel\n"
               "         (userfaultfd write-protect + PAGEMAP_SCAN, Linux 6.7+)" },
     { "--ckpt-interval", "K", K_UINT, F(tw.ckpt_interval), "16", 1, 1000000, .autoz = true,
-      .engines = E_TW, .json = "ckpt_interval",
-      .help = "checkpoint an LP every K events it processes (default 16),\n"
-              "or 'auto': tuned at run time from checkpoint and coasting costs" },
+      .engines = E_TW, .json = "ckpt_interval", .after = ckpt_given,
+      .help = "checkpoint an LP every K events it processes, or 'auto':\n"
+              "tuned at run time from checkpoint and coasting costs. Default\n"
+              "16, or 1 while an event costs over 64 checkpoints (a rollback\n"
+              "then re-runs nothing, for at most 1/64 more work)" },
     { "--ckpt-full-every", "F", K_UINT, F(tw.ckpt_full_every), "10", 1, 65535, .engines = E_TW,
       .json = "ckpt_full_every",
       .help = "with chunk/page/buddy/scan, every F-th checkpoint is full\n"

@@ -446,6 +446,7 @@ void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     if (stat) {
         th->cnt->event_ns_sampled += dt;
         th->cnt->events_timed++;
+        tw_cost_add(&th->ev_cost, dt);
     }
     if (type) tw_ts_sampled(th, e->type, dt); /* long enough for stacks now? */
 }
@@ -797,6 +798,7 @@ static void tw_housekeeping(struct tw_thread *th, bool over, unsigned turns)
     tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
                                th->g->round_events);
     if (th->g->ckpt_auto) tw_tune_ckpt(th);
+    else if (!th->r->cfg->tw.ckpt_given) tw_ckpt_by_cost(th);
     /* More threads than cores: take turns often, or a descheduled thread's messages arrive
      * as stragglers far in everyone's past. (Yielding when another process shares the core
      * was measured too, and is much worse: it hands that process our time slice.) */

@@ -21,6 +21,8 @@ enum kr__balance { KR_BALANCE_OFF, KR_BALANCE_AUTO, KR_BALANCE_STORM };
 
 struct kr__tw_options {
     unsigned ckpt_interval;     /* 0: auto (tuned at run time) */
+    bool ckpt_given;            /* --ckpt-interval was given: K holds (else the default
+                                 * falls to 1 for costly events: tw_ckpt_by_cost) */
     unsigned ckpt_full_every;   /* every F-th checkpoint is full (tracked modes) */
     int state_mode;             /* enum kr__state_mode: how LP state is saved */
     double gvt_period_ms;

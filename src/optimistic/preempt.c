@@ -260,6 +260,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     c->ult_events++;
     c->event_ns_sampled += u->run_ns;
     c->events_timed++;
+    tw_cost_add(&th->ev_cost, u->run_ns);
     th->de_ns += TW_MEAN_W * ((double)u->run_ns - th->de_ns);
     th->apms += TW_MEAN_W * ((double)u->calls - th->apms);
     if (th->preempt == KR_PREEMPT_ADAPTIVE) {

@@ -30,8 +30,10 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
         kr__trace_span(KR_SPAN_CKPT, s0, kr__trace_now() - s0, tl->id, at ? at->k.ts : NAN,
                        (uint32_t)c->bytes);
     if (timed) {
-        th->cnt->ckpt_ns += kr__clock_ns() - t0;
+        uint64_t dt = kr__clock_ns() - t0;
+        th->cnt->ckpt_ns += dt;
         th->cnt->ckpt_timed++;
+        tw_cost_add(&th->ck_cost, dt);
     }
     tl->ckpt_full_next = false;
     th->cnt->checkpoints++;
@@ -282,6 +284,29 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
     uint64_t before = th->cnt->coasted;
     tw_coast(th, lp, c ? c : tl->head);
     tl->since_ckpt = (uint32_t)(th->cnt->coasted - before);
+}
+
+/* The median of the samples in c (at least half of TW_COST_SAMPLES), or 0 if fewer. */
+static uint64_t cost_median(const struct tw_costs *c)
+{
+    unsigned n = c->n < TW_COST_SAMPLES ? c->n : TW_COST_SAMPLES;
+    if (n < TW_COST_SAMPLES / 2) return 0;
+    uint32_t v[TW_COST_SAMPLES];
+    for (unsigned i = 0; i < n; i++) { /* (insertion sort: 16 at most) */
+        unsigned j = i;
+        for (; j > 0 && v[j - 1] > c->ns[i]; j--) v[j] = v[j - 1];
+        v[j] = c->ns[i];
+    }
+    return v[n / 2];
+}
+
+/* The default interval: 1 while an event costs at least TW_CKPT_CHEAP checkpoints (tw.h),
+ * else the configured one; from the medians of recent samples. */
+void tw_ckpt_by_cost(struct tw_thread *th)
+{
+    uint64_t cs = cost_median(&th->ck_cost), ce = cost_median(&th->ev_cost);
+    if (!cs || !ce) return;
+    th->ckpt_interval = ce >= TW_CKPT_CHEAP * cs ? 1 : th->r->cfg->tw.ckpt_interval;
 }
 
 /* --ckpt-interval auto. Per event, checkpointing every K events costs C_s / K, and each

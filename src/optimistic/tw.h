@@ -57,11 +57,29 @@ struct tw_net {
 #define TW_CKPT_SAMPLE 8
 #define TW_CKPT_AUTO_START 16
 #define TW_CKPT_AUTO_MAX 1024
+/* The default interval (--ckpt-interval not given) is 1 while the thread's events cost at
+ * least TW_CKPT_CHEAP checkpoints each: saving before every unsafe event then costs at most
+ * 1/TW_CKPT_CHEAP of the work, and a rollback coasts over nothing. Measured: PHOLD with 5-us
+ * events beside a busy core, 2 threads, whose events cost ~115 checkpoints: before the
+ * shared worker retired, the other coasted 1100-4800 events (1-2% of the run) at K = 16. */
+#define TW_CKPT_CHEAP 64
 
 /* Counters at the last checkpoint-interval tuning step. */
 struct tw_tune {
     uint64_t processed, checkpoints /* timed */, ckpt_ns, rollbacks, coasted, event_ns, timed;
 };
+/* The last TW_COST_SAMPLES timings of one kind (ns): their median is what a checkpoint or
+ * an event costs now, which no cold start, tick or descheduled sample moves (the means of
+ * a short PHOLD run beside other work: 500-1700 ns a checkpoint, against 44 quiet). */
+#define TW_COST_SAMPLES 16
+struct tw_costs {
+    uint32_t ns[TW_COST_SAMPLES];
+    unsigned n;
+};
+static inline void tw_cost_add(struct tw_costs *c, uint64_t ns)
+{
+    c->ns[c->n++ % TW_COST_SAMPLES] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
 
 /* A GVT round at least every TW_ROUND_EVENTS events of a thread keeps what it commits in
  * cache (measured on PHOLD-std: 1 thread 4.0 M/s with 5 ms rounds, 8.9 M/s with ~2k-event
@@ -229,6 +247,7 @@ struct tw_thread {
     uint64_t rep_committed, rep_processed, rep_rolled, rep_cuts;
     unsigned ckpt_interval;   /* K: checkpoint an LP every K of its events (tuned if auto) */
     struct tw_tune tune;      /* what the last tuning step saw */
+    struct tw_costs ck_cost, ev_cost; /* recent checkpoints and events (tw_ckpt_by_cost) */
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
     bool alone;               /* the only thread: no event can arrive below its LPs' time */
     bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
@@ -707,6 +726,7 @@ void tw_lazy_end(struct tw_thread *th);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
 void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
 void tw_tune_ckpt(struct tw_thread *th);
+void tw_ckpt_by_cost(struct tw_thread *th);
 /* optimism.c */
 void tw_window_init(struct tw_thread *th, unsigned fixed);
 void tw_window_adapt(struct tw_thread *th);

@@ -5,7 +5,7 @@ decision is on measured times, which sanitizers distort) and still commit the se
 history (also in page and buddy modes, which run safe events). Windows fixed by the user
 are never changed, and the smallest ones still make
 progress without safe events (the event at GVT always runs). An efficient run keeps its
-window."""
+window. The default checkpoint interval falls to 1 for costly events, and only then."""
 import sys
 from common import run, fail, digest, Tally, build_kind, expect_exit, stats_of
 
@@ -77,6 +77,26 @@ def efficient_run():
     t.ok(f"PHOLD 1024 LPs, 2 threads: no window cut ({len(cuts)} run(s))")
 
 
+def ckpt_by_cost():
+    # The default interval falls to 1 where an event costs over 64 checkpoints (50-us events,
+    # a 32-byte state: ~1000x quiet, still >150x under a sanitizer); a given one holds, and
+    # PHOLD's own events (~0.1 us, a few checkpoints) keep 16.
+    margs = ["phold", "--lps", "64", "--end", "100", "-P", "busy_us=50"]
+    runs = same_as_sequential("PHOLD, 50-us events", margs,
+                              [["--threads", "2"], ["--threads", "2", "--ckpt-interval", "16"]])
+    ks = [st["state_saving"]["ckpt_interval_mean"] for st in runs]
+    _, _, st = stats_of(kairos, ["phold", "--lps", "1024", "--end", "300", "--threads", "2"])
+    ks.append(st["state_saving"]["ckpt_interval_mean"])
+    if ks != [1, 16, 16]:
+        fail(f"checkpoint interval (default with 50-us events, given 16, default PHOLD): {ks}, "
+             "want [1, 16, 16]")
+    if runs[0]["config"]["ckpt_interval"] != 16:
+        fail(f"--stats config ckpt_interval {runs[0]['config']['ckpt_interval']}, want the "
+             "configured 16")
+    t.ok("default checkpoint interval: 1 for 50-us events (sequential digest), 16 when given "
+         "and for PHOLD's own")
+
+
 def bad_input():
     for v in ["0", "x", "-3"]:
         expect_exit(kairos, t, 2, ["--window"], "run", "phold", "--window", v)
@@ -85,5 +105,6 @@ def bad_input():
 heavy_state()
 fixed_windows()
 efficient_run()
+ckpt_by_cost()
 bad_input()
 t.finish()

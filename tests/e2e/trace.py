@@ -149,8 +149,8 @@ def run_mode():
     chaos = os.path.join(build, "libchaos.so")
     kind = build_kind(kairos)
     layouts = [(SEQ, {"event"}), (["--sync", "conservative", "--threads", "1"], {"event"}),
-               (["--threads", "2", "--preempt", "off"],
-                {"event", "coast", "rollback", "checkpoint", "GVT"})]
+               (["--threads", "2", "--preempt", "off", "--ckpt-interval", "16"],  # (coasts:
+                {"event", "coast", "rollback", "checkpoint", "GVT"})]  # K > 1 whatever it costs)
     if kind != "tsan":
         layouts.append((["--threads", "2", "--preempt", "tick", "--tick-us", "20"],
                         {"event", "rollback", "checkpoint", "GVT", "preempted"}))
