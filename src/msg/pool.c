@@ -25,7 +25,7 @@ void kr__pool_init(struct kr__pool *p)
     p->all = p;
     p->npools = 1;
     for (unsigned c = 0; c < KR_POOL_CLASSES; c++) atomic_init(&p->returned[c], NULL);
-    atomic_init(&p->returned_n, 0);
+    atomic_init(&p->returned_bytes, 0);
 }
 
 struct kr__pool *kr__pools_new(unsigned n, bool compact)
@@ -63,7 +63,6 @@ static void hand_over(struct kr__pool *p, unsigned owner, unsigned cls)
         b->tail->next = h;
     } while (!atomic_compare_exchange_weak_explicit(&o->returned[cls], &h, b->head,
                                                     memory_order_release, memory_order_relaxed));
-    atomic_fetch_add_explicit(&o->returned_n, b->n, memory_order_relaxed);
     atomic_fetch_add_explicit(&o->returned_bytes, b->n * kr__pool_slot_bytes(cls),
                               memory_order_relaxed);
     b->head = b->tail = NULL;
@@ -91,8 +90,7 @@ static bool reclaim(struct kr__pool *p, unsigned cls)
 {
     if (!atomic_load_explicit(&p->returned[cls], memory_order_relaxed)) return false;
     p->free[cls] = atomic_exchange_explicit(&p->returned[cls], NULL, memory_order_acquire);
-    p->live -= atomic_exchange_explicit(&p->returned_n, 0, memory_order_relaxed);
-    p->live_bytes -= atomic_exchange_explicit(&p->returned_bytes, 0, memory_order_relaxed);
+    p->back_bytes += atomic_exchange_explicit(&p->returned_bytes, 0, memory_order_relaxed);
     return true;
 }
 

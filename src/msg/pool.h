@@ -46,13 +46,15 @@ struct kr__pool {
     void **slabs;          /* every slab, for teardown */
     size_t nslabs, capslabs;
     size_t bytes;          /* slab bytes held */
-    size_t live;           /* own events handed out and not yet back (exact once other
-                            * threads have flushed what they freed) */
-    size_t live_bytes;     /* ...and their slots' bytes (--memory-max: kr__pool_in_use) */
+    /* Own events handed out less those put back here, per class, and the bytes of those
+     * that came back from other threads (--memory-max: kr__pool_in_use; exact once the
+     * others have flushed what they freed). A count per class, not a byte sum, keeps a get
+     * and a put at one increment each: an event's bytes are its class's. */
+    size_t live_n[KR_POOL_CLASSES];
+    size_t back_bytes;
     _Alignas(64) _Atomic(struct kr__ev *) returned[KR_POOL_CLASSES]; /* from other threads */
-    _Atomic size_t returned_n;
     _Atomic size_t returned_bytes;
-    char pad_[64 - KR_POOL_CLASSES * sizeof(void *) - 2 * sizeof(size_t)];
+    char pad_[64 - KR_POOL_CLASSES * sizeof(void *) - sizeof(size_t)];
 };
 
 /* Pools of a run: `n` pools in one 64-byte aligned array (free with kr__pools_free);
@@ -77,8 +79,10 @@ static inline size_t kr__pool_slot_bytes(unsigned c)
 /* Bytes of p's events in use, less those other threads gave back (p's own thread only). */
 static inline size_t kr__pool_in_use(struct kr__pool *p)
 {
-    size_t back = atomic_load_explicit(&p->returned_bytes, memory_order_relaxed);
-    return p->live_bytes > back ? p->live_bytes - back : 0;
+    size_t out = 0;
+    for (unsigned c = 0; c < KR_POOL_CLASSES; c++) out += p->live_n[c] * kr__pool_slot_bytes(c);
+    size_t back = p->back_bytes + atomic_load_explicit(&p->returned_bytes, memory_order_relaxed);
+    return out > back ? out - back : 0;
 }
 
 static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
@@ -90,8 +94,7 @@ static inline struct kr__ev *kr__pool_get(struct kr__pool *p, size_t payload)
     p->free[c] = e->next;
     /* (the next one may come back from another core: start fetching it for writing) */
     __builtin_prefetch(e->next, 1);
-    p->live++;
-    p->live_bytes += kr__pool_slot_bytes(c);
+    p->live_n[c]++;
     return e;
 }
 
@@ -119,8 +122,7 @@ static inline void kr__pool_put(struct kr__pool *p, struct kr__ev *e)
     }
     e->next = p->free[e->cls];
     p->free[e->cls] = e;
-    p->live--;
-    p->live_bytes -= kr__pool_slot_bytes(e->cls);
+    p->live_n[e->cls]--;
 }
 
 #endif

@@ -30,10 +30,12 @@ int main(void)
     }
     for (int i = 0; i < N; i++)
         for (uint32_t j = 0; j < live[i]->size; j++) CHECK(live[i]->payload[j] == (unsigned char)(i & 0xff));
-    CHECK(p.live == N + 1);
+    size_t want = kr__pool_slot_bytes(a->cls); /* (--memory-max counts slots' bytes) */
+    for (int i = 0; i < N; i++) want += kr__pool_slot_bytes(live[i]->cls);
+    CHECK(kr__pool_in_use(&p) == want);
     for (int i = 0; i < N; i++) kr__pool_put(&p, live[i]);
     kr__pool_put(&p, a);
-    CHECK(p.live == 0);
+    CHECK(kr__pool_in_use(&p) == 0);
     size_t bytes = p.bytes;
     for (int i = 0; i < N; i++) live[i] = kr__pool_get(&p, (size_t)(i % 4) * 300);
     CHECK(p.bytes == bytes); /* reuse, no growth */
@@ -52,12 +54,13 @@ int main(void)
     CHECK(atomic_load(&two[0].returned[0]) != NULL); /* full batches already handed over */
     CHECK(atomic_load(&two[0].returned[1]) == NULL); /* (per size class) */
     kr__pool_flush(&two[1]);
-    CHECK(atomic_load(&two[0].returned_n) == 3 * KR_POOL_BATCH);
+    CHECK(atomic_load(&two[0].returned_bytes) == 3 * KR_POOL_BATCH * kr__pool_slot_bytes(0));
+    CHECK(kr__pool_in_use(&two[0]) == 0);         /* (all of them freed, if not yet back) */
     while (two[0].free[0]) kr__pool_get(&two[0], 8); /* use up the local free list */
-    size_t live0 = two[0].live;
+    size_t live0 = kr__pool_in_use(&two[0]);
     for (int i = 0; i < 3 * KR_POOL_BATCH; i++) CHECK(kr__pool_get(&two[0], 8)->pool == 0);
     CHECK(two[0].bytes == slab_bytes);            /* served by reclaimed events, no new slab */
-    CHECK(two[0].live == live0);                  /* (3 batches back, 3 batches out again) */
+    CHECK(kr__pool_in_use(&two[0]) == live0 + 3 * KR_POOL_BATCH * kr__pool_slot_bytes(0));
     kr__pools_free(two, 2);
 
     /* compact pools (an engine that uses no event's tail): no payload, one line each */
