@@ -384,7 +384,7 @@ void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from)
     }
 }
 
-static struct kr__ev *tw_top(struct tw_thread *th);
+static inline struct kr__ev *tw_top(struct tw_thread *th);
 
 /* Bundles: the rest of e's bundle, which the key put next in the heap. A member that a
  * rollback left holding lazily kept sends gives them to the bundle's run. */
@@ -656,14 +656,23 @@ static void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev 
         tw_memory_quick(th);
 }
 
-/* Pending top, dropping cancelled events on the way. */
-static struct kr__ev *tw_top(struct tw_thread *th)
+/* tw_top's rare part: drop the cancelled events at the top. */
+static __attribute__((noinline)) struct kr__ev *tw_top_drop(struct tw_thread *th)
 {
     struct kr__ev *e;
     while ((e = kr__heap_top(&th->heap)) && e->st == KR_EV_CANCELLED) {
         kr__heap_pop(&th->heap);
         kr__pool_put(th->pool, e);
     }
+    return e;
+}
+
+/* Pending top, dropping cancelled events on the way. (Inline, the rest out of line: called
+ * a few times per event, its call cost life on 1 thread 21 instructions an event.) */
+static inline struct kr__ev *tw_top(struct tw_thread *th)
+{
+    struct kr__ev *e = kr__heap_top(&th->heap);
+    if (__builtin_expect(e && e->st == KR_EV_CANCELLED, 0)) return tw_top_drop(th);
     return e;
 }
 
