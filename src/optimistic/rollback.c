@@ -277,7 +277,10 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
         restore(th, lp, first);
         if (!kr__ckpt_redirty(&lp->arena, first)) tl->ckpt_full_next = true;
         kr__ckpt_release(&th->blobs, first);
-        tl->since_ckpt = th->ckpt_interval; /* re-save before the next event */
+        /* (re-save before the next event, whatever K is by then: the default interval moves
+         * between 1 and 16, and with K grown in between the next events took none, and a
+         * rollback to them found no restore point) */
+        tl->since_ckpt = TW_CKPT_NOW;
         return;
     }
     restore(th, lp, c ? c->ckpt : tl->base);
