@@ -75,6 +75,25 @@ static struct kr__ev *straggler_target(const struct kr__run *r, kr_lp *who, unsi
     return NULL;
 }
 
+/* A straggler for LP id at time ts (a send count no LP reaches), delivered. */
+static struct kr__ev *straggle(struct tw_thread *th, kr_lp id, kr_time ts, uint64_t seq)
+{
+    struct kr__ev *s = kr__pool_get(th->pool, 0);
+    memset(&s->k, 0, sizeof s->k);
+    s->k.ts = ts;
+    s->k.src = id;
+    s->k.seq = seq;
+    s->dest = id;
+    s->type = 0;
+    s->size = 0;
+    s->flags = 0;
+    s->child = s->sib = NULL;
+    s->ckpt = NULL;
+    tw_work_push(th, s, 0);
+    tw_flush_local(th);
+    return s;
+}
+
 static void check_rollback(struct kr__run *r, struct tw_thread *th)
 {
     kr_lp id;
@@ -86,19 +105,7 @@ static void check_rollback(struct kr__run *r, struct tw_thread *th)
     const struct seen *want = find(&before->k);
     CHECK(want != NULL);
     CHECK(th->cnt->rollbacks == 0 && th->cnt->rolled_back == 0); /* (one thread: in order) */
-    struct kr__ev *s = kr__pool_get(th->pool, 0);
-    memset(&s->k, 0, sizeof s->k);
-    s->k.ts = (before->k.ts + target->k.ts) / 2;
-    s->k.src = id;
-    s->k.seq = UINT64_MAX / 2; /* (a send count no LP reaches) */
-    s->dest = id;
-    s->type = 0;
-    s->size = 0;
-    s->flags = 0;
-    s->child = s->sib = NULL;
-    s->ckpt = NULL;
-    tw_work_push(th, s, 0);
-    tw_flush_local(th); /* delivered: a straggler */
+    straggle(th, id, (before->k.ts + target->k.ts) / 2, UINT64_MAX / 2);
     /* The LP's undone events, and those their cancelled sends had reached (a cascade). */
     CHECK(th->cnt->rollbacks >= 1);
     CHECK(th->cnt->rolled_back >= undo);
@@ -137,18 +144,24 @@ static void check_commit(struct kr__run *r, struct tw_thread *th)
     }
 }
 
+/* One thread of PHOLD stepped by hand, every event speculative, checkpoints every `k`. */
+static struct tw_global *one_thread(struct kr__config *c, struct kr__run *r, char *k)
+{
+    char *args[] = { "--threads", "1", "--lps", "8", "--end", "1e9", "--safe", "off",
+                     "--ckpt-interval", k, "--preempt", "off", "--event-timeout", "0",
+                     "--balance", "off", "--progress", "off" };
+    configure(c, ARGS(args));
+    struct kr__error err = { 0 };
+    CHECK(kr__run_setup(r, c, &err) == KR_OK);
+    return tw_test_start(r, 0);
+}
+
 /* Rollback and commit on one thread, one event at a time. */
 static void by_hand(void)
 {
-    char *args[] = { "--threads", "1", "--lps", "8", "--end", "1e9", "--safe", "off",
-                     "--ckpt-interval", "3", "--preempt", "off", "--event-timeout", "0",
-                     "--balance", "off", "--progress", "off" };
     struct kr__config c;
-    configure(&c, ARGS(args));
     struct kr__run r;
-    struct kr__error err = { 0 };
-    CHECK(kr__run_setup(&r, &c, &err) == KR_OK);
-    struct tw_global *g = tw_test_start(&r, 0);
+    struct tw_global *g = one_thread(&c, &r, "3");
     struct tw_thread *th = &g->th[0];
     for (unsigned i = 0; i < STEPS; i++) {
         struct kr__ev *e = tw_test_step(th);
@@ -280,25 +293,6 @@ static void equal_keys_preempted(void)
 }
 #endif
 
-/* A straggler for LP id at time ts (a send count no LP reaches), delivered. */
-static struct kr__ev *straggle(struct tw_thread *th, kr_lp id, kr_time ts, uint64_t seq)
-{
-    struct kr__ev *s = kr__pool_get(th->pool, 0);
-    memset(&s->k, 0, sizeof s->k);
-    s->k.ts = ts;
-    s->k.src = id;
-    s->k.seq = seq;
-    s->dest = id;
-    s->type = 0;
-    s->size = 0;
-    s->flags = 0;
-    s->child = s->sib = NULL;
-    s->ckpt = NULL;
-    tw_work_push(th, s, 0);
-    tw_flush_local(th);
-    return s;
-}
-
 /* A rollback to an LP's first event restores the state before it from that event's
  * checkpoint and frees it: the LP's next event must take one, even if the checkpoint
  * interval grew in between (the default one moves between 1 and 16 with the events' cost:
@@ -307,15 +301,9 @@ static struct kr__ev *straggle(struct tw_thread *th, kr_lp id, kr_time ts, uint6
  * 30). */
 static void interval_grows(void)
 {
-    char *args[] = { "--threads", "1", "--lps", "8", "--end", "1e9", "--safe", "off",
-                     "--ckpt-interval", "1", "--preempt", "off", "--event-timeout", "0",
-                     "--balance", "off", "--progress", "off" };
     struct kr__config c;
-    configure(&c, ARGS(args));
     struct kr__run r;
-    struct kr__error err = { 0 };
-    CHECK(kr__run_setup(&r, &c, &err) == KR_OK);
-    struct tw_global *g = tw_test_start(&r, 0);
+    struct tw_global *g = one_thread(&c, &r, "1");
     struct tw_thread *th = &g->th[0];
     uint64_t h0[LPS];
     for (kr_lp id = 0; id < LPS; id++) h0[id] = state_hash(kr__lp_at(&r, id));
