@@ -93,6 +93,7 @@ struct kr__run {
     kr_time final_gvt;
     uint64_t migrations, balance_retired, balance_back; /* optimistic --balance */
     uint64_t balance_trials, balance_undone;             /* ...its thread-count trials */
+    uint64_t balance_shares, balance_shares_kept;        /* ...its share trials */
     bool ended_by_done;
     int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
     int rc;                           /* what the engine returned: KR_OK (the run ended or

@@ -147,7 +147,8 @@ static const struct opt table[] = {
       .names_shown = 2, .engines = E_TW, .json = "balance",
       .help = "moving LPs between worker threads: off, or auto\n"
               "(default: a worker whose core another process keeps busy\n"
-              "hands its LPs to the others until the core is free again;\n"
+              "hands its LPs to the others until the core is free again,\n"
+              "and is tried with a share in proportion to the CPU it gets;\n"
               "when rollbacks undo much of the work or speculation does\n"
               "not pay (--window), one worker fewer is tried and kept\n"
               "while it commits as much per second)" },

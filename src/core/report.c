@@ -268,7 +268,9 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
             "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
             "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
-            "  \"worker_trials_undone\": %llu,\n  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n"
+            "  \"worker_trials_undone\": %llu,\n  \"share_trials\": %llu,\n"
+            "  \"share_trials_kept\": %llu,\n"
+            "  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n"
             "  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
             "  \"run_digest\": \"%016llx\",\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
@@ -281,6 +283,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)t.safe, (unsigned long long)t.migrated,
             (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
             (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
+            (unsigned long long)r->balance_shares, (unsigned long long)r->balance_shares_kept,
             (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds,
             r->peak_rss,
             (unsigned long long)r->run_digest);

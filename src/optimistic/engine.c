@@ -1021,6 +1021,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&th->cpu_share, -1.0);
         atomic_init(&th->rq_shared, 0);
         atomic_init(&th->wants_back, 0);
+        th->bal_weight = TW_WEIGHT_FULL;
         th->min_sent = kr__key_at(INFINITY);
         th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
         /* (done() decides the end only later; queries need the bounds, and run no safe
@@ -1302,6 +1303,8 @@ static void tw_global_end(struct kr__run *r, struct tw_global *g)
     r->balance_back = g->cnt_back;
     r->balance_trials = g->cnt_trials;
     r->balance_undone = g->cnt_undone;
+    r->balance_shares = g->cnt_part;
+    r->balance_shares_kept = g->cnt_part_kept;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         th->cnt->pool_bytes = th->pool->bytes;

@@ -290,23 +290,27 @@ static void plan_storm(struct tw_global *g)
     }
 }
 
-/* Worker w's LPs go round-robin to the other active workers. */
-static void retire_worker(struct tw_global *g, unsigned w)
+/* Contiguous blocks in proportion to the workers' weights (bal_weight): equal weights give
+ * the first mapping (core/place.h), a weight of 0 no LP. */
+static void map_by_weight(struct tw_global *g)
 {
-    unsigned k = 0;
-    for (kr_lp lp = 0; lp < g->r->n; lp++) {
-        if (g->owner[lp] != w) continue;
-        unsigned to;
-        do to = k++ % g->n;
-        while (to == w || g->th[to].retired);
-        add_move(g, lp, to);
+    uint64_t total = 0, sum = 0;
+    for (unsigned t = 0; t < g->n; t++) total += g->th[t].bal_weight;
+    kr_lp n = g->r->n, lo = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        sum += g->th[t].bal_weight;
+        kr_lp hi = (kr_lp)((unsigned __int128)sum * n / total);
+        for (kr_lp lp = lo; lp < hi; lp++) add_move(g, lp, t);
+        lo = hi;
     }
 }
 
-/* Contiguous blocks over the first `nact` workers (all of them: the first mapping). */
+/* The first `nact` workers with a core each, the rest none (all of them: the first
+ * mapping). */
 static void block_mapping(struct tw_global *g, unsigned nact)
 {
-    for (kr_lp lp = 0; lp < g->r->n; lp++) add_move(g, lp, kr__block_of(lp, g->r->n, nact));
+    for (unsigned t = 0; t < g->n; t++) g->th[t].bal_weight = t < nact ? TW_WEIGHT_FULL : 0;
+    map_by_weight(g);
 }
 
 static void trial_set(struct tw_global *g, unsigned nact, int state, double rate)
@@ -372,7 +376,7 @@ static void plan_trial(struct tw_global *g, uint64_t now)
 }
 
 struct tw_shares {
-    int worst, best;          /* active workers with the least and most CPU share */
+    int worst, best;          /* active workers with a core each: least and most CPU share */
     double lo, hi;
     unsigned back, retired;   /* workers out of a shared core: wanting back, all */
     unsigned unmeasured;      /* active workers without a share yet */
@@ -388,6 +392,10 @@ static struct tw_shares read_shares(const struct tw_global *g)
             if (t >= g->trial_nact) continue; /* (out for the trial: its core is free) */
             v.back += atomic_load_explicit(&th->wants_back, memory_order_relaxed);
             v.retired++;
+        } else if (th->bal_part) { /* (a share of a shared core: back once it is free - a
+                                    * window of it can show 0.9 when the run queue does not) */
+            v.back += s >= TW_FREE_SHARE &&
+                      !atomic_load_explicit(&th->rq_shared, memory_order_relaxed);
         } else if (s >= 0) { /* (negative: not measured yet) */
             if (s < v.lo) v.lo = s, v.worst = (int)t;
             if (s > v.hi) v.hi = s, v.best = (int)t;
@@ -409,9 +417,83 @@ static bool shares_apart(const struct tw_global *g, const struct tw_shares *v)
            v->lo <= TW_SHARED_SHARE;
 }
 
-/* auto: retire the worker that gets least CPU when another gets nearly all of it; bring
- * retired workers back (the first mapping) once their probes find their cores free; and the
- * thread-count trial. */
+static uint64_t committed_sum(const struct tw_global *g)
+{
+    uint64_t c = 0;
+    for (unsigned t = 0; t < g->n; t++) c += g->th[t].rep_committed;
+    return c;
+}
+
+static void part_window(struct tw_global *g, int state, uint64_t now)
+{
+    g->part = state;
+    g->part_t0 = now;
+    g->part_c0 = committed_sum(g);
+}
+
+/* Every worker found on a shared core gets its share (on) or none; then the map. */
+static void part_switch(struct tw_global *g, bool on)
+{
+    g->part_on = on;
+    for (unsigned t = 0; t < g->n; t++)
+        if (g->th[t].bal_part) g->th[t].bal_weight = on ? g->th[t].bal_part : 0;
+    map_by_weight(g);
+}
+
+/* The share trial (tw.h): a window the way it is (the shared workers out, or with their
+ * shares), one the other way; a share stays only if it commits TW_TRIAL_MORE of what
+ * "out" does, and the question is asked again after a backoff. A try that commits under
+ * TW_PART_ABORT of the window before ends at the next decision. */
+static void plan_part(struct tw_global *g, uint64_t now)
+{
+    if (g->part == TW_PART_WAIT) {
+        if (now >= g->part_next_ns) part_window(g, TW_PART_BASE, now);
+        return;
+    }
+    uint64_t span = now - g->part_t0;
+    double rate = (double)(committed_sum(g) - g->part_c0) * 1e9 / (double)span;
+    bool bad = g->part == TW_PART_TRY && rate < g->part_rate * TW_PART_ABORT;
+    if (span < TW_PART_NS && !bad) return;
+    if (g->part == TW_PART_BASE) {
+        g->part_rate = rate;
+        part_switch(g, !g->part_on);
+        part_window(g, TW_PART_TRY, now);
+        return;
+    }
+    double on = g->part_on ? rate : g->part_rate, off = g->part_on ? g->part_rate : rate;
+    bool share = on >= off * TW_TRIAL_MORE;
+    if (share != g->part_on) part_switch(g, share);
+    g->cnt_part++;
+    g->cnt_part_kept += share;
+    g->part_next_ns = now + g->part_backoff_ns;
+    if (g->part_backoff_ns < TW_TRIAL_MAX_NS) g->part_backoff_ns *= 2;
+    g->part = TW_PART_WAIT;
+}
+
+/* Worker w's core is shared: out at once, with the share it would get there noted. */
+static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_t now)
+{
+    unsigned part = (unsigned)(share * TW_WEIGHT_FULL);
+    g->th[w].bal_part = part ? part : 1;
+    part_switch(g, false);
+    g->cnt_retired++;
+    g->part_backoff_ns = TW_TRIAL_BACKOFF_NS;
+    part_window(g, TW_PART_BASE, now);
+}
+
+/* A shared core is free again: the first mapping, every worker with a core of its own. */
+static void all_back(struct tw_global *g)
+{
+    for (unsigned t = 0; t < g->n; t++) g->th[t].bal_part = 0;
+    block_mapping(g, g->n);
+    g->part = TW_PART_NONE;
+    g->part_on = false;
+    g->cnt_back++;
+}
+
+/* auto: retire the worker that gets least CPU when another gets nearly all of it, and try
+ * it with a share of the LPs (the share trial); bring workers of shared cores back (the
+ * first mapping) once their cores are free; and the thread-count trial. */
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
     if (now - g->bal_last_ns < TW_BALANCE_NS) return;
@@ -420,27 +502,30 @@ static void plan_auto(struct tw_global *g, uint64_t now)
      * compared. A worker that mostly sleeps may never get one: not waited for later.) */
     if (v.unmeasured && !v.back && now - g->bal_start_ns < 2 * TW_BALANCE_NS) return;
     g->bal_last_ns = now;
-    if (v.back) { /* someone's core is free again: the first mapping */
-        block_mapping(g, g->n);
-        g->cnt_back++;
+    if (v.back) {
+        all_back(g);
         return;
     }
     if (g->trial == TW_TRIAL_NONE && v.worst >= 0 && v.worst != v.best &&
         shares_apart(g, &v) && atomic_load_explicit(&g->active, memory_order_relaxed) >= 2) {
-        retire_worker(g, (unsigned)v.worst);
-        g->cnt_retired++;
+        retire_shared(g, (unsigned)v.worst, v.lo, now);
         return;
     }
-    if (!v.retired) plan_trial(g, now); /* (not beside a worker out of a shared core) */
+    if (g->part != TW_PART_NONE) plan_part(g, now);
+    else if (!v.retired) plan_trial(g, now);
 }
 
 /* Called by the closer of a round before it publishes; true if moves were planned. */
 bool tw_balance_plan(struct tw_thread *th)
 {
-    struct tw_global *g = th->g;
+    return tw_balance_plan_at(th->g, kr__clock_ns());
+}
+
+bool tw_balance_plan_at(struct tw_global *g, uint64_t now)
+{
     if (g->balance == KR_BALANCE_OFF || g->n < 2) return false;
     if (g->balance == KR_BALANCE_STORM) plan_storm(g);
-    else plan_auto(g, kr__clock_ns());
+    else plan_auto(g, now);
     if (!g->nmoves) return false;
     atomic_store_explicit(&g->mig_req, 1, memory_order_relaxed); /* (published with the epoch) */
     return true;

@@ -134,11 +134,12 @@ static void balance_summary(const struct kr__run *r, const struct kr__totals *t,
 {
     if (!t->migrated && !r->balance_retired) return;
     fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
-            "retired from a shared core, %llu returns; %llu trials of one worker fewer "
-            "(%llu undone)\n", (unsigned long long)t->migrated,
-            (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
-            (unsigned long long)r->balance_back, (unsigned long long)r->balance_trials,
-            (unsigned long long)r->balance_undone);
+            "retired from a shared core (%llu trials of a share of it, %llu kept), %llu "
+            "returns; %llu trials of one worker fewer (%llu undone)\n",
+            (unsigned long long)t->migrated, (unsigned long long)r->migrations,
+            (unsigned long long)r->balance_retired, (unsigned long long)r->balance_shares,
+            (unsigned long long)r->balance_shares_kept, (unsigned long long)r->balance_back,
+            (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone);
 }
 
 void tw_summary(const struct kr__run *r, FILE *f)

@@ -214,6 +214,19 @@ struct tw_qline {
 #define TW_TRIAL_BACKOFF_NS (1000ull * 1000 * 1000)
 #define TW_TRIAL_MAX_NS (16000ull * 1000 * 1000)
 enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
+/* The share trial: a worker on a shared core is retired at once (cheap events: while it
+ * waits for the core its LPs lag, and their messages roll the others back more than its
+ * half a core brings - PHOLD-std 7.1 M/s retired, 2.8-3.0 with a third of the LPs). After
+ * a window of TW_PART_NS with it out, it gets LPs in proportion to the CPU share it had
+ * there (each other worker counting as a whole core: 0.5 -> a third of them on 2 threads)
+ * for a window, and keeps them if that commits TW_TRIAL_MORE of the window before (5-us
+ * events: 0.187 M/s retired, 0.250 with a third). The question is asked again (a window
+ * as it is, one the other way) after 1 s, 2, 4 ... 16: events may get cheaper. A try that
+ * commits under TW_PART_ABORT of the window before ends at the next decision. */
+#define TW_PART_NS (80u * 1000 * 1000)
+#define TW_PART_ABORT 0.8
+#define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
+enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
 
 struct tw_move {
     kr_lp lp;
@@ -237,6 +250,10 @@ struct tw_thread {
     _Atomic double cpu_share;   /* -1: not measured yet */
     _Atomic int rq_shared;      /* its last window waited on the run queue (TW_WAIT_SHARED) */
     _Atomic int wants_back;     /* retired, and its core is free again */
+    /* its share of the LPs (per mille of a core, TW_WEIGHT_FULL with a core of its own, 0
+     * retired) and, found on a shared core, the share it would get there (0: not found) -
+     * both the round closer's, read only in planning */
+    unsigned bal_weight, bal_part;
     uint64_t bal_wall, bal_cpu, bal_slept, slept_ns;
     int sched_fd;             /* /proc/thread-self/schedstat (-1: none), ... */
     uint64_t bal_waited;      /* ...its run-queue wait at the window's start */
@@ -448,6 +465,13 @@ struct tw_global {
     uint64_t trial_back_ns;                /* ...nor one more back */
     uint64_t trial_backoff_ns;
     uint64_t cnt_trials, cnt_undone;
+    /* balance auto: the share trial (TW_PART_*) */
+    int part;
+    bool part_on;                          /* the shared workers have their shares */
+    double part_rate;                      /* committed/s in the window before (BASE) */
+    uint64_t part_t0, part_c0;             /* its measuring window */
+    uint64_t part_next_ns, part_backoff_ns;
+    uint64_t cnt_part, cnt_part_kept;
     bool check;                            /* --check: verify invariants as we go */
     struct tw_clock *clock;                /* per thread (safe events) */
     bool queries;                          /* the model answers queries (query.c) */
@@ -765,6 +789,7 @@ void tw_barrier(struct tw_global *g, struct tw_thread *serve);
 void tw_quiesce(struct tw_thread *th);
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
+bool tw_balance_plan_at(struct tw_global *g, uint64_t now); /* (now: kr__clock_ns) */
 void tw_balance_start(struct tw_thread *th);
 void tw_balance_sample(struct tw_thread *th);
 void tw_retired_wait(struct tw_thread *th);

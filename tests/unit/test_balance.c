@@ -1,0 +1,125 @@
+/* test_balance.c - the optimistic engine's load balancer (`--balance auto`, migrate.c)
+ * planning on a clock and CPU shares the test sets, moves applied to the owner table by
+ * hand (the moves themselves are tested by the storm runs of tests/e2e/migration.py):
+ *  - a worker on a shared core is retired at once (every LP to the other);
+ *  - after a window, the share trial gives it LPs in proportion to its CPU share there,
+ *    as one contiguous block (0.5 beside a whole core: a third);
+ *  - a trial that commits far less is undone at the next decision, and the question is
+ *    asked again only after the backoff;
+ *  - a share that commits more stays; asked again, "out" that commits far less is undone;
+ *  - once its core is free (by its CPU share and its run queue), the first mapping comes
+ *    back. */
+#include "check.h"
+#include "core/core.h"
+#include "core/options.h"
+#include "core/place.h"
+#include "core/run.h"
+#include "optimistic/tw.h"
+
+#define LPS 64
+#define MS (1000ull * 1000)
+
+static void configure(struct kr__config *c, int argc, char **argv)
+{
+    struct kr__error err = { 0 };
+    *c = (struct kr__config){ .model = "phold" };
+    CHECK(kr__options_defaults(c, &err) == KR_OK);
+    for (int i = 0; i < argc; i++) CHECK(kr__option_parse(c, argc, argv, &i, &err) == KR_OK);
+    CHECK(kr__options_finish(c, 1, &err) == KR_OK);
+}
+
+/* What tw_migrate leaves in the tables the planner reads: owners, LP counts, who is out. */
+static void apply(struct tw_global *g)
+{
+    for (size_t i = 0; i < g->nmoves; i++) g->owner[g->moves[i].lp] = g->moves[i].to;
+    unsigned active = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        th->nlps = 0;
+        for (kr_lp lp = 0; lp < LPS; lp++) th->nlps += g->owner[lp] == t;
+        th->retired = th->nlps == 0;
+        active += !th->retired;
+    }
+    atomic_store(&g->active, active);
+    g->nmoves = 0;
+    atomic_store(&g->mig_req, 0);
+}
+
+/* Plan at `now` with `done` more events committed since the last call (thread 0's count). */
+static bool plan(struct tw_global *g, uint64_t now, uint64_t done)
+{
+    g->th[0].rep_committed += done;
+    bool moved = tw_balance_plan_at(g, now);
+    if (moved) apply(g);
+    return moved;
+}
+
+/* Worker 1's LPs: how many, and that they are the block at the end. */
+static kr_lp owned_by_1(const struct tw_global *g)
+{
+    kr_lp n = 0;
+    for (kr_lp lp = 0; lp < LPS; lp++) n += g->owner[lp] == 1;
+    for (kr_lp lp = LPS - n; lp < LPS; lp++) CHECK(g->owner[lp] == 1);
+    return n;
+}
+
+static void shared_core(struct tw_global *g)
+{
+    uint64_t t = g->bal_start_ns + 1000 * MS;
+    atomic_store(&g->th[0].cpu_share, 1.0);
+    atomic_store(&g->th[1].cpu_share, 0.5);
+    CHECK(plan(g, t, 0)); /* shared: out at once */
+    CHECK(owned_by_1(g) == 0 && g->th[1].retired && g->cnt_retired == 1);
+    CHECK(g->part == TW_PART_BASE && !g->part_on);
+    CHECK(!plan(g, t += 40 * MS, 500)); /* (the window is not over) */
+    CHECK(plan(g, t += TW_PART_NS, 1000)); /* a third of the LPs: [42, 64) */
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && !g->th[1].retired);
+    CHECK(g->part == TW_PART_TRY && g->part_on);
+    CHECK(plan(g, t += 40 * MS, 300)); /* far less committed: out again at once */
+    CHECK(owned_by_1(g) == 0 && g->part == TW_PART_WAIT && !g->part_on);
+    CHECK(g->cnt_part == 1 && g->cnt_part_kept == 0);
+    CHECK(!plan(g, t += TW_TRIAL_BACKOFF_NS / 2, 9000)); /* backoff */
+    CHECK(!plan(g, t += TW_TRIAL_BACKOFF_NS / 2, 9000)); /* a new window as it is */
+    CHECK(g->part == TW_PART_BASE);
+    CHECK(plan(g, t += TW_PART_NS, 1000));
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->part == TW_PART_TRY);
+    atomic_store(&g->th[1].cpu_share, -1.0); /* (not measured since it came back) */
+    CHECK(!plan(g, t += 40 * MS, 520)); /* (as much so far: the window goes on) */
+    CHECK(!plan(g, t += 40 * MS, 580)); /* 10% more: kept */
+    CHECK(g->part == TW_PART_WAIT && g->part_on && g->cnt_part == 2 && g->cnt_part_kept == 1);
+    atomic_store(&g->th[1].cpu_share, 0.5);
+    CHECK(!plan(g, t += 2 * TW_TRIAL_BACKOFF_NS, 1000)); /* (the backoff doubled) */
+    CHECK(g->part == TW_PART_BASE);
+    CHECK(plan(g, t += TW_PART_NS, 1000)); /* asked again: out for a window */
+    CHECK(owned_by_1(g) == 0 && g->part == TW_PART_TRY && !g->part_on);
+    CHECK(plan(g, t += 40 * MS, 200)); /* far less: the share comes back at once */
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->part_on);
+    CHECK(g->cnt_part == 3 && g->cnt_part_kept == 2);
+    atomic_store(&g->th[1].cpu_share, 0.95);
+    atomic_store(&g->th[1].rq_shared, 1);
+    CHECK(!plan(g, t += TW_PART_NS, 1000)); /* (but its run queue says shared) */
+    atomic_store(&g->th[1].rq_shared, 0);
+    CHECK(plan(g, t += TW_PART_NS, 1000)); /* its core is free: the first mapping */
+    for (kr_lp lp = 0; lp < LPS; lp++) CHECK(g->owner[lp] == kr__block_of(lp, LPS, 2));
+    CHECK(g->part == TW_PART_NONE && g->cnt_back == 1 && !g->th[1].bal_part);
+    CHECK(g->th[0].bal_weight == TW_WEIGHT_FULL && g->th[1].bal_weight == TW_WEIGHT_FULL);
+}
+
+int main(void)
+{
+    char *args[] = { "--threads", "2", "--lps", "64", "--end", "40", "--preempt", "off",
+                     "--event-timeout", "0", "--balance", "auto", "--progress", "off" };
+    struct kr__config c;
+    configure(&c, (int)(sizeof args / sizeof args[0]), args);
+    struct kr__run r;
+    struct kr__error err = { 0 };
+    CHECK(kr__run_setup(&r, &c, &err) == KR_OK);
+    struct tw_global *g = tw_test_start(&r, 0);
+    CHECK(g->n == 2 && g->balance == KR_BALANCE_AUTO);
+    shared_core(g);
+    tw_test_end(&r, g);
+    kr__run_finish(&r);
+    kr__run_free(&r);
+    kr__options_free(&c);
+    return check_done("balance");
+}
