@@ -315,22 +315,23 @@ void tw_ckpt_by_cost(struct tw_thread *th)
 /* --ckpt-interval auto. Per event, checkpointing every K events costs C_s / K, and each
  * rollback coasts forward over about K / 2 events of cost C_e; with r rollbacks per event
  * the sum C_s / K + r K C_e / 2 is least at K = sqrt(2 C_s / (r C_e)) (the classic
- * checkpoint-interval trade-off of Lin et al. and Preiss et al.). All three are measured on
- * this thread since the previous step; K moves at most 2x per step to damp noise. */
+ * checkpoint-interval trade-off of Lin et al. and Preiss et al.). C_s and C_e are the
+ * medians of the thread's recent timings (tw_costs: means since the previous step were
+ * moved by cold starts and descheduled samples), r is counted since the previous step;
+ * K moves at most 2x per step to damp noise. */
 void tw_tune_ckpt(struct tw_thread *th)
 {
     struct kr__counters *c = th->cnt;
     struct tw_tune *t = &th->tune;
     uint64_t events = c->processed - t->processed;
     if (events < 65536 || c->ckpt_timed == t->checkpoints || c->events_timed == t->timed) return;
-    double cs = (double)(c->ckpt_ns - t->ckpt_ns) / (double)(c->ckpt_timed - t->checkpoints);
-    double ce = (double)(c->event_ns_sampled - t->event_ns) / (double)(c->events_timed - t->timed);
+    double cs = (double)cost_median(&th->ck_cost), ce = (double)cost_median(&th->ev_cost);
+    if (!cs || !ce) return;
     double r = (double)(c->rollbacks - t->rollbacks) / (double)events;
-    double k = r > 0 && ce > 0 ? sqrt(2 * cs / (r * ce)) : 2.0 * th->ckpt_interval;
+    double k = r > 0 ? sqrt(2 * cs / (r * ce)) : 2.0 * th->ckpt_interval;
     double lo = th->ckpt_interval / 2.0, hi = th->ckpt_interval * 2.0;
     k = k < lo ? lo : k > hi ? hi : k;
     k = k < 1 ? 1 : k > TW_CKPT_AUTO_MAX ? TW_CKPT_AUTO_MAX : k;
     th->ckpt_interval = (unsigned)(k + 0.5);
-    *t = (struct tw_tune){ c->processed, c->ckpt_timed, c->ckpt_ns, c->rollbacks, c->coasted,
-                           c->event_ns_sampled, c->events_timed };
+    *t = (struct tw_tune){ c->processed, c->ckpt_timed, c->rollbacks, c->events_timed };
 }

@@ -66,7 +66,7 @@ struct tw_net {
 
 /* Counters at the last checkpoint-interval tuning step. */
 struct tw_tune {
-    uint64_t processed, checkpoints /* timed */, ckpt_ns, rollbacks, coasted, event_ns, timed;
+    uint64_t processed, checkpoints /* timed */, rollbacks, timed /* events */;
 };
 /* The last TW_COST_SAMPLES timings of one kind (ns): their median is what a checkpoint or
  * an event costs now, which no cold start, tick or descheduled sample moves (the means of

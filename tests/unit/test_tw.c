@@ -325,10 +325,41 @@ static void interval_grows(void)
     kr__options_free(&c);
 }
 
+/* --ckpt-interval auto takes K = sqrt(2 C_s / (r C_e)) from the medians of the recent
+ * checkpoint and event timings, not from means that a few descheduled samples move: here
+ * checkpoints of 100 ns and events of 1 us, 1 rollback in 1000 events -> K 14, where the
+ * means (2 of 16 checkpoints at 50 us, counted in the totals) would make it 32 (the 2x
+ * step's cap from 16). */
+static void auto_from_medians(void)
+{
+    struct kr__config c;
+    struct kr__run r;
+    struct tw_global *g = one_thread(&c, &r, "auto");
+    struct tw_thread *th = &g->th[0];
+    CHECK(g->ckpt_auto && th->ckpt_interval == 16);
+    for (unsigned i = 0; i < TW_COST_SAMPLES; i++) {
+        tw_cost_add(&th->ck_cost, i < 2 ? 50000 : 100);
+        tw_cost_add(&th->ev_cost, 1000);
+    }
+    struct kr__counters *n = th->cnt;
+    n->processed += 100000;
+    n->rollbacks += 100;
+    n->ckpt_timed += 16;
+    n->ckpt_ns += 2 * 50000 + 14 * 100;
+    n->events_timed += 16;
+    n->event_ns_sampled += 16 * 1000;
+    tw_tune_ckpt(th);
+    CHECK(th->ckpt_interval == 14);
+    tw_test_end(&r, g);
+    kr__run_free(&r);
+    kr__options_free(&c);
+}
+
 int main(void)
 {
     by_hand();
     interval_grows();
+    auto_from_medians();
     interleaved();
 #if !defined(__SANITIZE_THREAD__)
     equal_keys_preempted();
