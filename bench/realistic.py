@@ -33,6 +33,8 @@ MODELS = [
     ("queueing", ["queueing", "--lps", "4096", "--end", "300"]),
     ("datastore", ["datastore", "--lps", "64", "--end", "20"]),
     ("phold-std", ["phold", "--end", "3000"]),
+    # the issue's row of long events: 5 us of work in each (about 0.75 s sequential)
+    ("phold-5us", ["phold", "-P", "busy_us=5", "--end", "150"]),
 ]
 
 # TWOS's regular and irregular benchmarks, built in (issue 16): only with --only.
