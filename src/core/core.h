@@ -50,6 +50,8 @@ struct kr__config {
     double event_timeout;       /* seconds an event may run on the committed path; 0: none */
     struct kr__tw_options tw;   /* --sync optimistic */
     struct kr__cons_options cons; /* --sync conservative */
+    const char *engine_opt[2];  /* the first option given that only the optimistic [0] or
+                                 * the conservative [1] engine reads (NULL: none) */
     struct kr__kv *params;
     size_t nparams;
     const char *snap_dir;       /* --snapshot: where snapshots go (NULL: none)... */

@@ -477,6 +477,8 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
         if (strcmp(a, o->name)) continue;
         set(c, o, o->kind == K_FLAG ? "" : need_value(argc, argv, i));
         if (o->after) o->after(c);
+        if (o->engines && !c->engine_opt[o->engines == E_CONS]) /* (for kr__options_unread) */
+            c->engine_opt[o->engines == E_CONS] = o->name;
         return KR_OK;
     }
     bad("unknown option '%s' for 'kairos run'", a);
@@ -511,6 +513,20 @@ int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *er
     if (c->engine->validate && c->engine->validate(c, err)) return err->status;
     if (c->threads == 0) c->threads = c->engine->default_threads(ncpu);
     return KR_OK;
+}
+
+/* An option given for another engine than the run's (a script that switches --sync keeps
+ * them, so it is a note, not an error): NULL, or the note. */
+const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap)
+{
+    static const char *const owner[2] = { "optimistic", "conservative" };
+    for (int e = 0; e < 2; e++) {
+        if (!c->engine_opt[e] || !strcmp(c->engine->name, owner[e])) continue;
+        snprintf(buf, cap, "%s is an option of the %s engine; this run uses the %s engine, "
+                 "which does not read it", c->engine_opt[e], owner[e], c->engine->name);
+        return buf;
+    }
+    return NULL;
 }
 
 /* Help texts start at column HELP_COL ("  --name ARG" is padded to it, or followed by two

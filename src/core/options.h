@@ -19,6 +19,9 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
                      struct kr__error *err);
 /* After parsing: the engine's checks and its default thread count (ncpu cores). */
 int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *err);
+/* After kr__options_finish: a note (written into buf) naming an option given that the
+ * run's engine does not read, or NULL. */
+const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap);
 /* Free what parsing allocated (the -P list). */
 void kr__options_free(struct kr__config *c);
 /* The "Options of 'run':" part of kairos --help. */

@@ -11,7 +11,7 @@ t = Tally()
 
 
 def expect(rc_want, needles, *args, out_want=None):
-    expect_exit(kairos, t, rc_want, needles, *args, out_want=out_want)
+    return expect_exit(kairos, t, rc_want, needles, *args, out_want=out_want)
 
 
 # command line
@@ -28,6 +28,16 @@ expect(2, ["no parameter 'bogus'", "kairos run phold --help"], "run", "phold", "
 expect(2, ["must be an integer", "'x12'"], "run", "phold", "-P", "population=x12")
 expect(2, ["-P needs name=value"], "run", "phold", "-P", "population")
 expect(2, ["--end inf needs a model with a done()"], "run", "phold", "--end", "inf")
+# an option the run's engine does not read: a note naming it (a script that switches --sync
+# keeps its options, so the run goes on), and none where the engine reads it
+for sync, opt, owner in [("sequential", ["--state", "chunk"], "optimistic"),
+                         ("conservative", ["--balance", "off"], "optimistic"),
+                         ("optimistic", ["--handoff", "push"], "conservative")]:
+    expect(0, [f"note: {opt[0]} is an option of the {owner} engine; this run uses the {sync} "
+               "engine"], "run", "phold", "--end", "5", "--sync", sync, *opt, "--progress", "off")
+_, quiet = expect(0, [], "run", "phold", "--end", "5", "--state", "chunk", "--progress", "off")
+if "note:" in quiet:
+    fail(f"a note where the engine reads the option:\n{quiet}")
 expect(2, ["does not export kr_model_entry"], "run", noentry)
 expect(2, ["cannot load model"], "run", "./does-not-exist.so")
 expect(2, ["unknown command"], "frobnicate")

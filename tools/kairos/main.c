@@ -108,6 +108,14 @@ static int model_help(const char *model, struct kr__error *err)
     return KR_OK;
 }
 
+/* An option given that the run's engine does not read: said once, by rank 0. */
+static void note_unread(const struct kr__config *c)
+{
+    char note[256];
+    if (kr__net.rank == 0 && kr__options_unread(c, note, sizeof note))
+        fprintf(stderr, "kairos: note: %s\n", note);
+}
+
 /* The configuration from the command line. */
 static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
 {
@@ -120,6 +128,7 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     kr__local_ranks(&lr, &ls);
     unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
     if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
+    note_unread(c);
     if (check_output_path("--stats", c->stats_path, err) ||
         check_output_path("--lp-stats", c->lp_stats_path, err) ||
         check_output_path("--trace", c->trace_path, err))
