@@ -222,9 +222,11 @@ enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
  * for a window, and keeps them if that commits TW_TRIAL_MORE of the window before (5-us
  * events: 0.187 M/s retired, 0.250 with a third). The question is asked again (a window
  * as it is, one the other way) after 1 s, 2, 4 ... 16: events may get cheaper. A try that
- * commits under TW_PART_ABORT of the window before ends at the next decision. */
+ * commits under TW_PART_ABORT of the window before ends at the next decision (40 ms: a
+ * good try climbs slowly - pcs 0.64 of it at 43 ms, 2.05 at 87 - and a bad one stays
+ * low - PHOLD-std 0.29-0.37 from 8 ms on). */
 #define TW_PART_NS (80u * 1000 * 1000)
-#define TW_PART_ABORT 0.8
+#define TW_PART_ABORT 0.5
 #define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
 enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
 

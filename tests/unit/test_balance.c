@@ -75,7 +75,7 @@ static void shared_core(struct tw_global *g)
     CHECK(plan(g, t += TW_PART_NS, 1000)); /* a third of the LPs: [42, 64) */
     CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && !g->th[1].retired);
     CHECK(g->part == TW_PART_TRY && g->part_on);
-    CHECK(plan(g, t += 40 * MS, 300)); /* far less committed: out again at once */
+    CHECK(plan(g, t += 40 * MS, 100)); /* far less committed: out again at once */
     CHECK(owned_by_1(g) == 0 && g->part == TW_PART_WAIT && !g->part_on);
     CHECK(g->cnt_part == 1 && g->cnt_part_kept == 0);
     CHECK(!plan(g, t += TW_TRIAL_BACKOFF_NS / 2, 9000)); /* backoff */
