@@ -313,6 +313,16 @@ static void block_mapping(struct tw_global *g, unsigned nact)
     map_by_weight(g);
 }
 
+/* The wait before a trial's question is asked again: TW_TRIAL_BACKOFF_NS first (b 0),
+ * doubling to TW_TRIAL_MAX_NS (both trials). */
+static uint64_t backoff_step(uint64_t *b)
+{
+    if (!*b) *b = TW_TRIAL_BACKOFF_NS;
+    uint64_t wait = *b;
+    if (*b < TW_TRIAL_MAX_NS) *b *= 2;
+    return wait;
+}
+
 static void trial_set(struct tw_global *g, unsigned nact, int state, double rate)
 {
     g->trial_rate = rate;
@@ -327,9 +337,7 @@ static void trial_judge(struct tw_global *g, uint64_t now, double rate)
     bool fewer = g->trial == TW_TRIAL_RUNNING;
     bool better = fewer ? rate >= g->trial_rate * TW_TRIAL_FEWER
                         : rate > g->trial_rate * TW_TRIAL_MORE;
-    if (!g->trial_backoff_ns) g->trial_backoff_ns = TW_TRIAL_BACKOFF_NS;
-    uint64_t wait = g->trial_backoff_ns;
-    if (g->trial_backoff_ns < TW_TRIAL_MAX_NS) g->trial_backoff_ns *= 2;
+    uint64_t wait = backoff_step(&g->trial_backoff_ns);
     unsigned nact = g->trial_nact;
     if (fewer && better) { /* keep; one fewer again next window if still needed */
         g->trial_next_ns = now;
@@ -465,8 +473,7 @@ static void plan_part(struct tw_global *g, uint64_t now)
     if (share != g->part_on) part_switch(g, share);
     g->cnt_part++;
     g->cnt_part_kept += share;
-    g->part_next_ns = now + g->part_backoff_ns;
-    if (g->part_backoff_ns < TW_TRIAL_MAX_NS) g->part_backoff_ns *= 2;
+    g->part_next_ns = now + backoff_step(&g->part_backoff_ns);
     g->part = TW_PART_WAIT;
 }
 
@@ -477,7 +484,7 @@ static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_
     g->th[w].bal_part = part ? part : 1;
     part_switch(g, false);
     g->cnt_retired++;
-    g->part_backoff_ns = TW_TRIAL_BACKOFF_NS;
+    g->part_backoff_ns = 0; /* (a new question: the first wait again) */
     part_window(g, TW_PART_BASE, now);
 }
 
