@@ -219,7 +219,7 @@ void kr_commit(const void *record, size_t size);
  * type prefixed; the exit status is 1. In a speculative event it takes effect only if that
  * event commits (a rolled-back wrong path cannot fail the run). Where: any callback.
  * Cost: the event's end (a longjmp out of the handler). */
-void kr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* Model parameters from `-P name=value` (or the table default, else `fallback`).
  * Where: any callback. Cost: a search of the parameter table by name (parsed once before

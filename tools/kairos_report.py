@@ -201,14 +201,33 @@ def page(runs, names):
             f"\n{CHECK}\n</body></html>\n"), len(figs)
 
 
+def drawn(runs, paths):
+    """page() of the runs; a file whose values are not what kairos run writes (null, a
+    string where a number goes: edited by hand?) is named, not a traceback."""
+    try:
+        return page(runs, labels(runs, paths))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+        for r, p in zip(runs, paths):
+            try:
+                page([r], labels([r], [p]))
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e1:
+                die(f"'{p}' has a value that is not what kairos run writes ({type(e1).__name__}: "
+                    f"{e1}); was it edited? Write it again with kairos run --stats")
+        die(f"the --stats files cannot be drawn together ({type(e).__name__}: {e})")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kairos report", description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", metavar="RUN.json", help="--stats files of kairos run")
     ap.add_argument("-o", "--output", required=True, metavar="report.html")
     a = ap.parse_args(argv)
+    for p in a.runs:  # (an -o naming an input would overwrite the run's statistics)
+        if os.path.exists(p) and os.path.exists(a.output) and os.path.samefile(p, a.output):
+            die(f"-o {a.output} is one of the --stats files to read; write the report to "
+                "another file (report.html)")
     pyplot()  # (first: without matplotlib, say so before anything else)
     runs = [load(p) for p in a.runs]
-    text, n = page(runs, labels(runs, a.runs))
+    text, n = drawn(runs, a.runs)
     tmp = a.output + ".tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as f:

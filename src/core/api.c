@@ -6,8 +6,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "core/core.h"
 #include "core/error.h"
+#include "state/addrmap.h"
+#include "state/arena.h"
 #include "ult/ult.h"
 
 
@@ -48,6 +53,8 @@ static int need_lp(const char *fn)
     snprintf(msg, sizeof msg, "model '%s': %s was called outside init, an event, done() or "
              "finish, or from a thread Kairos did not start: model calls are valid only in the "
              "model's callbacks, on the thread that runs them", r ? r->model->name : "?", fn);
+    if (r && !kr__ctx.run && (pid_t)syscall(SYS_gettid) != getpid())
+        kr__foreign_call(msg); /* (a thread of the model's, during a run) */
     kr__die(msg);
 }
 
@@ -254,6 +261,30 @@ static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, co
     return check_progress(fn, dest, t, r->lookahead);
 }
 
+/* The pointers in a payload (state/addrmap.h): KR_PAYLOAD_IMAGE or _PLAIN, or -1 after
+ * reporting a word that points into memory with no name another run or rank shares. */
+static int payload_pointers(const char *fn, kr_lp dest, unsigned type, const void *payload,
+                            size_t size)
+{
+    size_t at = 0;
+    char where[96] = "";
+    int vals = kr__addrmap_payload(payload, size, &at, where, sizeof where);
+    if (vals >= 0) return vals;
+    uint64_t w;
+    memcpy(&w, (const char *)payload + at, 8);
+    const void *x = (const void *)(uintptr_t)w;
+    if (kr__arena_find(&kr__ctx.lp->arena, x))
+        snprintf(where, sizeof where, "the sending LP's own state (kr_malloc)");
+    kr__model_error("%s: the payload of a type-%u event to LP %llu holds a pointer at byte "
+                    "%zu (0x%llx) into %s: an event carries values, and that memory has no "
+                    "name another run, rank or snapshot shares (the run digest would depend "
+                    "on addresses; another rank cannot read it); send the values, or an "
+                    "index into a table every LP builds alike (a pointer into the program "
+                    "image - a string literal, a const table, a function - is allowed)",
+                    fn, type, (unsigned long long)dest, at, (unsigned long long)w, where);
+    return -1;
+}
+
 /* kr_schedule and kr_schedule_span: `span` says the duration is the model's own. */
 static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool span, unsigned type,
                      const void *payload, size_t size)
@@ -262,6 +293,8 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     struct kr__lp *lp = kr__ctx.lp;
     uint64_t seq = lp->seq++;
     if (kr__ctx.mode == KR_MODE_COAST) return; /* re-execution: the event exists already */
+    int vals = size >= 8 ? payload_pointers(fn, dest, type, payload, size) : KR_PAYLOAD_PLAIN;
+    if (vals < 0) return;
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
     e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
@@ -273,6 +306,7 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     e->size = (uint32_t)size;
     e->flags = span ? KR_EVF_SPAN : 0;
     e->xflags = 0;
+    e->pflags = (uint8_t)vals;
     kr__ev_tail_init(e, dur);
     if (size) memcpy(e->payload, payload, size);
     kr__ctx.ops->send(&kr__ctx, e);
@@ -319,10 +353,10 @@ void kr_set_lookahead(kr_time lookahead)
     KR_API_LEAVE();
 }
 
-uint64_t kr_random_u64(void)
+static uint64_t random_u64(const char *fn)
 {
     KR_API_ENTER();
-    need_lp("kr_random_u64");
+    need_lp(fn);
     uint64_t z = (kr__ctx.lp->rng += 0x9e3779b97f4a7c15ull); /* SplitMix64 */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -330,9 +364,14 @@ uint64_t kr_random_u64(void)
     return z ^ (z >> 31);
 }
 
+uint64_t kr_random_u64(void)
+{
+    return random_u64("kr_random_u64");
+}
+
 double kr_random(void)
 {
-    return (double)(kr_random_u64() >> 11) * 0x1.0p-53;
+    return (double)(random_u64("kr_random") >> 11) * 0x1.0p-53;
 }
 
 double kr_expo(double mean)
@@ -366,6 +405,13 @@ void *kr_malloc(size_t size)
                         "LP's state pages apart, and every run of open pages is a mapping; use "
                         "--state chunk or scan, fewer LPs, or raise the limit (sysctl -w "
                         "vm.max_map_count=...)", size);
+    size_t block = 16;
+    while (block < size && block < ((size_t)1 << 62)) block <<= 1;
+    if (!p && err == KR_ARENA_EXHAUSTED && size <= a->limit && block > a->limit - a->used)
+        kr__model_error("kr_malloc(%zu): the LP's arena holds blocks of powers of two, and this "
+                        "one takes %zu bytes, more than the %zu left of --arena-max %zu (%zu "
+                        "in use); raise --arena-max, or allocate smaller blocks", size, block,
+                        a->limit - a->used, a->limit, a->used);
     if (!p)
         kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "
                         "with --arena-max or reduce the LP's state", size, arena_why(err),
@@ -472,5 +518,14 @@ void kr_error(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    const struct kr__run *r = kr__run_current;
+    if (!kr__ctx.run && r) { /* (a thread Kairos did not start: no LP, time or event to name) */
+        char msg[1400];
+        snprintf(msg, sizeof msg, "model '%s': kr_error(\"%.1024s\") was called from a thread "
+                 "Kairos did not start: model calls are valid only in the model's callbacks, "
+                 "on the thread that runs them", r->model->name, what);
+        if ((pid_t)syscall(SYS_gettid) != getpid()) kr__foreign_call(msg);
+        kr__die(msg);
+    }
     kr__model_error("%s", what);
 }

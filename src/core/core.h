@@ -359,6 +359,21 @@ bool kr__record_deliver(struct kr__run *r, kr_time now, const char *rec, size_t 
 /* Where kr__emit_direct writes (NULL: stdout): a buffer while a rank other than 0 runs
  * init or finish, whose output rank 0 prints in rank order. */
 extern FILE *kr__emit_file;
+/* Set on an engine thread when a thread its event started called the API; in such a
+ * thread, its creator's flag (interpose.c: pthread_create from an event). */
+extern _Thread_local _Atomic bool kr__foreign_inbox
+    __attribute__((tls_model("local-exec"))); /* (one load per event: kairos is an executable) */
+extern _Thread_local _Atomic bool *kr__foreign_parent;
+/* A thread the model started called the API during a run: remember the message (the first
+ * call's), flag the event that started the thread (it fails with it after it returns; a
+ * run that would succeed fails at its end) and end that thread - the event waiting for
+ * it goes on. */
+_Noreturn void kr__foreign_call(const char *msg);
+const char *kr__foreign_msg(void);
+/* The event that started such a thread fails with its call (a model error). */
+_Noreturn void kr__foreign_raise(void);
+/* At a run's set-up: no call yet. */
+void kr__foreign_reset(void);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
@@ -369,6 +384,8 @@ static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, str
         return;
     }
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
+    if (__builtin_expect(atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed), 0))
+        kr__foreign_raise();
 }
 
 /* The model's done() for LP id, after init or an event, on every engine inside the same

@@ -50,6 +50,11 @@ _Noreturn void kr__internal_error(const char *fmt, ...) __attribute__((format(pr
 /* An event on the committed path that does not return (--event-timeout; %g: seconds). */
 #define KR_TIMEOUT_FMT "the event has run for more than %g s (--event-timeout) without " \
     "returning: an endless loop? If it is only slow, raise --event-timeout (0: no limit)"
+/* ... one blocked in a system call (%g: seconds, %ld: the call's number). */
+#define KR_BLOCKED_FMT "the event has waited for more than %g s (--event-timeout) in a " \
+    "system call (number %ld on x86-64): a read no one answers, a lock taken twice, a " \
+    "sleep? An event must not wait for anything outside the simulation; if it only waits " \
+    "long, raise --event-timeout (0: no limit)"
 
 /* Write out buffered committed output; if it cannot be written (full disk, closed stdout),
  * exit 1 with a message saying the output is incomplete. */

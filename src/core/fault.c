@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "core/error.h"
+#include "core/watchdog.h"
 #include "state/buddy.h"
 #include "state/seg.h"
 #include "ult/ult.h"
@@ -83,6 +84,50 @@ static bool in_libc(const ucontext_t *uc)
 {
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     return pc >= libc_lo && pc < libc_hi;
+}
+
+/* Kairos's own code, the executable (built-in models are in it too): an API call a model
+ * made, never unwound from by a timeout. */
+static uintptr_t self_lo, self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
+        uintptr_t a = info->dlpi_addr + p->p_vaddr, b = a + p->p_memsz;
+        if (!self_lo || a < self_lo) self_lo = a;
+        if (b > self_hi) self_hi = b;
+    }
+    return 1; /* (the first object is the executable) */
+}
+
+/* The C library's thread sits in a system call, or is about to restart one (the instruction
+ * before or at its program counter is `syscall`, 0f 05): unwinding from there is as safe as
+ * a thread's cancellation, which ends blocked calls the same way. */
+static bool at_syscall(const ucontext_t *uc)
+{
+    const unsigned char *pc = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+    if (!in_libc(uc) || (uintptr_t)pc < libc_lo + 2 || (uintptr_t)pc + 2 > libc_hi) return false;
+    return (pc[-2] == 0x0f && pc[-1] == 0x05) || (pc[0] == 0x0f && pc[1] == 0x05);
+}
+
+/* --event-timeout (core/watchdog.c): the watcher asks this thread to end the callback it
+ * is stuck in, as a model error. Not from the engine's code or inside the C library but
+ * at a system call (locks may be held there): the watcher asks again at its next look. */
+static void timeout_signal(const siginfo_t *si, const ucontext_t *uc)
+{
+#if defined(KR_TSAN)
+    (void)si, (void)uc; /* (it delivers signals late, from its runtime: the process ends) */
+    return;
+#endif
+    struct kr__watch *w = si->si_code == SI_QUEUE ? si->si_value.sival_ptr : NULL;
+    if (!w || !kr__in_lp() || !kr__run_current || !kr__watch_meant(w)) return;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (pc >= self_lo && pc < self_hi) return;
+    if (in_libc(uc) && !at_syscall(uc)) return;
+    kr__watch_raise(w, kr__run_current);
 }
 
 /* The fault lies in the guard below the stack model code runs on (an event stack, or the
@@ -181,7 +226,7 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
     if (sig == SIGILL)
         kr__model_error("the model crashed with SIGILL (illegal instruction at %p)%s",
                         si->si_addr, site);
-    if ((uintptr_t)si->si_addr < 4096 && kr__ctx.lp && !kr__ctx.lp->root)
+    if ((uintptr_t)si->si_addr < 4096 && kr__ctx.lp && !kr__ctx.lp->root && !in_libc(uc))
         kr__model_error("the model crashed with %s: invalid memory access at address %p, and "
                         "this LP has no state: did init call kr_set_state? (the state handed "
                         "to events and done() is NULL until it does)", sig_name(sig), si->si_addr);
@@ -221,6 +266,11 @@ static void engine_crash(int sig, const siginfo_t *si)
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
+    if (sig == KR_SIG_TIMEOUT) {
+        timeout_signal(si, uc); /* (returns if it did not unwind) */
+        errno = saved;
+        return;
+    }
     if (scanning) { /* a fault inside the overrun scan: that LP's tables are clobbered */
         scanning = 0;
         siglongjmp(scan_jmp, 1);
@@ -246,7 +296,9 @@ void kr__fault_install(void)
     sigemptyset(&sa.sa_mask);
     const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
     dl_iterate_phdr(find_libc, (void *)(uintptr_t)strlen);
+    dl_iterate_phdr(find_self, NULL);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+    sigaction(KR_SIG_TIMEOUT, &sa, NULL);
     kr__fault_thread_init();
 }
 

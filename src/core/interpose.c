@@ -1,4 +1,6 @@
-/* interpose.c - exit(), _exit() and abort() called by model code during a run. The kairos
+/* interpose.c - exit(), _exit() and abort() called by model code during a run, and
+ * pthread_create from an event (the thread it starts is the model's: an API call from it is
+ * blamed on that event, kr__foreign_call). The kairos
  * executable exports these names, so a model (built in, or a shared object, whose calls
  * bind to the executable first) reaches them here rather than in the C library. A call
  * from a model callback is a model error like kr_error: the sequential engine stops at
@@ -9,6 +11,9 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -62,4 +67,42 @@ void abort(void)
     void (*real)(void) = (void (*)(void))dlsym(RTLD_NEXT, "abort");
     if (real) real();
     kr__exit_now(128 + 6);
+}
+
+/* ---- threads the model starts ---- */
+
+_Thread_local _Atomic bool kr__foreign_inbox __attribute__((tls_model("local-exec")));
+_Thread_local _Atomic bool *kr__foreign_parent;
+
+struct spawn {
+    void *(*fn)(void *);
+    void *arg;
+    _Atomic bool *inbox;
+};
+
+static void *spawned(void *p)
+{
+    struct spawn s = *(struct spawn *)p;
+    free(p);
+    kr__foreign_parent = s.inbox;
+    return s.fn(s.arg);
+}
+
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    static _Atomic(create_fn) real;
+    create_fn next = atomic_load_explicit(&real, memory_order_relaxed);
+    if (!next) {
+        *(void **)&next = dlsym(RTLD_NEXT, "pthread_create");
+        if (!next) return EAGAIN;
+        atomic_store_explicit(&real, next, memory_order_relaxed);
+    }
+    if (!kr__in_lp()) return next(t, a, fn, arg); /* (the engine's threads, and others) */
+    struct spawn *s = malloc(sizeof *s);
+    if (!s) return EAGAIN;
+    *s = (struct spawn){ fn, arg, &kr__foreign_inbox };
+    int rc = next(t, a, spawned, s);
+    if (rc) free(s);
+    return rc;
 }

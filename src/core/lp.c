@@ -7,6 +7,7 @@
  * (kr__query_answer). Below the engines: they call it. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -19,6 +20,7 @@
 #include "core/trace.h"
 #include "ult/ult.h"
 #include "core/watchdog.h"
+#include "state/addrmap.h"
 #include "state/mode.h"
 
 struct kr__run *_Atomic kr__run_current;
@@ -137,9 +139,42 @@ void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
     memcpy(&t, &e->k.ts, sizeof t);
     uint64_t h = kr__mix(lp->digest, t);
     h = kr__mix(h, e->type);
-    lp->digest = kr__mix_bytes(h, e->payload, e->size);
+    lp->digest = __builtin_expect(e->pflags, 0) ? kr__addrmap_mix_payload(h, e->payload, e->size)
+                                                : kr__mix_bytes(h, e->payload, e->size);
     lp->committed++;
     if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
+}
+
+/* The message of the first API call from a thread the model started (NULL: none). */
+static _Atomic(const char *) foreign;
+static atomic_flag foreign_taken = ATOMIC_FLAG_INIT;
+
+void kr__foreign_call(const char *msg)
+{
+    static char first[512];
+    if (!atomic_flag_test_and_set(&foreign_taken)) {
+        snprintf(first, sizeof first, "%s", msg);
+        atomic_store(&foreign, first);
+    }
+    if (kr__foreign_parent) atomic_store(kr__foreign_parent, true); /* (interpose.c) */
+    pthread_exit(NULL); /* (the model's thread ends; the event that waits for it goes on) */
+}
+
+const char *kr__foreign_msg(void)
+{
+    return atomic_load(&foreign);
+}
+
+_Noreturn void kr__foreign_raise(void)
+{
+    atomic_store_explicit(&kr__foreign_inbox, false, memory_order_relaxed);
+    kr__model_error("%s", kr__foreign_msg());
+}
+
+void kr__foreign_reset(void)
+{
+    atomic_store(&foreign, NULL);
+    atomic_flag_clear(&foreign_taken);
 }
 
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
@@ -154,6 +189,7 @@ void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr_
     kr__trace_span(kind, t0, kr__trace_now() - t0, e->dest, e->k.ts, e->type);
     atomic_signal_fence(memory_order_seq_cst);
     kr__ult_self.app = app;
+    if (atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed)) kr__foreign_raise();
 }
 
 FILE *kr__emit_file;

@@ -56,6 +56,11 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes and no "
                  "commit hook, the one place a ledger is used: set .commit, or drop the "
                  "ledger", m->name, m->ledger_size);
+    else if (m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER))
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares flags 0x%x that this Kairos does not "
+                 "know (KR_MODEL_MARKS_WRITES, KR_MODEL_BUNDLES, KR_MODEL_TYPE_ORDER are 0x7): "
+                 "a model built for a newer Kairos, or a typo", m->name,
+                 m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER));
     else if (m->ledger_size > KR_LEDGER_MAX)
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes; at most "
                  "%u are allowed (it is kept in memory and in every snapshot): keep large "

@@ -48,6 +48,7 @@ struct opt {
                                 * its range (for messages) */
     void (*after)(struct kr__config *c);   /* after the command line set it */
     unsigned engines;          /* E_*; 0: every engine */
+    bool local;                /* may differ between MPI ranks (kr__options_identity) */
     const char *json;          /* member of --stats "config", NULL: none */
     const char *help;          /* prose, wrapped by kr__options_help; a line that starts
                                 * with two spaces is a table row, kept as it is */
@@ -144,8 +145,9 @@ static const struct opt table[] = {
       .json = "gvt_period_ms", .what = "milliseconds",
       .help = "milliseconds between GVT rounds (default 5, at most 60000)" },
     { "--balance", "MODE", K_CHOICE, F(tw.balance), "auto", .names = balance_names,
-      .names_shown = 2, .engines = E_TW, .json = "balance",
-      .help = "moving LPs between worker threads: off, or auto\n"
+      .names_shown = 3, .engines = E_TW, .json = "balance",
+      .help = "moving LPs between worker threads: off, storm (for testing:\n"
+              "random LPs move at every GVT round), or auto\n"
               "(default: a worker whose core another process keeps busy\n"
               "hands its LPs to the others until the core is free again,\n"
               "and is tried with a share in proportion to the CPU it gets;\n"
@@ -185,7 +187,7 @@ static const struct opt table[] = {
               "            gaps between model calls; events under 5 us\n"
               "            on average are not preempted (default)" },
     { "--tick-us", "US", K_TIME, F(tw.tick_us), NULL, KR_TICK_US_MIN, 1e6, .engines = E_TW,
-      .json = "tick_us", .after = tick_given,
+      .json = "tick_us", .after = tick_given, .local = true, /* (calibrated per machine) */
       .what = "microseconds (shorter ticks leave the worker no time between them)",
       .help = "extra-tick period (default: from 'kairos calibrate', else 1000)" },
     { "--alpha", "A", K_REAL, F(tw.alpha), "-0.5", -1, .engines = E_TW, .json = "alpha",
@@ -329,6 +331,10 @@ static size_t read_bytes(const struct opt *o, const char *v)
 {
     char *end;
     errno = 0;
+    /* (decimal digits and one point only: strtod also reads 0x10, 1e3 and inf) */
+    if (strspn(v, "0123456789.") == 0 || strspn(v, "0123456789.") < strcspn(v, "KMGkmg"))
+        bad("%s needs a size like 64M (decimal digits, a K, M or G suffix), got '%s'",
+            o->name, v);
     double x = strtod(v, &end);
     if (errno || end == v || !isfinite(x))
         bad("%s needs a size like 64M, got '%s'", o->name, v);
@@ -522,6 +528,9 @@ const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap
     static const char *const owner[2] = { "optimistic", "conservative" };
     for (int e = 0; e < 2; e++) {
         if (!c->engine_opt[e] || !strcmp(c->engine->name, owner[e])) continue;
+        if (c->check && !strcmp(c->engine_opt[e], "--state") &&
+            !strcmp(c->engine->name, "sequential"))
+            continue; /* (sequential --check runs each event twice under that state mode) */
         snprintf(buf, cap, "%s is an option of the %s engine; this run uses the %s engine, "
                  "which does not read it", c->engine_opt[e], owner[e], c->engine->name);
         return buf;
@@ -661,4 +670,25 @@ void kr__options_json(FILE *f, const struct kr__config *c)
         kr__json_str(f, c->params[i].val);
     }
     fputc('}', f);
+}
+
+static int kv_by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct kr__kv *)a)->key, ((const struct kr__kv *)b)->key);
+}
+
+void kr__options_identity(FILE *f, const struct kr__config *c)
+{
+    for (size_t k = 0; k < NOPTS; k++) {
+        if (!table[k].json || table[k].local) continue;
+        fprintf(f, "%s ", table[k].name);
+        json_value(f, c, &table[k]);
+        fputc('\n', f);
+    }
+    struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv); /* (sorted: -P in any order) */
+    if (!kv) kr__fatal_oom("the options' identity", c->nparams * sizeof *kv);
+    if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
+    qsort(kv, c->nparams, sizeof *kv, kv_by_key);
+    for (size_t i = 0; i < c->nparams; i++) fprintf(f, "-P %s=%s\n", kv[i].key, kv[i].val);
+    free(kv);
 }

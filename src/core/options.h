@@ -26,6 +26,9 @@ const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap
 void kr__options_free(struct kr__config *c);
 /* The "Options of 'run':" part of kairos --help. */
 void kr__options_help(FILE *f);
+/* One line per option that decides what a run computes or how its ranks work together
+ * ("--seed 1"), then the -P values sorted by name: what every MPI rank must share. */
+void kr__options_identity(FILE *f, const struct kr__config *c);
 /* The members of --stats "config" (after its opening brace; no trailing comma). */
 void kr__options_json(FILE *f, const struct kr__config *c);
 

@@ -170,6 +170,8 @@ static void *run_engine(void *arg)
     r->wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
     if (!r->rc) r->rc = kr__run_finish(r);
+    if (!r->rc && kr__foreign_msg()) /* (a call no event was left to be blamed for) */
+        r->rc = kr__fail(&r->fail, KR_ERR_MODEL, "%s", kr__foreign_msg());
     else kr__stdout_flush(); /* what was committed before the failure */
     kr__fault_thread_fini();
     return NULL;
@@ -267,6 +269,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
                         (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
     if (extras_setup(r, err)) return err->status;
+    kr__foreign_reset();
     kr__fault_install();
     kr__interrupt_install();
     kr__run_current = r;

@@ -11,7 +11,9 @@
  *   per LP: u64 RNG, send count, history hash, committed events; u8 done_init, done_seen;
  *           u64 image length, the state image (state/image.h)
  *   u64 pending events, each: f64 ts, u32 gen, u32 tie, u64 src, u64 seq, u64 dest,
- *           u32 type, u32 flags, f64 duration, u32 size, payload
+ *           u32 type, u32 flags, f64 duration, u32 size, payload; with flags' SNAP_EV_PTRS
+ *           the payload's pointers into the program image are offsets, and the table
+ *           that names their modules follows (state/addrmap.h: kr__addrmap_export)
  * The options an engine reads (threads, state mode, ...) are not in it: any may resume. */
 #define _GNU_SOURCE
 #include "core/snapshot.h"
@@ -30,6 +32,7 @@
 #include "core/lp.h"
 #include "msg/pool.h"
 #include "net/net.h"
+#include "state/addrmap.h"
 #include "state/image.h"
 
 #define SNAP_MAGIC "KRSNAP01"
@@ -69,8 +72,7 @@ static void put_str(struct kr__bytes *b, const char *s)
     kr__bytes_put(b, s, strlen(s));
 }
 
-/* A file's contents hashed (0 if it cannot be read: a built-in model has none). */
-static uint64_t file_hash(const char *path)
+uint64_t kr__file_hash(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f && errno == ENOMEM) /* (not a change of the file) */
@@ -96,7 +98,7 @@ static void put_identity(struct kr__bytes *b, const struct kr__run *r)
     put_u32(b, SNAP_VERSION);
     put_str(b, file ? path : c->model);
     put_str(b, r->model->name);
-    put_u64(b, file ? file_hash(path) : 0);
+    put_u64(b, file ? kr__file_hash(path) : 0);
     struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
     if (!kv) kr__fatal_oom("a snapshot's parameters", (c->nparams + 1) * sizeof *kv);
     if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
@@ -142,6 +144,9 @@ static int by_dest(const void *a, const void *b)
     return kr__key_cmp(&x->k, &y->k);
 }
 
+/* (an event record's flag beside KR_EVF_SPAN: a table of payload pointers follows) */
+#define SNAP_EV_PTRS 0x100u
+
 static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time lookahead)
 {
     put_f64(b, e->k.ts);
@@ -151,10 +156,18 @@ static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time looka
     put_u64(b, e->k.seq);
     put_u64(b, e->dest);
     put_u32(b, e->type);
-    put_u32(b, e->flags & KR_EVF_SPAN);
+    put_u32(b, (e->flags & KR_EVF_SPAN) | (e->pflags ? SNAP_EV_PTRS : 0));
     put_f64(b, kr__ev_has_tail(e) ? e->dur : lookahead);
     put_u32(b, e->size);
-    kr__bytes_put(b, e->payload, e->size);
+    if (!e->pflags) {
+        kr__bytes_put(b, e->payload, e->size);
+        return;
+    }
+    unsigned char copy[KR_PAYLOAD_MAX], table[KR_ADDR_TABLE_BYTES(KR_PAYLOAD_MAX)];
+    memcpy(copy, e->payload, e->size);
+    size_t n = kr__addrmap_export(copy, e->size, table);
+    kr__bytes_put(b, copy, e->size);
+    kr__bytes_put(b, table, n);
 }
 
 /* ---- the file, streamed: records go out in pieces of SNAP_PIECE as they are built (a
@@ -679,8 +692,16 @@ static uint64_t event_dest(struct kr__snapshot *s, struct kr__cursor *in)
 {
     kr__cursor_take(in, 32);
     uint64_t dest = kr__cursor_get(in, 8);
-    kr__cursor_take(in, 16);
-    kr__cursor_take(in, kr__cursor_get(in, 4));
+    kr__cursor_take(in, 4);
+    uint64_t flags = kr__cursor_get(in, 4);
+    kr__cursor_take(in, 8);
+    uint64_t size = kr__cursor_get(in, 4);
+    kr__cursor_take(in, size);
+    if ((flags & SNAP_EV_PTRS) && !in->why) {
+        size_t n = kr__addrmap_table_bytes(in->p, (size_t)(in->end - in->p));
+        if (!n || size > KR_PAYLOAD_MAX) kr__cursor_fail(in, "an event's table of payload pointers is damaged");
+        else kr__cursor_take(in, n);
+    }
     drop_behind(s, in->p);
     return in->why || dest >= s->lps ? s->lps : dest;
 }
@@ -771,7 +792,7 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
     struct kr__snapshot *s = snap_read(r->cfg->resume_dir, &in, err);
     if (!s) return err->status;
     r->resume = s;
-    uint64_t h = s->model_hash ? file_hash(s->model_path) : 0;
+    uint64_t h = s->model_hash ? kr__file_hash(s->model_path) : 0;
     if (strcmp(s->model_name, r->model->name) || h != s->model_hash)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
                         "%s has changed since: resume with the model it was taken of",
@@ -838,15 +859,23 @@ static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp 
         double dur = rd_f64(&in);
         uint32_t size = (uint32_t)kr__cursor_get(&in, 4);
         const unsigned char *payload = kr__cursor_take(&in, size);
+        const unsigned char *table = flags & SNAP_EV_PTRS ? in.p : NULL;
         struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
         e->k = (struct kr__key){ .ts = ts, .gen = gen, .tie = tie, .src = src, .seq = seq };
         e->dest = dest;
         e->type = type;
         e->size = size;
-        e->flags = (uint8_t)flags;
+        e->flags = (uint8_t)(flags & KR_EVF_SPAN);
         e->xflags = 0;
+        e->pflags = table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN;
         kr__ev_tail_init(e, dur);
         if (size) memcpy(e->payload, payload, size);
+        uint64_t missing = 0;
+        if (table && !kr__addrmap_import(e->payload, size, table, &missing))
+            kr__model_error("resuming: a pending event of LP %llu (type %u) points into a "
+                            "module (name hash %016llx) this process has not loaded: resume "
+                            "with the model the snapshot was written with",
+                            (unsigned long long)dest, type, (unsigned long long)missing);
         kr__ctx.ops->send(&kr__ctx, e);
     }
     (void)r;

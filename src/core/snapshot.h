@@ -60,4 +60,7 @@ uint64_t kr__snapshot_committed(const struct kr__run *r);
 /* The virtual time the run resumed at. */
 kr_time kr__snapshot_time(const struct kr__run *r);
 
+/* A file's contents hashed (0 if it cannot be read: a built-in model has none). */
+uint64_t kr__file_hash(const char *path);
+
 #endif

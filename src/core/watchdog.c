@@ -1,12 +1,33 @@
 /* watchdog.c - see watchdog.h. */
+#define _GNU_SOURCE /* syscall, SYS_rt_tgsigqueueinfo */
 #include "core/watchdog.h"
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include "core/clock.h"
 #include "core/core.h"
 #include "core/error.h"
+
+/* A thread that was signalled and has not ended its callback after this long is stuck
+ * where it cannot be unwound: the process ends. */
+#define KR_WATCH_GRACE_NS (1000u * 1000 * 1000)
+/* A gap between two polls longer than this is a stop (SIGSTOP, a suspended machine): only
+ * this much of it counts as blocked. */
+#define KR_WATCH_GAP_NS (200u * 1000 * 1000)
+
+/* What the callback of w has been doing, for its message. */
+static void what_it_did(char *buf, size_t cap, const struct kr__run *r, const struct kr__watch *w)
+{
+    long call = atomic_load_explicit(&w->call, memory_order_relaxed);
+    if (call >= 0) snprintf(buf, cap, KR_BLOCKED_FMT, r->cfg->event_timeout, call);
+    else snprintf(buf, cap, KR_TIMEOUT_FMT, r->cfg->event_timeout);
+}
 
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
                          const char *hint)
@@ -21,17 +42,23 @@ static void callback_message(char *buf, size_t cap, const struct kr__run *r,
                              const struct kr__watch *w)
 {
     unsigned mode = atomic_load_explicit(&w->mode, memory_order_relaxed);
-    snprintf(buf, cap, "model '%s', LP %llu, in %s: the callback has run for more than %g s "
-             "(--event-timeout) without returning: an endless loop? If it is only slow, raise "
+    bool blocked = atomic_load_explicit(&w->call, memory_order_relaxed) >= 0;
+    snprintf(buf, cap, "model '%s', LP %llu, in %s: the callback has %s for more than %g s "
+             "(--event-timeout) without returning: %s If it is only slow, raise "
              "--event-timeout (0: no limit)", r->model->name,
              (unsigned long long)atomic_load_explicit(&w->lp, memory_order_relaxed),
              mode == KR_MODE_INIT ? "init" : mode == KR_MODE_FINISH ? "finish" : "done()",
-             r->cfg->event_timeout);
+             blocked ? "waited in a system call" : "run", r->cfg->event_timeout,
+             blocked ? "a read no one answers, a lock taken twice, a sleep?" :
+             "an endless loop?");
 }
 
 void kr__watch_bind(struct kr__watch *w)
 {
     w->has_cpu = pthread_getcpuclockid(pthread_self(), &w->cpu) == 0;
+    w->tid = (pid_t)syscall(SYS_gettid);
+    atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->call, -1, memory_order_relaxed);
 }
 
 static uint64_t slot_now(const struct kr__watch *w)
@@ -42,6 +69,63 @@ static uint64_t slot_now(const struct kr__watch *w)
     return kr__clock_ns();
 }
 
+/* The system call the slot's thread is blocked in, or -1: running or runnable, or writing
+ * to stdout or stderr (a reader that stalls is not the event's doing), or not known. */
+static long blocked_call(const struct kr__watch *w)
+{
+    char path[64], buf[160];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)w->tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *end;
+    long nr = strtol(buf, &end, 10);
+    if (end == buf || nr < 0) return -1; /* ("running", or -1 with registers: in user code) */
+    unsigned long fd0 = strtoul(end, NULL, 16);
+    if ((nr == SYS_write || nr == SYS_writev || nr == SYS_pwrite64) && fd0 <= 2) return -1;
+    return nr;
+}
+
+/* Ask the slot's thread to end its callback (its handler: core/fault.c). */
+static bool kick(struct kr__watch *w)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = KR_SIG_TIMEOUT;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = w;
+    return w->tid && syscall(SYS_rt_tgsigqueueinfo, getpid(), w->tid, KR_SIG_TIMEOUT, &si) == 0;
+}
+
+/* The callback of slot w (sequence s) timed out: signal its thread at each poll for a
+ * second, then end the process. */
+static void timed_out(struct kr__watch *w, const struct kr__run *r, const char *hint, uint64_t s,
+                      uint64_t wall)
+{
+    if (atomic_load_explicit(&w->kicked, memory_order_relaxed) != s) {
+        w->kick_ns = wall;
+        atomic_store_explicit(&w->kicked, s, memory_order_release);
+    }
+    if (wall - w->kick_ns < KR_WATCH_GRACE_NS && kick(w)) return;
+    const struct kr__ev *e = atomic_load_explicit(&w->ev, memory_order_relaxed);
+    /* The thread is still inside that event (seq unchanged), so e is valid to read. */
+    char msg[1024], where[256], what[512];
+    if (e) {
+        kr__event_where(where, sizeof where, r, e);
+        what_it_did(what, sizeof what, r, w);
+        snprintf(msg, sizeof msg, "%s: %s%s", where, what, hint);
+    } else {
+        callback_message(msg, sizeof msg, r, w);
+    }
+    if (atomic_load_explicit(&w->seq, memory_order_acquire) != s) return; /* it just returned */
+    kr__die(msg);
+}
+
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hint)
 {
     double limit = r->cfg->event_timeout;
@@ -50,20 +134,40 @@ void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hi
         w->seen = s;
         return;
     }
-    uint64_t now_ns = slot_now(w);
+    uint64_t now_ns = slot_now(w), wall = kr__clock_ns();
     if (s != w->seen) { /* a new event since the last poll */
         w->seen = s;
-        w->since_ns = now_ns;
+        w->since_ns = w->cpu_last = now_ns;
+        w->wall_last = wall;
+        w->blocked_ns = 0;
+        atomic_store_explicit(&w->call, -1, memory_order_relaxed);
         return;
     }
-    if ((double)(now_ns - w->since_ns) < limit * 1e9) return;
-    const struct kr__ev *e = atomic_load_explicit(&w->ev, memory_order_relaxed);
-    /* The thread is still inside that event (seq unchanged), so e is valid to read. */
-    char msg[768];
-    if (e) kr__timeout_message(msg, sizeof msg, r, e, hint);
-    else callback_message(msg, sizeof msg, r, w);
-    if (atomic_load_explicit(&w->seq, memory_order_acquire) != s) return; /* it just returned */
-    kr__die(msg);
+    uint64_t dwall = wall - w->wall_last, dcpu = now_ns - w->cpu_last;
+    w->cpu_last = now_ns;
+    w->wall_last = wall;
+    long call = w->has_cpu && dcpu < dwall / 10 ? blocked_call(w) : -1;
+    if (call >= 0) {
+        w->blocked_ns += dwall < KR_WATCH_GAP_NS ? dwall : KR_WATCH_GAP_NS;
+        atomic_store_explicit(&w->call, call, memory_order_relaxed);
+    }
+    uint64_t lim = (uint64_t)(limit * 1e9);
+    if (now_ns - w->since_ns < lim && w->blocked_ns < lim) return;
+    if (now_ns - w->since_ns >= lim) atomic_store_explicit(&w->call, -1, memory_order_relaxed);
+    timed_out(w, r, hint, s, wall);
+}
+
+bool kr__watch_meant(struct kr__watch *w)
+{
+    uint64_t s = atomic_load_explicit(&w->seq, memory_order_acquire);
+    return (s & 1) && atomic_load_explicit(&w->kicked, memory_order_acquire) == s;
+}
+
+_Noreturn void kr__watch_raise(struct kr__watch *w, const struct kr__run *r)
+{
+    char what[512];
+    what_it_did(what, sizeof what, r, w);
+    kr__model_error("%s", what);
 }
 
 struct kr__watch kr__watch_callbacks;

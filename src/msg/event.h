@@ -70,7 +70,10 @@ struct kr__ev {
     uint8_t flags;
     uint8_t xflags;               /* optimistic: KR_EVX_* */
     uint16_t pool;                /* id of the pool (thread) that owns the memory */
-    uint8_t pad2_[2];
+    uint8_t pflags;               /* what the payload holds: KR_PAYLOAD_IMAGE
+                                   * (state/addrmap.h) if a word points into the program
+                                   * image, named, not hashed as a number; set when sent */
+    uint8_t pad2_;
     /* The tail: what the optimistic and conservative engines keep while an event is
      * processed or rolled back. An event without payload on the sequential engine has none:
      * it is a 64-byte slot (KR_POOL_TINY, msg/pool.h), and nothing may touch these there. */

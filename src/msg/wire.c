@@ -16,6 +16,28 @@ size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t r
     return kr__wire_event_bytes(e->size);
 }
 
+size_t kr__wire_put_ptrs(unsigned char *buf, const unsigned char *payload,
+                         const unsigned char *table, size_t tlen)
+{
+    struct kr__wire_hdr h;
+    memcpy(&h, buf, sizeof h);
+    h.ptrs = 1;
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, payload, h.size);
+    memcpy(buf + kr__wire_event_bytes(h.size), table, tlen);
+    return tlen;
+}
+
+/* The bytes of an event's table of pointers at p (left before the end), 0 if damaged. */
+static size_t table_bytes(const unsigned char *p, size_t left, uint32_t size)
+{
+    uint64_t n;
+    if (left < 8) return 0;
+    memcpy(&n, p, 8);
+    if (n > size / 8 || 8 + 16 * n > left) return 0;
+    return 8 + 16 * n;
+}
+
 size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
                          uint64_t rid, unsigned round)
 {
@@ -58,6 +80,14 @@ int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nl
     size_t bytes = kr__wire_event_bytes(it->h.size);
     if (left < bytes) return KR_WIRE_TRUNCATED;
     it->payload = *p + sizeof it->h;
+    it->table = NULL;
+    if (it->h.ptrs) {
+        size_t tb = it->h.kind == KR_WIRE_EVENT ? table_bytes(*p + bytes, left - bytes,
+                                                              it->h.size) : 0;
+        if (!tb) return KR_WIRE_BAD_TABLE;
+        it->table = *p + bytes;
+        bytes += tb;
+    }
     *p += bytes;
     return KR_WIRE_OK;
 }
@@ -71,6 +101,7 @@ const char *kr__wire_strerror(int code)
     case KR_WIRE_BAD_KIND: return "a record of no known kind";
     case KR_WIRE_BAD_SIZE: return "a record's payload size is impossible";
     case KR_WIRE_BAD_DEST: return "a record's destination LP does not exist";
+    case KR_WIRE_BAD_TABLE: return "an event's table of payload pointers is damaged";
     default: return "unknown wire error";
     }
 }

@@ -23,7 +23,10 @@ enum { KR_WIRE_EVENT = 1, KR_WIRE_ANTI = 2, KR_WIRE_TEXT = 3, KR_WIRE_UPTO = 4 }
 struct kr__wire_hdr {
     uint8_t kind;             /* KR_WIRE_* */
     uint8_t flags;            /* the event's KR_EVF_SPAN (the rest are the receiver's) */
-    uint8_t pad_;
+    uint8_t ptrs;             /* an event: 1 if its payload's pointers into the program
+                               * image are offsets, named by the table that follows the
+                               * padded payload (state/addrmap.h: u64 count, then per
+                               * pointer u64 word index, u64 module name hash) */
     uint8_t round;            /* the sender's GVT round count when it sent the record, low 8
                                * bits: its lowest bit is the record's colour, and a later
                                * round tells the receiver to start one */
@@ -54,6 +57,10 @@ static inline size_t kr__wire_event_bytes(size_t size)
  * GVT round count at buf, which has kr__wire_event_bytes(e->size) bytes; returns them. */
 size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid,
                           unsigned round);
+/* After kr__wire_put_event at buf: its payload replaced by `payload` (the portable form,
+ * kr__addrmap_export) and the table of tlen bytes appended; returns the bytes added. */
+size_t kr__wire_put_ptrs(unsigned char *buf, const unsigned char *payload,
+                         const unsigned char *table, size_t tlen);
 /* Encode the antimessage of the event named rid (key k, for dest); returns the bytes. */
 size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
                          uint64_t rid, unsigned round);
@@ -68,10 +75,11 @@ size_t kr__wire_put_upto(unsigned char *buf, const struct kr__key *k);
 struct kr__wire_item {
     struct kr__wire_hdr h;
     const unsigned char *payload;
+    const unsigned char *table;   /* h.ptrs: the payload's table of pointers, else NULL */
 };
 
 enum { KR_WIRE_OK = 0, KR_WIRE_END, KR_WIRE_TRUNCATED, KR_WIRE_BAD_KIND, KR_WIRE_BAD_SIZE,
-       KR_WIRE_BAD_DEST };
+       KR_WIRE_BAD_DEST, KR_WIRE_BAD_TABLE };
 
 /* Decode the record at *p (before end) into it and advance *p past it: KR_WIRE_OK, or
  * KR_WIRE_END at the end of the buffer, or the first thing wrong (a destination must be

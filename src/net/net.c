@@ -153,6 +153,85 @@ int kr__net_agree(struct kr__error *err)
     return err->status;
 }
 
+/* The first line where a and b differ (a NUL-free text each), as "NAME is A on rank 0
+ * and B on rank r" into out; false if none does. */
+static size_t line_len(const char *a, size_t n, size_t i)
+{
+    if (i >= n) return 0;
+    const char *e = memchr(a + i, '\n', n - i);
+    return e ? (size_t)(e - a) - i : n - i;
+}
+
+/* What follows the name (and its space) on a line that starts with it, else the line. */
+static void value_of(const char *l, size_t n, const char *name, int nlen, int *vlen,
+                     const char **v)
+{
+    bool named = n > (size_t)nlen && !memcmp(l, name, (size_t)nlen) && l[nlen] == ' ';
+    *v = named ? l + nlen + 1 : n ? l : "(nothing)";
+    *vlen = named ? (int)n - nlen - 1 : n ? (int)n : 9;
+}
+
+static bool first_difference(const char *a, size_t na, const char *b, size_t nb, int r,
+                             char *out, size_t cap)
+{
+    size_t i = 0, j = 0;
+    while (i < na || j < nb) {
+        size_t la = line_len(a, na, i), lb = line_len(b, nb, j);
+        if (i < na && j < nb && la == lb && !memcmp(a + i, b + j, la)) {
+            i += la + 1;
+            j += lb + 1;
+            continue;
+        }
+        const char *l = i < na ? a + i : b + j, *va, *vb; /* (named by the line there is) */
+        size_t ll = i < na ? la : lb;
+        const char *sp = memchr(l, ' ', ll);
+        int name = sp ? (int)(sp - l) : (int)ll, lva, lvb;
+        value_of(i < na ? a + i : "", i < na ? la : 0, l, name, &lva, &va);
+        value_of(j < nb ? b + j : "", j < nb ? lb : 0, l, name, &lvb, &vb);
+        snprintf(out, cap, "%.*s is '%.*s' on rank 0 and '%.*s' on rank %d", name, l, lva, va,
+                 lvb, vb, r);
+        return true;
+    }
+    return false;
+}
+
+int kr__net_same(const char *text, size_t len, struct kr__error *err)
+{
+    if (!kr__net.ops || kr__net.size < 2) return err->status;
+    size_t n = sizeof(uint64_t) + len;
+    char *mine = malloc(n);
+    if (!mine) kr__fatal_oom("the ranks' comparison", n);
+    uint64_t l = len;
+    memcpy(mine, &l, sizeof l);
+    memcpy(mine + sizeof l, text, len);
+    void *all = NULL;
+    size_t total = 0;
+    int rc = kr__net.ops->gather_bytes(mine, n, &all, &total);
+    free(mine);
+    if (rc) {
+        free(all);
+        if (!err->status)
+            kr__fail(err, KR_ERR_RESOURCE, "rank %d: the ranks could not compare what they "
+                     "run (MPI_Gather failed)", kr__net.rank);
+        return err->status;
+    }
+    const char *p = all;
+    char diff[512];
+    for (int r = 0; all && r < kr__net.size && (size_t)(p - (const char *)all) + 8 <= total; r++) {
+        memcpy(&l, p, sizeof l);
+        p += sizeof l;
+        bool cmp = r > 0 && l && len && !err->status;
+        if (cmp && first_difference(text, len, p, l, r, diff, sizeof diff))
+            kr__fail(err, KR_ERR_USAGE, "the ranks do not run the same thing: %s; every rank "
+                     "must run the same kairos, model file, parameters and options (a stale "
+                     "copy of a file on one node, or another command line in an MPMD launch, "
+                     "would give an answer of neither run)", diff);
+        p += l;
+    }
+    free(all);
+    return err->status;
+}
+
 int kr__net_print_gathered(const char *buf, size_t len)
 {
     void *all = NULL;

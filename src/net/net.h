@@ -101,6 +101,10 @@ int kr__net_start(struct kr__error *err);
  * muted), and before the run has started it names its rank when others did not fail.
  * Returns the agreed status. */
 int kr__net_agree(struct kr__error *err);
+/* Collective: every rank's text (lines "NAME VALUE": what it runs; empty if it failed
+ * already) compared with rank 0's there; the first line that differs becomes rank 0's
+ * failure (KR_ERR_USAGE, naming it and the ranks), for kr__net_agree to report. */
+int kr__net_same(const char *text, size_t len, struct kr__error *err);
 /* Collective: the output the other ranks kept (len bytes at buf; rank 0's own went out as
  * it came) printed by rank 0 in rank order, after its own. 0, or -1 on an MPI error. */
 int kr__net_print_gathered(const char *buf, size_t len);

@@ -241,7 +241,10 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     bool cpu = th->timeout_ns && u->run_ns >= th->timeout_ns / 2;
     uint64_t c0 = cpu ? thread_cpu_ns() : 0;
     kr__arrivals_listen(&th->g->arr[th->id], true); /* (check-and-switch) */
+    kr__watch_begin(&th->watch, e); /* (a slice that never ends: blocked, or a loop with no
+                                     * model call under --preempt return) */
     kr__ult_run(u);
+    kr__watch_end(&th->watch);
     kr__arrivals_listen(&th->g->arr[th->id], false);
     u->run_ns += cpu ? thread_cpu_ns() - c0 : kr__clock_ns() - t0;
     u->calls += s->returns - calls0;

@@ -25,11 +25,14 @@
  * stamp bounds everything still to come from them: it joins the workers' clocks
  * (tw_clock_min). A rank with nothing to send moves its clock on with stamps alone. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "optimistic/tw.h"
 #include "msg/wire.h"
 #include "core/error.h"
 #include "core/snapshot.h"
+#include "state/addrmap.h"
 #include "stats/progress.h"
 
 static _Noreturn void net_broken(const char *what)
@@ -123,8 +126,17 @@ void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct
 {
     int to = (int)(owner - th->g->n);
     uint64_t rid = next_rid(th);
-    unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size));
-    sent_record(th, to, kr__wire_put_event(p, e, rid, th->nround), &e->k);
+    if (__builtin_expect(e->pflags, 0)) { /* (pointers into the image: named) */
+        unsigned char copy[KR_PAYLOAD_MAX], table[KR_ADDR_TABLE_BYTES(KR_PAYLOAD_MAX)];
+        memcpy(copy, e->payload, e->size);
+        size_t tn = kr__addrmap_export(copy, e->size, table);
+        unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size) + tn);
+        size_t n = kr__wire_put_event(p, e, rid, th->nround);
+        sent_record(th, to, n + kr__wire_put_ptrs(p, copy, table, tn), &e->k);
+    } else {
+        unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size));
+        sent_record(th, to, kr__wire_put_event(p, e, rid, th->nround), &e->k);
+    }
     th->cnt->remote_sent++;
     th->cnt->rank_sent++;
     if (!parent) { /* (init: never cancelled) */
@@ -217,11 +229,21 @@ static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
     e->size = it->h.size;
     e->flags = (uint8_t)(KR_EVF_REMOTE | (anti ? KR_EVF_ANTI : it->h.flags & KR_EVF_SPAN));
     e->xflags = 0;
+    e->pflags = it->table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN;
     e->rid = it->h.rid;
     e->child = e->sib = NULL;
     if (!anti) {
         memcpy(e->payload, it->payload, it->h.size);
         th->cnt->rank_received++;
+    }
+    uint64_t missing = 0;
+    if (it->table && !kr__addrmap_import(e->payload, e->size, it->table, &missing)) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "rank %d got an event for LP %llu (type %u) whose payload "
+                 "points into a module (name hash %016llx) it has not loaded: every rank must "
+                 "run the same model and kairos", g->net.rank, (unsigned long long)e->dest,
+                 e->type, (unsigned long long)missing);
+        kr__die(msg);
     }
     unsigned owner = tw_owner(g, e->dest);
     if (tw_remote(g, owner))

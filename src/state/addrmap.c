@@ -1,15 +1,18 @@
 /* addrmap.c - see addrmap.h. The program image comes from the dynamic linker (each loaded
  * module's PT_LOAD segments, bss included); other mapped memory from /proc/self/maps. Both
  * are read on first use, under a lock: hashing states is off the event path (the end of a
- * run, and every event only under sequential --check). */
+ * run, and every event only under sequential --check). Payloads are on it: they read a
+ * published copy of the image table without the lock. */
 #define _GNU_SOURCE
 #include "state/addrmap.h"
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "core/digest.h"
 #include "core/error.h"
 #include "state/seg.h"
@@ -33,6 +36,20 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct table images, maps;
 static bool loaded;
 static unsigned reloads;
+
+/* Payloads are classified on the event path, on every thread: a copy of both tables
+ * published whole (never changed after, so read without the lock), with the lowest address
+ * mapped when it was made - most numbers lie below it and need no look-up. A word in
+ * neither table is asked of the kernel (mincore: is its page mapped?) and the tables are
+ * read again only if it is (memory mapped since). Copies replaced by a reload stay until
+ * kr__addrmap_reset (a reader may hold one). */
+struct published {
+    struct published *older;
+    uintptr_t floor;
+    size_t nimages, nmaps;
+    struct range r[];   /* the images, then the maps */
+};
+static _Atomic(struct published *) pub;
 
 static void push(struct table *t, const struct range *x)
 {
@@ -102,12 +119,30 @@ static void read_maps(void)
     qsort(maps.r, maps.n, sizeof *maps.r, by_lo);
 }
 
+/* (under the lock) */
+static void publish(void)
+{
+    size_t n = images.n + maps.n;
+    struct published *p = malloc(sizeof *p + n * sizeof *p->r);
+    if (!p) kr__fatal_oom("the process's address map", sizeof *p + n * sizeof *p->r);
+    p->older = atomic_load_explicit(&pub, memory_order_relaxed);
+    p->nimages = images.n;
+    p->nmaps = maps.n;
+    memcpy(p->r, images.r, images.n * sizeof *p->r);
+    memcpy(p->r + images.n, maps.r, maps.n * sizeof *p->r);
+    p->floor = KR_ADDR_USER_HI;
+    if (images.n) p->floor = images.r[0].lo;
+    if (maps.n && maps.r[0].lo < p->floor) p->floor = maps.r[0].lo;
+    atomic_store_explicit(&pub, p, memory_order_release);
+}
+
 static void load(void)
 {
     images.n = 0;
     dl_iterate_phdr(add_module, NULL);
     qsort(images.r, images.n, sizeof *images.r, by_lo);
     read_maps();
+    publish();
     loaded = true;
 }
 
@@ -186,5 +221,171 @@ void kr__addrmap_reset(void)
     pthread_mutex_lock(&mu);
     loaded = false;
     reloads = 0;
+    struct published *p = atomic_exchange(&pub, NULL);
+    while (p) {
+        struct published *o = p->older;
+        free(p);
+        p = o;
+    }
     pthread_mutex_unlock(&mu);
+}
+
+/* ---- payloads ---- */
+
+static const struct published *published(void)
+{
+    const struct published *p = atomic_load_explicit(&pub, memory_order_acquire);
+    if (p) return p;
+    pthread_mutex_lock(&mu);
+    if (!loaded) load();
+    pthread_mutex_unlock(&mu);
+    return atomic_load_explicit(&pub, memory_order_acquire);
+}
+
+/* The range holding w among n sorted ranges, or NULL. */
+static const struct range *range_of(const struct range *r, size_t n, uintptr_t w)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (w < r[mid].lo) hi = mid;
+        else if (w >= r[mid].hi) lo = mid + 1;
+        else return &r[mid];
+    }
+    return NULL;
+}
+
+static const struct range *image_of(const struct published *p, uintptr_t w)
+{
+    return kr__addr_maybe(w) && w >= p->floor ? range_of(p->r, p->nimages, w) : NULL;
+}
+
+/* A word in neither published table whose page the kernel says is mapped: memory mapped
+ * since they were made. Read both again (a bounded number of times) and look once more. */
+static enum kr__addr_kind classify_again(const struct published **pp, uint64_t w,
+                                         const struct range **m)
+{
+    pthread_mutex_lock(&mu);
+    if (reloads < MAX_RELOADS) {
+        reloads++;
+        load();
+    }
+    pthread_mutex_unlock(&mu);
+    const struct published *p = *pp = published();
+    if (range_of(p->r, p->nimages, w)) return KR_ADDR_IMAGE;
+    *m = range_of(p->r + p->nimages, p->nmaps, w);
+    return *m ? KR_ADDR_FOREIGN : KR_ADDR_NUMBER; /* (not writable memory: as in states) */
+}
+
+/* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
+ * is a number unless the kernel says its page is mapped. */
+static enum kr__addr_kind classify(const struct published **pp, uint64_t w, char *where,
+                                   size_t cap)
+{
+    const struct published *p = *pp;
+    if (!kr__addr_maybe(w) || w < p->floor) return KR_ADDR_NUMBER;
+    if (range_of(p->r, p->nimages, w)) return KR_ADDR_IMAGE;
+    uint64_t lp;
+    if (kr__region_find((const void *)(uintptr_t)w, &lp)) { /* (pages may be protected) */
+        if (kr__region_unused(w)) return KR_ADDR_NUMBER;
+        if (where && cap) snprintf(where, cap, "LP %llu's state (kr_malloc)", (unsigned long long)lp);
+        return KR_ADDR_FOREIGN;
+    }
+    const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
+    unsigned char in;
+    if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
+        return KR_ADDR_NUMBER;
+    if (!m) {
+        enum kr__addr_kind k = classify_again(pp, w, &m);
+        if (k != KR_ADDR_FOREIGN) return k;
+    }
+    if (where && cap) snprintf(where, cap, "%s", m->where);
+    return KR_ADDR_FOREIGN;
+}
+
+static uint64_t word_at(const void *p, size_t i)
+{
+    uint64_t w;
+    memcpy(&w, (const unsigned char *)p + 8 * i, 8);
+    return w;
+}
+
+int kr__addrmap_payload(const void *payload, size_t size, size_t *at, char *where, size_t cap)
+{
+    const struct published *p = NULL;
+    int found = KR_PAYLOAD_PLAIN;
+    for (size_t i = 0; i < size / 8; i++) {
+        uint64_t w = word_at(payload, i);
+        if (!kr__addr_maybe(w)) continue;
+        if (!p) p = published();
+        enum kr__addr_kind k = classify(&p, w, where, cap);
+        if (k == KR_ADDR_IMAGE) found = KR_PAYLOAD_IMAGE;
+        if (k != KR_ADDR_FOREIGN) continue;
+        *at = 8 * i;
+        return -1;
+    }
+    return found;
+}
+
+uint64_t kr__addrmap_mix_payload(uint64_t h, const void *payload, size_t size)
+{
+    const struct published *p = published();
+    h = kr__mix(h, size);
+    size_t i = 0;
+    for (; i < size / 8; i++) {
+        uint64_t w = word_at(payload, i);
+        const struct range *r = image_of(p, w);
+        h = kr__mix(h, r ? kr__mix(r->name, w - r->base) : w);
+    }
+    if (size % 8) {
+        uint64_t w = 0;
+        memcpy(&w, (const unsigned char *)payload + 8 * i, size % 8);
+        h = kr__mix(h, w);
+    }
+    return h;
+}
+
+size_t kr__addrmap_export(unsigned char *payload, size_t size, unsigned char *table)
+{
+    const struct published *p = published();
+    uint64_t n = 0;
+    for (size_t i = 0; i < size / 8; i++) {
+        uint64_t w = word_at(payload, i);
+        const struct range *r = image_of(p, w);
+        if (!r) continue;
+        uint64_t off = w - r->base, pair[2] = { i, r->name };
+        memcpy(payload + 8 * i, &off, 8);
+        memcpy(table + 8 + 16 * n++, pair, 16);
+    }
+    memcpy(table, &n, 8);
+    return 8 + 16 * n;
+}
+
+size_t kr__addrmap_table_bytes(const unsigned char *table, size_t left)
+{
+    uint64_t n;
+    if (left < 8) return 0;
+    memcpy(&n, table, 8);
+    if (n > KR_ADDR_TABLE_WORDS || 8 + 16 * n > left) return 0;
+    return 8 + 16 * n;
+}
+
+bool kr__addrmap_import(unsigned char *payload, size_t size, const unsigned char *table,
+                        uint64_t *missing)
+{
+    uint64_t n;
+    memcpy(&n, table, 8);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t pair[2], off;
+        uintptr_t base;
+        memcpy(pair, table + 8 + 16 * k, 16);
+        if (pair[0] >= size / 8 || !kr__addrmap_module(pair[1], &base)) {
+            *missing = pair[1];
+            return false;
+        }
+        memcpy(&off, payload + 8 * pair[0], 8);
+        off += base;
+        memcpy(payload + 8 * pair[0], &off, 8);
+    }
+    return true;
 }

@@ -40,4 +40,29 @@ bool kr__addrmap_module(uint64_t name, uintptr_t *base);
 /* Forget what was read (tests; the end of a run). */
 void kr__addrmap_reset(void);
 
+/* Event payloads (issue 35). A word at an 8-byte offset of a payload that points into the
+ * program image (a string literal, a const table, a function) is named as in states -
+ * (module, offset) - in the digest, the trace, between ranks and in snapshots; a word
+ * pointing into other mapped memory (the C library heap, an LP's state, a stack) has no
+ * name that another run or rank shares and is refused. A number under the lowest mapped
+ * address is told apart with two comparisons. */
+enum { KR_PAYLOAD_PLAIN = 0, KR_PAYLOAD_IMAGE = 1 };
+/* KR_PAYLOAD_IMAGE if a word points into the image, else KR_PAYLOAD_PLAIN; -1 if one
+ * points into other mapped memory: its byte offset in *at, the mapping's name in where. */
+int kr__addrmap_payload(const void *payload, size_t size, size_t *at, char *where, size_t cap);
+/* kr__mix_bytes(h, payload, size) with each image pointer word replaced by its name. */
+uint64_t kr__addrmap_mix_payload(uint64_t h, const void *payload, size_t size);
+/* The portable form: image pointer words of payload (a copy) rewritten as offsets in their
+ * module, and the table that names the modules written to `table` (u64 count, then per
+ * pointer u64 word index and u64 module name hash; at most KR_ADDR_TABLE_BYTES(size));
+ * returns the table's bytes. kr__addrmap_import turns the offsets back into this process's
+ * addresses: false if a module is not loaded here (its name hash in *missing). */
+#define KR_ADDR_TABLE_WORDS 4096u
+#define KR_ADDR_TABLE_BYTES(size) (8 + 16 * ((size) / 8))
+size_t kr__addrmap_export(unsigned char *payload, size_t size, unsigned char *table);
+bool kr__addrmap_import(unsigned char *payload, size_t size, const unsigned char *table,
+                        uint64_t *missing);
+/* The bytes of the table at `table` (0 if it does not fit in `left` or is impossible). */
+size_t kr__addrmap_table_bytes(const unsigned char *table, size_t left);
+
 #endif

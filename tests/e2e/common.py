@@ -11,6 +11,19 @@ import subprocess
 import sys
 import tempfile
 
+# The tier (tests/CMakeLists.txt): ctest's default runs the quick tier, a part of each long
+# suite that still covers every engine, mode and feature once; `ctest -L long` runs the
+# scripts again with --long, whole. A script reads LONG and pick(quick, long).
+LONG = "--long" in sys.argv
+if LONG:
+    sys.argv.remove("--long")
+
+
+def pick(quick, long):
+    """What a suite runs in this tier."""
+    return long if LONG else quick
+
+
 TIMEOUT = 120
 # A sanitizer build runs a state-heavy model 10-50x slower (ThreadSanitizer intercepts every
 # memcpy of a checkpoint): a hang is a run that exceeds the budget scaled by this.

@@ -6,10 +6,15 @@ their LPs leave GVT and come back when given some. No move may change what is co
 every run must give the sequential digest and output; --check verifies on the way that
 the per-thread LP and done counts agree with the owner table and that no message arrives
 below a safe time. A model with done() checks that the end point survives moves. Then the
-thread-count trial of --balance auto."""
+thread-count trial of --balance auto, which asserts decisions that load can change: it runs
+alone with --trials (the perf label, `ctest -L perf`; CI does not gate on it). The quick
+tier runs each configuration once per model, the long tier three times."""
 import sys
-from common import run, fail, digest, Tally, build_kind, scan_available, stats_of
+from common import run, fail, digest, Tally, build_kind, scan_available, stats_of, pick
 
+TRIALS = "--trials" in sys.argv
+if TRIALS:
+    sys.argv.remove("--trials")
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
 TSAN = build_kind(kairos) == "tsan"
@@ -37,11 +42,12 @@ def main():
     if not TSAN:
         configs += [["--threads", "2", "--preempt", "return"],
                     ["--threads", "4", "--preempt", "tick", "--tick-us", "200"]]
+    reps = pick(1, 3)
     for name, margs, state in MODELS:
         ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
         moved = 0
         for cfg in configs:
-            for rep in range(3):
+            for rep in range(reps):
                 args = margs + cfg + ["--state", state, "--balance", "storm"]
                 out, err, st = stats_of(kairos, args)
                 if digest(err) != digest(ref_err) or out != ref_out:
@@ -49,12 +55,11 @@ def main():
                          f"sequential {digest(ref_err)}, output equal: {out == ref_out}")
                 moved += st["migrated_lps"]
         if not moved:
-            fail(f"{name}: no LP moved in {3 * len(configs)} storm runs")
-        t.ok(f"{name}: sequential digest and output in {3 * len(configs)} storm runs "
+            fail(f"{name}: no LP moved in {reps * len(configs)} storm runs")
+        t.ok(f"{name}: sequential digest and output in {reps * len(configs)} storm runs "
              f"({moved} LP moves; {state}; 2-4 threads, --check, safe off"
              f"{'' if TSAN else ', preempt return/tick'})")
     page_tracked(configs)
-    trials()
 
 
 def page_tracked(configs):
@@ -63,7 +68,8 @@ def page_tracked(configs):
     before any move (that list is the thread's)."""
     models = [("airport", [f"{build}/libairport.so", "--lps", "96", "--end", "40"]),
               ("chaos", [f"{build}/libchaos.so", "--lps", "24", "--end", "40"])]
-    for state in ["page", "buddy"] + (["scan"] if scan_available(kairos) else []):
+    states = ["page", "buddy"] + (["scan"] if scan_available(kairos) else [])
+    for state in states:
         for name, margs in models:
             ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
             moved = 0
@@ -105,5 +111,8 @@ def trials():
         t.ok("PHOLD 1024 LPs, 2 threads: no trial")
 
 
-main()
+if TRIALS:
+    trials()
+else:
+    main()
 t.finish()

@@ -5,6 +5,7 @@ in it); headless Chromium renders it and the page's own check finds every plot d
 Files that are not --stats files, and a missing -o, are usage errors. Without matplotlib,
 kairos report says what to install (exit 2); without Chromium the browser check is skipped
 unless KAIROS_REQUIRE_BROWSER=1 (.ci/run installs both and sets it)."""
+import json
 import os
 import re
 import shutil
@@ -90,8 +91,34 @@ def misuse(paths):
             fail(f"kairos report {args}: want exit 2 and '{needle}'\n{q.stderr}")
     t.ok("kairos report without -o, of a missing file, of a file that is no --stats file: "
          "exit 2 saying so")
+    # issue 35: a value edited to null or a string: named, no Python traceback
+    run_ = json.load(open(paths[0]))
+    run_["wall_seconds"] = None
+    if run_.get("series", {}).get("rows"):
+        run_["series"]["rows"][0][0] = "soon"
+    edited = os.path.join(tmp, "edited.json")
+    json.dump(run_, open(edited, "w"))
+    q = report(paths[1], edited, "-o", os.path.join(tmp, "e.html"))
+    if q.returncode != 2 or f"'{edited}' has a value that is not what kairos run writes" \
+            not in q.stderr or "Traceback" in q.stderr:
+        fail(f"kairos report of an edited --stats file: want exit 2 naming it\n{q.stderr}")
+    t.ok("kairos report of a --stats file with a null and a string for numbers: exit 2 "
+         "naming the file")
 
 
+def output_is_input():
+    """Issue 35, 10: -o naming one of the inputs overwrote the run's statistics with HTML."""
+    st = os.path.join(tmp, "in.json")
+    run(kairos, "run", "phold", "--lps", "64", "--end", "10", "--stats", st)
+    before = open(st).read()
+    q = report(st, "-o", st)
+    if q.returncode != 2 or "is one of the --stats files to read" not in q.stderr or \
+            open(st).read() != before:
+        fail(f"kairos report a.json -o a.json: want exit 2 and the file kept\n{q.stderr}")
+    t.ok("kairos report a.json -o a.json: refused (exit 2), the file kept")
+
+
+output_is_input()
 if not have_matplotlib():
     if required:
         fail("KAIROS_REQUIRE_BROWSER=1 and no matplotlib for this Python")

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from common import run, fail, digest, Tally, stats_of
+from common import run, fail, digest, Tally, stats_of, pick
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -35,7 +35,7 @@ def case_digests():
         ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
         ref = digest(ref_err)
         shares = []
-        for threads in ("1", "2", "3", "4"):
+        for threads in pick(("1", "2", "3"), ("1", "2", "3", "4")):
             for state in states:
                 for safe in ("on", "off"):
                     args = margs + ["--threads", threads, "--state", state, "--safe", safe]
@@ -95,7 +95,7 @@ def case_quiet():
         ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
         safe = 0
         runs = 0
-        for threads in ("2", "2", "2", "2", "2", "2", "3", "3"):
+        for threads in pick(("2", "2", "2", "3"), ("2", "2", "2", "2", "2", "2", "3", "3")):
             out, err, st = stats_of(kairos, margs + ["--threads", threads, "--check"])
             if digest(err) != digest(ref_err) or out != ref_out:
                 fail(f"islands {lps} LPs, {threads} threads: digest {digest(err)} vs "

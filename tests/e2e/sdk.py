@@ -111,6 +111,20 @@ if digest(e1) != digest(e2) or o1 != o2 or "LP 0 received" not in o1:
     fail(f"kairos new's model: sequential and optimistic differ, or it printed nothing:\n{o1}")
 t.ok("kairos new: the project builds with its README's commands, its ctest passes, and its "
      "model gives one digest on two engines")
+# issue 35, 16: the project's _parallel test compares the engines' digests and stdout (it
+# checked only the exit status): with another seed on 2 threads it must fail
+cm = os.path.join(d, "CMakeLists.txt")
+text = open(cm).read()
+if "--threads 2 >par.out" not in text:
+    fail(f"kairos new's CMakeLists.txt: no _parallel comparison to edit:\n{text}")
+open(cm, "w").write(text.replace("--threads 2 >par.out", "--threads 2 --seed 7 >par.out"))
+sh("cmake", "-S", ".", "-B", "build", hint.group(1), cwd=d)
+q = subprocess.run(["ctest", "--test-dir", "build", "-R", "_parallel"], cwd=d,
+                   capture_output=True, text=True)
+if q.returncode == 0:
+    fail(f"kairos new's _parallel test passed with another seed on one engine:\n{q.stdout}")
+open(cm, "w").write(text)
+t.ok("kairos new: the _parallel test fails when the engines' digests differ")
 
 expect_exit(installed, t, 2, ["is not empty", "nothing is overwritten"], "new", "mymodel", d)
 expect_exit(installed, t, 2, ["is not a model name"], "new", "2fast", os.path.join(tmp, "x"))

@@ -8,7 +8,8 @@ and must end with the digest and the byte-identical stdout of the run that was n
 stopped. A damaged or truncated snapshot, another model file, a wrong
 stdout and the options a resumed run cannot change are refused with a clear message; a
 state a snapshot cannot hold leaves the run going with a warning. KR_SNAP_SEED picks the
-random stream; KR_SNAP_QUICK=1 kills each model once (a quick look)."""
+random stream; the quick tier (and KR_SNAP_QUICK=1) kills each model once, the long tier
+(--long) 20 times the issue's four models and 5 the others."""
 import os
 import random
 import re
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from common import run, fail, digest, Tally, expect_exit, build_kind
+from common import run, fail, digest, Tally, expect_exit, build_kind, LONG
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -49,8 +50,8 @@ if os.path.exists(f"{build}/libchaos_instr.so"):
 KIND = build_kind(kairos)
 if KIND in ("asan", "tsan"):
     MODELS = {k: v for k, v in MODELS.items() if k in ("phold", "hazard-pointers")}
-# (the issue's four models are killed 20 times each, the others 5; 3 under sanitizers)
-KILLS = {m: 3 if KIND in ("asan", "tsan") else 1 if os.environ.get("KR_SNAP_QUICK") else
+# (long: the issue's four models are killed 20 times each, the others 5; 3 under sanitizers)
+KILLS = {m: 1 if os.environ.get("KR_SNAP_QUICK") or not LONG else 3 if KIND in ("asan", "tsan") else
          20 if m in ("phold", "pcs", "datastore", "chaos") else 5 for m in MODELS}
 ENGINES = {"s": [["--sync", "sequential"]],
            "o": [["--threads", "1"], ["--threads", "2"], ["--threads", "4"],

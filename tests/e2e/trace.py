@@ -143,6 +143,23 @@ def bad_use():
         fail(f"--trace into a missing directory: want exit 2 naming --trace\n{err}")
     t.ok("trace-diff with one file, a missing one, or a JSON file that is no trace; --trace "
          "to a path that cannot be written: exit 2 with what is wrong")
+    # issue 35, 12: /dev/zero (ran for ever), a file cut short (taken for a shorter history)
+    lines = open(real).read().splitlines(keepends=True)
+    cut = os.path.join(tmp, "cut.json")
+    with open(cut, "w") as f:
+        f.writelines(lines[:len(lines) // 2])
+    for argv, needle in (([real, "/dev/zero"], "'/dev/zero' is not a regular file"),
+                         ([real, cut], "is cut short: its header says"),
+                         ([cut, real], "is cut short: its header says")):
+        try:
+            q = subprocess.run([kairos, "trace-diff", *argv], capture_output=True, text=True,
+                               timeout=30)
+        except subprocess.TimeoutExpired:
+            fail(f"trace-diff {argv}: no end within 30 s")
+        if q.returncode != 2 or needle not in q.stderr or "the same committed" in q.stdout:
+            fail(f"trace-diff {argv}: want exit 2 and '{needle}'\n{q.stdout}{q.stderr}")
+    t.ok("trace-diff of /dev/zero or of a trace cut short: exit 2 saying so, never a hang or "
+         "a shorter history")
 
 
 def run_mode():

@@ -43,7 +43,11 @@ static void bare_event(kr_lp me, kr_time now, unsigned type, const void *p, size
     kr_schedule(me, now + 1.0, 0, NULL, 0);
 }
 
-static const struct kr_model bare_model = { .name = "bare", .init = bare_init, .event = bare_event };
+#ifndef BARE_FLAGS
+#define BARE_FLAGS 0
+#endif
+static const struct kr_model bare_model = { .name = "bare", .init = bare_init, .event = bare_event,
+                                            .flags = BARE_FLAGS };
 
 const struct kr_model *kr_model_entry(void)
 {

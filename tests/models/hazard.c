@@ -22,7 +22,18 @@
  *           area), once, in LP 5's first event at virtual time >= `at`
  *   case 15 a payload struct whose padding is never set (initialised member by member)
  *   case 16 kr_error in LP 1's first event at virtual time >= `at`
+ *   case 17 payloads holding pointers into the program image (a string literal, a const
+ *           table, a function), which the receiver follows: the digest, the trace, the
+ *           wire between ranks and snapshots must name them, not copy addresses
+ *   case 18 a payload holding a pointer into the sender's state (kr_malloc), from `at` on
+ *   case 19 a payload holding a pointer into the C library heap, from `at` on
+ *   case 20 an event blocked in a system call at virtual time >= `at`: `block` 0 a read
+ *           from a pipe no one writes, 1 poll() with no end, 2 a mutex locked twice,
+ *           3 sleep(1000)
+ *   case 21 kr_schedule from a thread the model started, in an event at >= `at`
+ *   case 22 kr_error from a thread the model started, in an event at >= `at`
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +42,15 @@
 
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
-       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT };
+       MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
+       STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR };
+
+struct named {                      /* cases 17-19 */
+    const char *name;
+    const double *table;
+    double (*op)(double);
+    uint64_t k;
+};
 
 struct padded {                     /* case 15: 4 bytes of padding after `tag` */
     uint32_t tag;
@@ -44,6 +63,7 @@ static const struct kr_param params[] = {
     { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array", 0, 0 },
     { "work", KR_PARAM_INT, "0", "busy-loop iterations per event (slows a run down)", 0, 0 },
     { "heap_lp", KR_PARAM_INT, "0", "case 2: the LP whose state points into the C heap", 0, 0 },
+    { "block", KR_PARAM_INT, "0", "case 20: how the event blocks (see hazard.c)", 0, 0 },
     { 0 },
 };
 
@@ -102,6 +122,41 @@ static void *foreign(void *arg)
 
 static volatile int forever = 1;
 
+static void *foreign_send(void *arg)
+{
+    (void)arg;
+    kr_schedule(0, 1e9, 0, NULL, 0);
+    return NULL;
+}
+
+static void *foreign_error(void *arg)
+{
+    (void)arg;
+    kr_error("gave up in a helper thread");
+    return NULL;
+}
+
+static void block_forever(void)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    int fd[2];
+    struct pollfd none;
+    switch (kr_param_int("block", 0)) {
+    case 0:
+        if (pipe(fd) == 0) {
+            char c;
+            (void)!read(fd[0], &c, 1);
+        }
+        break;
+    case 1: poll(&none, 0, -1); break;
+    case 2:
+        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&mu); /* (a default mutex: the second lock waits for ever) */
+        break;
+    default: sleep(1000); break;
+    }
+}
+
 static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
                          void *state)
 {
@@ -123,16 +178,31 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     if (c == ERROR_AT && now >= at && me == 1) kr_error("LP 1 gave up at %.3f", now);
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
-    if (c == FOREIGN_THREAD && now >= at) {
+    if ((c == FOREIGN_THREAD || c == FOREIGN_SEND || c == FOREIGN_ERROR) && now >= at) {
         pthread_t t;
-        pthread_create(&t, NULL, foreign, NULL);
+        pthread_create(&t, NULL, c == FOREIGN_SEND ? foreign_send :
+                       c == FOREIGN_ERROR ? foreign_error : foreign, NULL);
         pthread_join(t, NULL);
     }
+    if (c == BLOCKED && now >= at) block_forever();
     if (c == BIG_FRAME) s->events += big_frame((size_t)kr_param_int("frame_kb", 400));
     if (c == POINTERS) {
         s->samples[s->events % (size_t)(s->samples_end - s->samples)] = s->op(now);
         if (s->label[0] == 'o') s->table++;
         if (s->table == weights + 4) s->table = weights;
+    }
+    if (c >= IMAGE_PAYLOAD && c <= HEAP_PAYLOAD) {
+        if (size == sizeof(struct named)) { /* (follow what the sender pointed at) */
+            struct named got;
+            memcpy(&got, payload, sizeof got);
+            kr_printf("  from a %s LP: %.4f\n", got.name, got.op(got.table[got.k % 4]));
+        }
+        struct named m = { me % 2 ? "odd" : "even", weights, me % 2 ? halve : twice,
+                           s->events };
+        if (c == STATE_PAYLOAD && now >= at) m.name = (const char *)&s->events;
+        if (c == HEAP_PAYLOAD && now >= at) m.name = kept ? kept : (kept = malloc(16));
+        kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, &m, sizeof m);
+        return;
     }
     if (c == PADDED_PAYLOAD) {
         struct padded m;           /* (set member by member: the padding is what was there) */

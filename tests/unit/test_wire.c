@@ -4,16 +4,22 @@
 #include "check.h"
 #include "msg/match.h"
 #include "msg/wire.h"
+#include "state/addrmap.h"
+
+/* An event of `size` payload bytes in storage (sizeof(struct kr__ev) + 24 bytes), zeroed. */
+static struct kr__ev *event_at(unsigned char *storage, struct kr__key k, kr_lp dest,
+                               uint32_t type, uint32_t size)
+{
+    struct kr__ev *e = (struct kr__ev *)storage;
+    memset(storage, 0, sizeof(struct kr__ev) + 24);
+    *e = (struct kr__ev){ .k = k, .dest = dest, .type = type, .size = size };
+    return e;
+}
 
 static void wire_round_trip(void)
 {
     unsigned char storage[sizeof(struct kr__ev) + 24];
-    struct kr__ev *e = (struct kr__ev *)storage;
-    memset(storage, 0, sizeof storage);
-    e->k = (struct kr__key){ 2.5, 3, 0, 17, 41 };
-    e->dest = 9;
-    e->type = 7;
-    e->size = 19;
+    struct kr__ev *e = event_at(storage, (struct kr__key){ 2.5, 3, 0, 17, 41 }, 9, 7, 19);
     e->flags = KR_EVF_SPAN | KR_EVF_CKPT;
     for (unsigned i = 0; i < e->size; i++) e->payload[i] = (unsigned char)(i * 13 + 1);
     unsigned char buf[512];
@@ -51,6 +57,48 @@ static void wire_round_trip(void)
     p = buf;
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_BAD_SIZE);
     CHECK(strcmp(kr__wire_strerror(KR_WIRE_TRUNCATED), "no error") != 0);
+}
+
+/* An event whose payload points into the program image: the portable form (offsets and a
+ * table naming modules) crosses and is turned back into this process's addresses. */
+static const char literal[] = "a string literal";
+
+static void wire_pointers(void)
+{
+    unsigned char storage[sizeof(struct kr__ev) + 24];
+    struct kr__ev *e = event_at(storage, (struct kr__key){ 1.0, 0, 0, 3, 4 }, 2, 0, 24);
+    const char *ptr = literal + 2;
+    uint64_t num = 123456789;
+    memcpy(e->payload, &num, 8);
+    memcpy(e->payload + 8, &ptr, 8);
+    memcpy(e->payload + 16, &num, 8);
+    size_t at = 0;
+    CHECK(kr__addrmap_payload(e->payload, 24, &at, NULL, 0) == KR_PAYLOAD_IMAGE);
+    unsigned char copy[24], table[KR_ADDR_TABLE_BYTES(24)], buf[512];
+    memcpy(copy, e->payload, 24);
+    size_t tn = kr__addrmap_export(copy, 24, table);
+    CHECK(tn == 8 + 16 && memcmp(copy, e->payload, 8) == 0);
+    CHECK(memcmp(copy + 8, e->payload + 8, 8) != 0);         /* an offset, not the address */
+    size_t n = kr__wire_put_event(buf, e, 1, 0);
+    n += kr__wire_put_ptrs(buf, copy, table, tn);
+    const unsigned char *p = buf;
+    struct kr__wire_item it;
+    CHECK(kr__wire_next(&p, buf + n, 10, &it) == KR_WIRE_OK && p == buf + n);
+    CHECK(it.h.ptrs == 1 && it.table == buf + 64 + 24);
+    unsigned char got[24];
+    memcpy(got, it.payload, 24);
+    uint64_t missing = 0;
+    CHECK(kr__addrmap_import(got, 24, it.table, &missing));
+    CHECK(memcmp(got, e->payload, 24) == 0);
+    CHECK(kr__addrmap_mix_payload(7, got, 24) == kr__addrmap_mix_payload(7, e->payload, 24));
+    p = buf;                                                  /* the table cut short */
+    CHECK(kr__wire_next(&p, buf + n - 1, 10, &it) == KR_WIRE_BAD_TABLE);
+    buf[64 + 24] = 9;                                         /* more pointers than words */
+    p = buf;
+    CHECK(kr__wire_next(&p, buf + n, 10, &it) == KR_WIRE_BAD_TABLE);
+    uint64_t bogus[3] = { 1, 1, 0x5eed };                     /* a module not loaded here */
+    CHECK(!kr__addrmap_import(got, 24, (const unsigned char *)bogus, &missing));
+    CHECK(missing == 0x5eed);
 }
 
 static void match_both_orders(void)
@@ -96,6 +144,7 @@ static void match_both_orders(void)
 int main(void)
 {
     wire_round_trip();
+    wire_pointers();
     match_both_orders();
     return check_done("wire");
 }

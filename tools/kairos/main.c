@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "core/core.h"
 #include "core/error.h"
@@ -67,6 +68,10 @@ static void usage(FILE *f)
 static int check_output_path(const char *opt, const char *path, struct kr__error *err)
 {
     if (!path) return KR_OK;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return kr__fail(err, KR_ERR_USAGE, "%s %s: is a directory; give a file name (%s "
+                        "%s/run.json)", opt, path, opt, path);
     if (access(path, F_OK) == 0) {
         if (access(path, W_OK) != 0)
             return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot write it (%s)", opt, path,
@@ -83,6 +88,24 @@ static int check_output_path(const char *opt, const char *path, struct kr__error
         return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot create it: directory %s %s", opt,
                         path, dir, errno == ENOENT ? "does not exist" : "is not writable");
     return KR_OK;
+}
+
+/* --snapshot DIR: a directory that can be written, or one that can be made (checked before
+ * the run: a run that cannot write its snapshots is not the safe run it was asked to be). */
+static int check_snapshot_dir(const char *dir, struct kr__error *err)
+{
+    struct stat st;
+    if (!dir) return KR_OK;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return kr__fail(err, KR_ERR_USAGE, "--snapshot %s: not a directory; give a "
+                            "directory for the snapshots (it is made if missing)", dir);
+        if (access(dir, W_OK | X_OK) != 0)
+            return kr__fail(err, KR_ERR_USAGE, "--snapshot %s: cannot write into it (%s)",
+                            dir, strerror(errno));
+        return KR_OK;
+    }
+    return check_output_path("--snapshot", dir, err);
 }
 
 /* The exit status of a failure (README, kairos --help): the one place statuses become
@@ -117,6 +140,17 @@ static void note_unread(const struct kr__config *c)
 }
 
 /* The configuration from the command line. */
+/* Every file and directory the run will write, before it starts. */
+static int check_paths(const struct kr__config *c, struct kr__error *err)
+{
+    if (check_output_path("--stats", c->stats_path, err) ||
+        check_output_path("--lp-stats", c->lp_stats_path, err) ||
+        check_output_path("--trace", c->trace_path, err) ||
+        check_snapshot_dir(c->snap_dir, err))
+        return err->status;
+    return KR_OK;
+}
+
 static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -129,10 +163,7 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
     if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
     note_unread(c);
-    if (check_output_path("--stats", c->stats_path, err) ||
-        check_output_path("--lp-stats", c->lp_stats_path, err) ||
-        check_output_path("--trace", c->trace_path, err))
-        return err->status;
+    if (check_paths(c, err)) return err->status;
     if (isinf(c->end)) {
         const struct kr_model *m = kr__model_load(c->model, err);
         if (!m) return err->status;
@@ -165,6 +196,28 @@ static int cluster_check(const struct kr__config *c, struct kr__error *err)
     return kr__model_load(c->model, err) ? KR_OK : err->status;
 }
 
+/* Collective, more than one rank: every rank runs the same kairos, model file, parameters
+ * and options, or rank 0 fails naming the first difference (kr__net_same). A rank that
+ * failed already takes part with nothing to compare. */
+static int cluster_same(const struct kr__config *c, struct kr__error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = err->status ? NULL : open_memstream(&text, &len);
+    if (f) {
+        const struct kr_model *m = kr__model_load(c->model, err);
+        fprintf(f, "kairos " KAIROS_VERSION " %016llx\n",
+                (unsigned long long)kr__file_hash("/proc/self/exe"));
+        fprintf(f, "model %s %016llx\n", m ? m->name : "?",
+                (unsigned long long)kr__file_hash(c->model));
+        kr__options_identity(f, c);
+        if (fclose(f)) len = 0;
+    }
+    kr__net_same(text ? text : "", len, err);
+    free(text);
+    return err->status;
+}
+
 /* A run across ranks that passed every check: each rank runs its share; the lowest rank
  * whose run failed on its own reports (kr__net_agree). */
 static int cluster_run(const struct kr__config *c, struct kr__error *err, int *interrupted)
@@ -189,6 +242,7 @@ static int run_configured(struct kr__config *c, struct kr__error *err)
 {
     int interrupted = 0;
     if (!err->status && kr__net.size > 1) cluster_check(c, err);
+    if (kr__net.size > 1) cluster_same(c, err);
     if (!kr__net_agree(err)) {
         if (kr__net.size == 1) kr__run_main(c, err, &interrupted);
         else cluster_run(c, err, &interrupted);

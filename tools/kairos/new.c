@@ -29,8 +29,14 @@ static const char cmake_text[] =
     "enable_testing()\n"
     "add_test(NAME %1$s_check COMMAND ${KAIROS_EXECUTABLE} run $<TARGET_FILE:%1$s> --end 50\n"
     "         --sync sequential --check)\n"
-    "add_test(NAME %1$s_parallel COMMAND ${KAIROS_EXECUTABLE} run $<TARGET_FILE:%1$s> --end 50\n"
-    "         --threads 2)\n";
+    "# (the run digest and stdout of the sequential engine and of the optimistic engine\n"
+    "# on 2 threads must be the same)\n"
+    "add_test(NAME %1$s_parallel COMMAND sh -c\n"
+    "  \"\\\"$0\\\" run \\\"$1\\\" --end 50 --sync sequential >seq.out 2>seq.err &&\n"
+    "   \\\"$0\\\" run \\\"$1\\\" --end 50 --threads 2 >par.out 2>par.err &&\n"
+    "   grep 'run digest' seq.err >seq.digest && grep 'run digest' par.err >par.digest &&\n"
+    "   cmp seq.digest par.digest && cmp seq.out par.out && cat par.digest\"\n"
+    "  ${KAIROS_EXECUTABLE} $<TARGET_FILE:%1$s>)\n";
 
 static const char model_text[] =
     "/* %1$s.c - a Kairos model (docs/guide.md): every LP holds `tokens` tokens and passes\n"
