@@ -49,7 +49,8 @@ KNOWN = {
 
 # The C library's functions that the engine replaces for model code (core/interpose.c): a
 # call to them anywhere goes there by the linker's choice, not by a dependency.
-INTERPOSED = {"exit", "_exit", "abort"}
+INTERPOSED = {"exit", "_exit", "abort", "pthread_create", "printf", "vprintf", "fprintf",
+              "vfprintf", "puts", "putchar", "fputs", "write", "__printf_chk", "__fprintf_chk"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -113,6 +113,8 @@ struct kr__run {
     double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
     size_t nseries, capseries;
     uint64_t out_bytes, out_hash;     /* committed output written so far, and its hash */
+    uint64_t out_cut_at;              /* kairos resume: stdout is cut to this many bytes... */
+    bool out_cut_pending;             /* ...before its first output (snapshot.c) */
     struct kr__snapshot *resume;      /* kairos resume: LPs start from it (snapshot.c) */
     uint64_t snaps, snap_bytes, snap_ns; /* snapshots written, their bytes, time */
     struct kr__lpstat *lpstat;        /* --lp-stats: this rank's LPs (id - lo), else NULL */
@@ -374,6 +376,10 @@ const char *kr__foreign_msg(void);
 _Noreturn void kr__foreign_raise(void);
 /* At a run's set-up: no call yet. */
 void kr__foreign_reset(void);
+/* interpose.c: look up the C library's printf family and write once (before any event),
+ * and at a run's set-up forget the warning about output straight to stdout. */
+void kr__interpose_init(void);
+void kr__interpose_reset(void);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);

@@ -289,6 +289,7 @@ void kr__fault_install(void)
     static bool done;
     if (done) return;
     done = true;
+    kr__interpose_init(); /* (the printf family's lookups, never in a signal handler) */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -105,4 +106,124 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
     int rc = next(t, a, spawned, s);
     if (rc) free(s);
     return rc;
+}
+
+/* ---- output that bypasses kr_printf ---- */
+
+/* printf, puts, putchar, write(1, ...) and their kin straight to stdout from a model
+ * callback: that text is not committed output - a rolled-back event prints it too, in no
+ * order with the committed output, and engines differ. Warned once per run, naming where,
+ * then done as asked. (Kairos's own output goes through fwrite and the C library's
+ * internal names, never these.) */
+static atomic_flag stdout_warned = ATOMIC_FLAG_INIT;
+
+static void stdout_use(const char *fn)
+{
+    if (!kr__in_lp() || !kr__run_current || atomic_flag_test_and_set(&stdout_warned)) return;
+    char where[256];
+    kr__ctx_where(where, sizeof where);
+    fprintf(stderr, "kairos: warning: %s: %s writes to stdout directly: that text is not "
+            "committed output (an event rolled back prints it too, out of order, and engines "
+            "differ); use kr_printf (this warning is given once)\n", where, fn);
+}
+
+void kr__interpose_reset(void)
+{
+    atomic_flag_clear(&stdout_warned);
+}
+
+/* The C library's own functions behind these names, looked up once (before any event:
+ * kr__interpose_init; lazily for a call before that, never in a signal handler). */
+static struct {
+    int (*vfprintf)(FILE *, const char *, va_list);
+    int (*puts)(const char *);
+    int (*putchar)(int);
+    int (*fputs)(const char *, FILE *);
+    ssize_t (*write)(int, const void *, size_t);
+} real;
+
+void kr__interpose_init(void)
+{
+    if (real.write) return;
+    *(void **)&real.vfprintf = dlsym(RTLD_NEXT, "vfprintf");
+    *(void **)&real.puts = dlsym(RTLD_NEXT, "puts");
+    *(void **)&real.putchar = dlsym(RTLD_NEXT, "putchar");
+    *(void **)&real.fputs = dlsym(RTLD_NEXT, "fputs");
+    *(void **)&real.write = dlsym(RTLD_NEXT, "write");
+    if (!real.vfprintf || !real.puts || !real.putchar || !real.fputs || !real.write)
+        kr__die("the C library lacks vfprintf, puts, putchar, fputs or write");
+}
+
+int vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+    kr__interpose_init();
+    if (f == stdout) stdout_use("fprintf");
+    return real.vfprintf(f, fmt, ap);
+}
+
+int vprintf(const char *fmt, va_list ap)
+{
+    stdout_use("printf");
+    return vfprintf(stdout, fmt, ap);
+}
+
+/* (printf, fprintf and the _FORTIFY_SOURCE builds' __printf_chk, __fprintf_chk: one body) */
+#define KR_VA_CALL(last, call)                                                             \
+    do {                                                                                   \
+        va_list ap;                                                                        \
+        va_start(ap, last);                                                                \
+        int n_ = call;                                                                     \
+        va_end(ap);                                                                        \
+        return n_;                                                                         \
+    } while (0)
+
+int printf(const char *fmt, ...)
+{
+    KR_VA_CALL(fmt, vprintf(fmt, ap));
+}
+
+int fprintf(FILE *f, const char *fmt, ...)
+{
+    KR_VA_CALL(fmt, vfprintf(f, fmt, ap));
+}
+
+int puts(const char *s)
+{
+    kr__interpose_init();
+    stdout_use("puts");
+    return real.puts(s);
+}
+
+int putchar(int c)
+{
+    kr__interpose_init();
+    stdout_use("putchar");
+    return real.putchar(c);
+}
+
+int fputs(const char *s, FILE *f)
+{
+    kr__interpose_init();
+    if (f == stdout) stdout_use("fputs");
+    return real.fputs(s, f);
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    kr__interpose_init();
+    if (fd == STDOUT_FILENO) stdout_use("write(1, ...)");
+    return real.write(fd, buf, n);
+}
+
+/* (_FORTIFY_SOURCE builds call these) */
+int __printf_chk(int flag, const char *fmt, ...)
+{
+    (void)flag;
+    KR_VA_CALL(fmt, vprintf(fmt, ap));
+}
+
+int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+    (void)flag;
+    KR_VA_CALL(fmt, vfprintf(f, fmt, ap));
 }

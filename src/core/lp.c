@@ -196,12 +196,21 @@ FILE *kr__emit_file;
 
 /* (Committed output to stdout is counted and hashed byte by byte - FNV-1a, so that
  * however it was cut into writes - for snapshots: resume checks the file it appends to.) */
+/* kairos resume: stdout is cut to the snapshot's output before the first text; false if
+ * that failed (reported as a failed write). */
+static bool cut_first(struct kr__ctx *c)
+{
+    if (!c || !c->run || !c->run->out_cut_pending) return true;
+    kr__output_cut(c->run);
+    return !kr__out_errno;
+}
+
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
 {
     /* (after a write failed nothing more goes out: what is written stays a prefix of the
      * committed output, without a hole; the next flush reports the first failure) */
     FILE *f = kr__emit_file ? kr__emit_file : stdout;
-    if (f == stdout && (kr__out_errno || kr__out_closed)) return;
+    if (f == stdout && (kr__out_errno || kr__out_closed || !cut_first(c))) return;
     if (fwrite(text, 1, len, f) < len && f == stdout) {
         kr__out_errno = errno ? errno : EIO; /* (not counted: a snapshot says what is out) */
         return;

@@ -242,6 +242,24 @@ static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__er
                     "summary above is complete", what, path, strerror(e ? e : EIO));
 }
 
+/* "ended_by", and for a failed run its message. */
+static void json_ended(FILE *f, const struct kr__run *r)
+{
+    fprintf(f, "  \"ended_by\": \"%s\",\n", r->rc ? "error" : r->interrupted ? "interrupted" :
+            r->ended_by_done ? "done" : "end_time");
+    if (!r->rc) return;
+    fputs("  \"error\": ", f);
+    kr__json_str(f, r->fail.msg);
+    fputs(",\n", f);
+}
+
+/* (a failed run has no digest) */
+static void json_digest(FILE *f, const struct kr__run *r)
+{
+    if (r->rc) fputs("  \"run_digest\": null,\n", f);
+    else fprintf(f, "  \"run_digest\": \"%016llx\",\n", (unsigned long long)r->run_digest);
+}
+
 int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err)
 {
     char tmp[4096];
@@ -257,9 +275,9 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             "  \"end_time\": ", r->cfg->engine->name, r->nthreads, r->nranks ? r->nranks : 1,
             (unsigned long long)r->n);
     kr__json_num(f, r->cfg->end);
-    fprintf(f, ",\n  \"seed\": %llu,\n  \"ended_by\": \"%s\",\n  \"final_gvt\": ",
-            (unsigned long long)r->cfg->seed,
-            r->interrupted ? "interrupted" : r->ended_by_done ? "done" : "end_time");
+    fprintf(f, ",\n  \"seed\": %llu,\n", (unsigned long long)r->cfg->seed);
+    json_ended(f, r);
+    fputs("  \"final_gvt\": ", f);
     kr__json_num(f, r->final_gvt);
     fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
@@ -271,8 +289,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             "  \"worker_trials_undone\": %llu,\n  \"share_trials\": %llu,\n"
             "  \"share_trials_kept\": %llu,\n"
             "  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n"
-            "  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n"
-            "  \"run_digest\": \"%016llx\",\n",
+            "  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n",
             (unsigned long long)t.committed, (unsigned long long)t.processed,
             t.processed ? (double)t.committed / (double)t.processed : 1.0,
             r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0.0,
@@ -285,8 +302,8 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
             (unsigned long long)r->balance_shares, (unsigned long long)r->balance_shares_kept,
             (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds,
-            r->peak_rss,
-            (unsigned long long)r->run_digest);
+            r->peak_rss);
+    json_digest(f, r);
     if (r->cfg->memory_max)
         fprintf(f, "  \"memory\": {\"budget_bytes\": %zu, \"peak_bytes\": %zu, "
                 "\"peak_event_bytes\": %zu, \"peak_checkpoint_bytes\": %zu, "

@@ -170,6 +170,7 @@ static void *run_engine(void *arg)
     r->wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
     if (!r->rc) r->rc = kr__run_finish(r);
+    if (!r->rc && r->out_cut_pending) kr__output_cut(r); /* (a resumed run that printed nothing) */
     if (!r->rc && kr__foreign_msg()) /* (a call no event was left to be blamed for) */
         r->rc = kr__fail(&r->fail, KR_ERR_MODEL, "%s", kr__foreign_msg());
     else kr__stdout_flush(); /* what was committed before the failure */
@@ -270,6 +271,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
     if (extras_setup(r, err)) return err->status;
     kr__foreign_reset();
+    kr__interpose_reset();
     kr__fault_install();
     kr__interrupt_install();
     kr__run_current = r;
@@ -310,6 +312,18 @@ static void report_files(struct kr__run *r, struct kr__error *err)
     kr__report_summary(r, stderr);
     if (r->cfg->stats_path) kr__report_json(r, r->cfg->stats_path, err);
     if (r->cfg->trace_path && !err->status) kr__report_trace(r, r->cfg->trace_path, err);
+}
+
+/* A run that failed (a model error, a crash or a timeout in model code) still writes its
+ * --stats, ended_by "error" with the message (in one process: across ranks rank 0 has not
+ * gathered the others' counters). Its own failure to write is said, not the run's. */
+static void failed_stats(struct kr__run *r)
+{
+    if (!r->cfg->stats_path || kr__net.size > 1 || !r->fail.status) return;
+    r->peak_rss = kr__peak_rss_bytes();
+    struct kr__error serr = { 0 };
+    if (kr__report_json(r, r->cfg->stats_path, &serr))
+        fprintf(stderr, "kairos: warning: %s\n", serr.msg);
 }
 
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)
@@ -353,6 +367,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
         if (lerr.status && !err->status) *err = lerr;
         *interrupted = r.interrupted;
     } else if (!err->status) {
+        failed_stats(&r);
         *err = r.fail; /* (the engine's, or finish's) */
         if (!err->status)
             kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d and no "

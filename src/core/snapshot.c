@@ -752,8 +752,9 @@ static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo
 }
 
 /* stdout, when it is a file: it must start with the output the snapshot committed (its
- * bytes and hash), and is cut there; the resumed run appends. */
-static int cut_output(const struct kr__snapshot *s, struct kr__error *err)
+ * bytes and hash); it is cut there when the resumed run first appends, or ends - after
+ * every check and the engine's start (a refused resume leaves the file as it was). */
+static int check_output(struct kr__run *r, const struct kr__snapshot *s, struct kr__error *err)
 {
     struct stat st;
     fflush(stdout);
@@ -779,11 +780,20 @@ static int cut_output(const struct kr__snapshot *s, struct kr__error *err)
     if (h != s->out_hash)
         return kr__fail(err, KR_ERR_USAGE, "stdout does not start with the output of the "
                         "snapshot's run: resume into that run's output file");
-    if (ftruncate(STDOUT_FILENO, (off_t)s->out_bytes))
-        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be cut to the snapshot's output: %s",
-                        strerror(errno));
-    lseek(STDOUT_FILENO, 0, SEEK_END);
+    r->out_cut_at = s->out_bytes;
+    r->out_cut_pending = true;
     return KR_OK;
+}
+
+void kr__output_cut(struct kr__run *r)
+{
+    r->out_cut_pending = false;
+    fflush(stdout);
+    if (ftruncate(STDOUT_FILENO, (off_t)r->out_cut_at)) {
+        if (!kr__out_errno) kr__out_errno = errno; /* (reported as a failed write) */
+        return;
+    }
+    lseek(STDOUT_FILENO, 0, SEEK_END);
 }
 
 int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
@@ -811,7 +821,7 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
     r->lookahead_declared = s->declared;
     /* (across ranks every rank reads the whole file and loads its own LPs; committed
      * output goes out through rank 0 alone) */
-    return kr__net.rank == 0 ? cut_output(s, err) : KR_OK;
+    return kr__net.rank == 0 ? check_output(r, s, err) : KR_OK;
 }
 
 void kr__snapshot_close(struct kr__run *r)

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include "core/digest.h"
 #include "core/error.h"
+#include "core/sanitize.h"
 #include "state/seg.h"
 
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */
@@ -277,20 +278,40 @@ static enum kr__addr_kind classify_again(const struct published **pp, uint64_t w
     return *m ? KR_ADDR_FOREIGN : KR_ADDR_NUMBER; /* (not writable memory: as in states) */
 }
 
+/* AddressSanitizer's shadow, from 2 GiB up: writable anonymous memory that no model points
+ * into, where numbers fall. */
+static bool sanitizer_shadow(uint64_t w)
+{
+#if defined(KR_ASAN)
+    return w >= 0x7fff8000ull && w < 0x10007fff8000ull;
+#else
+    (void)w;
+    return false;
+#endif
+}
+
+/* w in the LP region: a number past the carved areas, else an LP's state (its pages may
+ * be write-protected: not in the writable maps); KR_ADDR_IMAGE (as "not decided") outside
+ * the region. */
+static enum kr__addr_kind in_region(uint64_t w, char *where, size_t cap)
+{
+    uint64_t lp;
+    if (!kr__region_find((const void *)(uintptr_t)w, &lp)) return KR_ADDR_IMAGE;
+    if (kr__region_unused(w)) return KR_ADDR_NUMBER;
+    if (where && cap) snprintf(where, cap, "LP %llu's state (kr_malloc)", (unsigned long long)lp);
+    return KR_ADDR_FOREIGN;
+}
+
 /* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
  * is a number unless the kernel says its page is mapped. */
 static enum kr__addr_kind classify(const struct published **pp, uint64_t w, char *where,
                                    size_t cap)
 {
     const struct published *p = *pp;
-    if (!kr__addr_maybe(w) || w < p->floor) return KR_ADDR_NUMBER;
+    if (!kr__addr_maybe(w) || w < p->floor || sanitizer_shadow(w)) return KR_ADDR_NUMBER;
     if (range_of(p->r, p->nimages, w)) return KR_ADDR_IMAGE;
-    uint64_t lp;
-    if (kr__region_find((const void *)(uintptr_t)w, &lp)) { /* (pages may be protected) */
-        if (kr__region_unused(w)) return KR_ADDR_NUMBER;
-        if (where && cap) snprintf(where, cap, "LP %llu's state (kr_malloc)", (unsigned long long)lp);
-        return KR_ADDR_FOREIGN;
-    }
+    enum kr__addr_kind k = in_region(w, where, cap);
+    if (k != KR_ADDR_IMAGE) return k;
     const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
     unsigned char in;
     if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)

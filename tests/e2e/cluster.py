@@ -378,6 +378,34 @@ def interrupted_across_ranks():
         fail(f"SIGTERM to mpirun: digest {digest(err)}, --end {m.group(1)} sequential "
              f"{digest(seq)}")
     t.ok("SIGTERM to mpirun: every rank stops at one committed time T, the digest of --end T")
+    # Issue 35, 7: the ranks signalled themselves (a batch system's SIGTERM to every
+    # process; a launcher that leaves them in the terminal's group, whose Ctrl-C reaches
+    # them and mpirun, which forwards it again): one summary from rank 0 and its status,
+    # 143 - a rank that exited 143 first made mpirun abort the job and cut rank 0's
+    # report, and the echo counted as a second signal ("interrupted twice")
+    for echo in (False, True):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=e, start_new_session=True)
+        head, deadline = b"", time.monotonic() + 120
+        while b"[kairos]" not in head and time.monotonic() < deadline and p.poll() is None:
+            head += os.read(p.stderr.fileno(), 4096)
+        ranks = subprocess.run(["pgrep", "-P", str(p.pid), "-x", "kairos"], capture_output=True,
+                               text=True).stdout.split()
+        for _ in range(2 if echo else 1):
+            for pid in ranks:
+                os.kill(int(pid), signal.SIGTERM)
+            time.sleep(0.002)
+        try:
+            _, rest = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            fail("SIGTERM to the ranks: they did not stop within 60 s")
+        err = head.decode() + rest
+        if len(ranks) != 2 or "interrupted twice" in err or err.count("run digest:") != 1 \
+                or "interrupted by SIGTERM" not in err or p.returncode != 143:
+            fail(f"SIGTERM to the ranks {ranks}{' twice' if echo else ''}: want one summary "
+                 f"and exit 143, got exit {p.returncode}:\n{err[-3000:]}")
+    t.ok("SIGTERM to every rank, once or with an echo: one summary, exit 143")
 
 
 def resumed_across_ranks():

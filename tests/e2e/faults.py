@@ -9,7 +9,7 @@ error), stdout a prefix of the full output, the --stats file whole JSON or absen
 temporary file left, and a snapshot, if one was written, that resumes to the full run's
 digest and output. Never a crash, a hang or silence. Runs on 2 threads, whose failing site
 varies from run to run, must end the same ways. Under ASan (the shim stands in front of its
-allocator) nothing may leak. The quick tier samples 40 sites of each kind and 8 runs on
+allocator) nothing may leak. The quick tier samples 30 sites of each kind and 6 runs on
 each parallel engine; the long tier (--long) 400 (ASan 160) and 40 (ASan 12)."""
 import json
 import os
@@ -31,7 +31,7 @@ if KIND == "tsan" or not os.path.exists(SHIM):
 tmp = tempfile.mkdtemp(prefix="kr-fault-")
 rnd = random.Random(17)
 MODEL = ["pcs", "--lps", "16", "--end", "10"]
-SAMPLE = pick(40, 160 if KIND == "asan" else 400)  # (at most this many N of each kind)
+SAMPLE = pick(30, 160 if KIND == "asan" else 400)  # (at most this many N of each kind)
 
 
 def env_for(fault):
@@ -158,7 +158,7 @@ def random_allocations(engine, what):
     """Runs of a parallel engine (whose failing site varies from run to run) with a random
     allocation failing: absorbed or a clear error."""
     allocs, _, ref_out, ref_digest = counts(engine)
-    runs = pick(8, 12 if KIND == "asan" else 40)
+    runs = pick(6, 12 if KIND == "asan" else 40)
     for _ in range(runs):
         judge(f"alloc:{rnd.randint(1, allocs)}", engine, ref_out, ref_digest, resume=False)
     t.ok(f"{runs} runs {what} with a random allocation failing: absorbed or a clear error")

@@ -234,6 +234,31 @@ def case_refused():
         fail(f"resume into another file: exit {p.returncode}\n{p.stderr}")
     t.ok("damaged, truncated, foreign and missing snapshots, a changed model file, another "
          "output file and options a resume cannot change are refused")
+    # issue 35, 9: a resume the engine refuses (chaos declares no lookahead: no conservative
+    # run) leaves its output file as it was - the killed run's tail included; a resume that
+    # runs cuts that tail and appends
+    chaos = [f"{build}/libchaos.so", "--lps", "16", "--end", "40", "--sync", "sequential"]
+    ksnap, kout = os.path.join(tmp, "k.snap"), os.path.join(tmp, "k.out")
+    with open(kout, "w") as f:
+        subprocess.run([kairos, "run", *chaos, "--snapshot", ksnap, "--snapshot-every", "10",
+                        "--progress", "off"], stdout=f, stderr=subprocess.DEVNULL, check=True)
+    full = open(kout).read()
+    with open(kout, "a") as f:
+        f.write("the tail a killed run printed after its last snapshot\n")
+    before = open(kout).read()
+    with open(kout, "a") as f:
+        p = subprocess.run([kairos, "resume", ksnap, "--sync", "conservative"], stdout=f,
+                           stderr=subprocess.PIPE, text=True)
+    if p.returncode != 1 or "--sync conservative needs" not in p.stderr or \
+            open(kout).read() != before:
+        fail(f"a refused resume: exit {p.returncode}, the file {'kept' if open(kout).read() == before else 'changed'}\n{p.stderr}")
+    with open(kout, "a") as f:
+        subprocess.run([kairos, "resume", ksnap, "--progress", "off"], stdout=f,
+                       stderr=subprocess.DEVNULL, check=True)
+    if open(kout).read() != full:
+        fail("a resume after a refused one: the output file is not the full run's")
+    t.ok("a resume the engine refuses leaves the output file as it was; the next one cuts "
+         "and completes it")
     return text
 
 

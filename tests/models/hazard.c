@@ -32,9 +32,13 @@
  *           3 sleep(1000)
  *   case 21 kr_schedule from a thread the model started, in an event at >= `at`
  *   case 22 kr_error from a thread the model started, in an event at >= `at`
+ *   case 23 printf (24: puts, 25: write(1, ...)) straight to stdout in events at >= `at`
+ *   case 26 raise(SIGTERM) in LP 1's first event at virtual time >= `at`
  */
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,7 +47,8 @@
 enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAME, DONE_CRASH,
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
        MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
-       STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR };
+       STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR, RAW_PRINTF,
+       RAW_PUTS, RAW_WRITE, RAISE_TERM };
 
 struct named {                      /* cases 17-19 */
     const char *name;
@@ -176,6 +181,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         memset(s->block, 0xAB, 1024 + 40); /* an off-by-some length */
     }
     if (c == ERROR_AT && now >= at && me == 1) kr_error("LP 1 gave up at %.3f", now);
+    if (c == RAISE_TERM && now >= at && me == 1) raise(SIGTERM);
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
     if ((c == FOREIGN_THREAD || c == FOREIGN_SEND || c == FOREIGN_ERROR) && now >= at) {
@@ -185,6 +191,9 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         pthread_join(t, NULL);
     }
     if (c == BLOCKED && now >= at) block_forever();
+    if (c == RAW_PRINTF && now >= at) printf("raw %llu\n", (unsigned long long)me);
+    if (c == RAW_PUTS && now >= at) puts("raw");
+    if (c == RAW_WRITE && now >= at) (void)!write(1, "raw\n", 4);
     if (c == BIG_FRAME) s->events += big_frame((size_t)kr_param_int("frame_kb", 400));
     if (c == POINTERS) {
         s->samples[s->events % (size_t)(s->samples_end - s->samples)] = s->op(now);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/options.h"
 #include "core/snapshot.h"
 #include "net/net.h"
@@ -232,6 +233,11 @@ static int cluster_run(const struct kr__config *c, struct kr__error *err, int *i
 static int cmd_end(struct kr__config *c, struct kr__error *err, int interrupted)
 {
     int rc = err->status ? cmd_fail_exit(err) : interrupted ? 128 + interrupted : 0;
+    /* (an interrupted run across ranks: rank 0 reports and exits 128 + the signal, the
+     * others 0 - a rank's non-zero exit makes mpirun abort the job, and it could cut rank
+     * 0's report short) */
+    if (interrupted && !err->status && kr__net.size > 1 && kr__net.rank) rc = 0;
+    kr__interrupt_done();
     kr__net_stop();
     kr__options_free(c);
     return rc;
