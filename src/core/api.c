@@ -409,9 +409,10 @@ void *kr_malloc(size_t size)
     while (block < size && block < ((size_t)1 << 62)) block <<= 1;
     if (!p && err == KR_ARENA_EXHAUSTED && a->used <= a->limit && size <= a->limit - a->used &&
         block > a->limit - a->used) /* (it would fit but for the rounding) */
-        kr__model_error("kr_malloc(%zu): the LP's arena holds blocks of powers of two, and this "
-                        "one takes %zu bytes, more than the %zu left of --arena-max %zu (%zu "
-                        "in use); raise --arena-max, or allocate smaller blocks", size, block,
+        kr__model_error("kr_malloc(%zu): the LP's arena is exhausted for it: the arena holds "
+                        "blocks of powers of two, and this one takes %zu bytes, more than the "
+                        "%zu left of --arena-max %zu (%zu in use); raise --arena-max, or "
+                        "allocate smaller blocks", size, block,
                         a->limit - a->used, a->limit, a->used);
     if (!p)
         kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "

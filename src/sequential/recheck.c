@@ -1,19 +1,81 @@
 /* recheck.c - see recheck.h. */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include "sequential/recheck.h"
+#include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "core/grow.h"
 #include "core/digest.h"
 #include "core/error.h"
 #include "state/ckpt.h"
 
-void kr__recheck_init(struct kr__recheck *c)
+/* ---- the model's global memory ---- */
+
+struct find_model {
+    uintptr_t fn;                  /* an address in the model's code */
+    struct kr__recheck *c;
+};
+
+static int model_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct find_model *f = arg;
+    bool mine = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + p->p_vaddr;
+        mine |= p->p_type == PT_LOAD && (p->p_flags & PF_X) && f->fn >= a && f->fn < a + p->p_memsz;
+    }
+    /* (the first object is the executable: a built-in model's globals are the engine's) */
+    if (!mine || !info->dlpi_name || !info->dlpi_name[0]) return mine;
+    struct kr__recheck *c = f->c;
+    snprintf(c->glob_file, sizeof c->glob_file, "%s", info->dlpi_name);
+    c->glob_base = info->dlpi_addr;
+    for (int i = 0; i < info->dlpi_phnum && c->nglob < 4; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_W) || !p->p_memsz) continue;
+        struct kr__recheck_seg *g = &c->glob[c->nglob++];
+        g->at = (unsigned char *)(info->dlpi_addr + p->p_vaddr);
+        g->len = p->p_memsz;
+        g->copy = malloc(g->len);
+        if (!g->copy) kr__fatal_oom("--check's copy of the model's globals", g->len);
+    }
+    return 1;
+}
+
+static void globals_keep(struct kr__recheck *c)
+{
+    for (unsigned i = 0; i < c->nglob; i++) memcpy(c->glob[i].copy, c->glob[i].at, c->glob[i].len);
+}
+
+/* The event changed the model's global memory: name where. */
+static void globals_check(const struct kr__recheck *c)
+{
+    for (unsigned i = 0; i < c->nglob; i++) {
+        const struct kr__recheck_seg *g = &c->glob[i];
+        if (!memcmp(g->copy, g->at, g->len)) continue;
+        size_t k = 0;
+        while (g->copy[k] == g->at[k]) k++;
+        unsigned long off = (unsigned long)((uintptr_t)(g->at + k) - c->glob_base);
+        kr__model_error("--check: the event wrote to the model's global or static memory (%s, "
+                        "offset 0x%lx: nm -n %s names the variable): Time Warp neither saves "
+                        "nor rolls back such state, so engines then differ. Keep what events "
+                        "change in the LP's state (kr_malloc); globals may only be set in init "
+                        "or read", c->glob_file, off, c->glob_file);
+    }
+}
+
+void kr__recheck_init(struct kr__recheck *c, const struct kr__run *r)
 {
     memset(c, 0, sizeof *c);
     kr__blobs_init(&c->blobs);
+    struct find_model f = { (uintptr_t)r->model->event, c };
+    dl_iterate_phdr(model_segments, &f);
 }
 
 void kr__recheck_destroy(struct kr__recheck *c)
 {
+    for (unsigned i = 0; i < c->nglob; i++) free(c->glob[i].copy);
     kr__blobs_destroy(&c->blobs);
     free(c->sent);
     free(c->sent1);
@@ -174,7 +236,9 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     kr__lp_save_words(lp, w);
     struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
     scribble_stack(0x5A);
+    globals_keep(c);
     run_once(c, r, lp, e);
+    globals_check(c);
     if (kr__arena_marks(&lp->arena)) check_marks(lp, saved);
     struct kr__alien al = { 0 };
     kr__arena_find_alien(&lp->arena, &al);

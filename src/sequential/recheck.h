@@ -19,9 +19,20 @@ struct kr__recheck {
     char *out;                 /* output captured during one run */
     size_t nout, capout;
     struct kr__recbuf rec;     /* its kr_commit records */
+    /* The model's writable global memory (a shared object's .data and .bss; none for a
+     * built-in model, which lives in the engine's own image), copied before each event:
+     * an event that changes it keeps state Time Warp neither saves nor rolls back. */
+    struct kr__recheck_seg {
+        unsigned char *at, *copy;
+        size_t len;
+    } glob[4];
+    unsigned nglob;
+    char glob_file[256];       /* the model's file, for the message */
+    uintptr_t glob_base;       /* its load address */
 };
 
-void kr__recheck_init(struct kr__recheck *c);
+/* (r: the run, whose model's writable segments are found) */
+void kr__recheck_init(struct kr__recheck *c, const struct kr__run *r);
 void kr__recheck_destroy(struct kr__recheck *c);
 /* Run event e of lp twice and compare. The second run's sends are returned in c->sent (the
  * caller delivers them) and its output in c->out (the caller prints it). */

@@ -302,7 +302,7 @@ static int seq_run(struct kr__run *r)
     s.snap_tick = 0;
     s.rec = (struct kr__recbuf){ 0 };
     if (r->cfg->check) {
-        kr__recheck_init(&check);
+        kr__recheck_init(&check, r);
         s.check = &check;
     }
     kr__ctx.run = r;

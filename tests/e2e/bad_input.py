@@ -193,10 +193,15 @@ expect(1, ["model 'chaos', LP", "--check: the event wrote byte", "without markin
            "kr_touch"], "run", unmarked, "--lps", "8", "--end", "20", "--sync", "sequential",
        "--state", "chunk", "--check")
 
-# --check catches a model that is not re-executable (state in a static variable)
-expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "not re-executable",
-           "left a different state", "global or static variables"],
+# --check catches a model that keeps state in a static variable: the event that writes the
+# model's global memory is named, with where (issue 35, 13: a write that changes no LP's
+# state - a counter printed in finish - passed before)
+expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "--check: the event wrote to "
+           "the model's global or static memory", "libmisuse.so, offset 0x", "nm -n"],
        "run", misuse, "--lps", "2", "--end", "10", "--sync", "sequential", "--check", "-P", "case=13")
+expect(1, ["model 'hazard', LP ", "--check: the event wrote to the model's global or static "
+           "memory"], "run", os.path.join(build, "libhazard.so"), "--lps", "4", "--end", "10",
+       "-P", "case=27", "--sync", "sequential", "--check")
 rc, out, err = run(kairos, "run", misuse, "--lps", "2", "--end", "10", "--sync", "sequential", "-P", "case=13")
 t.ok("without --check the same model runs (the check is what finds it)")
 

@@ -34,6 +34,7 @@
  *   case 22 kr_error from a thread the model started, in an event at >= `at`
  *   case 23 printf (24: puts, 25: write(1, ...)) straight to stdout in events at >= `at`
  *   case 26 raise(SIGTERM) in LP 1's first event at virtual time >= `at`
+ *   case 27 every event counts itself in a global that finish() prints (not in LP state)
  */
 #include <poll.h>
 #include <signal.h>
@@ -48,7 +49,9 @@ enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAM
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
        MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
        STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR, RAW_PRINTF,
-       RAW_PUTS, RAW_WRITE, RAISE_TERM };
+       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT };
+
+static uint64_t global_count; /* case 27 */
 
 struct named {                      /* cases 17-19 */
     const char *name;
@@ -182,6 +185,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     }
     if (c == ERROR_AT && now >= at && me == 1) kr_error("LP 1 gave up at %.3f", now);
     if (c == RAISE_TERM && now >= at && me == 1) raise(SIGTERM);
+    if (c == GLOBAL_COUNT) global_count++;
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
     if ((c == FOREIGN_THREAD || c == FOREIGN_SEND || c == FOREIGN_ERROR) && now >= at) {
@@ -236,7 +240,9 @@ static bool hazard_done(kr_lp me, const void *state)
 
 static void hazard_finish(kr_lp me, void *state)
 {
-    (void)me, (void)state;
+    (void)state;
+    if (which() == GLOBAL_COUNT && me == 0)
+        kr_printf("%llu events counted\n", (unsigned long long)global_count);
     if (which() == FINISH_LOOP)
         while (forever) {}
 }
