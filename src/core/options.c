@@ -333,8 +333,7 @@ static size_t read_bytes(const struct opt *o, const char *v)
     errno = 0;
     /* (decimal digits and one point only: strtod also reads 0x10, 1e3 and inf) */
     if (strspn(v, "0123456789.") == 0 || strspn(v, "0123456789.") < strcspn(v, "KMGkmg"))
-        bad("%s needs a size like 64M (decimal digits, a K, M or G suffix), got '%s'",
-            o->name, v);
+        bad("%s needs a size like 64M, got '%s'", o->name, v);
     double x = strtod(v, &end);
     if (errno || end == v || !isfinite(x))
         bad("%s needs a size like 64M, got '%s'", o->name, v);
