@@ -43,9 +43,28 @@ static int model_segments(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+/* The segment's bytes are read whole, the redzones AddressSanitizer puts between globals
+ * included: by volatile loads it does not instrument here (memcpy it would check). */
+__attribute__((no_sanitize_address)) static void seg_copy(unsigned char *to,
+                                                          const unsigned char *from, size_t n)
+{
+    const volatile unsigned char *f = from;
+    for (size_t k = 0; k < n; k++) to[k] = f[k];
+}
+
+/* The first byte where the segment differs from its copy, or n. */
+__attribute__((no_sanitize_address)) static size_t seg_diff(const unsigned char *copy,
+                                                           const unsigned char *at, size_t n)
+{
+    const volatile unsigned char *a = at;
+    size_t k = 0;
+    while (k < n && copy[k] == a[k]) k++;
+    return k;
+}
+
 static void globals_keep(struct kr__recheck *c)
 {
-    for (unsigned i = 0; i < c->nglob; i++) memcpy(c->glob[i].copy, c->glob[i].at, c->glob[i].len);
+    for (unsigned i = 0; i < c->nglob; i++) seg_copy(c->glob[i].copy, c->glob[i].at, c->glob[i].len);
 }
 
 /* The event changed the model's global memory: name where. */
@@ -53,9 +72,8 @@ static void globals_check(const struct kr__recheck *c)
 {
     for (unsigned i = 0; i < c->nglob; i++) {
         const struct kr__recheck_seg *g = &c->glob[i];
-        if (!memcmp(g->copy, g->at, g->len)) continue;
-        size_t k = 0;
-        while (g->copy[k] == g->at[k]) k++;
+        size_t k = seg_diff(g->copy, g->at, g->len);
+        if (k == g->len) continue;
         unsigned long off = (unsigned long)((uintptr_t)(g->at + k) - c->glob_base);
         kr__model_error("--check: the event wrote to the model's global or static memory (%s, "
                         "offset 0x%lx: nm -n %s names the variable): Time Warp neither saves "
