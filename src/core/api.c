@@ -261,10 +261,24 @@ static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, co
     return check_progress(fn, dest, t, r->lookahead);
 }
 
+/* Could a word of the payload be an address? Most payloads - doubles, small counts, random
+ * 64-bit values - answer no without a call. */
+static inline bool maybe_pointers(const void *payload, size_t size)
+{
+    if (__builtin_expect(size < 8, 1)) return false;
+    for (size_t i = 0; i + 8 <= size; i += 8) {
+        uint64_t w;
+        memcpy(&w, (const char *)payload + i, 8);
+        if (kr__addr_maybe(w)) return true;
+    }
+    return false;
+}
+
 /* The pointers in a payload (state/addrmap.h): KR_PAYLOAD_IMAGE or _PLAIN, or -1 after
  * reporting a word that points into memory with no name another run or rank shares. */
-static int payload_pointers(const char *fn, kr_lp dest, unsigned type, const void *payload,
-                            size_t size)
+static __attribute__((noinline, cold)) int payload_pointers(const char *fn, kr_lp dest,
+                                                             unsigned type, const void *payload,
+                                                             size_t size)
 {
     size_t at = 0;
     char where[96] = "";
@@ -293,7 +307,8 @@ static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool sp
     struct kr__lp *lp = kr__ctx.lp;
     uint64_t seq = lp->seq++;
     if (kr__ctx.mode == KR_MODE_COAST) return; /* re-execution: the event exists already */
-    int vals = size >= 8 ? payload_pointers(fn, dest, type, payload, size) : KR_PAYLOAD_PLAIN;
+    int vals = maybe_pointers(payload, size) ? payload_pointers(fn, dest, type, payload, size)
+                                             : KR_PAYLOAD_PLAIN;
     if (vals < 0) return;
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
@@ -406,7 +421,7 @@ void *kr_malloc(size_t size)
                         "--state chunk or scan, fewer LPs, or raise the limit (sysctl -w "
                         "vm.max_map_count=...)", size);
     size_t block = 16;
-    while (block < size && block < ((size_t)1 << 62)) block <<= 1;
+    while (!p && block < size && block < ((size_t)1 << 62)) block <<= 1;
     if (!p && err == KR_ARENA_EXHAUSTED && a->used <= a->limit && size <= a->limit - a->used &&
         block > a->limit - a->used) /* (it would fit but for the rounding) */
         kr__model_error("kr_malloc(%zu): the LP's arena is exhausted for it: the arena holds "
