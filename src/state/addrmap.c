@@ -278,12 +278,15 @@ static enum kr__addr_kind classify_again(const struct published **pp, uint64_t w
     return *m ? KR_ADDR_FOREIGN : KR_ADDR_NUMBER; /* (not writable memory: as in states) */
 }
 
-/* AddressSanitizer's shadow, from 2 GiB up: writable anonymous memory that no model points
- * into, where numbers fall. */
+/* A sanitizer's shadow (AddressSanitizer's from 2 GiB up; ThreadSanitizer's and its meta
+ * memory): writable anonymous memory that no model points into, where numbers fall. */
 static bool sanitizer_shadow(uint64_t w)
 {
 #if defined(KR_ASAN)
     return w >= 0x7fff8000ull && w < 0x10007fff8000ull;
+#elif defined(KR_TSAN)
+    return (w >= 0x010000000000ull && w < 0x100000000000ull) ||
+           (w >= 0x300000000000ull && w < 0x400000000000ull);
 #else
     (void)w;
     return false;

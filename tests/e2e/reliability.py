@@ -428,7 +428,10 @@ def case_failed_stats():
     """Issue 35, 8: a run that ends in a model error, a crash in model code or a timeout
     still writes its --stats: ended_by "error", the message, no digest - on every engine."""
     tmp = tempfile.mkdtemp(prefix="kr-fstats-")
-    for case, extra in ((16, []), (18, []), (11, ["--event-timeout", "0.3"])):
+    # (a timeout ends the process where the thread cannot be unwound - under
+    # ThreadSanitizer -, and then there is no --stats)
+    timeout = () if KIND == "tsan" else ((11, ["--event-timeout", "0.3"]),)
+    for case, extra in ((16, []), (18, [])) + timeout:
         for eng in ENGINES:
             st = os.path.join(tmp, "st.json")
             args = hazard_args(case, "-P", "at=10", "--progress", "off", "--stats", st, *extra)

@@ -110,6 +110,7 @@ static void hazard_init(kr_lp me)
     if (which() == HEAP_POINTER && me == (kr_lp)kr_param_int("heap_lp", 0))
         s->outside = kept = malloc(64); /* (kept: no leak) */
     if (which() == HEAP_OVERFLOW) s->block = kr_malloc(1024);
+    if (which() == HEAP_PAYLOAD && me == 0) kept = malloc(16); /* (init: one thread) */
     kr_schedule(me, 0.5 + kr_random(), 0, NULL, 0);
 }
 
@@ -213,7 +214,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         struct named m = { me % 2 ? "odd" : "even", weights, me % 2 ? halve : twice,
                            s->events };
         if (c == STATE_PAYLOAD && now >= at) m.name = (const char *)&s->events;
-        if (c == HEAP_PAYLOAD && now >= at) m.name = kept ? kept : (kept = malloc(16));
+        if (c == HEAP_PAYLOAD && now >= at) m.name = kept;
         kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, &m, sizeof m);
         return;
     }
