@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "core/error.h"
+#include "core/sanitize.h"
 
 /* While a model is loaded or a run is in progress, the call is the model's: a model error
  * (deferred by the engines that defer errors, which then unwind and never return here), or
@@ -70,11 +71,21 @@ void abort(void)
     kr__exit_now(128 + 6);
 }
 
+/* clang links a sanitizer's runtime into the executable, its interceptors included: the
+ * names below would replace them (threads it then does not track: leaks reported that are
+ * none), and RTLD_NEXT would pass them by. Such builds (the fuzzers) do without these. */
+#if defined(__clang__) && (defined(KR_ASAN) || defined(KR_TSAN))
+#define KR_INTERPOSE_LIBC 0
+#else
+#define KR_INTERPOSE_LIBC 1
+#endif
+
 /* ---- threads the model starts ---- */
 
 _Thread_local _Atomic bool kr__foreign_inbox __attribute__((tls_model("local-exec")));
 _Thread_local _Atomic bool *kr__foreign_parent;
 
+#if KR_INTERPOSE_LIBC
 struct spawn {
     void *(*fn)(void *);
     void *arg;
@@ -108,6 +119,8 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
     return rc;
 }
 
+#endif
+
 /* ---- output that bypasses kr_printf ---- */
 
 /* printf, puts, putchar, write(1, ...) and their kin straight to stdout from a model
@@ -116,16 +129,6 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
  * then done as asked. (Kairos's own output goes through fwrite and the C library's
  * internal names, never these.) */
 static atomic_flag stdout_warned = ATOMIC_FLAG_INIT;
-
-static void stdout_use(const char *fn)
-{
-    if (!kr__in_lp() || !kr__run_current || atomic_flag_test_and_set(&stdout_warned)) return;
-    char where[256];
-    kr__ctx_where(where, sizeof where);
-    fprintf(stderr, "kairos: warning: %s: %s writes to stdout directly: that text is not "
-            "committed output (an event rolled back prints it too, out of order, and engines "
-            "differ); use kr_printf (this warning is given once)\n", where, fn);
-}
 
 void kr__interpose_reset(void)
 {
@@ -152,6 +155,17 @@ void kr__interpose_init(void)
     *(void **)&real.write = dlsym(RTLD_NEXT, "write");
     if (!real.vfprintf || !real.puts || !real.putchar || !real.fputs || !real.write)
         kr__die("the C library lacks vfprintf, puts, putchar, fputs or write");
+}
+
+#if KR_INTERPOSE_LIBC
+static void stdout_use(const char *fn)
+{
+    if (!kr__in_lp() || !kr__run_current || atomic_flag_test_and_set(&stdout_warned)) return;
+    char where[256];
+    kr__ctx_where(where, sizeof where);
+    fprintf(stderr, "kairos: warning: %s: %s writes to stdout directly: that text is not "
+            "committed output (an event rolled back prints it too, out of order, and engines "
+            "differ); use kr_printf (this warning is given once)\n", where, fn);
 }
 
 int vfprintf(FILE *f, const char *fmt, va_list ap)
@@ -227,3 +241,4 @@ int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
     (void)flag;
     KR_VA_CALL(fmt, vfprintf(f, fmt, ap));
 }
+#endif
