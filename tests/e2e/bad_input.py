@@ -48,6 +48,8 @@ expect(2, ["--snapshot /dev/null: not a directory"], "run", "phold", "--snapshot
 expect(2, ["--snapshot", "cannot create it"], "run", "phold", "--snapshot",
        "/nonexistent/dir/snaps", "--snapshot-every", "5")
 expect(2, ["--balance must be", "storm"], "run", "phold", "--balance", "bogus")
+expect(1, ["kr_random in done()"], "run", os.path.join(build, "libhazard.so"), "--lps", "4",
+       "--end", "10", "-P", "case=28", "--sync", "sequential")
 expect(2, ["declares flags 0x40 that this Kairos does not know"], "run",
        os.path.join(build, "libbare_flags.so"))
 expect(1, ["kr_malloc(100000)", "takes 131072 bytes, more than the", "left of --arena-max 120000",

@@ -35,6 +35,7 @@
  *   case 23 printf (24: puts, 25: write(1, ...)) straight to stdout in events at >= `at`
  *   case 26 raise(SIGTERM) in LP 1's first event at virtual time >= `at`
  *   case 27 every event counts itself in a global that finish() prints (not in LP state)
+ *   case 28 kr_random() in done()
  */
 #include <poll.h>
 #include <signal.h>
@@ -49,7 +50,7 @@ enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAM
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
        MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
        STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR, RAW_PRINTF,
-       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT };
+       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT, RANDOM_IN_DONE };
 
 static uint64_t global_count; /* case 27 */
 
@@ -235,6 +236,7 @@ static bool hazard_done(kr_lp me, const void *state)
     if (which() == DONE_LOOP && me == 0 && s->events && kr_now() >= kr_param_double("at", 5))
         while (forever) {}
     if (which() == MALLOC_IN_DONE && s->events) kr_malloc(8);
+    if (which() == RANDOM_IN_DONE && s->events) (void)kr_random();
     if (which() == DONE_WRITES) ((struct st *)state)->events++;
     return false;
 }
