@@ -376,6 +376,8 @@ const char *kr__foreign_msg(void);
 _Noreturn void kr__foreign_raise(void);
 /* At a run's set-up: no call yet. */
 void kr__foreign_reset(void);
+/* Sequential --check: the read-only page an empty event's payload points at (NULL: none). */
+extern void *volatile kr__empty_payload;
 /* interpose.c: look up the C library's printf family and write once (before any event),
  * and at a run's set-up forget the warning about output straight to stdout. */
 void kr__interpose_init(void);

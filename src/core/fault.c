@@ -173,6 +173,12 @@ static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
                         "code on every engine): deep recursion or large local arrays; raise "
                         "--stack-kb or move large arrays to kr_malloc",
                         kr__run_current ? kr__run_current->cfg->stack_kb : 0);
+    const char *empty = kr__empty_payload, *a = si->si_addr;
+    if (empty && a >= empty && a < empty + 4096)
+        kr__model_error("--check: the event wrote through its payload pointer, and its payload "
+                        "is empty (size 0): a payload is read-only, and an empty one has no "
+                        "bytes (the write lands in Kairos's memory); keep what the event "
+                        "changes in the LP's state");
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
     if (s && s != kr__ctx.lp->arena.seg)

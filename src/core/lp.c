@@ -145,6 +145,8 @@ void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
     if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
 }
 
+void *volatile kr__empty_payload;
+
 /* The message of the first API call from a thread the model started (NULL: none). */
 static _Atomic(const char *) foreign;
 static atomic_flag foreign_taken = ATOMIC_FLAG_INIT;

@@ -4,6 +4,8 @@
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include "core/trace.h"
 #include "core/grow.h"
 #include "core/digest.h"
 #include "core/error.h"
@@ -87,12 +89,17 @@ void kr__recheck_init(struct kr__recheck *c, const struct kr__run *r)
 {
     memset(c, 0, sizeof *c);
     kr__blobs_init(&c->blobs);
+    c->empty = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c->empty == MAP_FAILED) c->empty = NULL; /* (then empty payloads go unguarded) */
+    kr__empty_payload = c->empty;
     struct find_model f = { (uintptr_t)r->model->event, c };
     dl_iterate_phdr(model_segments, &f);
 }
 
 void kr__recheck_destroy(struct kr__recheck *c)
 {
+    kr__empty_payload = NULL;
+    if (c->empty) munmap(c->empty, 4096);
     for (unsigned i = 0; i < c->nglob; i++) free(c->glob[i].copy);
     kr__blobs_destroy(&c->blobs);
     free(c->sent);
@@ -168,7 +175,12 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
     c->nsent = 0;
     c->nout = 0;
     c->rec.n = 0;
-    kr__run_event(r, lp, e);
+    if (e->size || !c->empty || kr__trace_run) {
+        kr__run_event(r, lp, e);
+    } else { /* (an empty payload is a read-only page: a write through it is named) */
+        r->model->event(e->dest, e->k.ts, e->type, c->empty, 0, lp->root);
+        if (atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed)) kr__foreign_raise();
+    }
     const struct kr__area *ar = kr__arena_overrun(&lp->arena);
     if (ar) { /* (before anything reads the heap the write may have broken; and the process
                * ends here: freeing the run could trip over that heap) */

@@ -29,6 +29,8 @@ struct kr__recheck {
     unsigned nglob;
     char glob_file[256];       /* the model's file, for the message */
     uintptr_t glob_base;       /* its load address */
+    void *empty;               /* a read-only page: the payload of an empty event while it
+                                * is checked (a write through it is named: fault.c) */
 };
 
 /* (r: the run, whose model's writable segments are found) */

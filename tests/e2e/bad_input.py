@@ -48,6 +48,9 @@ expect(2, ["--snapshot /dev/null: not a directory"], "run", "phold", "--snapshot
 expect(2, ["--snapshot", "cannot create it"], "run", "phold", "--snapshot",
        "/nonexistent/dir/snaps", "--snapshot-every", "5")
 expect(2, ["--balance must be", "storm"], "run", "phold", "--balance", "bogus")
+expect(1, ["model 'hazard', LP ", "--check: the event wrote through its payload pointer, and "
+           "its payload is empty"], "run", os.path.join(build, "libhazard.so"), "--lps", "4",
+       "--end", "10", "-P", "case=29", "--sync", "sequential", "--check")
 expect(1, ["kr_random in done()"], "run", os.path.join(build, "libhazard.so"), "--lps", "4",
        "--end", "10", "-P", "case=28", "--sync", "sequential")
 expect(2, ["declares flags 0x40 that this Kairos does not know"], "run",

@@ -36,6 +36,7 @@
  *   case 26 raise(SIGTERM) in LP 1's first event at virtual time >= `at`
  *   case 27 every event counts itself in a global that finish() prints (not in LP state)
  *   case 28 kr_random() in done()
+ *   case 29 a write through the payload pointer of an empty event (run it with --check)
  */
 #include <poll.h>
 #include <signal.h>
@@ -50,7 +51,7 @@ enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAM
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
        MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
        STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR, RAW_PRINTF,
-       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT, RANDOM_IN_DONE };
+       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT, RANDOM_IN_DONE, WRITE_EMPTY };
 
 static uint64_t global_count; /* case 27 */
 
@@ -188,6 +189,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     if (c == ERROR_AT && now >= at && me == 1) kr_error("LP 1 gave up at %.3f", now);
     if (c == RAISE_TERM && now >= at && me == 1) raise(SIGTERM);
     if (c == GLOBAL_COUNT) global_count++;
+    if (c == WRITE_EMPTY && !size) *(volatile char *)payload = 1; /* (through a const) */
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
     if ((c == FOREIGN_THREAD || c == FOREIGN_SEND || c == FOREIGN_ERROR) && now >= at) {
