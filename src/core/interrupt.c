@@ -42,7 +42,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 #else
     (void)si;
 #endif
-    int none = 0;
+    int none = 0, first = atomic_load(&kr__interrupt_sig);
+    if (atomic_load(&done)) kr__exit_now(128 + (first ? first : sig)); /* (the run is over) */
     if (atomic_compare_exchange_strong(&kr__interrupt_sig, &none, sig)) {
         atomic_store(&first_ns, now_ns());
         static const char msg[] = "\nkairos: interrupted: stopping at the next committed "
@@ -51,7 +52,6 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         (void)n;
         return;
     }
-    if (atomic_load(&done)) kr__exit_now(128 + atomic_load(&kr__interrupt_sig));
     if (now_ns() - atomic_load(&first_ns) < ECHO_NS) return;
     static const char quit[] = "kairos: interrupted twice: quitting without a summary\n";
     ssize_t n = write(STDERR_FILENO, quit, sizeof quit - 1);
