@@ -30,6 +30,16 @@
 /* Queries nested deeper than this are reported as an endless cycle. */
 #define KR_QUERY_DEPTH_MAX 64
 
+/* A model call from a thread Kairos did not start, or outside any callback: msg says so.
+ * From a thread of the model's during a run, the event that started it fails with it
+ * (kr__foreign_call ends that thread); otherwise the process ends. */
+static _Noreturn void not_a_callback(const char *msg)
+{
+    if (kr__run_current && !kr__ctx.run && (pid_t)syscall(SYS_gettid) != getpid())
+        kr__foreign_call(msg);
+    kr__die(msg);
+}
+
 /* Calls that need an LP (state, RNG, memory). */
 static int need_lp(const char *fn)
 {
@@ -53,9 +63,7 @@ static int need_lp(const char *fn)
     snprintf(msg, sizeof msg, "model '%s': %s was called outside init, an event, done() or "
              "finish, or from a thread Kairos did not start: model calls are valid only in the "
              "model's callbacks, on the thread that runs them", r ? r->model->name : "?", fn);
-    if (r && !kr__ctx.run && (pid_t)syscall(SYS_gettid) != getpid())
-        kr__foreign_call(msg); /* (a thread of the model's, during a run) */
-    kr__die(msg);
+    not_a_callback(msg);
 }
 
 void kr_set_state(void *state)
@@ -541,8 +549,7 @@ void kr_error(const char *fmt, ...)
         snprintf(msg, sizeof msg, "model '%s': kr_error(\"%.1024s\") was called from a thread "
                  "Kairos did not start: model calls are valid only in the model's callbacks, "
                  "on the thread that runs them", r->model->name, what);
-        if ((pid_t)syscall(SYS_gettid) != getpid()) kr__foreign_call(msg);
-        kr__die(msg);
+        not_a_callback(msg);
     }
     kr__model_error("%s", what);
 }

@@ -59,10 +59,16 @@ static const char *sig_name(int sig)
  * locks held, so such a crash is never deferred to a longjmp and a later malloc. */
 static uintptr_t libc_lo, libc_hi;
 
-static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+/* The code of the object holding address `probe`: [lo, hi) of its executable segments. */
+struct code_range {
+    uintptr_t probe, lo, hi;
+};
+
+static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    uintptr_t probe = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+    struct code_range *c = arg;
+    uintptr_t probe = c->probe, lo = UINTPTR_MAX, hi = 0;
     bool has = false;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
@@ -75,9 +81,17 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
         }
     }
     if (!has) return 0;
-    libc_lo = lo;
-    libc_hi = hi;
+    c->lo = lo;
+    c->hi = hi;
     return 1;
+}
+
+static void code_of(uintptr_t probe, uintptr_t *lo, uintptr_t *hi)
+{
+    struct code_range c = { probe, 0, 0 };
+    dl_iterate_phdr(find_code, &c);
+    *lo = c.lo;
+    *hi = c.hi;
 }
 
 static bool in_libc(const ucontext_t *uc)
@@ -89,19 +103,6 @@ static bool in_libc(const ucontext_t *uc)
 /* Kairos's own code, the executable (built-in models are in it too): an API call a model
  * made, never unwound from by a timeout. */
 static uintptr_t self_lo, self_hi;
-
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size, (void)arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
-        uintptr_t a = info->dlpi_addr + p->p_vaddr, b = a + p->p_memsz;
-        if (!self_lo || a < self_lo) self_lo = a;
-        if (b > self_hi) self_hi = b;
-    }
-    return 1; /* (the first object is the executable) */
-}
 
 /* The C library's thread sits in a system call, or is about to restart one (the instruction
  * before or at its program counter is `syscall`, 0f 05): unwinding from there is as safe as
@@ -302,8 +303,8 @@ void kr__fault_install(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
-    dl_iterate_phdr(find_libc, (void *)(uintptr_t)strlen);
-    dl_iterate_phdr(find_self, NULL);
+    code_of((uintptr_t)strlen, &libc_lo, &libc_hi);
+    code_of((uintptr_t)kr__fault_install, &self_lo, &self_hi);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
     sigaction(KR_SIG_TIMEOUT, &sa, NULL);
     kr__fault_thread_init();

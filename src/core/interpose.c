@@ -80,6 +80,41 @@ void abort(void)
 #define KR_INTERPOSE_LIBC 1
 #endif
 
+/* The C library's own functions behind the names below, looked up once (before any event:
+ * kr__interpose_init; lazily for a call before that, never in a signal handler). */
+static struct {
+    int (*vfprintf)(FILE *, const char *, va_list);
+    int (*puts)(const char *);
+    int (*putchar)(int);
+    int (*fputs)(const char *, FILE *);
+    ssize_t (*write)(int, const void *, size_t);
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+} real;
+
+static void look_up(void)
+{
+    *(void **)&real.vfprintf = dlsym(RTLD_NEXT, "vfprintf");
+    *(void **)&real.puts = dlsym(RTLD_NEXT, "puts");
+    *(void **)&real.putchar = dlsym(RTLD_NEXT, "putchar");
+    *(void **)&real.fputs = dlsym(RTLD_NEXT, "fputs");
+    *(void **)&real.pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+    *(void **)&real.write = dlsym(RTLD_NEXT, "write");
+    if (real.vfprintf && real.puts && real.putchar && real.fputs && real.write &&
+        real.pthread_create)
+        return;
+    /* (not kr__die: its write would come back here, inside pthread_once) */
+    static const char msg[] = "kairos: internal error: the C library lacks vfprintf, puts, "
+                              "putchar, fputs, write or pthread_create\n";
+    (void)!syscall(SYS_write, STDERR_FILENO, msg, sizeof msg - 1);
+    syscall(SYS_exit_group, KR_EXIT_INTERNAL);
+}
+
+void kr__interpose_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, look_up);
+}
+
 /* ---- threads the model starts ---- */
 
 _Thread_local _Atomic bool kr__foreign_inbox __attribute__((tls_model("local-exec")));
@@ -102,19 +137,12 @@ static void *spawned(void *p)
 
 int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
-    typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-    static _Atomic(create_fn) real;
-    create_fn next = atomic_load_explicit(&real, memory_order_relaxed);
-    if (!next) {
-        *(void **)&next = dlsym(RTLD_NEXT, "pthread_create");
-        if (!next) return EAGAIN;
-        atomic_store_explicit(&real, next, memory_order_relaxed);
-    }
-    if (!kr__in_lp()) return next(t, a, fn, arg); /* (the engine's threads, and others) */
+    kr__interpose_init();
+    if (!kr__in_lp()) return real.pthread_create(t, a, fn, arg); /* (the engine's, others) */
     struct spawn *s = malloc(sizeof *s);
     if (!s) return EAGAIN;
     *s = (struct spawn){ fn, arg, &kr__foreign_inbox };
-    int rc = next(t, a, spawned, s);
+    int rc = real.pthread_create(t, a, spawned, s);
     if (rc) free(s);
     return rc;
 }
@@ -133,28 +161,6 @@ static atomic_flag stdout_warned = ATOMIC_FLAG_INIT;
 void kr__interpose_reset(void)
 {
     atomic_flag_clear(&stdout_warned);
-}
-
-/* The C library's own functions behind these names, looked up once (before any event:
- * kr__interpose_init; lazily for a call before that, never in a signal handler). */
-static struct {
-    int (*vfprintf)(FILE *, const char *, va_list);
-    int (*puts)(const char *);
-    int (*putchar)(int);
-    int (*fputs)(const char *, FILE *);
-    ssize_t (*write)(int, const void *, size_t);
-} real;
-
-void kr__interpose_init(void)
-{
-    if (real.write) return;
-    *(void **)&real.vfprintf = dlsym(RTLD_NEXT, "vfprintf");
-    *(void **)&real.puts = dlsym(RTLD_NEXT, "puts");
-    *(void **)&real.putchar = dlsym(RTLD_NEXT, "putchar");
-    *(void **)&real.fputs = dlsym(RTLD_NEXT, "fputs");
-    *(void **)&real.write = dlsym(RTLD_NEXT, "write");
-    if (!real.vfprintf || !real.puts || !real.putchar || !real.fputs || !real.write)
-        kr__die("the C library lacks vfprintf, puts, putchar, fputs or write");
 }
 
 #if KR_INTERPOSE_LIBC

@@ -196,8 +196,6 @@ void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr_
 
 FILE *kr__emit_file;
 
-/* (Committed output to stdout is counted and hashed byte by byte - FNV-1a, so that
- * however it was cut into writes - for snapshots: resume checks the file it appends to.) */
 /* kairos resume: stdout is cut to the snapshot's output before the first text; false if
  * that failed (reported as a failed write). */
 static bool cut_first(struct kr__ctx *c)
@@ -207,6 +205,8 @@ static bool cut_first(struct kr__ctx *c)
     return !kr__out_errno;
 }
 
+/* (Committed output to stdout is counted and hashed byte by byte - FNV-1a, so that
+ * however it was cut into writes - for snapshots: resume checks the file it appends to.) */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
 {
     /* (after a write failed nothing more goes out: what is written stays a prefix of the

@@ -698,7 +698,7 @@ static uint64_t event_dest(struct kr__snapshot *s, struct kr__cursor *in)
     uint64_t size = kr__cursor_get(in, 4);
     kr__cursor_take(in, size);
     if ((flags & SNAP_EV_PTRS) && !in->why) {
-        size_t n = kr__addrmap_table_bytes(in->p, (size_t)(in->end - in->p));
+        size_t n = kr__addrmap_table_bytes(in->p, (size_t)(in->end - in->p), size);
         if (!n || size > KR_PAYLOAD_MAX) kr__cursor_fail(in, "an event's table of payload pointers is damaged");
         else kr__cursor_take(in, n);
     }

@@ -22,20 +22,20 @@
  * this much of it counts as blocked. */
 #define KR_WATCH_GAP_NS (200u * 1000 * 1000)
 
-/* What the callback of w has been doing, for its message. */
-static void what_it_did(char *buf, size_t cap, const struct kr__run *r, const struct kr__watch *w)
+/* What a timed-out event did: blocked in system call `call`, or (-1) ran. */
+static void timeout_what(char *buf, size_t cap, const struct kr__run *r, long call)
 {
-    long call = atomic_load_explicit(&w->call, memory_order_relaxed);
     if (call >= 0) snprintf(buf, cap, KR_BLOCKED_FMT, r->cfg->event_timeout, call);
     else snprintf(buf, cap, KR_TIMEOUT_FMT, r->cfg->event_timeout);
 }
 
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
-                         const char *hint)
+                         long call, const char *hint)
 {
-    char where[256];
+    char where[256], what[512];
     kr__event_where(where, sizeof where, r, e);
-    snprintf(buf, cap, "%s: " KR_TIMEOUT_FMT "%s", where, r->cfg->event_timeout, hint);
+    timeout_what(what, sizeof what, r, call);
+    snprintf(buf, cap, "%s: %s%s", where, what, hint);
 }
 
 /* A slot that times a callback other than an event (init, done() after init, finish). */
@@ -121,14 +121,10 @@ static void timed_out(struct kr__watch *w, const struct kr__run *r, const char *
     if (wall - w->kick_ns < KR_WATCH_GRACE_NS && kick(w)) return;
     const struct kr__ev *e = atomic_load_explicit(&w->ev, memory_order_relaxed);
     /* The thread is still inside that event (seq unchanged), so e is valid to read. */
-    char msg[1024], where[256], what[512];
-    if (e) {
-        kr__event_where(where, sizeof where, r, e);
-        what_it_did(what, sizeof what, r, w);
-        snprintf(msg, sizeof msg, "%s: %s%s", where, what, hint);
-    } else {
-        callback_message(msg, sizeof msg, r, w);
-    }
+    char msg[1024];
+    if (e) kr__timeout_message(msg, sizeof msg, r, e,
+                               atomic_load_explicit(&w->call, memory_order_relaxed), hint);
+    else callback_message(msg, sizeof msg, r, w);
     if (atomic_load_explicit(&w->seq, memory_order_acquire) != s) return; /* it just returned */
     kr__die(msg);
 }
@@ -173,7 +169,7 @@ bool kr__watch_meant(struct kr__watch *w)
 _Noreturn void kr__watch_raise(struct kr__watch *w, const struct kr__run *r)
 {
     char what[512];
-    what_it_did(what, sizeof what, r, w);
+    timeout_what(what, sizeof what, r, atomic_load_explicit(&w->call, memory_order_relaxed));
     kr__model_error("%s", what);
 }
 

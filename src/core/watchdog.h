@@ -82,10 +82,11 @@ static inline void kr__watch_settle(struct kr__watch *w)
     if (atomic_load_explicit(&w->seq, memory_order_relaxed) & 1) kr__watch_end(w);
 }
 
-/* The --event-timeout model error for event e, `hint` appended (the sequential engine, the
- * watchdog and the engine's own check on preempted events all say the same). */
+/* The --event-timeout model error for event e (blocked in system call `call`, or -1: it
+ * ran), `hint` appended (the watchdog and the engine's own check on preempted events say
+ * the same). */
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
-                         const char *hint);
+                         long call, const char *hint);
 /* Check one slot; signals its thread if its callback timed out, and exits the process with
  * the error if that thread does not end the callback within a second. `hint` is appended
  * to that message (may be ""). */

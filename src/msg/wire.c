@@ -1,6 +1,7 @@
 /* wire.c - encoding and decoding events between ranks (see wire.h). */
 #include "msg/wire.h"
 #include <stdbool.h>
+#include "state/addrmap.h"
 
 size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid,
                           unsigned round)
@@ -26,16 +27,6 @@ size_t kr__wire_put_ptrs(unsigned char *buf, const unsigned char *payload,
     memcpy(buf + sizeof h, payload, h.size);
     memcpy(buf + kr__wire_event_bytes(h.size), table, tlen);
     return tlen;
-}
-
-/* The bytes of an event's table of pointers at p (left before the end), 0 if damaged. */
-static size_t table_bytes(const unsigned char *p, size_t left, uint32_t size)
-{
-    uint64_t n;
-    if (left < 8) return 0;
-    memcpy(&n, p, 8);
-    if (n > size / 8 || 8 + 16 * n > left) return 0;
-    return 8 + 16 * n;
 }
 
 size_t kr__wire_put_anti(unsigned char *buf, const struct kr__key *k, kr_lp dest,
@@ -82,8 +73,8 @@ int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nl
     it->payload = *p + sizeof it->h;
     it->table = NULL;
     if (it->h.ptrs) {
-        size_t tb = it->h.kind == KR_WIRE_EVENT ? table_bytes(*p + bytes, left - bytes,
-                                                              it->h.size) : 0;
+        size_t tb = it->h.kind == KR_WIRE_EVENT ?
+                        kr__addrmap_table_bytes(*p + bytes, left - bytes, it->h.size) : 0;
         if (!tb) return KR_WIRE_BAD_TABLE;
         it->table = *p + bytes;
         bytes += tb;

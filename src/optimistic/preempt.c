@@ -309,7 +309,7 @@ static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
         return false;
     }
     char msg[768];
-    kr__timeout_message(msg, sizeof msg, th->r, e, "");
+    kr__timeout_message(msg, sizeof msg, th->r, e, -1, "");
     tw_fail_at_commit(th->g, msg, &e->k);
     return true;
 }

@@ -385,12 +385,12 @@ size_t kr__addrmap_export(unsigned char *payload, size_t size, unsigned char *ta
     return 8 + 16 * n;
 }
 
-size_t kr__addrmap_table_bytes(const unsigned char *table, size_t left)
+size_t kr__addrmap_table_bytes(const unsigned char *table, size_t left, size_t size)
 {
     uint64_t n;
     if (left < 8) return 0;
     memcpy(&n, table, 8);
-    if (n > KR_ADDR_TABLE_WORDS || 8 + 16 * n > left) return 0;
+    if (n > size / 8 || 8 + 16 * n > left) return 0;
     return 8 + 16 * n;
 }
 

@@ -57,12 +57,12 @@ uint64_t kr__addrmap_mix_payload(uint64_t h, const void *payload, size_t size);
  * pointer u64 word index and u64 module name hash; at most KR_ADDR_TABLE_BYTES(size));
  * returns the table's bytes. kr__addrmap_import turns the offsets back into this process's
  * addresses: false if a module is not loaded here (its name hash in *missing). */
-#define KR_ADDR_TABLE_WORDS 4096u
 #define KR_ADDR_TABLE_BYTES(size) (8 + 16 * ((size) / 8))
 size_t kr__addrmap_export(unsigned char *payload, size_t size, unsigned char *table);
 bool kr__addrmap_import(unsigned char *payload, size_t size, const unsigned char *table,
                         uint64_t *missing);
-/* The bytes of the table at `table` (0 if it does not fit in `left` or is impossible). */
-size_t kr__addrmap_table_bytes(const unsigned char *table, size_t left);
+/* The bytes of the table at `table` for a payload of `size` bytes (0 if it does not fit in
+ * `left`, or names more pointers than the payload has words). */
+size_t kr__addrmap_table_bytes(const unsigned char *table, size_t left, size_t size);
 
 #endif

@@ -66,16 +66,15 @@ static int open_trace(struct trace_file *t, const char *path, struct kr__error *
     return KR_OK;
 }
 
-/* A file that ended before its last event (its header's count, its closing line): 2, said,
- * else 0. */
-static int cut_short(const struct trace_file *t)
+/* A file that ended before its last event (its header's count, its closing line): a usage
+ * error in err, else KR_OK. */
+static int cut_short(const struct trace_file *t, struct kr__error *err)
 {
-    if (t->ended && t->n == t->want) return 0;
-    fprintf(stderr, "kairos: error: '%s' is cut short: its header says %llu events and it "
-            "holds %llu%s (a run that died while writing it, or a copy cut off?); write it "
-            "again with kairos run --trace\n", t->path, t->want, t->n,
-            t->ended ? "" : " and no end");
-    return 2;
+    if (t->ended && t->n == t->want) return KR_OK;
+    return kr__fail(err, KR_ERR_USAGE, "'%s' is cut short: its header says %llu events and "
+                    "it holds %llu%s (a run that died while writing it, or a copy cut off?); "
+                    "write it again with kairos run --trace", t->path, t->want, t->n,
+                    t->ended ? "" : " and no end");
 }
 
 static void close_trace(struct trace_file *t)
@@ -104,7 +103,7 @@ static void first_difference(const struct trace_file *a, const struct trace_file
            a->path, x ? x : "(no more events)", b->path, y ? y : "(no more events)");
 }
 
-static int compare(struct trace_file *a, struct trace_file *b)
+static int compare(struct trace_file *a, struct trace_file *b, struct kr__error *err)
 {
     if (strcmp(a->head, b->head))
         printf("kairos: the runs differ in model, LPs, seed or event count:\n  %s  %s",
@@ -114,9 +113,9 @@ static int compare(struct trace_file *a, struct trace_file *b)
         char *xs = x ? strdup(x) : NULL;
         const char *y = next_event(b);
         if (x && !xs) kr__fatal_oom("a trace line", strlen(x) + 1);
-        if ((!x && cut_short(a)) || (!y && cut_short(b))) {
+        if ((!x && cut_short(a, err)) || (!y && cut_short(b, err))) {
             free(xs);
-            return 2;
+            return cmd_fail_exit(err);
         }
         if (!x && !y) {
             free(xs);
@@ -142,7 +141,7 @@ int kr__trace_diff_main(int argc, char **argv)
     }
     struct trace_file a = { 0 }, b = { 0 };
     int rc = open_trace(&a, argv[1], &err) || open_trace(&b, argv[2], &err)
-                 ? cmd_fail_exit(&err) : compare(&a, &b);
+                 ? cmd_fail_exit(&err) : compare(&a, &b, &err);
     close_trace(&a);
     close_trace(&b);
     return rc;
