@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/core.h"
+#include "ult/ult.h"
 #include "core/error.h"
 #include "core/sanitize.h"
 
@@ -141,7 +142,10 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
     if (!kr__in_lp()) return real.pthread_create(t, a, fn, arg); /* (the engine's, others) */
     struct spawn *s = malloc(sizeof *s);
     if (!s) return EAGAIN;
-    *s = (struct spawn){ fn, arg, &kr__foreign_inbox };
+    /* (the flag of the event that starts it: on an event stack the stack's own, since a
+     * tick may switch to another event of this thread before that one ends) */
+    struct kr__ult *u = kr__ult_self.app ? kr__ult_self.cur : NULL;
+    *s = (struct spawn){ fn, arg, u ? &u->foreign : &kr__foreign_inbox };
     int rc = real.pthread_create(t, a, spawned, s);
     if (rc) free(s);
     return rc;

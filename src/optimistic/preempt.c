@@ -65,6 +65,7 @@ static void ts_entry(void *arg)
             kr__ult_self.app = 1;
             atomic_signal_fence(memory_order_seq_cst);
             kr__run_event(th->r, lp, e);
+            if (atomic_load_explicit(&u->foreign, memory_order_relaxed)) kr__foreign_raise();
             if (kr__run_done(th->r, lp, e->dest)) e->flags |= KR_EVF_DONE_AFTER;
             atomic_signal_fence(memory_order_seq_cst);
         } else {

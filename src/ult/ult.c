@@ -173,6 +173,7 @@ struct kr__ult *kr__ult_get(struct kr__ult_pool *p)
     else u = make(p);
     if (++p->live > p->peak) p->peak = p->live;
     u->status = KR_ULT_IDLE;
+    atomic_store_explicit(&u->foreign, false, memory_order_relaxed);
     return u;
 }
 

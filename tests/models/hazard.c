@@ -30,7 +30,8 @@
  *   case 20 an event blocked in a system call at virtual time >= `at`: `block` 0 a read
  *           from a pipe no one writes, 1 poll() with no end, 2 a mutex locked twice,
  *           3 sleep(1000)
- *   case 21 kr_schedule from a thread the model started, in an event at >= `at`
+ *   case 21 kr_schedule from a thread the model started, in an event at >= `at` (the
+ *           event then counts `work_after` down: time for a tick to preempt it there)
  *   case 22 kr_error from a thread the model started, in an event at >= `at`
  *   case 23 printf (24: puts, 25: write(1, ...)) straight to stdout in events at >= `at`
  *   case 26 raise(SIGTERM) in LP 1's first event at virtual time >= `at`
@@ -72,6 +73,7 @@ static const struct kr_param params[] = {
     { "at", KR_PARAM_DOUBLE, "5", "virtual time at which cases 3, 4 and 8 strike", 0, 0 },
     { "frame_kb", KR_PARAM_INT, "400", "case 5: size of the event's local array", 0, 0 },
     { "work", KR_PARAM_INT, "0", "busy-loop iterations per event (slows a run down)", 0, 0 },
+    { "work_after", KR_PARAM_INT, "0", "case 21: busy-loop iterations after the thread ended", 0, 0 },
     { "heap_lp", KR_PARAM_INT, "0", "case 2: the LP whose state points into the C heap", 0, 0 },
     { "block", KR_PARAM_INT, "0", "case 20: how the event blocks (see hazard.c)", 0, 0 },
     { 0 },
@@ -197,6 +199,7 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         pthread_create(&t, NULL, c == FOREIGN_SEND ? foreign_send :
                        c == FOREIGN_ERROR ? foreign_error : foreign, NULL);
         pthread_join(t, NULL);
+        for (volatile int64_t i = kr_param_int("work_after", 0); i > 0; i--) {}
     }
     if (c == BLOCKED && now >= at) block_forever();
     if (c == RAW_PRINTF && now >= at) printf("raw %llu\n", (unsigned long long)me);
