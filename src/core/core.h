@@ -314,13 +314,21 @@ int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg);
  * (what `--end next` commits: an interrupted run never splits events tied at one time). A
  * signal that comes when nothing before the end time is left does not interrupt. */
 void kr__run_ended(struct kr__run *r, bool by_done, kr_time next);
-/* --memory-max (lp.c): bytes the run holds - events, checkpoints, LP states - at a check.
- * kr__memory_check records the peaks and, past the budget, returns true; kr__memory_msg
- * words the run's failure at virtual time `at`, once nothing more can be given back. */
+/* --memory-max (lp.c): bytes the run holds - events, checkpoints, LP states - at a check,
+ * and `pending`, its pending events at KR_POOL_SMALL_EVENT bytes each. What a run needs,
+ * on every engine alike, is its pending events and its LP states: no engine can hold less.
+ * kr__memory_check records the peaks and returns true while what it holds is past the
+ * budget (the optimistic engine then gives speculation back); kr__memory_need_over: what
+ * it needs is past the budget (the run fails); kr__memory_msg words that failure at
+ * virtual time `at`. */
 struct kr__mem {
-    size_t events, ckpts, states;
+    size_t events, ckpts, states, pending;
 };
 bool kr__memory_check(struct kr__run *r, const struct kr__mem *m);
+static inline bool kr__memory_need_over(const struct kr__run *r, const struct kr__mem *m)
+{
+    return m->pending + m->states > r->cfg->memory_max;
+}
 void kr__memory_msg(const struct kr__run *r, const struct kr__mem *m, kr_time at, char *buf,
                     size_t cap);
 /* After a crash in engine code: an LP whose state was written past its last block (full

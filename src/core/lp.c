@@ -273,13 +273,12 @@ static const char *bytes_text(char *buf, size_t n)
 void kr__memory_msg(const struct kr__run *r, const struct kr__mem *m, kr_time at, char *buf,
                     size_t cap)
 {
-    char b[5][32];
-    snprintf(buf, cap, "--memory-max %s is below what this run needs: %s in use at virtual "
-             "time %.17g with nothing speculative to give back (events %s, checkpoints %s, "
-             "LP states %s); raise --memory-max", bytes_text(b[0], r->cfg->memory_max),
-             bytes_text(b[1], m->events + m->ckpts + m->states), at,
-             bytes_text(b[2], m->events), bytes_text(b[3], m->ckpts),
-             bytes_text(b[4], m->states));
+    char b[4][32];
+    snprintf(buf, cap, "--memory-max %s is below what this run needs at virtual time %.17g: "
+             "%s (pending events %s, LP states %s), which every engine holds; raise "
+             "--memory-max", bytes_text(b[0], r->cfg->memory_max), at,
+             bytes_text(b[1], m->pending + m->states), bytes_text(b[2], m->pending),
+             bytes_text(b[3], m->states));
 }
 
 int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg)

@@ -1348,6 +1348,7 @@ static void tw_init_body(void *arg)
 {
     struct tw_init_arg *a = arg;
     tw_init_lps(a->r, a->g);
+    if (a->r->cfg->memory_max) tw_memory_init(a->g);
 }
 
 /* The run's failure, if a committed event failed: the lowest key's error (across ranks,

@@ -250,12 +250,11 @@ static bool memory_short(struct tw_thread *th)
     atomic_store_explicit(&g->mem[th->id].ckpts, th->blobs.held, memory_order_relaxed);
     atomic_store_explicit(&g->mem[th->id].pending, th->heap.n * KR_POOL_SMALL_EVENT,
                           memory_order_relaxed);
-    struct kr__mem m = { 0, 0, atomic_load_explicit(&kr__area_bytes, memory_order_relaxed) };
-    size_t pending = 0; /* (what the run needs whatever the engine: pending events, states) */
+    struct kr__mem m = { 0, 0, atomic_load_explicit(&kr__area_bytes, memory_order_relaxed), 0 };
     for (unsigned t = 0; t < g->n; t++) {
         m.events += atomic_load_explicit(&g->mem[t].events, memory_order_relaxed);
         m.ckpts += atomic_load_explicit(&g->mem[t].ckpts, memory_order_relaxed);
-        pending += atomic_load_explicit(&g->mem[t].pending, memory_order_relaxed);
+        m.pending += atomic_load_explicit(&g->mem[t].pending, memory_order_relaxed);
     }
     size_t budget = th->r->cfg->memory_max;
     th->mem_share = m.states < budget ? (budget - m.states) / g->n : 1;
@@ -270,13 +269,34 @@ static bool memory_short(struct tw_thread *th)
     memory_rollback(th);
     size_t all = m.events + m.ckpts + m.states; /* (as it was before the rollbacks) */
     if (all > budget) sendback(th, all - budget);
-    w->mem_over = pending + m.states > budget ? w->mem_over + 1 : 0;
+    /* (pending counts events sent by events still speculative: the rollbacks above take
+     * those back, so a need past the budget fails only when it stays there) */
+    w->mem_over = kr__memory_need_over(th->r, &m) ? w->mem_over + 1 : 0;
     if (w->mem_over >= 3) {
         char msg[512];
         kr__memory_msg(th->r, &m, tw_gvt(g), msg, sizeof msg);
         tw_fail_at_commit(g, msg, &g->gvt);
     }
     return true;
+}
+
+/* --memory-max after init (after its snapshot in a resumed run), before any speculation:
+ * the states and pending events are then what every engine holds, so a run whose init
+ * alone needs more fails here, as the sequential engine does, at virtual time 0. */
+void tw_memory_init(struct tw_global *g)
+{
+    struct kr__run *r = g->th[0].r;
+    struct kr__mem m = { 0, 0, atomic_load_explicit(&kr__area_bytes, memory_order_relaxed), 0 };
+    for (unsigned t = 0; t < g->n; t++) {
+        m.events += kr__pool_in_use(g->th[t].pool);
+        m.pending += g->th[t].heap.n * KR_POOL_SMALL_EVENT;
+    }
+    kr__memory_check(r, &m);
+    if (!kr__memory_need_over(r, &m)) return;
+    char msg[512];
+    kr__memory_msg(r, &m, 0, msg, sizeof msg);
+    kr__fail(&r->fail, KR_ERR_RESOURCE, "%s", msg);
+    longjmp(*kr__ctx.bail, 1); /* (kr__guarded: the run's failure) */
 }
 
 void tw_memory_quick(struct tw_thread *th)

@@ -153,18 +153,20 @@ static void seq_gather(struct kr__run *r, struct seq *s, struct kr__ev *e)
 
 /* --memory-max: what the sequential engine holds is what the run needs (no speculation to
  * give back): over the budget, the run fails. */
-static void seq_memory(struct kr__run *r, kr_time now)
+static void seq_memory(struct kr__run *r, const struct seq *s, kr_time now)
 {
     struct kr__mem m = { kr__pool_in_use(&r->pools[0]), 0,
-                         atomic_load_explicit(&kr__area_bytes, memory_order_relaxed) };
-    if (!kr__memory_check(r, &m)) return;
+                         atomic_load_explicit(&kr__area_bytes, memory_order_relaxed),
+                         s->heap.n * (size_t)KR_POOL_SMALL_EVENT };
+    kr__memory_check(r, &m);
+    if (!kr__memory_need_over(r, &m)) return;
     char msg[512];
     kr__memory_msg(r, &m, now, msg, sizeof msg);
     kr__fail(&r->fail, KR_ERR_RESOURCE, "%s", msg);
     longjmp(*kr__ctx.bail, 1); /* (kr__guarded: the run's failure) */
 }
 
-/* Every 4096 events: the memory budget; every 65 536, the progress line's counts. */
+/* Every 64 events: the memory budget; every 65 536, the progress line's counts. */
 /* --snapshot: the pending events are the heap; every event before them is committed. */
 static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
 {
@@ -184,11 +186,11 @@ static inline bool seq_snap_due(struct seq *s, const struct kr__ev *e)
                                      kr__clock_ns() >= s->snap_wall);
 }
 
-static void seq_every_4096(struct kr__run *r, struct kr__counters *cnt,
-                           struct kr__progress *prog, kr_time ts)
+static void seq_every_64(struct kr__run *r, const struct seq *s, struct kr__counters *cnt,
+                         struct kr__progress *prog, kr_time ts)
 {
-    if (r->cfg->memory_max) seq_memory(r, ts);
-    if ((cnt->processed & 0xffff) >= 4096) return;
+    if (r->cfg->memory_max) seq_memory(r, s, ts);
+    if ((cnt->processed & 0xffff) >= 64) return;
     cnt->committed = cnt->processed;
     kr__counters_publish(cnt);
     kr__progress_tick(prog, ts);
@@ -243,9 +245,9 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
         cnt->processed += kr__bundle_commit(r, lp, &s->bundle, e, NULL, &r->pools[0]);
         if (m->done && kr__lp_done_step(lp, done) && ++ndone == r->n)
             return true;
-        /* (n events just committed: a count crossing a multiple of 4096 ends below n) */
-        if (__builtin_expect((cnt->processed & 4095) < (r->bundles ? s->bundle.n : 1), 0))
-            seq_every_4096(r, cnt, prog, ts);
+        /* (n events just committed: a count crossing a multiple of 64 ends below n) */
+        if (__builtin_expect((cnt->processed & 63) < (r->bundles ? s->bundle.n : 1), 0))
+            seq_every_64(r, s, cnt, prog, ts);
     }
     return false;
 }
@@ -264,13 +266,13 @@ static void seq_body(void *arg)
     struct seq_body *b = arg;
     struct kr__run *r = b->r;
     uint64_t ndone = kr__lps_init_all(r);
-    if (r->cfg->memory_max) seq_memory(r, 0); /* (init's states and events) */
+    if (r->cfg->memory_max) seq_memory(r, b->s, 0); /* (init's states and events) */
     r->end_key = kr__key_at(0);
     kr__ctx.mode = KR_MODE_EVENT;
     kr__watch_attach(&b->s->watch, 1);
     kr__progress_start(&b->prog, r);
     b->by_done = (r->model->done && ndone == r->n) || seq_loop(r, b->s, ndone, &b->prog);
-    if (r->cfg->memory_max) seq_memory(r, r->end_key.ts); /* (the peaks: the last look) */
+    if (r->cfg->memory_max) seq_memory(r, b->s, r->end_key.ts); /* (the peaks: the last look) */
 }
 
 static void seq_free(struct seq *s)

@@ -73,8 +73,36 @@ def case_pressure():
          f"memory-limited rollbacks, {sent} sendbacks)")
 
 
+def case_one_rule():
+    """Issue 35, 3: one rule on every engine. What a run needs - its pending events and LP
+    states - is measured alike everywhere; past the budget right after init (or after the
+    snapshot a resumed run starts from) every engine fails at virtual time 0 with the same
+    message; a budget below what the run reaches later fails on every engine, one above its
+    peak passes on every engine."""
+    margs = ["phold", "--lps", "2048", "-P", "state_bytes=4000", "--end", "50"]
+    engines = [["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
+               ["--threads", "2", "--state", "page"]]
+    msgs = set()
+    for eng in engines:
+        _, err = expect_exit(kairos, t, 1, ["needs at virtual time 0: ", "(pending events ",
+                                            "LP states ", "which every engine holds"],
+                             "run", *margs, *eng, "--memory-max", "2M")
+        msgs |= {ln for ln in err.splitlines() if ln.startswith("kairos: error:")}
+    if len(msgs) != 1:
+        fail(f"after init, the engines word the need differently: {sorted(msgs)}")
+    for name, margs, low in (("chaos", [f"{build}/libchaos.so", "--lps", "64", "--end", "30"],
+                              "200K"),
+                             ("queueing", ["queueing", "--end", "50"], "150K")):
+        for eng in engines[:3]:
+            expect_exit(kairos, t, 1, ["is below what this run needs at virtual time"], "run",
+                        *margs, *eng, "--memory-max", low)
+            run(kairos, "run", *margs, *eng, "--memory-max", "64M")
+        t.ok(f"{name}: --memory-max {low} fails and 64M passes on every engine")
+
+
 for name, margs in CASES:
     case(name, margs)
+case_one_rule()
 case_pressure()
 expect_exit(kairos, t, 2, ["--memory-max is for the sequential and optimistic engines"],
             "run", "phold", "--end", "10", "--sync", "conservative", "--memory-max", "10M")
