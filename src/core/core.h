@@ -12,8 +12,10 @@
 #include "kairos.h"
 #include "core/error.h"
 #include "core/lp.h"
+#include "core/digest.h"
 #include "core/trace.h"
 #include "msg/pool.h"
+#include "state/addrmap.h"
 #include "stats/counters.h"
 #include "optimistic/options.h"
 #include "conservative/options.h"
@@ -84,6 +86,10 @@ struct kr__run {
     int state_mode;                   /* in effect (sequential: always full) */
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
     bool lookahead_declared;          /* kr_set_lookahead was called */
+    bool alone;                       /* optimistic, one worker: the sequential core ran
+                                       * it (optimistic/engine.c tw_alone) */
+    bool check_slices;                /* sequential --check: each LP's state in its own
+                                       * slice, the others unreachable during its event */
     bool bundles;                     /* KR_MODEL_BUNDLES: an LP's events of one (ts, gen)
                                        * run as one call of the handler (bundle.h) */
     /* What the key's `tie` holds (msg/event.h): the destination (KR_MODEL_BUNDLES), the
@@ -291,7 +297,18 @@ void kr__lp_run_init(struct kr__run *r, kr_lp id);
 /* Set up and init every LP in id order on the calling thread; returns how many are done()
  * already (engines whose init runs on one thread: sequential, conservative). */
 uint64_t kr__lps_init_all(struct kr__run *r);
-void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e);
+/* Fold a committed event into its LP's digest (inline: every engine's commit path). */
+static inline void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
+{
+    uint64_t t;
+    memcpy(&t, &e->k.ts, sizeof t);
+    uint64_t h = kr__mix(lp->digest, t);
+    h = kr__mix(h, e->type);
+    lp->digest = __builtin_expect(e->pflags, 0) ? kr__addrmap_mix_payload(h, e->payload, e->size)
+                                                : kr__mix_bytes(h, e->payload, e->size);
+    lp->committed++;
+    if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
+}
 /* done() after a committed event of lp (the current context): true when the LP has just
  * become done; a done() that turns false again is a model error. */
 bool kr__lp_done_step(struct kr__lp *lp, bool done);
@@ -393,15 +410,21 @@ void kr__interpose_reset(void);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
  * where time-sharing later switches to the LP's own stack). */
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
+/* ...for a loop chosen where no --trace-mode run trace is taken. */
+static inline void kr__run_event_untraced(const struct kr__run *r, struct kr__lp *lp,
+                                          struct kr__ev *e)
+{
+    r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
+    if (__builtin_expect(atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed), 0))
+        kr__foreign_raise();
+}
 static inline void kr__run_event(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
     if (__builtin_expect(kr__trace_run, 0)) { /* --trace-mode run (lp.c) */
         kr__run_event_traced(r, lp, e);
         return;
     }
-    r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
-    if (__builtin_expect(atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed), 0))
-        kr__foreign_raise();
+    kr__run_event_untraced(r, lp, e);
 }
 
 /* The model's done() for LP id, after init or an event, on every engine inside the same

@@ -182,6 +182,13 @@ static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
                         "changes in the LP's state");
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
+    bool wrote = uc->uc_mcontext.gregs[REG_ERR] & 2; /* (the page fault's error code) */
+    if (s && s != kr__ctx.lp->arena.seg && kr__run_current && kr__run_current->check_slices)
+        kr__model_error("--check: the model %s address %p, in the state of LP %llu, through a "
+                        "pointer it kept (in a global, a table or another LP's state): an LP's "
+                        "state is private to it, and another engine shows that LP at another "
+                        "time; ask it with kr_query or send it an event", wrote ? "wrote to"
+                        : "read", si->si_addr, (unsigned long long)lp);
     if (s && s != kr__ctx.lp->arena.seg)
         kr__model_error("the model wrote to address %p, in the state of LP %llu (%s): an LP's "
                         "state is private to it; send that LP an event instead", si->si_addr,
@@ -216,6 +223,8 @@ static void crash_site(const ucontext_t *uc, char *buf, size_t cap)
 
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
+    /* (sequential --check: every LP's state back within reach, for what reads them next) */
+    if (kr__run_current && kr__run_current->check_slices) kr__region_reach_all(true);
     if (sig != SIGFPE && sig != SIGILL) overrun_check();
     if (sig == SIGABRT) { /* (the model's own abort() calls are caught in interpose.c) */
         kr__ctx.fatal = true;

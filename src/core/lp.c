@@ -133,18 +133,6 @@ bool kr__lp_done_step(struct kr__lp *lp, bool done)
     return false;
 }
 
-void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
-{
-    uint64_t t;
-    memcpy(&t, &e->k.ts, sizeof t);
-    uint64_t h = kr__mix(lp->digest, t);
-    h = kr__mix(h, e->type);
-    lp->digest = __builtin_expect(e->pflags, 0) ? kr__addrmap_mix_payload(h, e->payload, e->size)
-                                                : kr__mix_bytes(h, e->payload, e->size);
-    lp->committed++;
-    if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
-}
-
 void *volatile kr__empty_payload;
 
 /* The message of the first API call from a thread the model started (NULL: none). */

@@ -272,8 +272,9 @@ static const struct opt table[] = {
       .help = "live progress line: auto (on a terminal), on, off" },
     { "--check", NULL, K_FLAG, F(check), NULL,
       .help = "slower, for testing: the sequential engine runs every event\n"
-              "twice and checks the model is re-executable; the optimistic\n"
-              "engine verifies its own invariants (GVT, commitment)" },
+              "twice and checks the model is re-executable and touches no\n"
+              "global or other LP's state; the optimistic engine verifies\n"
+              "its own invariants (GVT, commitment)" },
 };
 #define NOPTS (sizeof table / sizeof table[0])
 

@@ -1381,6 +1381,26 @@ static int tw_init_all(struct kr__run *r, struct tw_global *g)
     return st;
 }
 
+/* One worker in one process has no straggler to fear - nothing can arrive below its LPs'
+ * times - so it needs no checkpoint, history, antimessage or GVT: it runs the sequential
+ * engine's core, which commits the same history, at the sequential engine's cost (issue
+ * 36, 2). Not under --safe off or --check, which ask for the optimistic machinery itself,
+ * nor in a tracked state mode, whose region is laid out for its checkpoints. */
+static bool tw_alone(const struct kr__run *r)
+{
+    const struct kr__config *cfg = r->cfg;
+    return r->nthreads == 1 && kr__net.size <= 1 && cfg->tw.safe_events && !cfg->check &&
+           r->state_mode == KR_STATE_FULL;
+}
+
+static int tw_run_alone(struct kr__run *r)
+{
+    int st = kr__seq_engine.run(r);
+    r->counters[0].safe = r->counters[0].committed; /* (each committed as it ran) */
+    r->alone = true;
+    return st;
+}
+
 static int tw_run(struct kr__run *r)
 {
     if (r->model->query && r->bundles)
@@ -1388,6 +1408,7 @@ static int tw_run(struct kr__run *r)
                         "KR_MODEL_BUNDLES: the optimistic engine does not run the two together "
                         "yet (an event that asks runs alone, a bundle does not); run it with "
                         "--sync sequential", r->model->name);
+    if (tw_alone(r)) return tw_run_alone(r);
     struct tw_global *g = tw_global_new(r);
     if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
     tw_rank_setup(g);

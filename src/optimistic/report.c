@@ -107,6 +107,7 @@ static void ranks_summary(const struct kr__run *r, FILE *f)
 
 void tw_json(const struct kr__run *r, FILE *f)
 {
+    fprintf(f, "  \"sequential_core\": %s,\n", r->alone ? "true" : "false");
     if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
     if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
     struct ts_totals t;
@@ -146,6 +147,12 @@ void tw_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
     kr__totals(r->counters, r->nthreads, &t);
+    if (r->alone) { /* (engine.c tw_alone: nothing of the rest happened) */
+        fprintf(f, "  one worker:       the sequential engine's core ran it (nothing can "
+                "arrive late: no checkpoint, rollback or GVT round; every event committed "
+                "at once)\n");
+        return;
+    }
     fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
             "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
             (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,

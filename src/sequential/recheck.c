@@ -170,6 +170,26 @@ static bool same_state(const struct kr__ckpt *x, const struct kr__ckpt *y)
            !memcmp(x->data, y->data, x->bytes - sizeof *x);
 }
 
+_Noreturn static void reach_failed(void)
+{
+    kr__die("--check: mprotect on the LP states failed (the kernel's limit on mappings, "
+            "vm.max_map_count?)");
+}
+
+void kr__recheck_reach_all(const struct kr__run *r, bool on)
+{
+    if (r->check_slices && !kr__region_reach_all(on)) reach_failed();
+}
+
+bool kr__recheck_reach(const struct kr__run *r, uint64_t lp, bool on)
+{
+    bool failed = false;
+    if (!r->check_slices) return false;
+    bool changed = kr__region_reach(lp, on, &failed);
+    if (failed) reach_failed();
+    return changed;
+}
+
 static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
     c->nsent = 0;

@@ -44,6 +44,12 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
 /* done() after event e, checked: it must leave the LP's state as it found it. */
 bool kr__recheck_done(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
                       struct kr__ev *e);
+/* With r->check_slices (run.c): the LP states out of reach while events run, all but those
+ * opened - the running LP's for its event and done(), a queried LP's for its answer. Both
+ * do nothing without check_slices; kr__recheck_reach returns whether the slice changed
+ * (a nested query's LP, open already, stays open for its outer answer). */
+void kr__recheck_reach_all(const struct kr__run *r, bool on);
+bool kr__recheck_reach(const struct kr__run *r, uint64_t lp, bool on);
 void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e);
 void kr__recheck_capture_text(struct kr__recheck *c, const char *text, size_t len);
 

@@ -51,6 +51,14 @@ static void seq_send(struct kr__ctx *c, struct kr__ev *e)
     kr__heap_push(&s->heap, e);
 }
 
+/* ...without --check: the event is pending at once. */
+static void seq_send_plain(struct kr__ctx *c, struct kr__ev *e)
+{
+    struct seq *s = c->eng;
+    e->st = KR_EV_PENDING;
+    kr__heap_push(&s->heap, e);
+}
+
 static void seq_emit(struct kr__ctx *c, const char *text, size_t len)
 {
     struct seq *s = c->eng;
@@ -125,7 +133,9 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
         kr__lp_restore(lp, s->pre);
         s->swapped = true;
     }
+    bool opened = kr__recheck_reach(c->run, dest, true); /* (--check: within reach) */
     size_t n = kr__query_answer(c, dest, q, size, ans, cap);
+    if (opened) kr__recheck_reach(c->run, dest, false);
     c->run->counters[0].queries++;
     if (swap) {
         s->swapped = false;
@@ -142,6 +152,8 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
  * is the run's: no fail hook). */
 static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL, seq_query,
                                                seq_record };
+static const struct kr__engine_ops seq_ops_plain = { seq_send_plain, kr__emit_direct, NULL,
+                                                     seq_query, seq_record };
 
 /* Bundles: the rest of e's bundle, which the key put next in the set. */
 static void seq_gather(struct kr__run *r, struct seq *s, struct kr__ev *e)
@@ -173,7 +185,9 @@ static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
     struct kr__ev **pending = malloc((s->heap.n + 1) * sizeof *pending);
     if (!pending) kr__fatal_oom("a snapshot's event list", s->heap.n * sizeof *pending);
     for (size_t i = 0; i < s->heap.n; i++) pending[i] = s->heap.a[i].e;
+    kr__recheck_reach_all(r, true); /* (--check: the snapshot reads every state) */
     kr__snapshot_write(r, pending, s->heap.n, at, NULL);
+    kr__recheck_reach_all(r, false);
     free(pending);
     kr__snapshot_next(r, at, &s->snap_at, &s->snap_wall);
 }
@@ -196,10 +210,40 @@ static void seq_every_64(struct kr__run *r, const struct seq *s, struct kr__coun
     kr__progress_tick(prog, ts);
 }
 
+/* What a run uses beyond the bare loop, known at set-up: the loop is compiled once with
+ * none of it (seq_loop_lean) and once with all of it (seq_loop_full), and the run takes
+ * the one it needs, so a model that uses none of these runs none of their tests per
+ * event (issue 36). */
+enum {
+    SEQ_BUNDLES = 1,   /* KR_MODEL_BUNDLES: an event is run with the rest of its bundle */
+    SEQ_CHECK = 2,     /* --check: every event twice */
+    SEQ_QUERY = 4,     /* a query handler: the LP's state before its event is kept */
+    SEQ_DONE = 8,      /* done(): asked after every event */
+    SEQ_SNAP = 16,     /* --snapshot-every / --snapshot-seconds */
+    SEQ_TRACE = 32,    /* --trace: spans, commits */
+    SEQ_COMMIT = 64,   /* a commit hook: the event's records are delivered after it */
+    SEQ_ALL = 127
+};
+
+static unsigned seq_features(const struct kr__run *r, const struct seq *s)
+{
+    const struct kr_model *m = r->model;
+    return (r->bundles ? SEQ_BUNDLES : 0) | (s->check ? SEQ_CHECK : 0) |
+           (m->query ? SEQ_QUERY : 0) | (m->done ? SEQ_DONE : 0) |
+           (s->snap_at != INFINITY || s->snap_wall != UINT64_MAX ? SEQ_SNAP : 0) |
+           (kr__trace_on || kr__trace_run ? SEQ_TRACE : 0) | (m->commit ? SEQ_COMMIT : 0);
+}
+
 /* One event (or bundle): twice under --check; for a model that answers queries with the
  * LP's state before it kept for a query that reaches the LP. */
-static void seq_run_one(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e)
+static inline __attribute__((always_inline)) void
+seq_run_one(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e,
+            const unsigned f)
 {
+    if (!(f & (SEQ_CHECK | SEQ_QUERY | SEQ_TRACE | SEQ_COMMIT))) {
+        kr__run_event_untraced(r, lp, e);
+        return;
+    }
     if (r->model->query) {
         s->running = e->dest;
         s->pre = kr__lp_snapshot(&s->blobs, lp);
@@ -216,11 +260,44 @@ static void seq_run_one(struct kr__run *r, struct seq *s, struct kr__lp *lp, str
     }
 }
 
-/* Returns true when the run ends because done() holds for every LP. */
-static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
-                     struct kr__progress *prog)
+/* Event e of lp (or its bundle) run, done() asked, and its LP's state closed again under
+ * --check's slices; returns what done() said (false without done()). */
+static inline __attribute__((always_inline)) bool
+seq_event(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e,
+          const unsigned f)
 {
-    const struct kr_model *m = r->model;
+    if ((f & SEQ_BUNDLES) && r->bundles) seq_gather(r, s, e);
+    kr__watch_begin(&s->watch, e);
+    if (f & SEQ_CHECK) kr__recheck_reach(r, e->dest, true); /* (check_slices) */
+    seq_run_one(r, s, lp, e, f);
+    bool done = !(f & SEQ_DONE) || !r->model->done ? false
+                : s->check ? kr__recheck_done(s->check, r, lp, e)
+                           : kr__run_done(r, lp, e->dest);
+    if (f & SEQ_CHECK) kr__recheck_reach(r, e->dest, false);
+    kr__watch_end(&s->watch);
+    return done;
+}
+
+/* Commit e (and the rest of its bundle); returns the events committed. */
+static inline __attribute__((always_inline)) size_t
+seq_commit(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e,
+           const unsigned f)
+{
+    if (f & SEQ_BUNDLES) return kr__bundle_commit(r, lp, &s->bundle, e, NULL, &r->pools[0]);
+    kr__lp_commit_event(lp, e);
+    r->end_key = e->k;
+    r->end_key.seq++;
+    kr__pool_put(&r->pools[0], e);
+    return 1;
+}
+
+/* The loop, for the features in f (a constant in each of its two copies: a feature out of
+ * f costs nothing; one in it is still tested, since the full copy serves every run that
+ * uses any). Returns true when the run ends because done() holds for every LP. */
+static inline __attribute__((always_inline)) bool
+seq_loop_with(struct kr__run *r, struct seq *s, uint64_t ndone, struct kr__progress *prog,
+              const unsigned f)
+{
     struct kr__counters *cnt = &r->counters[0];
     const kr_time end = r->cfg->end;
     struct kr__ev *e;
@@ -230,26 +307,36 @@ static bool seq_loop(struct kr__run *r, struct seq *s, uint64_t ndone,
     while ((e = kr__heap_top(&s->heap)) && e->k.ts < end &&
            !(e->k.ts > last && kr__interrupted())) {
         last = e->k.ts;
-        if (__builtin_expect(seq_snap_due(s, e), 0)) seq_snapshot(r, s, e->k.ts);
+        if ((f & SEQ_SNAP) && __builtin_expect(seq_snap_due(s, e), 0))
+            seq_snapshot(r, s, e->k.ts);
         kr__lp_prefetch_state(r, e->dest);
         kr__heap_pop(&s->heap);
         kr__heap_prefetch_next(&s->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
         struct kr__lp *lp = kr__lp_at(r, e->dest);
         kr__ctx_event(lp, e, KR_MODE_EVENT);
-        if (r->bundles) seq_gather(r, s, e);
-        kr__watch_begin(&s->watch, e);
-        seq_run_one(r, s, lp, e);
-        bool done = s->check ? kr__recheck_done(s->check, r, lp, e) : kr__run_done(r, lp, e->dest);
-        kr__watch_end(&s->watch);
+        bool done = seq_event(r, s, lp, e, f);
         kr_time ts = e->k.ts;
-        cnt->processed += kr__bundle_commit(r, lp, &s->bundle, e, NULL, &r->pools[0]);
-        if (m->done && kr__lp_done_step(lp, done) && ++ndone == r->n)
+        size_t n = seq_commit(r, s, lp, e, f);
+        cnt->processed += n;
+        if ((f & SEQ_DONE) && r->model->done && kr__lp_done_step(lp, done) && ++ndone == r->n)
             return true;
         /* (n events just committed: a count crossing a multiple of 64 ends below n) */
-        if (__builtin_expect((cnt->processed & 63) < (r->bundles ? s->bundle.n : 1), 0))
+        if (__builtin_expect((cnt->processed & 63) < n, 0))
             seq_every_64(r, s, cnt, prog, ts);
     }
     return false;
+}
+
+static bool seq_loop_lean(struct kr__run *r, struct seq *s, uint64_t ndone,
+                          struct kr__progress *prog)
+{
+    return seq_loop_with(r, s, ndone, prog, 0);
+}
+
+static bool seq_loop_full(struct kr__run *r, struct seq *s, uint64_t ndone,
+                          struct kr__progress *prog)
+{
+    return seq_loop_with(r, s, ndone, prog, SEQ_ALL);
 }
 
 /* The run proper, under kr__guarded: a model error in init, an event or done() unwinds
@@ -271,7 +358,11 @@ static void seq_body(void *arg)
     kr__ctx.mode = KR_MODE_EVENT;
     kr__watch_attach(&b->s->watch, 1);
     kr__progress_start(&b->prog, r);
-    b->by_done = (r->model->done && ndone == r->n) || seq_loop(r, b->s, ndone, &b->prog);
+    bool (*loop)(struct kr__run *, struct seq *, uint64_t, struct kr__progress *) =
+        seq_features(r, b->s) ? seq_loop_full : seq_loop_lean;
+    kr__recheck_reach_all(r, false); /* (--check: every state out of reach but the running LP's) */
+    b->by_done = (r->model->done && ndone == r->n) || loop(r, b->s, ndone, &b->prog);
+    kr__recheck_reach_all(r, true);
     if (r->cfg->memory_max) seq_memory(r, b->s, r->end_key.ts); /* (the peaks: the last look) */
 }
 
@@ -308,7 +399,7 @@ static int seq_run(struct kr__run *r)
         s.check = &check;
     }
     kr__ctx.run = r;
-    kr__ctx.ops = &seq_ops;
+    kr__ctx.ops = s.check ? &seq_ops : &seq_ops_plain;
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &s;
     for (kr_lp id = 0; r->lpstat && id < r->n; id++) r->lpstat[id].thread = 0; /* (one) */
@@ -320,6 +411,7 @@ static int seq_run(struct kr__run *r)
     kr__watch_settle(&s.watch);
     kr__watch_attach(NULL, 0);
     kr__ctx.mode = KR_MODE_NONE;
+    kr__recheck_reach_all(r, true); /* (a model error unwound out of a checked event) */
     if (st) {
         seq_free(&s);
         return st;

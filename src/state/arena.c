@@ -13,7 +13,7 @@ void kr__arena_init(struct kr__arena *a, size_t limit, int mode, struct kr__seg 
     memset(a, 0, sizeof *a);
     a->limit = limit;
     a->mode = (uint8_t)mode;
-    a->seg = mode == KR_STATE_FULL ? NULL : seg;
+    a->seg = seg; /* (mode full with a slice: sequential --check, seg.h) */
 }
 
 _Atomic size_t kr__area_bytes;
@@ -162,18 +162,24 @@ static const unsigned char canary[CANARY_BYTES] = "KrArEnd";
 /* The chunks start 16-aligned because malloc's blocks are (the header is rounded up). */
 _Static_assert(_Alignof(max_align_t) >= 16, "malloc must return 16-aligned blocks");
 
-static struct kr__area *new_heap_area(uint32_t cls, uint32_t n, int *err)
+static struct kr__area *new_heap_area(struct kr__arena *a, uint32_t cls, uint32_t n, int *err)
 {
     uint32_t nwords = (n + 63) / 64;
     size_t hdr = (sizeof(struct kr__area) + nwords * 8 + 15) & ~(size_t)15;
-    size_t bytes = hdr + (size_t)n * kr__arena_class_bytes(cls) + CANARY_BYTES;
-    struct kr__area *ar = malloc(bytes); /* (16-aligned: see the assertion above) */
+    size_t data = (size_t)n * kr__arena_class_bytes(cls) + CANARY_BYTES;
+    /* (sequential --check: the chunks in the LP's slice, the header apart) */
+    struct kr__area *ar = malloc(a->seg ? hdr : hdr + data); /* (16-aligned: see above) */
     if (!ar) {
         *err = KR_ARENA_NOMEM;
         return NULL;
     }
     memset(ar, 0, hdr);
-    ar->data = (char *)ar + hdr;
+    ar->data = a->seg ? kr__seg_take(a->seg, data) : (char *)ar + hdr;
+    if (!ar->data) {
+        free(ar);
+        *err = KR_ARENA_EXHAUSTED;
+        return NULL;
+    }
     memcpy(ar->data + (size_t)n * kr__arena_class_bytes(cls), canary, CANARY_BYTES);
     ar->lg = (uint8_t)__builtin_ctz(n);
     return ar;
@@ -194,7 +200,8 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, uint32_t n, 
         *err = KR_ARENA_NOMEM;
         return NULL;
     }
-    struct kr__area *ar = a->seg ? new_seg_area(a, cls, n, err) : new_heap_area(cls, n, err);
+    struct kr__area *ar = a->mode != KR_STATE_FULL ? new_seg_area(a, cls, n, err)
+                                                   : new_heap_area(a, cls, n, err);
     if (!ar) return NULL;
     atomic_fetch_add_explicit(&kr__area_bytes, (size_t)n * kr__arena_class_bytes(cls),
                               memory_order_relaxed); /* (rare: areas double as they grow) */
@@ -409,13 +416,15 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
 
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
 {
-    if (a->seg || !a->n) return NULL;        /* (tracked modes: in the LP's own slice) */
+    if (a->mode != KR_STATE_FULL || !a->n) return NULL; /* (tracked: in the LP's slice) */
     if (a->cap && !index_intact(a)) return NULL; /* (overwritten by another's overrun) */
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = kr__arena_area(a, i);
-        /* an overrun from elsewhere may have clobbered this header: skip what it says */
+        /* an overrun from elsewhere may have clobbered this header: skip what it says
+         * (sequential --check: the header is apart from the chunks, in the LP's slice) */
         size_t hdr = (sizeof(struct kr__area) + (size_t)KR_AREA_NWORDS(ar) * 8 + 15) & ~(size_t)15;
-        if (ar->cls >= KR_ARENA_CLASSES || ar->lg > 20 || ar->data != (const char *)ar + hdr)
+        if (ar->cls >= KR_ARENA_CLASSES || ar->lg > 20 ||
+            (!a->seg && ar->data != (const char *)ar + hdr))
             continue;
         if (memcmp(ar->data + (kr__arena_class_bytes(ar->cls) << ar->lg), canary,
                    CANARY_BYTES))

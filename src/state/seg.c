@@ -81,6 +81,36 @@ void kr__region_destroy(void)
     memset(&region, 0, sizeof region);
 }
 
+char *kr__seg_take(struct kr__seg *s, size_t bytes)
+{
+    size_t n = (bytes + 15) & ~(size_t)15;
+    if (n < bytes || n > region.slice - s->top) return NULL;
+    char *p = s->base + s->top;
+    s->top += n;
+    return p;
+}
+
+bool kr__region_reach_all(bool on)
+{
+    if (mprotect(region.base, (size_t)region.n << region.shift,
+                 on ? PROT_READ | PROT_WRITE : PROT_NONE))
+        return false;
+    for (uint64_t i = 0; i < region.n; i++) region.segs[i].closed = !on;
+    return true;
+}
+
+bool kr__region_reach(uint64_t lp, bool on, bool *failed)
+{
+    struct kr__seg *s = &region.segs[lp];
+    if (s->closed != on) return false;
+    if (mprotect(s->base, region.slice, on ? PROT_READ | PROT_WRITE : PROT_NONE)) {
+        *failed = true;
+        return false;
+    }
+    s->closed = !on;
+    return true;
+}
+
 struct kr__seg *kr__region_seg(uint64_t lp)
 {
     return region.base && lp < region.n ? &region.segs[lp] : NULL;

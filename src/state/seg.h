@@ -42,6 +42,7 @@ struct kr__seg {
                               * buddy) or written bits kept by the kernel (scan) */
     bool scan;               /* scan mode: the kernel tracks, no faults reach us */
     bool failed;             /* an mprotect failed: the run stops with an error */
+    bool closed;             /* sequential --check: out of reach (PROT_NONE) */
     uint64_t faults;         /* tracking faults taken */
     uint64_t mprotects;      /* mprotect calls */
     struct kr__buddy *bud;   /* buddy mode: write statistics and plan */
@@ -60,6 +61,20 @@ int kr__region_mode(void);
  * was ever there, so a state word equal to it is a number, not a pointer to another LP
  * (addrmap.c). Read where no LP allocates (a state hash, a snapshot). */
 bool kr__region_unused(uintptr_t w);
+
+/* Sequential --check (mode full): every LP's state in its slice of one region, so that
+ * while one LP's event runs every other LP's state can be made unreachable - a read or
+ * write through a pointer kept in a global faults at the access, which fault.c names. */
+/* `bytes` at the top of the slice, 16-aligned (areas packed as on the heap), or NULL if
+ * the slice is full. */
+char *kr__seg_take(struct kr__seg *s, size_t bytes);
+/* Every LP's slice within reach (read and write) or out of it (PROT_NONE): the run's
+ * states closed while events run, the running LP's opened for its event (kr__region_reach:
+ * an mprotect over its own pages only, where closing all but one slice each event cost
+ * every LP's pages each time). The calls return false if an mprotect failed (errno);
+ * kr__region_reach returns whether the slice changed (*failed set on failure). */
+bool kr__region_reach_all(bool on);
+bool kr__region_reach(uint64_t lp, bool on, bool *failed);
 
 /* Why kr__seg_carve failed. */
 enum { KR_SEG_FULL = 1, KR_SEG_NOMEM, KR_SEG_MAPS };

@@ -209,6 +209,20 @@ expect(1, ["model 'hazard', LP ", "--check: the event wrote to the model's globa
        "-P", "case=27", "--sync", "sequential", "--check")
 rc, out, err = run(kairos, "run", misuse, "--lps", "2", "--end", "10", "--sync", "sequential", "-P", "case=13")
 t.ok("without --check the same model runs (the check is what finds it)")
+# ...and one that reads another LP's state through a pointer kept in a global: the first
+# such read is named, at its event (issue 35, 14)
+expect(1, ["model 'hazard', LP 5, virtual time 10.03", "--check: the model read address ",
+           "in the state of LP 0, through a pointer it kept", "kr_query"],
+       "run", os.path.join(build, "libhazard.so"), "--lps", "16", "--end", "20", "-P",
+       "case=30", "-P", "at=10", "--sync", "sequential", "--check")
+for check in ([], ["--check"]):  # (queries reach the other LP's state the sanctioned way)
+    run(kairos, "run", os.path.join(build, "libquery.so"), "--end", "20", "--sync",
+        "sequential", *check)
+instr = os.path.join(build, "libchaos_instr.so")  # (not in sanitizer builds)
+if os.path.exists(instr):
+    run(kairos, "run", instr, "--lps", "64", "--end", "20", "--sync", "sequential", "--check",
+        "--state", "chunk")
+t.ok("--check lets an event reach its own LP's state and a query its target's")
 
 # an error on a wrong speculative path only must not fail the run
 ref = None

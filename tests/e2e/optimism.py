@@ -101,6 +101,31 @@ def ckpt_by_cost():
          "and for PHOLD's own")
 
 
+def one_worker():
+    """Issue 36, 2: one worker in one process runs the sequential engine's core - no
+    checkpoint, rollback or GVT round - and commits the sequential history; --safe off,
+    --check and a tracked state mode keep the Time Warp machinery."""
+    for name, margs in (("phold", ["phold", "--end", "50"]),
+                        ("queueing", ["queueing", "--end", "50"]),
+                        ("chaos done()", [f"{build}/libchaos.so", "--lps", "64", "--end", "inf",
+                                          "-P", "done_after=40"])):
+        configs = [["--threads", "1"], ["--threads", "1", "--safe", "off"],
+                   ["--threads", "1", "--state", "page"], ["--threads", "2"]]
+        runs = same_as_sequential(name, margs, configs)
+        alone = [s["sequential_core"] for s in runs]
+        if alone != [True, False, False, False]:
+            fail(f"{name}: sequential_core {alone}, want [True, False, False, False]")
+        if runs[0]["checkpoints"] or runs[0]["gvt_rounds"] or \
+                runs[0]["safe_events"] != runs[0]["committed_events"]:
+            fail(f"{name} --threads 1: {runs[0]['checkpoints']} checkpoints, "
+                 f"{runs[0]['gvt_rounds']} GVT rounds, {runs[0]['safe_events']} safe events "
+                 f"of {runs[0]['committed_events']}")
+        if not runs[1]["checkpoints"]:
+            fail(f"{name} --threads 1 --safe off took no checkpoint")
+    t.ok("one worker: the sequential core and digest; --safe off, --state page, 2 threads: "
+         "Time Warp, the same digest")
+
+
 def bad_input():
     for v in ["0", "x", "-3"]:
         expect_exit(kairos, t, 2, ["--window"], "run", "phold", "--window", v)
@@ -110,5 +135,6 @@ heavy_state()
 fixed_windows()
 efficient_run()
 ckpt_by_cost()
+one_worker()
 bad_input()
 t.finish()

@@ -38,6 +38,8 @@
  *   case 27 every event counts itself in a global that finish() prints (not in LP state)
  *   case 28 kr_random() in done()
  *   case 29 a write through the payload pointer of an empty event (run it with --check)
+ *   case 30 events of LPs but 0 at >= `at` read LP 0's state through a pointer init kept in
+ *           a global, and print what they read
  */
 #include <poll.h>
 #include <signal.h>
@@ -52,7 +54,8 @@ enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAM
        FINISH_LOOP, DONE_LOOP, UNDERSCORE_EXIT, FOREIGN_THREAD, EVENT_LOOP,
        MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
        STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR, RAW_PRINTF,
-       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT, RANDOM_IN_DONE, WRITE_EMPTY };
+       RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT, RANDOM_IN_DONE, WRITE_EMPTY,
+       PEEK_LP0 };
 
 static uint64_t global_count; /* case 27 */
 
@@ -96,6 +99,7 @@ struct st {
 };
 
 static void *kept;
+static const struct st *lp0;        /* case 30 */
 
 static int which(void) { return (int)kr_param_int("case", 0); }
 
@@ -115,6 +119,7 @@ static void hazard_init(kr_lp me)
         s->outside = kept = malloc(64); /* (kept: no leak) */
     if (which() == HEAP_OVERFLOW) s->block = kr_malloc(1024);
     if (which() == HEAP_PAYLOAD && me == 0) kept = malloc(16); /* (init: one thread) */
+    if (which() == PEEK_LP0 && me == 0) lp0 = s;
     kr_schedule(me, 0.5 + kr_random(), 0, NULL, 0);
 }
 
@@ -191,6 +196,8 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     if (c == ERROR_AT && now >= at && me == 1) kr_error("LP 1 gave up at %.3f", now);
     if (c == RAISE_TERM && now >= at && me == 1) raise(SIGTERM);
     if (c == GLOBAL_COUNT) global_count++;
+    if (c == PEEK_LP0 && now >= at && me != 0)
+        kr_printf("  LP 0 has run %llu events\n", (unsigned long long)lp0->events);
     if (c == WRITE_EMPTY && !size) *(volatile char *)payload = 1; /* (through a const) */
     if (c == EVENT_LOOP && now >= at)
         while (forever) {}
