@@ -1390,7 +1390,7 @@ static bool tw_alone(const struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
     return r->nthreads == 1 && kr__net.size <= 1 && cfg->tw.safe_events && !cfg->check &&
-           r->state_mode == KR_STATE_FULL;
+           !kr__state_ops(r->state_mode)->region;
 }
 
 static int tw_run_alone(struct kr__run *r)
