@@ -729,6 +729,97 @@ static inline void tw_prefetch_next(const struct tw_thread *th)
     kr__heap_prefetch_next(&th->heap, th->r->lp_mem + KR_LP_HOT, th->r->lp_bytes, 2);
 }
 
+void tw_alone_update(struct tw_thread *th)
+{
+    const struct tw_global *g = th->g;
+    /* (LPs taken over with speculative history may still get a straggler from this
+     * thread's own lower events until that history commits) */
+    th->alone = !g->net.on && !g->seam &&
+                (g->n == 1 || (th->nlps == g->nlocal && !th->uncommitted));
+}
+
+/* A safe event of the lone worker, in a plain run (th->lone_ok): what tw_process_as and
+ * tw_process_safe do with it, without the tests for what such a run cannot have. False
+ * if the event needs the general path (its LP has history, a failure, a rare flag). */
+static inline bool tw_lone_event(struct tw_thread *th, struct kr__ev *e, jmp_buf *jb)
+{
+    struct kr__lp *lp = kr__lp_at(th->r, e->dest);
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (tl->fail || tl->first_unc || tl->head || (!th->g->chained && tl->base) || e->xflags)
+        return false;
+    th->last_ts = th->fast_hi = e->k.ts;
+    tl->since_ckpt = TW_CKPT_NOW;
+    e->child = NULL;
+    e->flags = 0;
+    size_t nout = kr__lp_out_n(lp);
+    bool stat = (th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0;
+    uint64_t t0 = stat ? kr__clock_ns() : 0;
+    th->in_safe = true;
+    kr__ctx_event(lp, e, KR_MODE_EVENT);
+    th->jmp_cur = jb; /* (tw_lone_burst's: tw_execute's, on the general path, is its own) */
+    th->armed = true;
+    kr__watch_begin(&th->watch, e);
+    kr__run_event_untraced(th->r, lp, e);
+    kr__watch_end(&th->watch);
+    th->armed = false;
+    kr__ctx.mode = KR_MODE_NONE;
+    th->in_safe = false;
+    if (stat) {
+        uint64_t dt = kr__clock_ns() - t0;
+        th->cnt->event_ns_sampled += dt;
+        th->cnt->events_timed++;
+        tw_cost_add(&th->ev_cost, dt);
+    }
+    if (kr__lp_out_n(lp) != nout) tw_output_through(th, lp, e); /* (committed with it) */
+    kr__lp_commit_event(lp, e);
+    th->cnt->processed++;
+    th->cnt->committed++;
+    th->cnt->safe++;
+    kr__pool_put(th->pool, e);
+    tw_flush_local(th);
+    return true;
+}
+
+/* The lone worker's safe events (issue 36, 2: a worker left with every LP - one thread,
+ * or the others retired by the balancer - costs about what the sequential engine does).
+ * One setjmp for the burst, not one an event: a model error unwinds here, and its event -
+ * the context's - is kept as failed, as tw_execute and tw_process_safe keep it. */
+/* (the loop apart from the setjmp: in a function that calls setjmp the compiler keeps
+ * values in memory, and the inlined heap sift cost a fifth more time than the general
+ * path it replaces) */
+static __attribute__((noinline)) void tw_lone_run(struct tw_thread *th, kr_time end,
+                                                  jmp_buf *jb)
+{
+    struct kr__ev *e;
+    /* (an event on the general path may leave one preempted: then the rest of the burst
+     * is left to that path too) */
+    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
+                         e->k.ts < end && e->st == KR_EV_PENDING && !th->nsusp; k++) {
+        kr__lp_prefetch_state(th->r, e->dest);
+        kr__heap_pop(&th->heap);
+        tw_prefetch_next(th);
+        if (!tw_lone_event(th, e, jb)) tw_process_plain(th, e);
+    }
+}
+
+static void tw_lone_burst(struct tw_thread *th, kr_time end)
+{
+    jmp_buf jb;
+    if (_setjmp(jb)) {
+        struct kr__ev *e = (struct kr__ev *)kr__ctx.ev;
+        struct kr__lp *lp = kr__ctx.lp;
+        tw_keep_error(th, lp, e);
+        kr__watch_end(&th->watch);
+        th->armed = false;
+        kr__ctx.mode = KR_MODE_NONE;
+        th->in_safe = false;
+        tw_processed(th, lp, e);
+        tw_flush_local(th);
+        return;
+    }
+    tw_lone_run(th, end, &jb);
+}
+
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
 {
     struct kr__ev *e;
@@ -923,7 +1014,8 @@ static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time en
     } else {
         tw_process(th, e);
     }
-    if (th->fast) tw_safe_burst(th, end);
+    if (th->fast && th->alone && th->lone_ok && !th->nsusp) tw_lone_burst(th, end);
+    else if (th->fast) tw_safe_burst(th, end);
     tw_post_turn(th);
 }
 
@@ -1032,6 +1124,7 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->bundles = r->bundles;
         th->queries = g->queries;
         th->plain = !th->bundles && !g->queries && !g->lazy && !g->net.on;
+        th->lone_ok = th->plain && !g->check && !g->open_pages && !kr__trace_run;
         tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->qbound = kr__key_at(-INFINITY);
@@ -1385,12 +1478,16 @@ static int tw_init_all(struct kr__run *r, struct tw_global *g)
  * times - so it needs no checkpoint, history, antimessage or GVT: it runs the sequential
  * engine's core, which commits the same history, at the sequential engine's cost (issue
  * 36, 2). Not under --safe off or --check, which ask for the optimistic machinery itself,
- * nor in a tracked state mode, whose region is laid out for its checkpoints. */
+ * nor in a tracked state mode, whose region is laid out for its checkpoints; nor with
+ * KAIROS_TEST_TIME_WARP=1, which keeps the Time Warp path (its lone bursts) for the tests
+ * and benchmarks of that path - production reaches it when the balancer leaves one worker
+ * with every LP. */
 static bool tw_alone(const struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
+    const char *keep = getenv("KAIROS_TEST_TIME_WARP");
     return r->nthreads == 1 && kr__net.size <= 1 && cfg->tw.safe_events && !cfg->check &&
-           !kr__state_ops(r->state_mode)->region;
+           !kr__state_ops(r->state_mode)->region && !(keep && !strcmp(keep, "1"));
 }
 
 static int tw_run_alone(struct kr__run *r)
@@ -1456,7 +1553,8 @@ struct tw_global *tw_test_start(struct kr__run *r, unsigned chan_slots)
     tw_clock_start(g);
     atomic_store(&g->running, g->n);
     for (unsigned t = 1; t < g->n; t++) g->th[t].sched_fd = -1;
-    g->th[0].alone = false; /* (a test sends stragglers from outside) */
+    g->seam = true; /* (a test sends stragglers from outside: never alone) */
+    g->th[0].alone = false;
     tw_worker_start(&g->th[0]);
     return g;
 }

@@ -257,6 +257,7 @@ void tw_migrate(struct tw_thread *th)
     th->qbound = kr__key_at(-INFINITY);
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
     set_active(th);
+    tw_alone_update(th);
     th->cnt->migrations++;
     tw_barrier(g, NULL);
     if (th->id == 0) {

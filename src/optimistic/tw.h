@@ -268,7 +268,11 @@ struct tw_thread {
     struct tw_tune tune;      /* what the last tuning step saw */
     struct tw_costs ck_cost, ev_cost; /* recent checkpoints and events (tw_ckpt_by_cost) */
     bool fast;                /* safe events on (--safe on, no done(), not stopping) */
-    bool alone;               /* the only thread: no event can arrive below its LPs' time */
+    bool alone;               /* no event can arrive below its LPs' time: the only thread,
+                               * or one that owns every LP of the process, has no
+                               * uncommitted event, and sends to no rank (tw_alone_update) */
+    bool lone_ok;             /* alone, its safe events may take tw_lone_burst: plain, no
+                               * --check, open pages or run trace */
     bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
     bool queries;             /* g->queries, on this thread's own line (read per event) */
     bool in_safe;             /* running a safe event: its sends are never cancelled */
@@ -475,6 +479,7 @@ struct tw_global {
     uint64_t part_next_ns, part_backoff_ns;
     uint64_t cnt_part, cnt_part_kept;
     bool check;                            /* --check: verify invariants as we go */
+    bool seam;                             /* the test seam: stragglers from outside */
     struct tw_clock *clock;                /* per thread (safe events) */
     bool queries;                          /* the model answers queries (query.c) */
     struct tw_qline *qline;                /* per thread (queries) */
@@ -692,6 +697,8 @@ static inline void tw_post_turn(struct tw_thread *th)
 /* engine.c */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e);
 void tw_flush_local(struct tw_thread *th);
+/* After a commit or a migration: is the thread alone now (tw_thread.alone)? */
+void tw_alone_update(struct tw_thread *th);
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id); /* (an arriving LP, dirty already) */

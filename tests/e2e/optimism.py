@@ -6,6 +6,7 @@ history (also in page and buddy modes, which run safe events). Windows fixed by 
 are never changed, and the smallest ones still make
 progress without safe events (the event at GVT always runs). An efficient run keeps its
 window. The default checkpoint interval falls to 1 for costly events, and only then."""
+import os
 import sys
 from common import run, fail, digest, Tally, build_kind, expect_exit, stats_of
 
@@ -124,6 +125,41 @@ def one_worker():
             fail(f"{name} --threads 1 --safe off took no checkpoint")
     t.ok("one worker: the sequential core and digest; --safe off, --state page, 2 threads: "
          "Time Warp, the same digest")
+    lone_worker()
+
+
+def lone_worker():
+    """The path a worker left with every LP takes on Time Warp (the balancer's lone worker;
+    KAIROS_TEST_TIME_WARP=1 keeps one thread on it): its safe events in lone bursts, one
+    setjmp a burst - the sequential digest and output, and an event's error, crash,
+    timeout or foreign thread reported as the sequential engine reports it."""
+    os.environ["KAIROS_TEST_TIME_WARP"] = "1"
+    try:
+        for name, margs in (("phold", ["phold", "--end", "50"]),
+                            ("queueing", ["queueing", "--end", "50"]),
+                            ("ledger", [f"{build}/libledger.so", "--end", "20"])):
+            st = same_as_sequential(name, margs, [["--threads", "1"]])[0]
+            if st["sequential_core"] or st["checkpoints"] or \
+                    st["safe_events"] != st["committed_events"]:
+                fail(f"{name}: sequential_core {st['sequential_core']}, {st['checkpoints']} "
+                     f"checkpoints, {st['safe_events']} safe of {st['committed_events']}")
+        hazard = f"{build}/libhazard.so"
+        # (ThreadSanitizer turns time-sharing off: a timeout's message then adds a hint, and
+        # the process ends there, as reliability.py says)
+        timeout = [] if build_kind(kairos) == "tsan" else [["case=11", "--event-timeout", "0.3"]]
+        for case in (["case=16"], ["case=4"], *timeout, ["case=21"]):
+            args = ["run", hazard, "--lps", "16", "--end", "20", "-P", "at=10", "--progress",
+                    "off", "-P", *case]
+            _, ref, ref_err = run(kairos, *args, "--sync", "sequential", check=False)
+            _, out, err = run(kairos, *args, "--threads", "1", check=False)
+            want = [ln for ln in ref_err.splitlines() if ln.startswith("kairos: error:")]
+            got = [ln for ln in err.splitlines() if ln.startswith("kairos: error:")]
+            if not want or got != want or out != ref:
+                fail(f"hazard {case} on the lone worker: {got} vs {want}, output equal: "
+                     f"{out == ref}")
+    finally:
+        del os.environ["KAIROS_TEST_TIME_WARP"]
+    t.ok("the lone worker's bursts: the sequential digest, output and errors")
 
 
 def bad_input():
