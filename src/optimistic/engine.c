@@ -780,13 +780,9 @@ static inline bool tw_lone_event(struct tw_thread *th, struct kr__ev *e, jmp_buf
     return true;
 }
 
-/* The lone worker's safe events (issue 36, 2: a worker left with every LP - one thread,
- * or the others retired by the balancer - costs about what the sequential engine does).
- * One setjmp for the burst, not one an event: a model error unwinds here, and its event -
- * the context's - is kept as failed, as tw_execute and tw_process_safe keep it. */
-/* (the loop apart from the setjmp: in a function that calls setjmp the compiler keeps
- * values in memory, and the inlined heap sift cost a fifth more time than the general
- * path it replaces) */
+/* tw_lone_burst's loop, in a function of its own: in a function that calls setjmp the
+ * compiler keeps values in memory, and the inlined heap sift cost a fifth more time than
+ * the general path it replaces. */
 static __attribute__((noinline)) void tw_lone_run(struct tw_thread *th, kr_time end,
                                                   jmp_buf *jb)
 {
@@ -802,6 +798,10 @@ static __attribute__((noinline)) void tw_lone_run(struct tw_thread *th, kr_time 
     }
 }
 
+/* The lone worker's safe events (issue 36, 2: a worker left with every LP - one thread,
+ * or the others retired by the balancer - costs about what the sequential engine does).
+ * One setjmp for the burst, not one an event: a model error unwinds here, and its event -
+ * the context's - is kept as failed, as tw_execute and tw_process_safe keep it. */
 static void tw_lone_burst(struct tw_thread *th, kr_time end)
 {
     jmp_buf jb;
