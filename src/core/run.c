@@ -338,11 +338,12 @@ static void report_files(struct kr__run *r, struct kr__error *err)
 }
 
 /* A run that failed (a model error, a crash or a timeout in model code) still writes its
- * --stats, ended_by "error" with the message (in one process: across ranks rank 0 has not
- * gathered the others' counters). Its own failure to write is said, not the run's. */
+ * --stats, ended_by "error" with the message (across ranks rank 0, which gathered every
+ * rank's counters as after a run that succeeded; its message is the rank's own, or says
+ * that another rank had the error). Its own failure to write is said, not the run's. */
 static void failed_stats(struct kr__run *r)
 {
-    if (!r->cfg->stats_path || kr__net.size > 1 || !r->fail.status) return;
+    if (!r->cfg->stats_path || kr__net.rank != 0 || !r->fail.status) return;
     r->peak_rss = kr__peak_rss_bytes();
     struct kr__error serr = { 0 };
     if (kr__report_json(r, r->cfg->stats_path, &serr))

@@ -1452,7 +1452,8 @@ static int tw_failure(struct kr__run *r, const struct tw_global *g)
                  (!g->err || kr__key_cmp(&g->err_key, &g->net.err) != 0);
     if (other) {
         kr__net.defer = true;
-        return kr__fail(&r->fail, KR_ERR_MODEL, "a model error on another rank");
+        return kr__fail(&r->fail, KR_ERR_MODEL, "a model error on another rank, which "
+                        "printed it");
     }
     if (!g->err) return KR_OK;
     return kr__fail(&r->fail, KR_ERR_MODEL, "%s", g->err);

@@ -286,6 +286,22 @@ def stats_across_ranks():
          "run's")
 
 
+def failed_run_stats(what, path, msg):
+    """Issue 35, 8: a run that failed across ranks still has its --stats, from rank 0:
+    ended_by "error", every rank's counters, the message (or that another rank had it)."""
+    try:
+        with open(path) as f:
+            st = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{what}, 4 ranks: no --stats from the failed run ({e})")
+    text = msg.removeprefix("kairos: error: ")
+    if st.get("ended_by") != "error" or st.get("ranks") != 4 or st.get("run_digest") is not \
+            None or st.get("error") not in (text, "a model error on another rank, which "
+                                             "printed it"):
+        fail(f"{what}, 4 ranks: --stats ended_by {st.get('ended_by')}, ranks "
+             f"{st.get('ranks')}, digest {st.get('run_digest')}, error {st.get('error')!r}")
+
+
 def errors_across_ranks():
     """A model error, a crash and an endless event on one rank of 4: every rank stops, the
     sequential engine's message once, its exit status (and its stdout, but for a rank that
@@ -312,10 +328,16 @@ def errors_across_ranks():
         msg = [ln for ln in err.splitlines() if ln.startswith("kairos: error:")]
         if rc != 1 or len(msg) != 1:
             fail(f"{what}: the sequential run must fail with one message:\n{err}")
-        p = mpirun(4, *base, "--threads", "1")
+        stats = os.path.join(build, "cluster-failed.json")
+        if os.path.exists(stats):
+            os.remove(stats)
+        p = mpirun(4, *base, "--threads", "1", "--stats", stats)
         once(p, 1, msg[0], what + ", 4 ranks")
         if same_out and p.stdout != out:
             fail(f"{what}: stdout differs from the sequential stdout:\n{p.stdout}\n--\n{out}")
+        if "endless" not in what:  # (under ThreadSanitizer a timeout ends the process)
+            failed_run_stats(what, stats, msg[0])
+
     # A model error while a snapshot is due at every GVT round: the round that commits it
     # (on rank 0) is often a snapshot's, which every rank then skips (tw_rank_any: 1 run in
     # 3 with a snapshot every time unit); the error is reported as without snapshots, and
