@@ -178,7 +178,6 @@ static void seq_memory(struct kr__run *r, const struct seq *s, kr_time now)
     longjmp(*kr__ctx.bail, 1); /* (kr__guarded: the run's failure) */
 }
 
-/* Every 64 events: the memory budget; every 65 536, the progress line's counts. */
 /* --snapshot: the pending events are the heap; every event before them is committed. */
 static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
 {
@@ -200,6 +199,7 @@ static inline bool seq_snap_due(struct seq *s, const struct kr__ev *e)
                                      kr__clock_ns() >= s->snap_wall);
 }
 
+/* Every 64 events: the memory budget; every 65 536, the progress line's counts. */
 static void seq_every_64(struct kr__run *r, const struct seq *s, struct kr__counters *cnt,
                          struct kr__progress *prog, kr_time ts)
 {
