@@ -781,7 +781,7 @@ static inline bool tw_lone_event(struct tw_thread *th, struct kr__ev *e, jmp_buf
     th->cnt->committed++;
     th->cnt->safe++;
     kr__pool_put(th->pool, e);
-    tw_flush_local(th);
+    if (th->wn) tw_flush_local(th); /* (its sends went into the heap: tw_send) */
     return true;
 }
 
