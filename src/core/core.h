@@ -348,6 +348,9 @@ static inline bool kr__memory_need_over(const struct kr__run *r, const struct kr
 }
 void kr__memory_msg(const struct kr__run *r, const struct kr__mem *m, kr_time at, char *buf,
                     size_t cap);
+/* Where what the run holds is all it needs (the sequential engine; any engine after init):
+ * record the peaks and, past the budget, fail the run (longjmp to kr__guarded). */
+void kr__memory_need(struct kr__run *r, const struct kr__mem *m, kr_time at);
 /* After a crash in engine code: an LP whose state was written past its last block (full
  * mode's area canaries, state/arena.h)? Fills buf with the model error. Reads only. */
 bool kr__overrun_find(char *buf, size_t cap);

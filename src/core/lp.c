@@ -269,6 +269,16 @@ void kr__memory_msg(const struct kr__run *r, const struct kr__mem *m, kr_time at
              bytes_text(b[3], m->states));
 }
 
+void kr__memory_need(struct kr__run *r, const struct kr__mem *m, kr_time at)
+{
+    kr__memory_check(r, m);
+    if (!kr__memory_need_over(r, m)) return;
+    char msg[512];
+    kr__memory_msg(r, m, at, msg, sizeof msg);
+    kr__fail(&r->fail, KR_ERR_RESOURCE, "%s", msg);
+    longjmp(*kr__ctx.bail, 1); /* (kr__guarded: the run's failure) */
+}
+
 int kr__guarded(struct kr__run *r, void (*fn)(void *), void *arg)
 {
     jmp_buf bail;

@@ -435,6 +435,15 @@ static void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp)
     }
 }
 
+/* One event in TW_EVENT_SAMPLE took dt ns: the summary's mean and the checkpoint interval's
+ * cost model (tw_run_sampled, tw_lone_event). */
+static inline void tw_event_timed(struct tw_thread *th, uint64_t dt)
+{
+    th->cnt->event_ns_sampled += dt;
+    th->cnt->events_timed++;
+    tw_cost_add(&th->ev_cost, dt);
+}
+
 /* Run e on the worker's stack, timing one event in TW_EVENT_SAMPLE (and per type, under
  * adaptive time-sharing). */
 void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
@@ -448,11 +457,7 @@ void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     uint64_t t0 = kr__clock_ns();
     tw_execute(th, lp, e, KR_MODE_EVENT);
     uint64_t dt = kr__clock_ns() - t0;
-    if (stat) {
-        th->cnt->event_ns_sampled += dt;
-        th->cnt->events_timed++;
-        tw_cost_add(&th->ev_cost, dt);
-    }
+    if (stat) tw_event_timed(th, dt);
     if (type) tw_ts_sampled(th, e->type, dt); /* long enough for stacks now? */
 }
 
@@ -489,6 +494,18 @@ static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
     if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
 }
 
+/* A safe event that ran to its end commits at once: its output (printed with it), the
+ * digest and the counts (tw_process_safe, tw_lone_event). */
+static inline void tw_safe_commit(struct tw_thread *th, struct kr__lp *lp,
+                                  const struct kr__ev *e, size_t nout)
+{
+    if (kr__lp_out_n(lp) != nout) tw_output_through(th, lp, e);
+    kr__lp_commit_event(lp, e);
+    th->cnt->processed++;
+    th->cnt->committed++;
+    th->cnt->safe++;
+}
+
 /* A safe event (tw.h): no checkpoint, committed at once and freed while hot. One that
  * failed joins the processed list instead, to commit (and be reported) in key order with
  * the rest at GVT; it cannot be rolled back either way. */
@@ -511,11 +528,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
         tw_flush_local(th);
         return;
     }
-    if (kr__lp_out_n(lp) != nout) tw_output_through(th, lp, e); /* (committed with it) */
-    kr__lp_commit_event(lp, e);
-    th->cnt->processed++;
-    th->cnt->committed++;
-    th->cnt->safe++;
+    tw_safe_commit(th, lp, e, nout);
     if (!plain && th->bundles) tw_bundle_commit_rest(th, lp);
     if (!plain && e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e); /* (copies: no anti) */
     e->child = NULL;
@@ -769,17 +782,8 @@ static inline bool tw_lone_event(struct tw_thread *th, struct kr__ev *e, jmp_buf
     th->armed = false;
     kr__ctx.mode = KR_MODE_NONE;
     th->in_safe = false;
-    if (stat) {
-        uint64_t dt = kr__clock_ns() - t0;
-        th->cnt->event_ns_sampled += dt;
-        th->cnt->events_timed++;
-        tw_cost_add(&th->ev_cost, dt);
-    }
-    if (kr__lp_out_n(lp) != nout) tw_output_through(th, lp, e); /* (committed with it) */
-    kr__lp_commit_event(lp, e);
-    th->cnt->processed++;
-    th->cnt->committed++;
-    th->cnt->safe++;
+    if (stat) tw_event_timed(th, kr__clock_ns() - t0);
+    tw_safe_commit(th, lp, e, nout);
     kr__pool_put(th->pool, e);
     if (th->wn) tw_flush_local(th); /* (its sends went into the heap: tw_send) */
     return true;

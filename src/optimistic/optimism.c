@@ -291,12 +291,7 @@ void tw_memory_init(struct tw_global *g)
         m.events += kr__pool_in_use(g->th[t].pool);
         m.pending += g->th[t].heap.n * KR_POOL_SMALL_EVENT;
     }
-    kr__memory_check(r, &m);
-    if (!kr__memory_need_over(r, &m)) return;
-    char msg[512];
-    kr__memory_msg(r, &m, 0, msg, sizeof msg);
-    kr__fail(&r->fail, KR_ERR_RESOURCE, "%s", msg);
-    longjmp(*kr__ctx.bail, 1); /* (kr__guarded: the run's failure) */
+    kr__memory_need(r, &m, 0);
 }
 
 void tw_memory_quick(struct tw_thread *th)

@@ -170,12 +170,7 @@ static void seq_memory(struct kr__run *r, const struct seq *s, kr_time now)
     struct kr__mem m = { kr__pool_in_use(&r->pools[0]), 0,
                          atomic_load_explicit(&kr__area_bytes, memory_order_relaxed),
                          s->heap.n * (size_t)KR_POOL_SMALL_EVENT };
-    kr__memory_check(r, &m);
-    if (!kr__memory_need_over(r, &m)) return;
-    char msg[512];
-    kr__memory_msg(r, &m, now, msg, sizeof msg);
-    kr__fail(&r->fail, KR_ERR_RESOURCE, "%s", msg);
-    longjmp(*kr__ctx.bail, 1); /* (kr__guarded: the run's failure) */
+    kr__memory_need(r, &m, now);
 }
 
 /* --snapshot: the pending events are the heap; every event before them is committed. */
@@ -220,7 +215,7 @@ enum {
     SEQ_QUERY = 4,     /* a query handler: the LP's state before its event is kept */
     SEQ_DONE = 8,      /* done(): asked after every event */
     SEQ_SNAP = 16,     /* --snapshot-every / --snapshot-seconds */
-    SEQ_TRACE = 32,    /* --trace: spans, commits */
+    SEQ_TRACE = 32,    /* --trace-mode run: spans (a commit trace is the commit's own test) */
     SEQ_COMMIT = 64,   /* a commit hook: the event's records are delivered after it */
     SEQ_ALL = 127
 };
@@ -231,7 +226,7 @@ static unsigned seq_features(const struct kr__run *r, const struct seq *s)
     return (r->bundles ? SEQ_BUNDLES : 0) | (s->check ? SEQ_CHECK : 0) |
            (m->query ? SEQ_QUERY : 0) | (m->done ? SEQ_DONE : 0) |
            (s->snap_at != INFINITY || s->snap_wall != UINT64_MAX ? SEQ_SNAP : 0) |
-           (kr__trace_on || kr__trace_run ? SEQ_TRACE : 0) | (m->commit ? SEQ_COMMIT : 0);
+           (kr__trace_run ? SEQ_TRACE : 0) | (m->commit ? SEQ_COMMIT : 0);
 }
 
 /* One event (or bundle): twice under --check; for a model that answers queries with the
@@ -362,7 +357,6 @@ static void seq_body(void *arg)
         seq_features(r, b->s) ? seq_loop_full : seq_loop_lean;
     kr__recheck_reach_all(r, false); /* (--check: every state out of reach but the running LP's) */
     b->by_done = (r->model->done && ndone == r->n) || loop(r, b->s, ndone, &b->prog);
-    kr__recheck_reach_all(r, true);
     if (r->cfg->memory_max) seq_memory(r, b->s, r->end_key.ts); /* (the peaks: the last look) */
 }
 
@@ -411,7 +405,7 @@ static int seq_run(struct kr__run *r)
     kr__watch_settle(&s.watch);
     kr__watch_attach(NULL, 0);
     kr__ctx.mode = KR_MODE_NONE;
-    kr__recheck_reach_all(r, true); /* (a model error unwound out of a checked event) */
+    kr__recheck_reach_all(r, true); /* (after the loop, or a model error out of an event) */
     if (st) {
         seq_free(&s);
         return st;
