@@ -7,12 +7,16 @@ ratio to the sequential median, as Markdown, with the cross-core round trip
 (bench/tools/pingpong.c) before and after. Every run of a model must give one digest.
 
     python3 bench/realistic.py [--kairos build/kairos] [--reps 5] [--load] [--only seir,life]
-        [-- extra kairos options for every optimistic run]
+        [--scale K] [-- extra kairos options for every optimistic run]
 
 --only may also name the built-in TWOS models (life-blocks, life-big, commo), which the
 default set leaves out.
 
---load repeats everything with a busy loop pinned to core 1."""
+--load repeats everything with a busy loop pinned to core 1.
+
+--scale K runs every model K times as long in virtual time (--end times K): most rows take
+0.25-0.7 s sequential, where the first tenth of a second (a balancer finding a busy core,
+its trials) weighs more than in a user's run of minutes."""
 import argparse
 import json
 import os
@@ -86,6 +90,14 @@ def bench_model(kairos, name, margs, reps, extra, loaded):
     return len(digests) == 1
 
 
+def scaled(margs, k):
+    """The model's arguments with --end times k."""
+    if k == 1.0 or "--end" not in margs:
+        return margs
+    i = margs.index("--end") + 1
+    return margs[:i] + [f"{float(margs[i]) * k:g}"] + margs[i + 1:]
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -97,6 +109,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--load", action="store_true")
     ap.add_argument("--only", default="")
+    ap.add_argument("--scale", type=float, default=1.0)
     a = ap.parse_args(argv)
     build = os.path.dirname(os.path.abspath(a.kairos))
     tool = os.path.join(build, "kr_pingpong")
@@ -111,11 +124,13 @@ def main():
             for name, margs in MODELS + (TWOS if only else []):
                 if only and name not in only:
                     continue
-                margs = [m.format(build=build) for m in margs]
+                margs = scaled([m.format(build=build) for m in margs], a.scale)
                 ok &= bench_model(a.kairos, name, margs, a.reps, extra, loaded)
     print(f"\ncross-core round trip after: {loadcheck.pingpong(tool)}")
     if extra:
         print(f"optimistic runs with: {' '.join(extra)}")
+    if a.scale != 1.0:
+        print(f"every model's --end times {a.scale:g}")
     sys.exit(0 if ok else 1)
 
 

@@ -147,7 +147,8 @@ static const struct opt table[] = {
     { "--balance", "MODE", K_CHOICE, F(tw.balance), "auto", .names = balance_names,
       .names_shown = 3, .engines = E_TW, .json = "balance",
       .help = "moving LPs between worker threads: off, storm (for testing:\n"
-              "random LPs move at every GVT round), or auto\n"
+              "random LPs move at GVT rounds, and now and then all go to\n"
+              "one worker), or auto\n"
               "(default: a worker whose core another process keeps busy\n"
               "hands its LPs to the others until the core is free again,\n"
               "and is tried with a share in proportion to the CPU it gets;\n"

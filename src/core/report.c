@@ -194,7 +194,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 "%s\n    {\"thread\": %u, \"processed\": %llu, \"committed\": %llu, "
                 "\"rolled_back\": %llu, \"rollbacks\": %llu, \"antimessages\": %llu, "
                 "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
-                "\"coasted\": %llu, \"safe\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
+                "\"coasted\": %llu, \"safe\": %llu, \"lone\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
                 "\"throttled\": %llu, \"window\": %llu, \"window_cuts\": %llu, "
                 "\"idle_sleeps\": %llu, \"yields\": %llu}",
@@ -203,6 +203,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 (unsigned long long)c->antimessages, (unsigned long long)c->checkpoints,
                 (unsigned long long)c->ckpt_bytes, (unsigned long long)c->restores,
                 (unsigned long long)c->coasted, (unsigned long long)c->safe,
+                (unsigned long long)c->lone,
                 (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
                 (unsigned long long)c->throttled, (unsigned long long)c->window_final,
@@ -284,7 +285,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
             "  \"lazy_kept\": %llu,\n"
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
-            "  \"safe_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
+            "  \"safe_events\": %llu,\n  \"lone_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
             "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
             "  \"worker_trials_undone\": %llu,\n  \"share_trials\": %llu,\n"
             "  \"share_trials_kept\": %llu,\n"
@@ -297,7 +298,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)t.antimessages, (unsigned long long)t.lazy_kept,
             (unsigned long long)t.checkpoints, (unsigned long long)t.ckpt_bytes,
             (unsigned long long)t.coasted,
-            (unsigned long long)t.safe, (unsigned long long)t.migrated,
+            (unsigned long long)t.safe, (unsigned long long)t.lone, (unsigned long long)t.migrated,
             (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
             (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
             (unsigned long long)r->balance_shares, (unsigned long long)r->balance_shares_kept,

@@ -206,7 +206,7 @@ bool tw_commit(struct tw_thread *th, const struct kr__key *hp)
     th->ndirty = keep;
     if (failed) return false; /* the run stops with the error */
     th->applied = h;
-    if (!th->alone) tw_alone_update(th); /* (its LPs' speculative history committed?) */
+    if (!th->lone.on) tw_lone_update(th); /* (its LPs' speculative history committed?) */
     if (th->g->net.on) tw_rank_fossil(th, h.ts); /* (no antimessage can come for those) */
     pthread_mutex_lock(&th->sink.mu);
     th->sink.upto = h;

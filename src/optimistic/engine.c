@@ -249,6 +249,7 @@ static void tw_safe_stop(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     th->fast = false;
+    th->lone.on = false;
     tw_window_unsafe(th); /* (a window of 0 relied on safe events) */
     uint64_t b = th->fast_hi >= 0 ? kr__time_bits(th->fast_hi) + 1 : 0; /* (0: none) */
     uint64_t cur = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
@@ -288,7 +289,7 @@ static void tw_send(struct kr__ctx *c, struct kr__ev *e)
     tw_transport_send(th, owner, e);
 }
 
-static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
+void tw_emit(struct kr__ctx *c, const char *text, size_t len)
 {
     if (!c->ev) { /* init: virtual time -inf is committed, and runs in LP order on one thread */
         kr__emit_direct(c, text, len);
@@ -299,7 +300,7 @@ static void tw_emit(struct kr__ctx *c, const char *text, size_t len)
 
 /* A kr_commit record joins the event's output (a u64 LP, the bytes): rolled back, moved at
  * commit, sent to rank 0 and printed - that is, given to the hook - in key order with it. */
-static void tw_record(struct kr__ctx *c, const void *data, size_t size)
+void tw_record(struct kr__ctx *c, const void *data, size_t size)
 {
     char rec[8 + KR_PAYLOAD_MAX];
     uint64_t id = c->id;
@@ -308,7 +309,7 @@ static void tw_record(struct kr__ctx *c, const void *data, size_t size)
     kr__outvec_add_record(kr__lp_out(c->lp), &c->ev->k, rec, 8 + size);
 }
 
-static void tw_fail(struct kr__ctx *c, const char *msg)
+void tw_fail(struct kr__ctx *c, const char *msg)
 {
     struct tw_thread *th = c->eng;
     if (!th || !th->armed ||
@@ -320,7 +321,7 @@ static void tw_fail(struct kr__ctx *c, const char *msg)
     longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
-static const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
+const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
                                               tw_record };
 
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
@@ -435,15 +436,6 @@ static void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp)
     }
 }
 
-/* One event in TW_EVENT_SAMPLE took dt ns: the summary's mean and the checkpoint interval's
- * cost model (tw_run_sampled, tw_lone_event). */
-static inline void tw_event_timed(struct tw_thread *th, uint64_t dt)
-{
-    th->cnt->event_ns_sampled += dt;
-    th->cnt->events_timed++;
-    tw_cost_add(&th->ev_cost, dt);
-}
-
 /* Run e on the worker's stack, timing one event in TW_EVENT_SAMPLE (and per type, under
  * adaptive time-sharing). */
 void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
@@ -495,7 +487,7 @@ static void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 }
 
 /* A safe event that ran to its end commits at once: its output (printed with it), the
- * digest and the counts (tw_process_safe, tw_lone_event). */
+ * digest and the counts. */
 static inline void tw_safe_commit(struct tw_thread *th, struct kr__lp *lp,
                                   const struct kr__ev *e, size_t nout)
 {
@@ -675,22 +667,13 @@ static void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev 
 }
 
 /* tw_top's rare part: drop the cancelled events at the top. */
-static __attribute__((noinline)) struct kr__ev *tw_top_drop(struct tw_thread *th)
+__attribute__((noinline)) struct kr__ev *tw_top_drop(struct tw_thread *th)
 {
     struct kr__ev *e;
     while ((e = kr__heap_top(&th->heap)) && e->st == KR_EV_CANCELLED) {
         kr__heap_pop(&th->heap);
         kr__pool_put(th->pool, e);
     }
-    return e;
-}
-
-/* Pending top, dropping cancelled events on the way. (Inline, the rest out of line: called
- * a few times per event, its call cost life on 1 thread 21 instructions an event.) */
-static inline struct kr__ev *tw_top(struct tw_thread *th)
-{
-    struct kr__ev *e = kr__heap_top(&th->heap);
-    if (__builtin_expect(e && e->st == KR_EV_CANCELLED, 0)) return tw_top_drop(th);
     return e;
 }
 
@@ -745,88 +728,6 @@ static void tw_post_pace(struct tw_thread *th, unsigned turns)
 static inline void tw_prefetch_next(const struct tw_thread *th)
 {
     kr__heap_prefetch_next(&th->heap, th->r->lp_mem + KR_LP_HOT, th->r->lp_bytes, 2);
-}
-
-void tw_alone_update(struct tw_thread *th)
-{
-    const struct tw_global *g = th->g;
-    /* (LPs taken over with speculative history may still get a straggler from this
-     * thread's own lower events until that history commits) */
-    th->alone = !g->net.on && !g->seam &&
-                (g->n == 1 || (th->nlps == g->nlocal && !th->uncommitted));
-}
-
-/* A safe event of the lone worker, in a plain run (th->lone_ok): what tw_process_as and
- * tw_process_safe do with it, without the tests for what such a run cannot have. False
- * if the event needs the general path (its LP has history, a failure, a rare flag). */
-static inline bool tw_lone_event(struct tw_thread *th, struct kr__ev *e, jmp_buf *jb)
-{
-    struct kr__lp *lp = kr__lp_at(th->r, e->dest);
-    struct tw_lp *tl = tw_lp_of(lp);
-    if (tl->fail || tl->first_unc || tl->head || (!th->g->chained && tl->base) || e->xflags)
-        return false;
-    th->last_ts = th->fast_hi = e->k.ts;
-    tl->since_ckpt = TW_CKPT_NOW;
-    e->child = NULL;
-    e->flags = 0;
-    size_t nout = kr__lp_out_n(lp);
-    bool stat = (th->cnt->processed & (TW_EVENT_SAMPLE - 1)) == 0;
-    uint64_t t0 = stat ? kr__clock_ns() : 0;
-    th->in_safe = true;
-    kr__ctx_event(lp, e, KR_MODE_EVENT);
-    th->jmp_cur = jb; /* (tw_lone_burst's: tw_execute's, on the general path, is its own) */
-    th->armed = true;
-    kr__watch_begin(&th->watch, e);
-    kr__run_event_untraced(th->r, lp, e);
-    kr__watch_end(&th->watch);
-    th->armed = false;
-    kr__ctx.mode = KR_MODE_NONE;
-    th->in_safe = false;
-    if (stat) tw_event_timed(th, kr__clock_ns() - t0);
-    tw_safe_commit(th, lp, e, nout);
-    kr__pool_put(th->pool, e);
-    if (th->wn) tw_flush_local(th); /* (its sends went into the heap: tw_send) */
-    return true;
-}
-
-/* tw_lone_burst's loop, in a function of its own: in a function that calls setjmp the
- * compiler keeps values in memory, and the inlined heap sift cost a fifth more time than
- * the general path it replaces. */
-static __attribute__((noinline)) void tw_lone_run(struct tw_thread *th, kr_time end,
-                                                  jmp_buf *jb)
-{
-    struct kr__ev *e;
-    /* (an event on the general path may leave one preempted: then the rest of the burst
-     * is left to that path too) */
-    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
-                         e->k.ts < end && e->st == KR_EV_PENDING && !th->nsusp; k++) {
-        kr__lp_prefetch_state(th->r, e->dest);
-        kr__heap_pop(&th->heap);
-        tw_prefetch_next(th);
-        if (!tw_lone_event(th, e, jb)) tw_process_plain(th, e);
-    }
-}
-
-/* The lone worker's safe events (issue 36, 2: a worker left with every LP - one thread,
- * or the others retired by the balancer - costs about what the sequential engine does).
- * One setjmp for the burst, not one an event: a model error unwinds here, and its event -
- * the context's - is kept as failed, as tw_execute and tw_process_safe keep it. */
-static void tw_lone_burst(struct tw_thread *th, kr_time end)
-{
-    jmp_buf jb;
-    if (_setjmp(jb)) {
-        struct kr__ev *e = (struct kr__ev *)kr__ctx.ev;
-        struct kr__lp *lp = kr__ctx.lp;
-        tw_keep_error(th, lp, e);
-        kr__watch_end(&th->watch);
-        th->armed = false;
-        kr__ctx.mode = KR_MODE_NONE;
-        th->in_safe = false;
-        tw_processed(th, lp, e);
-        tw_flush_local(th);
-        return;
-    }
-    tw_lone_run(th, end, &jb);
 }
 
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
@@ -976,6 +877,7 @@ static void tw_worker_start(struct tw_thread *th)
     th->turns_t0 = kr__clock_ns();
     th->sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
     tw_balance_start(th);
+    tw_lone_update(th); /* (one thread: lone from its first event) */
 }
 
 /* The thread's lowest pending event, the clock and quiet record published with it, and a
@@ -1015,6 +917,13 @@ static bool tw_query_aside(struct tw_thread *th, struct kr__ev *asker, kr_time e
 /* A turn that runs e, the thread's lowest pending event. */
 static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
 {
+    if (th->lone.on) { /* (lone.c: an event it cannot run that way ends lone mode) */
+        if (e->st == KR_EV_PENDING && tw_below_safe(th, e) && tw_lone_burst(th, end)) {
+            tw_post_turn(th);
+            return;
+        }
+        th->lone.on = false;
+    }
     kr__lp_prefetch_state(th->r, e->dest);
     kr__heap_pop(&th->heap);
     tw_prefetch_next(th);
@@ -1023,8 +932,7 @@ static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time en
     } else {
         tw_process(th, e);
     }
-    if (th->fast && th->alone && th->lone_ok && !th->nsusp) tw_lone_burst(th, end);
-    else if (th->fast) tw_safe_burst(th, end);
+    if (th->fast) tw_safe_burst(th, end);
     tw_post_turn(th);
 }
 
@@ -1080,7 +988,9 @@ static void *tw_worker(void *arg)
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             tw_run_top(th, e, end);
             spins = 0;
-            if (++turns >= th->every) {
+            /* (lone bursts are long, and their length changes: by their clock) */
+            if (++turns >= th->every ||
+                (th->lone.on && th->lone.t - th->turns_t0 >= TW_EVERY_NS)) {
                 tw_housekeeping(th, over, turns);
                 turns = 0;
             }
@@ -1133,7 +1043,8 @@ static void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         th->bundles = r->bundles;
         th->queries = g->queries;
         th->plain = !th->bundles && !g->queries && !g->lazy && !g->net.on;
-        th->lone_ok = th->plain && !g->check && !g->open_pages && !kr__trace_run;
+        th->lone.ok = th->plain && !g->check && !g->open_pages && !kr__trace_run;
+        th->lone.max = TW_SAFE_BURST;
         tw_window_init(th, r->cfg->tw.window);
         th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
         th->qbound = kr__key_at(-INFINITY);

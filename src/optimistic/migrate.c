@@ -257,6 +257,7 @@ void tw_migrate(struct tw_thread *th)
     th->qbound = kr__key_at(-INFINITY);
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
     set_active(th);
+    th->lone.on = false; /* (its LPs changed: back at its next commit, lone.c) */
     tw_alone_update(th);
     th->cnt->migrations++;
     tw_barrier(g, NULL);
@@ -279,10 +280,26 @@ static void add_move(struct tw_global *g, kr_lp lp, unsigned to)
     g->target[lp] = (uint16_t)to;
 }
 
-/* storm: a few random LPs to random threads (a fixed stream: moves change no result). */
+static void block_mapping(struct tw_global *g, unsigned nact);
+
+/* storm: a few random LPs to random threads (a fixed stream: moves change no result) for
+ * three rounds in eight; at the fifth all of them go to one worker, which keeps them three
+ * rounds - the others retire, and it runs alone, in lone mode (lone.c) - and at the first
+ * the first mapping is back. */
 static void plan_storm(struct tw_global *g)
 {
     kr_lp n = g->r->n;
+    unsigned phase = (unsigned)(g->storm_rounds++ % 8);
+    if (phase == 4) {
+        unsigned to = (unsigned)(g->storm_rounds / 8 % g->n);
+        for (kr_lp lp = 0; lp < n; lp++) add_move(g, lp, to);
+        return;
+    }
+    if (phase > 4) return;
+    if (phase == 0) {
+        block_mapping(g, g->n);
+        return;
+    }
     for (int k = 0; k < 8 && n; k++) {
         g->storm = g->storm * 6364136223846793005ull + 1442695040888963407ull;
         kr_lp lp = (kr_lp)((g->storm >> 33) % n);
@@ -504,6 +521,10 @@ static void all_back(struct tw_global *g)
  * first mapping) once their cores are free; and the thread-count trial. */
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
+    if (g->part == TW_PART_TRY && now - g->part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
+        plan_part(g, now);
+        return;
+    }
     if (now - g->bal_last_ns < TW_BALANCE_NS) return;
     struct tw_shares v = read_shares(g);
     /* (At the start, decide once every worker has a share: one measured alone cannot be

@@ -163,6 +163,10 @@ void tw_summary(const struct kr__run *r, FILE *f)
     fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
             (unsigned long long)t.safe,
             t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
+    if (t.lone)
+        fprintf(f, "  lone worker:      %llu events (%.1f%%) run the sequential engine's way by a "
+                "worker that held every LP\n", (unsigned long long)t.lone,
+                t.processed ? 100.0 * (double)t.lone / (double)t.processed : 0.0);
     if (t.window_cuts) {
         fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
                 "what it gained); at the end", (unsigned long long)t.window_cuts);

@@ -222,13 +222,29 @@ enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
  * for a window, and keeps them if that commits TW_TRIAL_MORE of the window before (5-us
  * events: 0.187 M/s retired, 0.250 with a third). The question is asked again (a window
  * as it is, one the other way) after 1 s, 2, 4 ... 16: events may get cheaper. A try that
- * commits under TW_PART_ABORT of the window before ends at the next decision (40 ms: a
- * good try climbs slowly - pcs 0.64 of it at 43 ms, 2.05 at 87 - and a bad one stays
- * low - PHOLD-std 0.29-0.37 from 8 ms on). */
+ * commits under TW_PART_ABORT of the window before ends at the first GVT round after
+ * TW_PART_EARLY_NS (a bad one stays low - PHOLD-std 0.29-0.37 from 8 ms on - and costs the
+ * run most while it lasts: PHOLD-std beside a busy core lost 26 ms in a 40-ms try of a
+ * 0.32-s run). A good one climbs slowly - life 0.74 of it at 20 ms, 0.96 at 40, 1.22 at
+ * 80; 5-us PHOLD 0.6, 1.0, 1.2 - so it lasts TW_PART_NS, and a try that fails the early
+ * check for a while costs only the share's gain: out, the worker left alone runs at the
+ * sequential engine's speed (lone.c). */
 #define TW_PART_NS (80u * 1000 * 1000)
+#define TW_PART_EARLY_NS (20u * 1000 * 1000)
 #define TW_PART_ABORT 0.5
 #define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
 enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
+
+/* Lone mode (lone.c): a worker alone (tw_thread.alone) runs the sequential engine's way. */
+struct tw_lone {
+    bool ok;                  /* it may, when alone: plain, no --check, open pages or run
+                               * trace */
+    bool on;                  /* in lone mode (tw_lone_update) */
+    bool out;                 /* a lone event wrote output or a commit record */
+    unsigned max;             /* events a burst runs at most (tuned: lone_pace) */
+    uint64_t n;               /* events the current burst committed */
+    uint64_t t;               /* when the last burst ended (ns) */
+};
 
 struct tw_move {
     kr_lp lp;
@@ -271,8 +287,7 @@ struct tw_thread {
     bool alone;               /* no event can arrive below its LPs' time: the only thread,
                                * or one that owns every LP of the process, has no
                                * uncommitted event, and sends to no rank (tw_alone_update) */
-    bool lone_ok;             /* alone, its safe events may take tw_lone_burst: plain, no
-                               * --check, open pages or run trace */
+    struct tw_lone lone;      /* lone mode (lone.c) */
     bool bundles;             /* the model has KR_MODEL_BUNDLES (core/bundle.h) */
     bool queries;             /* g->queries, on this thread's own line (read per event) */
     bool in_safe;             /* running a safe event: its sends are never cancelled */
@@ -458,7 +473,8 @@ struct tw_global {
     _Atomic unsigned bar_gen;
     struct tw_move *moves;
     size_t nmoves, capmoves;
-    uint64_t storm;                        /* --balance storm: its random stream */
+    uint64_t storm;                        /* --balance storm: its random stream, */
+    uint64_t storm_rounds;                 /* ...and its rounds (all to one worker: 1 in 8) */
     uint64_t bal_last_ns;
     uint64_t bal_start_ns;                 /* the run's start (first shares awaited) */
     uint64_t cnt_retired, cnt_back;
@@ -697,8 +713,36 @@ static inline void tw_post_turn(struct tw_thread *th)
 /* engine.c */
 void tw_deliver(struct tw_thread *th, struct kr__ev *e);
 void tw_flush_local(struct tw_thread *th);
-/* After a commit or a migration: is the thread alone now (tw_thread.alone)? */
+/* lone.c: after a commit or a migration, is the thread alone now (tw_thread.alone)? */
 void tw_alone_update(struct tw_thread *th);
+/* ...and at a commit, in lone mode (tw_thread.lone)? */
+void tw_lone_update(struct tw_thread *th);
+/* Lone mode: run the next events from the top; returns how many ran (0: none could). */
+uint64_t tw_lone_burst(struct tw_thread *th, kr_time end);
+/* engine.c: the general path's engine operations, and those lone mode shares with it. */
+extern const struct kr__engine_ops tw_ops;
+void tw_emit(struct kr__ctx *c, const char *text, size_t len);
+void tw_record(struct kr__ctx *c, const void *data, size_t size);
+void tw_fail(struct kr__ctx *c, const char *msg);
+struct kr__ev *tw_top_drop(struct tw_thread *th);
+
+/* Pending top, dropping cancelled events on the way. (Inline, the rest out of line: called
+ * a few times per event, its call cost life on 1 thread 21 instructions an event.) */
+static inline struct kr__ev *tw_top(struct tw_thread *th)
+{
+    struct kr__ev *e = kr__heap_top(&th->heap);
+    if (__builtin_expect(e && e->st == KR_EV_CANCELLED, 0)) return tw_top_drop(th);
+    return e;
+}
+
+/* One event in TW_EVENT_SAMPLE took dt ns: the summary's mean and the checkpoint interval's
+ * cost model (tw_run_sampled; in lone mode the first event of each burst). */
+static inline void tw_event_timed(struct tw_thread *th, uint64_t dt)
+{
+    th->cnt->event_ns_sampled += dt;
+    th->cnt->events_timed++;
+    tw_cost_add(&th->ev_cost, dt);
+}
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id); /* (an arriving LP, dirty already) */

@@ -19,6 +19,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->restores += c->restores;
         t->coasted += c->coasted;
         t->safe += c->safe;
+        t->lone += c->lone;
         t->migrated += c->migrated_out;
         t->remote_sent += c->remote_sent;
         t->window_cuts += c->window_cuts;

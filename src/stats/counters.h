@@ -23,6 +23,7 @@ struct kr__counters {
     uint64_t restore_ns;                 /* time restoring (chain walks) */
     uint64_t coasted;                    /* events re-executed silently after a restore */
     uint64_t safe;                       /* safe events: no checkpoint, committed at once */
+    uint64_t lone;                       /* ...of them, run in lone mode (optimistic/lone.c) */
     uint64_t migrations;                 /* migration rounds taken part in */
     uint64_t migrated_out;               /* LPs this thread handed to another */
     uint64_t event_ns_sampled;           /* time in the events that were timed... */
@@ -91,7 +92,7 @@ static inline void kr__counters_publish(struct kr__counters *c)
  * but a retired worker). */
 struct kr__totals {
     uint64_t processed, committed, rolled_back, rollbacks, antimessages, lazy_kept, checkpoints,
-        ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, migrated, window_cuts,
+        ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, lone, migrated, window_cuts,
         mem_rollbacks, sendbacks, queries, queries_remote, query_events, query_undone,
         query_rollbacks, query_wait_ns, query_aside;
 };

@@ -60,6 +60,31 @@ def main():
              f"({moved} LP moves; {state}; 2-4 threads, --check, safe off"
              f"{'' if TSAN else ', preempt return/tick'})")
     page_tracked(configs)
+    lone_in_and_out()
+
+
+def lone_in_and_out():
+    """Storm gives every LP to one worker for three rounds in eight: the others retire, and
+    it runs in lone mode (optimistic/lone.c: no checkpoint, no history, its sends straight
+    into its heap), then hands LPs back and runs Time Warp again. In and out many times, the
+    sequential digest and output, output and commit records included (ledger)."""
+    models = [("phold", ["phold", "--lps", "64", "--end", "3000"]),
+              ("queueing", ["queueing", "--lps", "32", "--end", "2000"]),
+              ("airport", [f"{build}/libairport.so", "--lps", "96", "--end", "300"]),
+              ("ledger", [f"{build}/libledger.so", "--lps", "16", "--end", "2000"])]
+    for name, margs in models:
+        ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
+        args = margs + ["--threads", "2", "--balance", "storm", "--gvt-period", "1"]
+        out, err, st = stats_of(kairos, args)
+        if digest(err) != digest(ref_err) or out != ref_out:
+            fail(f"{name} {' '.join(args)}: digest {digest(err)} vs sequential "
+                 f"{digest(ref_err)}, output equal: {out == ref_out}")
+        if not st["lone_events"] or st["lone_events"] == st["committed_events"] or \
+                st["migrations"] < 6:
+            fail(f"{name} {' '.join(args)}: {st['lone_events']} of {st['committed_events']} "
+                 f"events in lone mode, {st['migrations']} migrations: not in and out")
+        t.ok(f"{name}: lone mode in and out ({st['lone_events']} of {st['committed_events']} "
+             f"events, {st['migrations']} migrations), sequential digest and output")
 
 
 def page_tracked(configs):
