@@ -4,6 +4,7 @@
  * visited, so a round costs what was processed, not the number of LPs. */
 #include <stdlib.h>
 #include "optimistic/tw.h"
+#include "optimistic/ranks.h"
 #include "core/error.h"
 
 /* Keep at most this many committed events on an LP whose history is all committed; past it
@@ -269,4 +270,37 @@ void tw_release_all(struct tw_thread *th)
         tl->ckpt_ev = NULL;
         tw_fail_clear(tl);
     }
+}
+
+/* Page and buddy modes: a safe event takes no checkpoint, so the pages it wrote stay open
+ * (writable), and every run of open pages is a kernel mapping of its own, which the kernel
+ * limits (vm.max_map_count). The LPs left with open pages are listed, and once the threads
+ * together have TW_OPEN_MAX of them, each is closed by a checkpoint as its new base. (Closing
+ * them at every commit cost airport in page mode half its rate: a checkpoint for nearly
+ * every event. Scan mode protects nothing by hand.) */
+#define TW_OPEN_MAX 8192
+void tw_close_pages(struct tw_thread *th)
+{
+    for (size_t i = 0; i < th->nopen; i++) {
+        struct kr__lp *lp = kr__lp_at(th->r, th->open[i]);
+        struct tw_lp *tl = tw_lp_of(lp);
+        tl->pages_open = false;
+        /* With history, its own next checkpoint closes them; mid-event, the state is not
+         * an event's. */
+        if (tl->head || (th->nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
+        tw_take_ckpt(th, lp, NULL); /* its state is all committed: the new base */
+        tw_trim_chain(th, tl->base);
+    }
+    th->nopen = 0;
+}
+
+void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (!lp->arena.seg->ndirty || tl->pages_open) return;
+    if (th->nopen == th->capopen)
+        KR_GROW(th->open, th->capopen, th->nopen + 1, 256, "list of LPs with open pages");
+    tl->pages_open = true;
+    th->open[th->nopen++] = id;
+    if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
 }

@@ -20,6 +20,8 @@
  * closes it; the last of the round publishes the commit horizon. */
 #include <math.h>
 #include "optimistic/tw.h"
+#include "optimistic/balance.h"
+#include "optimistic/ranks.h"
 #include "core/error.h"
 
 static void report_done(struct tw_thread *th, const struct kr__key *gvt);

@@ -17,6 +17,7 @@
 /* A burst lasts about this long: cheap events run thousands between turns, a long one
  * alone; the turns keep GVT rounds and the balancer's decisions near their period. */
 #define TW_LONE_BURST_NS (100u * 1000)
+#define TW_LONE_FIRST 32
 #define TW_LONE_MAX 4096
 
 /* Sends go straight into the heap (nothing runs below a lone worker's events: it is
@@ -77,6 +78,7 @@ void tw_lone_update(struct tw_thread *th)
     if (!th->alone) tw_alone_update(th);
     bool on = th->alone && th->lone.ok && th->fast && !th->nsusp;
     if (on && !th->lone.on) on = lone_enter(th);
+    if (!th->lone.max) th->lone.max = TW_LONE_FIRST;
     th->lone.on = on;
 }
 

@@ -26,6 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "optimistic/tw.h"
+#include "optimistic/clock.h"
+#include "optimistic/query.h"
+#include "optimistic/balance.h"
 #include "core/grow.h"
 #include "core/error.h"
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "optimistic/tw.h"
+#include "optimistic/ranks.h"
 #include "core/grow.h"
 #include "state/arena.h"
 

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "optimistic/tw.h"
+#include "optimistic/query.h"
+#include "optimistic/preempt.h"
 #include "core/error.h"
 
 /* The liveness slice: an event holding the CPU this long gives the platform a turn (drain,

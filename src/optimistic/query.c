@@ -32,6 +32,8 @@
 #include <string.h>
 #include <time.h>
 #include "optimistic/tw.h"
+#include "optimistic/query.h"
+#include "optimistic/preempt.h"
 #include "core/error.h"
 
 /* The running event asked outside query mode, or a nested answer was refused: unwind to

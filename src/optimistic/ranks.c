@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "optimistic/tw.h"
+#include "optimistic/clock.h"
+#include "optimistic/ranks.h"
 #include "msg/wire.h"
 #include "core/error.h"
 #include "core/snapshot.h"

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "optimistic/tw.h"
+#include "optimistic/preempt.h"
+#include "optimistic/ranks.h"
 #include "core/error.h"
 
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);

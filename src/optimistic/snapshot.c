@@ -17,6 +17,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include "optimistic/tw.h"
+#include "optimistic/query.h"
+#include "optimistic/balance.h"
+#include "optimistic/ranks.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/snapshot.h"

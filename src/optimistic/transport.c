@@ -8,6 +8,7 @@
  * migration (migrate.c). A message that waited in a full channel's backlog past such a point
  * is counted by its sender instead (tw_post_backlog_min). */
 #include "optimistic/tw.h"
+#include "optimistic/ranks.h"
 #include "core/error.h"
 
 unsigned tw_post_publish(struct tw_thread *th)

@@ -22,34 +22,9 @@
 #include "stats/output.h"
 #include "ult/ult.h"
 #include "core/watchdog.h"
+#include "optimistic/ranks.h"
 
 struct tw_global;
-
-/* The run across MPI ranks (ranks.c, docs/cluster.md): this rank's share of the engine. */
-struct tw_net {
-    bool on;                   /* more than one rank */
-    int rank, nranks;
-    struct kr__xport x;        /* slots 0 .. n-1: the workers; n: the watcher (output) */
-    struct kr__net_gvt in, out; /* the round's reduction (under x.mu while req is set) */
-    void *req;
-    _Atomic bool want_stop;    /* this rank was interrupted (the next round tells all) */
-    bool ended;                /* past the last event: what still arrives is dropped */
-    struct kr__key err;        /* the lowest model error of all ranks (infinity: none) */
-    /* Rank 0: committed output of the other ranks, and how far each has sent it. */
-    pthread_mutex_t out_mu;
-    struct kr__outvec rout;
-    struct kr__key *rupto;     /* [rank] */
-    pthread_mutex_t text_mu;   /* ranks but 0: sending output (the watcher, a snapshot) */
-    uint64_t sent_text, received_text; /* output records (end: nothing left in flight) */
-    uint64_t late[2];          /* events and antimessages taken in (and dropped) at the end */
-    uint64_t reductions, reduce_ns, reduce_t0; /* GVT reductions: how many, how long */
-    /* Safe events across ranks (ranks.c): each rank's latest stamp (under x.mu), and their
-     * least, once what came before it is handed to the workers: the other ranks' clock. */
-    double *from;              /* [rank] */
-    unsigned hold;             /* pollers whose hand-offs wait in a full channel */
-    _Alignas(64) _Atomic uint64_t clock_bits;
-    char pad_[64 - sizeof(uint64_t)];
-};
 
 /* Time one event in this many (the cost of an event, for statistics and tuning). */
 #define TW_EVENT_SAMPLE 64
@@ -180,60 +155,10 @@ struct tw_qline {
     _Atomic uint64_t wait_bits;   /* the time of its event waiting to ask (+inf: none) */
 };
 
-/* Load balancing (migrate.c). */
-#define TW_BALANCE_NS (40u * 1000 * 1000)   /* a balancing decision at most this often */
-#define TW_PROBE_NS (10u * 1000 * 1000)     /* a retired worker's probe of its core (longer
-                                             * than the scheduler's wake-up credit) */
-#define TW_PROBE_EVERY_NS (250u * 1000 * 1000)
-#define TW_SHARED_SHARE 0.6                 /* under this CPU share, a core is shared (one
-                                             * busy process beside: ~0.5; an idle machine
-                                             * shows 20 ms windows down to ~0.7)... */
-#define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
-#define TW_WAIT_SHARED 0.25                 /* run-queue wait over this share of a window:
-                                             * another process on the core, seen at once
-                                             * (a busy loop beside: 0.4-0.6; an idle VM:
-                                             * ~0, the hypervisor's steal is not in it) */
+/* Load balancing (balance.h, migrate.c): a low share of CPU must last this many windows. */
 #define TW_SHARED_WINDOWS 3                 /* windows of TW_BALANCE_NS / 2 it must last
                                              * (5 cost short loaded runs 3-6%; 3 retired
                                              * nobody in 42 idle runs of 7 models) */
-/* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, or
- * a worker's speculation was cut (optimism.c), a worker is retired for a window of
- * TW_TRIAL_NS; it stays out unless the committed rate fell below TW_TRIAL_FEWER of what it
- * was (fewer workers that commit as much waste less CPU, and a step that gains nothing may
- * lead to one that does: PHOLD with 16 LPs on 4 threads gains nothing from 3 workers and
- * 40x from 1). A retired worker is tried back after a
- * backoff (doubling to TW_TRIAL_MAX_NS) and stays if the rate rose over TW_TRIAL_MORE. */
-#define TW_TRIAL_NS (100u * 1000 * 1000)
-/* (0.8 until safe-event clocks were published every turn: PHOLD with 16 LPs on 2 threads
- * then undid 18-19% of its events and ran at 3.8-5.6 M/s without a trial, where one worker
- * runs 6-7; 0.85 starts the trial there and in no run of the realistic models but pcs,
- * whose windows dip under 0.8 too) */
-#define TW_TRIAL_EFF 0.85
-#define TW_TRIAL_FEWER 0.97
-#define TW_TRIAL_MORE 1.05
-#define TW_TRIAL_BACKOFF_NS (1000ull * 1000 * 1000)
-#define TW_TRIAL_MAX_NS (16000ull * 1000 * 1000)
-enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
-/* The share trial: a worker on a shared core is retired at once (cheap events: while it
- * waits for the core its LPs lag, and their messages roll the others back more than its
- * half a core brings - PHOLD-std 7.1 M/s retired, 2.8-3.0 with a third of the LPs). After
- * a window of TW_PART_NS with it out, it gets LPs in proportion to the CPU share it had
- * there (each other worker counting as a whole core: 0.5 -> a third of them on 2 threads)
- * for a window, and keeps them if that commits TW_TRIAL_MORE of the window before (5-us
- * events: 0.187 M/s retired, 0.250 with a third). The question is asked again (a window
- * as it is, one the other way) after 1 s, 2, 4 ... 16: events may get cheaper. A try that
- * commits under TW_PART_ABORT of the window before ends at the first GVT round after
- * TW_PART_EARLY_NS (a bad one stays low - PHOLD-std 0.29-0.37 from 8 ms on - and costs the
- * run most while it lasts: PHOLD-std beside a busy core lost 26 ms in a 40-ms try of a
- * 0.32-s run). A good one climbs slowly - life 0.74 of it at 20 ms, 0.96 at 40, 1.22 at
- * 80; 5-us PHOLD 0.6, 1.0, 1.2 - so it lasts TW_PART_NS, and a try that fails the early
- * check for a while costs only the share's gain: out, the worker left alone runs at the
- * sequential engine's speed (lone.c). */
-#define TW_PART_NS (80u * 1000 * 1000)
-#define TW_PART_EARLY_NS (20u * 1000 * 1000)
-#define TW_PART_ABORT 0.5
-#define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
-enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
 
 /* Lone mode (lone.c): a worker alone (tw_thread.alone) runs the sequential engine's way. */
 struct tw_lone {
@@ -746,7 +671,20 @@ static inline void tw_event_timed(struct tw_thread *th, uint64_t dt)
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti);
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id); /* (an arriving LP, dirty already) */
+/* commit.c, page and buddy modes: an LP whose safe event left pages open is listed
+ * (tw_keep_open); the list's LPs closed by a checkpoint each (before a move, a snapshot, or
+ * once the list is long) */
+void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id);
 void tw_close_pages(struct tw_thread *th);
+/* engine.c: e has run to its end on the general path: it joins lp's processed list */
+void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* bundle.c: the processed bundle that starts at x into th->cbund (returns the event after
+ * it); the rest of e's bundle out of the heap into th->bund; every member of th->bund
+ * processed; the members after the first of a safe one committed */
+struct kr__ev *tw_bundle_listed(struct tw_thread *th, struct kr__ev *x);
+void tw_gather(struct tw_thread *th, struct kr__ev *e);
+void tw_bundle_processed(struct tw_thread *th, struct kr__lp *lp);
+void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp);
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* After a model error unwound e's event: mark it failed and keep the message (a copy, made
  * outside any signal handler the error came from). */
@@ -765,31 +703,6 @@ static inline bool tw_poisoned(const struct tw_lp *tl)
 {
     return tl->fail && tl->fail->poison;
 }
-/* preempt.c */
-void tw_ts_thread_start(struct tw_thread *th);
-void tw_ts_thread_end(struct tw_thread *th);
-void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
-void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns);
-
-/* Time-sharing: does an event of this type run on its own stack (and may be preempted)?
- * Under adaptive, while its type's mean time is long enough to pay for the switches. */
-#define TW_STACKS_MIN_NS 5000.0f
-static inline bool tw_ts_on_stack(const struct tw_thread *th, unsigned type)
-{
-    if (th->preempt == KR_PREEMPT_OFF) return false;
-    float m = kr__typetime_mean(&th->types, type);
-    return th->preempt != KR_PREEMPT_ADAPTIVE || m < 0 || m >= TW_STACKS_MIN_NS;
-}
-
-/* Adaptive: time this worker-stack event? One in TW_EVENT_SAMPLE of each type, so a short
- * type that turns long is noticed. */
-static inline bool tw_ts_sample_type(struct tw_thread *th, unsigned type)
-{
-    return th->preempt == KR_PREEMPT_ADAPTIVE &&
-           kr__typetime_due(&th->types, type, 0, TW_EVENT_SAMPLE);
-}
-void tw_ts_resume(struct tw_thread *th, struct kr__ev *e);
-struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool cancel);
 /* rollback.c */
 void tw_cancel_children(struct tw_thread *th, struct kr__ev *e);
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel);
@@ -816,38 +729,7 @@ void tw_memory_init(struct tw_global *g);
  * roll back the uncommitted event that sent r->child, if it may. Frees r. */
 void tw_sendback_take(struct tw_thread *th, struct kr__ev *r);
 void tw_window_unsafe(struct tw_thread *th);
-/* engine.c: write the quiet record (tw.h) with this lowest pending event (NULL: none). */
-void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top);
-/* Queries (query.c). */
-size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
-                size_t cap);
-bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e);
-bool tw_query_mode(const struct tw_thread *th, const struct kr__ev *e);
-void tw_query_serve(struct tw_thread *th);
-void tw_query_wait(struct tw_thread *th, const struct kr__ev *top);
-void tw_query_refuse(struct tw_thread *th);
-void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
-/* The event in query mode has run to its end on its stack (preempt.c). */
-void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
-/* Wait until the request it waits for is answered or refused (written into its stack):
- * before the thread leaves the run... */
-void tw_query_settle(struct tw_thread *th);
-/* ...and before its stack goes (tw_ts_abandon), which drops its query-mode state. */
-void tw_query_drop(struct tw_thread *th);
-void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_run_sampled(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
-/* migrate.c */
-/* All n workers meet (spinning, then sleeping); `serve`, if not NULL, answers the queries
- * put to it meanwhile. */
-void tw_barrier(struct tw_global *g, struct tw_thread *serve);
-/* With every worker inside: publish and drain until no message is in flight. */
-void tw_quiesce(struct tw_thread *th);
-void tw_migrate(struct tw_thread *th);
-bool tw_balance_plan(struct tw_thread *th);
-bool tw_balance_plan_at(struct tw_global *g, uint64_t now); /* (now: kr__clock_ns) */
-void tw_balance_start(struct tw_thread *th);
-void tw_balance_sample(struct tw_thread *th);
-void tw_retired_wait(struct tw_thread *th);
 /* e joins its parent's children, after the copies of events sent to other ranks (tw.h,
  * KR_EVF_RKIDS: they stay first, so that they are found without reading a local child). */
 static inline void tw_child_link(struct kr__ev *p, struct kr__ev *e)
@@ -862,43 +744,26 @@ static inline void tw_child_link(struct kr__ev *p, struct kr__ev *e)
     *at = e;
 }
 
-/* ranks.c (docs/cluster.md). An owner at or past g->n is rank owner - g->n. */
+/* (ranks.h) An owner at or past g->n is rank owner - g->n. */
 static inline bool tw_remote(const struct tw_global *g, unsigned owner)
 {
     return owner >= g->n;
 }
-void tw_rank_setup(struct tw_global *g);
-kr_time tw_rank_begin(struct tw_global *g, kr_time lo);
-void tw_rank_clock_publish(struct tw_thread *th, kr_time f);
-void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent);
-void tw_rank_cancel(struct tw_thread *th, struct kr__ev *copy);
-void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent);
-void tw_rank_take(struct tw_thread *th, struct kr__ev *e);
-void tw_rank_turn(struct tw_thread *th, bool now);
-void tw_rank_fossil(struct tw_thread *th, kr_time t);
-void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min);
-void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all, const struct kr__key *maxd);
-void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s);
-void tw_rank_output(struct tw_global *g, bool all);
-struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, struct kr__key upto);
-void tw_rank_end(struct kr__run *r, struct tw_global *g);
-int tw_rank_started(struct kr__run *r, char *out, size_t len, int st);
-void tw_rank_free(struct tw_global *g);
-void tw_rank_stats(struct kr__run *r, struct tw_global *g);
-/* Snapshots across ranks (snapshot.c), thread 0 of each rank with the others waiting: */
-bool tw_rank_any(struct tw_global *g, bool mine);
-bool tw_rank_settled(struct tw_global *g, struct kr__key *least);
-void tw_rank_restart(struct tw_global *g, kr_time lo);
-struct kr__snap_link;
-void tw_rank_link(struct tw_global *g, struct kr__snap_link *l);
 /* snapshot.c (--snapshot) */
 /* The closer of a GVT round, before it publishes a horizon that does not stop the run:
  * ask for a snapshot when one is due; true if this horizon is its point (snap_req). */
 bool tw_snap_plan(struct tw_thread *th);
 /* Every worker, once it has applied that horizon: the snapshot, written there. */
 void tw_snap_round(struct tw_thread *th);
-/* engine.c: print the committed output (all: to the end) */
+/* setup.c: print the committed output (all: to the end) */
 void tw_print_committed(struct tw_global *g, bool all);
+/* ...the shared record, the threads, init's LPs and the end, also for the test seam */
+struct tw_global *tw_global_new(struct kr__run *r);
+void tw_setup_threads(struct kr__run *r, struct tw_global *g);
+void tw_init_lps(struct kr__run *r, struct tw_global *g);
+void tw_global_end(struct kr__run *r, struct tw_global *g);
+/* engine.c: a worker thread's loop */
+void *tw_worker(void *arg);
 /* gvt.c */
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt);

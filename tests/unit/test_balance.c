@@ -14,7 +14,7 @@
 #include "core/options.h"
 #include "core/place.h"
 #include "core/run.h"
-#include "optimistic/tw.h"
+#include "optimistic/balance.h"
 
 #define LPS 64
 #define MS (1000ull * 1000)

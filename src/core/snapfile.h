@@ -1,0 +1,28 @@
+/* snapfile.h - the snapshot file's format, which its writer (snapshot.c) and its reader
+ * (resume.c) share. Private to those two.
+ *
+ * DIR/snapshot (native byte order; strings are u32 length + bytes):
+ *   "KRSNAP01", u64 file length, u64 checksum of the bytes after it
+ *   u32 version; the model: str path, str name, u64 hash of its file (0: built in);
+ *   u32 parameters, each str name, str value (sorted by name); u64 LPs, u64 seed, f64 end,
+ *   u64 --arena-max; f64 the snapshot's time, u64 output bytes, u64 output hash, f64 the
+ *   run's lookahead, u8 whether init declared it (kr_set_lookahead: a resumed run runs no
+ *   init); u64 the model's ledger bytes and the ledger (commit hooks: at the snapshot's
+ *   time every record before it has reached the hook)
+ *   per LP: u64 RNG, send count, history hash, committed events; u8 done_init, done_seen;
+ *           u64 image length, the state image (state/image.h)
+ *   u64 pending events, each: f64 ts, u32 gen, u32 tie, u64 src, u64 seq, u64 dest,
+ *           u32 type, u32 flags, f64 duration, u32 size, payload; with flags' SNAP_EV_PTRS
+ *           the payload's pointers into the program image are offsets, and the table
+ *           that names their modules follows (state/addrmap.h: kr__addrmap_export)
+ * The options an engine reads (threads, state mode, ...) are not in it: any may resume. */
+#ifndef KR_CORE_SNAPFILE_H
+#define KR_CORE_SNAPFILE_H
+
+#define SNAP_MAGIC "KRSNAP01"
+#define SNAP_VERSION 2u
+#define SNAP_HEAD 24 /* magic, length, checksum */
+/* (an event record's flag beside KR_EVF_SPAN: a table of payload pointers follows) */
+#define SNAP_EV_PTRS 0x100u
+
+#endif

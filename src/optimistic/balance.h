@@ -1,0 +1,73 @@
+/* balance.h - load balancing between worker threads (migrate.c): LP migration, the
+ * balancer's policies and their constants. Private to the optimistic engine. */
+#ifndef KR_OPTIMISTIC_BALANCE_H
+#define KR_OPTIMISTIC_BALANCE_H
+
+#include "optimistic/tw.h"
+
+/* Load balancing (migrate.c). */
+#define TW_BALANCE_NS (40u * 1000 * 1000)   /* a balancing decision at most this often */
+#define TW_PROBE_NS (10u * 1000 * 1000)     /* a retired worker's probe of its core (longer
+                                             * than the scheduler's wake-up credit) */
+#define TW_PROBE_EVERY_NS (250u * 1000 * 1000)
+#define TW_SHARED_SHARE 0.6                 /* under this CPU share, a core is shared (one
+                                             * busy process beside: ~0.5; an idle machine
+                                             * shows 20 ms windows down to ~0.7)... */
+#define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
+#define TW_WAIT_SHARED 0.25                 /* run-queue wait over this share of a window:
+                                             * another process on the core, seen at once
+                                             * (a busy loop beside: 0.4-0.6; an idle VM:
+                                             * ~0, the hypervisor's steal is not in it) */
+/* The thread-count trial: when rollbacks undo more than 1 - TW_TRIAL_EFF of what is run, or
+ * a worker's speculation was cut (optimism.c), a worker is retired for a window of
+ * TW_TRIAL_NS; it stays out unless the committed rate fell below TW_TRIAL_FEWER of what it
+ * was (fewer workers that commit as much waste less CPU, and a step that gains nothing may
+ * lead to one that does: PHOLD with 16 LPs on 4 threads gains nothing from 3 workers and
+ * 40x from 1). A retired worker is tried back after a
+ * backoff (doubling to TW_TRIAL_MAX_NS) and stays if the rate rose over TW_TRIAL_MORE. */
+#define TW_TRIAL_NS (100u * 1000 * 1000)
+/* (0.8 until safe-event clocks were published every turn: PHOLD with 16 LPs on 2 threads
+ * then undid 18-19% of its events and ran at 3.8-5.6 M/s without a trial, where one worker
+ * runs 6-7; 0.85 starts the trial there and in no run of the realistic models but pcs,
+ * whose windows dip under 0.8 too) */
+#define TW_TRIAL_EFF 0.85
+#define TW_TRIAL_FEWER 0.97
+#define TW_TRIAL_MORE 1.05
+#define TW_TRIAL_BACKOFF_NS (1000ull * 1000 * 1000)
+#define TW_TRIAL_MAX_NS (16000ull * 1000 * 1000)
+enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
+/* The share trial: a worker on a shared core is retired at once (cheap events: while it
+ * waits for the core its LPs lag, and their messages roll the others back more than its
+ * half a core brings - PHOLD-std 7.1 M/s retired, 2.8-3.0 with a third of the LPs). After
+ * a window of TW_PART_NS with it out, it gets LPs in proportion to the CPU share it had
+ * there (each other worker counting as a whole core: 0.5 -> a third of them on 2 threads)
+ * for a window, and keeps them if that commits TW_TRIAL_MORE of the window before (5-us
+ * events: 0.187 M/s retired, 0.250 with a third). The question is asked again (a window
+ * as it is, one the other way) after 1 s, 2, 4 ... 16: events may get cheaper. A try that
+ * commits under TW_PART_ABORT of the window before ends at the first GVT round after
+ * TW_PART_EARLY_NS (a bad one stays low - PHOLD-std 0.29-0.37 from 8 ms on - and costs the
+ * run most while it lasts: PHOLD-std beside a busy core lost 26 ms in a 40-ms try of a
+ * 0.32-s run). A good one climbs slowly - life 0.74 of it at 20 ms, 0.96 at 40, 1.22 at
+ * 80; 5-us PHOLD 0.6, 1.0, 1.2 - so it lasts TW_PART_NS, and a try that fails the early
+ * check for a while costs only the share's gain: out, the worker left alone runs at the
+ * sequential engine's speed (lone.c). */
+#define TW_PART_NS (80u * 1000 * 1000)
+#define TW_PART_EARLY_NS (20u * 1000 * 1000)
+#define TW_PART_ABORT 0.5
+#define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
+enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
+
+/* migrate.c */
+/* All n workers meet (spinning, then sleeping); `serve`, if not NULL, answers the queries
+ * put to it meanwhile. */
+void tw_barrier(struct tw_global *g, struct tw_thread *serve);
+/* With every worker inside: publish and drain until no message is in flight. */
+void tw_quiesce(struct tw_thread *th);
+void tw_migrate(struct tw_thread *th);
+bool tw_balance_plan(struct tw_thread *th);
+bool tw_balance_plan_at(struct tw_global *g, uint64_t now); /* (now: kr__clock_ns) */
+void tw_balance_start(struct tw_thread *th);
+void tw_balance_sample(struct tw_thread *th);
+void tw_retired_wait(struct tw_thread *th);
+
+#endif

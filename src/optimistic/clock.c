@@ -1,0 +1,188 @@
+/* clock.c - safe events' bounds (tw.h): each thread's clock - the least time it may still
+ * send at - and its quiet record - its lowest pending key while it has sent nothing since -,
+ * published from the worker loop and read by the others; what lies below both of every
+ * other thread is safe (no rollback can reach it). Also the stop of safe events when the
+ * run stops or a snapshot is due, and the clocks' start. */
+#include <math.h>
+#include "optimistic/tw.h"
+#include "optimistic/clock.h"
+#include "optimistic/ranks.h"
+#include "core/error.h"
+
+/* Before draining: the least of the other threads' clocks. A message drained after this
+ * was pushed after its sender published the clock read here, so it lies at or above it. */
+void tw_safe_read(struct tw_thread *th)
+{
+    th->safe_prev = th->safe;
+    th->safe = tw_clock_min(th->g, th->id);
+}
+
+/* After draining: publish floor + lookahead, where the floor bounds every event this
+ * thread may still run (pending ones, and re-executions after stragglers, which arrive at
+ * or above `safe`). Written only when it moved, and at most every TW_CLOCK_TURNS turns
+ * unless `now` or `clock_eager` (tw.h); the quiet record, which every send voids, only then:
+ * with no lookahead the clocks stand still and the records are all there is, and writing
+ * one each turn cost queueing 7%. */
+void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
+{
+    bool turn = now || !(++th->clock_turn & (TW_CLOCK_TURNS - 1));
+    if (!turn && !th->clock_eager) return;
+    if (turn) tw_quiet_publish(th, top);
+    struct tw_global *g = th->g;
+    kr_time f = top ? top->k.ts : INFINITY;
+    if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
+    f += g->lookahead;
+    if (g->net.on) tw_rank_clock_publish(th, f); /* (its stamp's part: records to ranks) */
+    if (f == th->clock_sent) return;
+    /* (a message put before the clock moves must be visible by the time it has: a backlog
+     * the receiver has no room for yet holds the clock where it is) */
+    if (th->npost && (tw_post_publish(th) & KR_CHAN_KEPT)) return;
+    if (g->check && f < th->clock_sent)
+        kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
+                           th->clock_sent, f);
+    th->clock_sent = f;
+    atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(f), memory_order_release);
+}
+
+/* Queries: whether line l already names the rest of key k (its owner's own line). */
+static bool tw_qline_same(const struct tw_qline *l, const struct kr__key *k)
+{
+    return atomic_load_explicit(&l->tie, memory_order_relaxed) == k->tie &&
+           atomic_load_explicit(&l->src, memory_order_relaxed) == k->src &&
+           atomic_load_explicit(&l->seq, memory_order_relaxed) == k->seq;
+}
+
+void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
+{
+    if (th->qtalked) {
+        th->qtalked = false;
+        return;
+    }
+    struct tw_clock *c = &th->g->clock[th->id];
+    struct kr__key k = top ? top->k : kr__key_at(INFINITY);
+    uint64_t bits = kr__time_bits(k.ts);
+    if (!(th->qseq & 1)) {
+        /* (with queries the whole key counts: a new top of the same time and generation
+         * from another sender, left unwritten, once let another thread's asker wait for
+         * an event that had already run, while this thread's asker waited for it: found
+         * by fuzz_model) */
+        if (atomic_load_explicit(&c->top_bits, memory_order_relaxed) == bits &&
+            atomic_load_explicit(&c->top_gen, memory_order_relaxed) == k.gen &&
+            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->qtaken &&
+            (!th->g->queries || tw_qline_same(&th->g->qline[th->id], &k)))
+            return; /* (unchanged: no write) */
+        tw_quiet_void(th);
+    }
+    atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
+    atomic_store_explicit(&c->top_bits, bits, memory_order_relaxed);
+    atomic_store_explicit(&c->top_gen, k.gen, memory_order_relaxed);
+    if (th->g->queries) { /* (the rest of the key, under the same sequence) */
+        struct tw_qline *l = &th->g->qline[th->id];
+        atomic_store_explicit(&l->tie, k.tie, memory_order_relaxed);
+        atomic_store_explicit(&l->src, k.src, memory_order_relaxed);
+        atomic_store_explicit(&l->seq, k.seq, memory_order_relaxed);
+    }
+    if (k.ts > th->qtop_max) th->qtop_max = k.ts;
+    atomic_store_explicit(&c->sent, th->qsent, memory_order_relaxed);
+    atomic_store_explicit(&c->taken, th->qtaken, memory_order_relaxed);
+    atomic_store_explicit(&c->seq, ++th->qseq, memory_order_seq_cst);
+}
+
+/* Queries: the whole key of a quiet record's top k, the least so far in *whole. */
+static void tw_quiet_whole(const struct tw_qline *l, struct kr__key *k, struct kr__key *whole)
+{
+    k->tie = atomic_load_explicit(&l->tie, memory_order_relaxed);
+    k->src = atomic_load_explicit(&l->src, memory_order_relaxed);
+    k->seq = atomic_load_explicit(&l->seq, memory_order_relaxed);
+    if (kr__key_lt(k, whole)) *whole = *k;
+}
+
+/* Thread i's quiet record into the sums and least tops of tw_quiet_try; false if void. */
+static bool tw_quiet_read(const struct tw_global *g, unsigned i, uint64_t *seqs, uint64_t *sent,
+                          uint64_t *taken, struct kr__key *lo, struct kr__key *whole)
+{
+    struct tw_clock *c = &g->clock[i];
+    uint32_t q = atomic_load_explicit(&c->seq, memory_order_seq_cst);
+    if (q & 1) return false;
+    *seqs += q;
+    *sent += atomic_load_explicit(&c->sent, memory_order_relaxed);
+    *taken += atomic_load_explicit(&c->taken, memory_order_relaxed);
+    struct kr__key k = kr__key_at(tw_time_of(atomic_load_explicit(&c->top_bits,
+                                                                  memory_order_relaxed)));
+    k.gen = atomic_load_explicit(&c->top_gen, memory_order_relaxed);
+    if (tw_hop_lt(&k, lo)) *lo = k;
+    if (g->queries) tw_quiet_whole(&g->qline[i], &k, whole);
+    return true;
+}
+
+/* Raise qbound from the other threads' quiet records (tw.h): each valid, all unchanged
+ * between two reads (so at one moment in between they all held), and every message put was
+ * taken. Sequences only grow, so equal sums mean each is unchanged; a try that would see
+ * what the last failed one saw is skipped, and so is one while a record is void (threads
+ * that talk: their lines are read each turn for the clocks anyway). */
+void tw_quiet_try(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    if (g->net.on) return; /* (other ranks have no quiet records: only their stamps) */
+    uint64_t mark = th->qsent + th->qtaken;
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == th->id) continue;
+        uint32_t q = atomic_load_explicit(&g->clock[i].seq, memory_order_relaxed);
+        if (q & 1) return;
+        mark += q;
+    }
+    if (mark == th->qlast) return;
+    th->qlast = mark;
+    uint64_t seqs = 0, sent = th->qsent, taken = th->qtaken;
+    struct kr__key lo = kr__key_at(INFINITY), whole = lo;
+    for (unsigned i = 0; i < g->n; i++)
+        if (i != th->id && !tw_quiet_read(g, i, &seqs, &sent, &taken, &lo, &whole)) return;
+    atomic_thread_fence(memory_order_acquire);
+    for (unsigned i = 0; i < g->n; i++)
+        if (i != th->id) seqs -= atomic_load_explicit(&g->clock[i].seq, memory_order_seq_cst);
+    if (seqs || sent != taken) return;
+    struct kr__key b = tw_after(g, &lo);
+    if (tw_hop_lt(&th->qbound, &b)) th->qbound = b;
+    if (kr__key_lt(&th->qfull, &whole)) th->qfull = whole;
+}
+
+void tw_safe_stop(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    th->fast = false;
+    th->lone.on = false;
+    tw_window_unsafe(th); /* (a window of 0 relied on safe events) */
+    uint64_t b = th->fast_hi >= 0 ? kr__time_bits(th->fast_hi) + 1 : 0; /* (0: none) */
+    uint64_t cur = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+    while (b > cur && !atomic_compare_exchange_weak_explicit(&g->safe_hi, &cur, b,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+    atomic_fetch_add_explicit(&g->stop_acks, 1, memory_order_release);
+    if (!th->retired) tw_gvt_maybe_start(th, true); /* (the round past them all is what
+                                                      * is waited for) */
+}
+
+/* Before the workers start (init done, its sends drained): no message can be sent below
+ * the lowest pending event plus the lookahead, so that starts every clock. (Starting from
+ * -inf, each thread's floor would wait for the other's forever.) */
+void tw_clock_start(struct tw_global *g)
+{
+    kr_time lo = INFINITY;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct kr__ev *top = tw_top(&g->th[t]);
+        if (top && top->k.ts < lo) lo = top->k.ts;
+    }
+    /* (across ranks: the least of all ranks, init's events between them included) */
+    if (g->net.on) lo = tw_rank_begin(g, lo);
+    /* (init may have set it; across ranks, any rank's. Queries: a query is asked at its
+     * event's time, so the clocks cannot count on the lookahead) */
+    g->lookahead = g->queries ? 0 : g->r->lookahead;
+    for (unsigned t = 0; t < g->n; t++) {
+        g->th[t].clock_sent = lo + g->lookahead;
+        atomic_store_explicit(&g->clock[t].bits, kr__time_bits(lo + g->lookahead),
+                              memory_order_relaxed);
+        atomic_store_explicit(&g->clock[t].rbits, kr__time_bits(lo + g->lookahead),
+                              memory_order_relaxed);
+    }
+}

@@ -1,0 +1,507 @@
+/* setup.c - the optimistic engine's run: its shared record and threads set up, init in LP
+ * order, the workers started and watched (committed output printed, the progress line,
+ * interrupts, event timeouts), the run's failure and its end; one worker alone handed to
+ * the sequential engine's core (tw_alone); the engine's descriptor. */
+#define _GNU_SOURCE
+#include "core/sanitize.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "optimistic/tw.h"
+#include "optimistic/clock.h"
+#include "optimistic/balance.h"
+#include "optimistic/ranks.h"
+#include "state/mode.h"
+#include "core/error.h"
+#include "core/snapshot.h"
+#include "stats/progress.h"
+
+/* A watcher loop that took this long means the process was stopped (or the machine
+ * suspended): the time does not count towards --event-timeout of events on stacks. */
+#define TW_PAUSE_NS (500u * 1000 * 1000)
+
+static bool tw_page_tracked(const struct kr__run *r)
+{
+    return kr__state_ops(r->state_mode)->by_pages;
+}
+
+void tw_setup_threads(struct kr__run *r, struct tw_global *g)
+{
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        memset(th, 0, sizeof *th);
+        th->id = t;
+        th->r = r;
+        th->g = g;
+        th->pool = &r->pools[t];
+        th->cnt = &r->counters[t];
+        kr_lp lo = r->lo + kr__block_first(t, r->hi - r->lo, g->n),
+              hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
+        th->nlps = hi - lo;
+        for (kr_lp id = lo; id < hi; id++) {
+            g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
+            g->lvt[tw_lidx(g, id)] = -INFINITY;
+        }
+        atomic_init(&g->mem[t].events, 0);
+        atomic_init(&g->mem[t].ckpts, 0);
+        atomic_init(&g->mem[t].pending, 0);
+        atomic_init(&th->cpu_share, -1.0);
+        atomic_init(&th->rq_shared, 0);
+        atomic_init(&th->wants_back, 0);
+        th->bal_weight = TW_WEIGHT_FULL;
+        th->min_sent = kr__key_at(INFINITY);
+        th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
+        /* (done() decides the end only later; queries need the bounds, and run no safe
+         * event: tw_is_safe) */
+        th->fast = (r->cfg->tw.safe_events && !r->model->done) || g->queries;
+        th->qfull = kr__key_at(-INFINITY);
+        th->alone = g->n == 1 && !g->net.on;
+        th->bundles = r->bundles;
+        th->queries = g->queries;
+        th->plain = !th->bundles && !g->queries && !g->lazy && !g->net.on;
+        th->lone.ok = th->plain && !g->check && !g->open_pages && !kr__trace_run;
+        tw_window_init(th, r->cfg->tw.window);
+        th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
+        th->qbound = kr__key_at(-INFINITY);
+        th->qseq = 1; /* (void until first written) */
+        th->qtop_max = -INFINITY;
+        th->qlast = UINT64_MAX;
+        th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
+        th->post_every = th->net_every = 1; /* (until the turns are timed) */
+        th->every = 1;
+        atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
+        atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
+        atomic_init(&g->clock[t].seq, 1);
+        atomic_init(&g->clock[t].top_gen, 0);
+        atomic_init(&g->clock[t].top_bits, kr__time_bits(-INFINITY));
+        atomic_init(&g->clock[t].sent, 0);
+        atomic_init(&g->clock[t].taken, 0);
+        atomic_init(&g->clock[t].rbits, kr__time_bits(-INFINITY));
+        atomic_init(&g->qline[t].in, NULL);
+        atomic_init(&g->qline[t].tie, 0);
+        atomic_init(&g->qline[t].src, 0);
+        atomic_init(&g->qline[t].seq, 0);
+        atomic_init(&g->qline[t].wait_bits, kr__time_bits(INFINITY));
+        th->qwait = th->qwait_own = INFINITY;
+        th->rbuf_min = INFINITY;
+        th->stamp_last = -INFINITY;
+        th->last_ts = -INFINITY;
+        kr__heap_init(&th->heap);
+        kr__blobs_init(&th->blobs);
+        pthread_mutex_init(&th->sink.mu, NULL);
+        th->sink.upto = kr__key_at(-INFINITY);
+        th->applied = kr__key_at(-INFINITY);
+        kr__arrivals_init(&g->arr[t]);
+        for (unsigned from = 0; from < g->n; from++)
+            kr__chan_init(tw_chan(g, from, t), g->chan_slots);
+        th->post = malloc(g->n * sizeof *th->post);
+        if (!th->post) kr__fatal_oom("channels", g->n * sizeof *th->post);
+    }
+}
+
+/* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
+void tw_init_lps(struct kr__run *r, struct tw_global *g)
+{
+    for (kr_lp id = r->lo; id < r->hi; id++) {
+        kr__lp_setup(r, id);
+        tw_lp_of(kr__lp_at(r, id))->id = (uint32_t)id;
+    }
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        kr__ctx.ops = &tw_ops;
+        kr__ctx.eng = th;
+        kr__ctx.pool = th->pool;
+        for (kr_lp id = r->lo; id < r->hi; id++) {
+            if (g->owner[tw_lidx(g, id)] != t) continue;
+            kr__lp_run_init(r, id);
+            tw_flush_local(th); /* same-thread sends of init */
+            /* Page tracking: its base checkpoint at once, which closes its pages, so they
+             * merge into one kernel mapping with the rest instead of every LP's open pages
+             * counting against vm.max_map_count until all have run init. Otherwise its
+             * first event takes the first checkpoint (when it is not safe): checkpoints
+             * taken here would lie between the LPs' states in memory, and states spread
+             * over twice the address range missed in cache twice as often (airport, 4096
+             * LPs, 1 thread: stalls on the first state access 4x the sequential engine's). */
+            struct kr__lp *lp = kr__lp_at(r, id);
+            if (tw_page_tracked(r)) tw_take_ckpt(th, lp, NULL);
+            else tw_lp_of(lp)->since_ckpt = TW_CKPT_NOW;
+            th->ndone += lp->done_init;
+        }
+    }
+    /* Init sends to other threads went into channels (their backlogs, past a ring's
+     * room); move them in now. */
+    for (bool left = true; left;) {
+        left = false;
+        for (unsigned t = 0; t < g->n; t++) left |= tw_post_publish(&g->th[t]) & KR_CHAN_KEPT;
+        for (unsigned t = 0; t < g->n; t++) {
+            kr__ctx.eng = &g->th[t];
+            kr__ctx.pool = g->th[t].pool;
+            tw_drain(&g->th[t]);
+        }
+    }
+    for (unsigned t = 0; t < g->n; t++) {
+        g->th[t].min_sent = kr__key_at(INFINITY);
+        g->th[t].max_done_committed = kr__key_at(-INFINITY);
+    }
+}
+
+/* The calling thread prints committed output and the progress line while workers run; a
+ * thread ending the run on an error prints what is committed too (tw_salvage), hence the
+ * lock around the whole of it. */
+static void tw_emit_committed(void *arg, const struct kr__outrec *o)
+{
+    struct tw_global *g = arg;
+    struct kr__run *r = g->r;
+    if (!(o->part & KR_OUT_RECORD)) {
+        kr__emit_direct(&(struct kr__ctx){ .run = r }, o->text, o->len); /* (counted) */
+        return;
+    }
+    /* (a hook's error is the run's at the record's event - the others have committed
+     * without one -, and output stops there: kr__out_closed) */
+    if (kr__out_closed || kr__record_deliver(r, o->k.ts, o->text, o->len, true)) return;
+    tw_fail_at_commit(g, r->fail.msg, &o->k);
+    r->fail = (struct kr__error){ 0 };
+}
+
+void tw_print_committed(struct tw_global *g, bool all)
+{
+    if (g->net.on && g->net.rank) return; /* (rank 0 prints: tw_rank_output) */
+    pthread_mutex_lock(&g->print_mu);
+    struct kr__key upto = kr__key_at(INFINITY);
+    struct kr__outvec v = { 0 };
+    for (unsigned t = 0; t < g->n; t++) {
+        struct kr__outsink *s = &g->th[t].sink;
+        pthread_mutex_lock(&s->mu);
+        if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
+        kr__outvec_move_before(&s->v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
+                                                         UINT64_MAX }, &v);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+    if (g->net.on) upto = tw_rank_print_upto(g, &v, upto); /* (the other ranks' output) */
+    pthread_mutex_lock(&g->err_mu);
+    if (g->err) { /* nothing after an error (the failed event's own output, yes) */
+        struct kr__key past = g->err_key;
+        past.seq++;
+        if (kr__key_lt(&past, &upto)) upto = past;
+    }
+    pthread_mutex_unlock(&g->err_mu);
+    kr__outvec_emit_before(&v, &upto, tw_emit_committed, g);
+    /* what is not printable yet goes back to thread 0's sink, to be merged next time */
+    if (v.n) {
+        struct kr__outsink *s = &g->th[0].sink;
+        pthread_mutex_lock(&s->mu);
+        kr__outvec_move_before(&v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
+                                                      UINT64_MAX }, &s->v);
+        pthread_mutex_unlock(&s->mu);
+    }
+    kr__outvec_free(&v);
+    kr__stdout_flush();
+    pthread_mutex_unlock(&g->print_mu);
+}
+
+/* The run dies (a timeout, exit() or abort() in an event, a crash): print what was
+ * committed, as the sequential engine has by then. */
+static void tw_salvage(void *arg)
+{
+    tw_print_committed(arg, false);
+}
+
+/* An interrupted run stops at a committed point in time that lies past every safe event run
+ * so far (committed at once, they cannot be rolled back): first every worker turns safe
+ * events off and reports its latest; a GVT round past them all stops the run (gvt.c). */
+static void tw_stop_request(struct tw_global *g)
+{
+    if (g->net.on) atomic_store(&g->net.want_stop, true); /* (all ranks, by a GVT round) */
+    else atomic_store_explicit(&g->stopping, 1, memory_order_relaxed);
+}
+
+/* The watcher's pause between looks: 10 ms, or until the last worker is out (a plain sleep
+ * made every run end up to 10 ms late: 1.5% of a 0.7-s run). */
+static void tw_watch_wait(struct tw_global *g)
+{
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    at.tv_nsec += 10 * 1000 * 1000;
+    if (at.tv_nsec >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&g->end_mu);
+    while (atomic_load_explicit(&g->running, memory_order_acquire) > 0 &&
+           pthread_cond_timedwait(&g->end_cv, &g->end_mu, &at) == 0) {}
+    pthread_mutex_unlock(&g->end_mu);
+}
+
+static void tw_watch(struct kr__run *r, struct tw_global *g)
+{
+    struct kr__progress prog;
+    kr__progress_start(&prog, r);
+    bool others = g->net.on && g->net.rank; /* (rank 0 shows the progress and prints) */
+    if (others) prog.on = false;
+    uint64_t last = kr__clock_ns();
+    while (atomic_load_explicit(&g->running, memory_order_acquire) > 0) {
+        tw_watch_wait(g);
+        uint64_t now = kr__clock_ns();
+        if (now - last > TW_PAUSE_NS) /* a 10 ms sleep took far longer: we stood still */
+            atomic_fetch_add_explicit(&g->paused_ns, now - last, memory_order_relaxed);
+        last = now;
+        if (kr__interrupted()) tw_stop_request(g);
+        if (others) tw_rank_output(g, false);
+        else tw_print_committed(g, false);
+        kr__progress_tick(&prog, tw_gvt(g));
+        for (unsigned t = 0; t < g->n; t++)
+            kr__watch_poll(&g->th[t].watch, r, r->cfg->tw.preempt == KR_PREEMPT_OFF ?
+                           " (with --preempt off an event cannot be preempted: if it loops only "
+                           "on a wrong speculative path, --preempt return or tick breaks the "
+                           "loop)" :
+                           " (it ran on the worker's stack, where events shorter than 5 us on "
+                           "average run under --preempt adaptive: --preempt return or tick "
+                           "preempts every event)");
+    }
+    kr__progress_stop(&prog);
+}
+
+/* The engine's shared part, before the threads are set up. */
+struct tw_global *tw_global_new(struct kr__run *r)
+{
+    struct tw_global *g = calloc(1, sizeof *g);
+    if (!g) kr__fatal_oom("engine", sizeof *g);
+    g->r = r;
+    g->n = r->nthreads;
+    g->th = aligned_alloc(64, g->n * sizeof *g->th);
+    g->chan = aligned_alloc(64, (size_t)g->n * g->n * sizeof *g->chan);
+    g->arr = aligned_alloc(64, g->n * sizeof *g->arr);
+    g->clock = aligned_alloc(64, g->n * sizeof *g->clock);
+    g->mem = aligned_alloc(64, g->n * sizeof *g->mem);
+    g->qline = aligned_alloc(64, g->n * sizeof *g->qline);
+    if (!g->th || !g->chan || !g->arr || !g->clock || !g->mem || !g->qline)
+        kr__fatal_oom("worker threads", (size_t)g->n * g->n * sizeof *g->chan);
+    g->lo = r->lo;
+    g->nlocal = r->hi - r->lo;
+    g->owner = malloc(g->nlocal * sizeof *g->owner);
+    g->target = malloc(g->nlocal * sizeof *g->target);
+    g->lvt = malloc(g->nlocal * sizeof *g->lvt);
+    if (!g->owner || !g->target || !g->lvt)
+        kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
+    g->queries = r->model->query != NULL;
+    /* (queries: LPs stay where they are - a query finds its LP's thread by the table) */
+    g->balance = g->queries ? KR_BALANCE_OFF : r->cfg->tw.balance;
+    /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
+    g->chan_slots = g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
+    g->storm = r->cfg->seed;
+    atomic_init(&g->active, g->n);
+    g->trial_nact = g->n;
+    g->period_ns = (uint64_t)(r->cfg->tw.gvt_period_ms * 1e6);
+    g->ckpt_auto = r->cfg->tw.ckpt_interval == 0;
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
+    g->ckpt_full_every = m->incremental ? r->cfg->tw.ckpt_full_every : 1;
+    g->chained = m->incremental;
+    g->lazy = r->cfg->tw.cancel == KR_CANCEL_LAZY;
+    g->open_pages = m->open_pages;
+    g->round_events = TW_ROUND_EVENTS;
+    g->check = r->cfg->check;
+    g->horizon = kr__key_at(-INFINITY);
+    g->gvt = kr__key_at(-INFINITY);
+    atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
+    pthread_mutex_init(&g->err_mu, NULL);
+    pthread_mutex_init(&g->print_mu, NULL);
+    pthread_mutex_init(&g->end_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->end_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&g->last_round_ns, kr__clock_ns());
+    g->bal_start_ns = kr__clock_ns();
+    kr__snapshot_first(r, &g->snap_at, &g->snap_wall);
+    return g;
+}
+
+/* After the run: what the summary needs, then everything freed. */
+void tw_global_end(struct kr__run *r, struct tw_global *g)
+{
+    r->end_key = g->horizon;
+    /* (interrupted: the last horizon is a time, gvt.c stop_point) */
+    kr__run_ended(r, g->by_done, g->horizon.ts);
+    r->final_gvt = tw_gvt(g);
+    r->migrations = g->th[0].cnt->migrations;
+    r->balance_retired = g->cnt_retired;
+    r->balance_back = g->cnt_back;
+    r->balance_trials = g->cnt_trials;
+    r->balance_undone = g->cnt_undone;
+    r->balance_shares = g->cnt_part;
+    r->balance_shares_kept = g->cnt_part_kept;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_thread *th = &g->th[t];
+        th->cnt->pool_bytes = th->pool->bytes;
+        th->cnt->ckpt_peak_bytes = th->blobs.peak;
+        th->cnt->ckpt_interval_final = th->ckpt_interval;
+        th->cnt->window_final = th->win.limit;
+        kr__heap_destroy(&th->heap);
+        kr__bundle_free(&th->bund);
+        kr__bundle_free(&th->cbund);
+        free(th->sendback);
+        kr__blobs_destroy(&th->blobs);
+        kr__outvec_free(&th->sink.v);
+        free(th->work);
+        free(th->dirty);
+        free(th->open);
+        free(th->mig);
+        free(th->post);
+    }
+    tw_rank_free(g); /* (the threads' remote-id maps) */
+    free(g->th);
+    free(g->chan);
+    free(g->arr);
+    free(g->clock);
+    free(g->mem);
+    free(g->qline);
+    free(g->owner);
+    free(g->target);
+    free(g->lvt);
+    free(g->moves);
+    free(g->err);
+    pthread_cond_destroy(&g->end_cv);
+    free(g);
+}
+
+struct tw_init_arg {
+    struct kr__run *r;
+    struct tw_global *g;
+};
+
+static void tw_init_body(void *arg)
+{
+    struct tw_init_arg *a = arg;
+    tw_init_lps(a->r, a->g);
+    if (a->r->cfg->memory_max) tw_memory_init(a->g);
+}
+
+/* The run's failure, if a committed event failed: the lowest key's error (across ranks,
+ * the rank that has it reports it; the others fail quietly: kr__net.defer). */
+static int tw_failure(struct kr__run *r, const struct tw_global *g)
+{
+    bool other = g->net.on && !isinf(g->net.err.ts) &&
+                 (!g->err || kr__key_cmp(&g->err_key, &g->net.err) != 0);
+    if (other) {
+        kr__net.defer = true;
+        return kr__fail(&r->fail, KR_ERR_MODEL, "a model error on another rank, which "
+                        "printed it");
+    }
+    if (!g->err) return KR_OK;
+    return kr__fail(&r->fail, KR_ERR_MODEL, "%s", g->err);
+}
+
+/* init runs here, in LP order, on this thread: a model error in it is the run's (no
+ * worker has started; what the threads were given is freed). Across ranks, ranks but 0
+ * keep init's output for rank 0 to print in rank order, and all agree whether to go on. */
+static int tw_init_all(struct kr__run *r, struct tw_global *g)
+{
+    char *out = NULL;
+    size_t len = 0;
+    if (g->net.on && g->net.rank) kr__emit_file = open_memstream(&out, &len);
+    int st = kr__guarded(r, tw_init_body, &(struct tw_init_arg){ r, g });
+    if (kr__emit_file) fclose(kr__emit_file);
+    kr__emit_file = NULL;
+    if (g->net.on) st = tw_rank_started(r, out, len, st);
+    free(out);
+    return st;
+}
+
+/* One worker in one process has no straggler to fear - nothing can arrive below its LPs'
+ * times - so it needs no checkpoint, history, antimessage or GVT: it runs the sequential
+ * engine's core, which commits the same history, at the sequential engine's cost (issue
+ * 36, 2). Not under --safe off or --check, which ask for the optimistic machinery itself,
+ * nor in a tracked state mode, whose region is laid out for its checkpoints; nor with
+ * KAIROS_TEST_TIME_WARP=1, which keeps the Time Warp path (its lone bursts) for the tests
+ * and benchmarks of that path - production reaches it when the balancer leaves one worker
+ * with every LP. */
+static bool tw_alone(const struct kr__run *r)
+{
+    const struct kr__config *cfg = r->cfg;
+    const char *keep = getenv("KAIROS_TEST_TIME_WARP");
+    return r->nthreads == 1 && kr__net.size <= 1 && cfg->tw.safe_events && !cfg->check &&
+           !kr__state_ops(r->state_mode)->region && !(keep && !strcmp(keep, "1"));
+}
+
+static int tw_run_alone(struct kr__run *r)
+{
+    int st = kr__seq_engine.run(r);
+    r->counters[0].safe = r->counters[0].committed; /* (each committed as it ran) */
+    r->alone = true;
+    return st;
+}
+
+static int tw_run(struct kr__run *r)
+{
+    if (r->model->query && r->bundles)
+        return kr__fail(&r->fail, KR_ERR_USAGE, "model '%s' answers queries and has "
+                        "KR_MODEL_BUNDLES: the optimistic engine does not run the two together "
+                        "yet (an event that asks runs alone, a bundle does not); run it with "
+                        "--sync sequential", r->model->name);
+    if (tw_alone(r)) return tw_run_alone(r);
+    struct tw_global *g = tw_global_new(r);
+    if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
+    tw_rank_setup(g);
+    tw_setup_threads(r, g);
+    int st = tw_init_all(r, g);
+    if (st) {
+        tw_global_end(r, g);
+        return st;
+    }
+    kr__set_salvage(tw_salvage, g);
+    g->fast_threads = g->th[0].fast ? g->n : 0;
+    tw_clock_start(g);
+    atomic_store(&g->running, g->n);
+    for (unsigned t = 0; t < g->n; t++)
+        kr__thread_start_or_die(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb,
+                                "a worker");
+    tw_watch(r, g);
+    for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
+    kr__set_salvage(NULL, NULL);
+    if (g->net.on) {
+        if (g->net.rank) tw_rank_output(g, true);
+        tw_rank_end(r, g);
+        tw_rank_stats(r, g);
+    }
+    tw_print_committed(g, g->err == NULL);
+    for (kr_lp id = g->lo; r->lpstat && id < g->lo + g->nlocal; id++) /* (--lp-stats) */
+        r->lpstat[id - r->lo].thread = g->owner[tw_lidx(g, id)];
+    st = tw_failure(r, g);
+    tw_global_end(r, g);
+    return st;
+}
+
+static unsigned tw_default_threads(unsigned ncpu)
+{
+    return ncpu;
+}
+
+/* ThreadSanitizer delivers asynchronous signals only at its own interception points and
+ * does not follow a stack switch made inside a signal handler: time-sharing cannot run in a
+ * ThreadSanitizer build (AddressSanitizer builds run it). */
+static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
+{
+#if defined(KR_TSAN)
+    if (cfg->tw.preempt != KR_PREEMPT_OFF)
+        return kr__fail(err, KR_ERR_USAGE, "--preempt %s is not available in a ThreadSanitizer "
+                        "build (it defers signals); use --preempt off, or a normal build",
+                        kr__preempt_name(cfg->tw.preempt));
+#else
+    (void)cfg;
+    (void)err;
+#endif
+    return KR_OK;
+}
+
+const struct kr__engine kr__tw_engine = {
+    .lp_extra = sizeof(struct tw_lp),
+    .name = "optimistic",
+    .restores_state = true,
+    .default_threads = tw_default_threads,
+    .threads = kr__engine_workers,
+    .validate = tw_validate,
+    .run = tw_run,
+    .summary = tw_summary,
+    .json = tw_json,
+};
