@@ -71,6 +71,33 @@ struct kr__lpstat {
     int32_t thread;
 };
 
+/* The run's results of --balance (optimistic engine). */
+struct kr__balance_stats {
+    uint64_t migrations, retired, back; /* migration rounds; workers retired, brought back */
+    uint64_t trials, undone;          /* its thread-count trials */
+    uint64_t shares, shares_kept;     /* its share trials */
+};
+
+/* --stats "series": rows of KR_SERIES_COLS, one per ~100 ms of the run. */
+struct kr__series {
+    double *rows;
+    size_t n, cap;
+};
+
+/* Committed output written so far, and its hash (snapshots keep both). */
+struct kr__outstate {
+    uint64_t bytes, hash;
+    uint64_t cut_at;                  /* kairos resume: stdout is cut to this many bytes... */
+    bool cut_pending;                 /* ...before its first output (resume.c) */
+};
+
+/* Snapshots written, and the one a run resumes from (snapshot.c, resume.c). */
+struct kr__snapstate {
+    struct kr__snapshot *resume;      /* kairos resume: LPs start from it */
+    uint64_t written, bytes, ns;      /* snapshots written, their bytes, time */
+    kr_time time;                     /* the last one's virtual time */
+};
+
 struct kr__run {
     const struct kr__config *cfg;
     const struct kr_model *model;
@@ -99,9 +126,7 @@ struct kr__run {
     /* results */
     double wall_seconds;
     kr_time final_gvt;
-    uint64_t migrations, balance_retired, balance_back; /* optimistic --balance */
-    uint64_t balance_trials, balance_undone;             /* ...its thread-count trials */
-    uint64_t balance_shares, balance_shares_kept;        /* ...its share trials */
+    struct kr__balance_stats bal;     /* optimistic --balance */
     bool ended_by_done;
     int interrupted;                  /* SIGINT/SIGTERM stopped the run early; 0 if not */
     int rc;                           /* what the engine returned: KR_OK (the run ended or
@@ -116,15 +141,10 @@ struct kr__run {
     struct kr__rank_stats *rank_stats; /* [nranks], rank 0 only */
     _Atomic size_t mem_peak[4];       /* --memory-max: peak bytes in use seen at the checks,
                                        * events, checkpoints, LP states, all together */
-    double *series;                   /* rows of KR_SERIES_COLS, one per ~100 ms of the run */
-    size_t nseries, capseries;
-    uint64_t out_bytes, out_hash;     /* committed output written so far, and its hash */
-    uint64_t out_cut_at;              /* kairos resume: stdout is cut to this many bytes... */
-    bool out_cut_pending;             /* ...before its first output (snapshot.c) */
-    struct kr__snapshot *resume;      /* kairos resume: LPs start from it (snapshot.c) */
-    uint64_t snaps, snap_bytes, snap_ns; /* snapshots written, their bytes, time */
+    struct kr__series series;         /* --stats "series" */
+    struct kr__outstate out;          /* committed output (run.c) */
+    struct kr__snapstate snap;        /* snapshots written, and the one resumed from */
     struct kr__lpstat *lpstat;        /* --lp-stats: this rank's LPs (id - lo), else NULL */
-    kr_time snap_time;                /* the last one's virtual time */
     void *ledger;                     /* the model's commit ledger (ledger_size bytes; where
                                        * hooks run: one process, or rank 0) */
 };

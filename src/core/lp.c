@@ -101,7 +101,7 @@ void kr__lp_run_init(struct kr__run *r, kr_lp id)
     kr__ctx.gen = 0;
     kr__ctx.mode = KR_MODE_INIT;
     kr__watch_begin_callback(&kr__watch_callbacks, id, KR_MODE_INIT);
-    if (r->resume) kr__snapshot_apply(r, id); /* (kairos resume: the snapshot's LP) */
+    if (r->snap.resume) kr__snapshot_apply(r, id); /* (kairos resume: the snapshot's LP) */
     else if (r->model->init) r->model->init(id);
     lp->done_init = kr__run_done(r, lp, id);
     kr__watch_end(&kr__watch_callbacks);
@@ -188,7 +188,7 @@ FILE *kr__emit_file;
  * that failed (reported as a failed write). */
 static bool cut_first(struct kr__ctx *c)
 {
-    if (!c || !c->run || !c->run->out_cut_pending) return true;
+    if (!c || !c->run || !c->run->out.cut_pending) return true;
     kr__output_cut(c->run);
     return !kr__out_errno;
 }
@@ -207,8 +207,8 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
     }
     if (kr__emit_file || !c || !c->run) return;
     struct kr__run *r = c->run;
-    r->out_hash = kr__out_hash(r->out_hash, text, len);
-    r->out_bytes += len;
+    r->out.hash = kr__out_hash(r->out.hash, text, len);
+    r->out.bytes += len;
 }
 
 uint64_t kr__out_hash(uint64_t h, const char *p, size_t n)

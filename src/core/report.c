@@ -26,12 +26,12 @@ static void snapshot_lines(const struct kr__run *r, FILE *f, const struct kr__to
                 r->cfg->resume_dir, kr__snapshot_time(r), (unsigned long long)before,
                 (unsigned long long)(before + t->committed));
     if (!r->cfg->snap_dir) return;
-    fprintf(f, "  snapshots:        %llu written to %s", (unsigned long long)r->snaps,
+    fprintf(f, "  snapshots:        %llu written to %s", (unsigned long long)r->snap.written,
             r->cfg->snap_dir);
-    if (r->snaps)
+    if (r->snap.written)
         fprintf(f, " (%.1f KiB and %.2f ms each on average), the last at virtual time %.17g",
-                (double)r->snap_bytes / (double)r->snaps / 1024.0,
-                (double)r->snap_ns / (double)r->snaps / 1e6, r->snap_time);
+                (double)r->snap.bytes / (double)r->snap.written / 1024.0,
+                (double)r->snap.ns / (double)r->snap.written / 1e6, r->snap.time);
     fputc('\n', f);
 }
 
@@ -175,8 +175,8 @@ static void json_series(FILE *f, const struct kr__run *r)
     fputs("  \"series\": {\"columns\": [\"wall_seconds\", \"gvt\", \"committed\", \"processed\", "
           "\"rss_bytes\", \"rollbacks\", \"rolled_back\", \"preempted_at_calls\", "
           "\"preempted_by_ticks\"], \"rows\": [", f);
-    for (size_t i = 0; i < r->nseries; i++) {
-        const double *row = r->series + i * KR_SERIES_COLS;
+    for (size_t i = 0; i < r->series.n; i++) {
+        const double *row = r->series.rows + i * KR_SERIES_COLS;
         fprintf(f, "%s[%.4f, ", i ? ", " : "", row[0]);
         kr__json_num(f, row[1]);
         for (int c = 2; c < KR_SERIES_COLS; c++) fprintf(f, ", %.0f", row[c]);
@@ -299,9 +299,9 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)t.checkpoints, (unsigned long long)t.ckpt_bytes,
             (unsigned long long)t.coasted,
             (unsigned long long)t.safe, (unsigned long long)t.lone, (unsigned long long)t.migrated,
-            (unsigned long long)r->migrations, (unsigned long long)r->balance_retired,
-            (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone,
-            (unsigned long long)r->balance_shares, (unsigned long long)r->balance_shares_kept,
+            (unsigned long long)r->bal.migrations, (unsigned long long)r->bal.retired,
+            (unsigned long long)r->bal.trials, (unsigned long long)r->bal.undone,
+            (unsigned long long)r->bal.shares, (unsigned long long)r->bal.shares_kept,
             (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds,
             r->peak_rss);
     json_digest(f, r);
@@ -323,9 +323,9 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
                 (unsigned long long)t.query_aside);
     if (r->cfg->snap_dir)
         fprintf(f, "  \"snapshots\": {\"written\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
-                "\"last_time\": %.17g},\n", (unsigned long long)r->snaps,
-                (unsigned long long)r->snap_bytes, (double)r->snap_ns / 1e9,
-                r->snaps ? r->snap_time : 0.0);
+                "\"last_time\": %.17g},\n", (unsigned long long)r->snap.written,
+                (unsigned long long)r->snap.bytes, (double)r->snap.ns / 1e9,
+                r->snap.written ? r->snap.time : 0.0);
     if (r->cfg->resume_dir)
         fprintf(f, "  \"resumed_at\": %.17g,\n  \"committed_before_resume\": %llu,\n",
                 kr__snapshot_time(r), (unsigned long long)kr__snapshot_committed(r));

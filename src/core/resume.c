@@ -348,16 +348,16 @@ static int check_output(struct kr__run *r, const struct kr__snapshot *s, struct 
     if (h != s->out_hash)
         return kr__fail(err, KR_ERR_USAGE, "stdout does not start with the output of the "
                         "snapshot's run: resume into that run's output file");
-    r->out_cut_at = s->out_bytes;
-    r->out_cut_pending = true;
+    r->out.cut_at = s->out_bytes;
+    r->out.cut_pending = true;
     return KR_OK;
 }
 
 void kr__output_cut(struct kr__run *r)
 {
-    r->out_cut_pending = false;
+    r->out.cut_pending = false;
     fflush(stdout);
-    if (ftruncate(STDOUT_FILENO, (off_t)r->out_cut_at)) {
+    if (ftruncate(STDOUT_FILENO, (off_t)r->out.cut_at)) {
         if (!kr__out_errno) kr__out_errno = errno; /* (reported as a failed write) */
         return;
     }
@@ -369,7 +369,7 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
     struct kr__cursor in;
     struct kr__snapshot *s = snap_read(r->cfg->resume_dir, &in, err);
     if (!s) return err->status;
-    r->resume = s;
+    r->snap.resume = s;
     uint64_t h = s->model_hash ? kr__file_hash(s->model_path) : 0;
     if (strcmp(s->model_name, r->model->name) || h != s->model_hash)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
@@ -383,8 +383,8 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
                         ledger);
     if (ledger) memcpy(r->ledger, s->ledger, ledger); /* (before index_body hands it back) */
     if (index_body(s, &in, r->lo, r->hi, err)) return err->status;
-    r->out_bytes = s->out_bytes;
-    r->out_hash = s->out_hash;
+    r->out.bytes = s->out_bytes;
+    r->out.hash = s->out_hash;
     r->lookahead = s->lookahead;
     r->lookahead_declared = s->declared;
     /* (across ranks every rank reads the whole file and loads its own LPs; committed
@@ -394,8 +394,8 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
 
 void kr__snapshot_close(struct kr__run *r)
 {
-    snap_free(r->resume);
-    r->resume = NULL;
+    snap_free(r->snap.resume);
+    r->snap.resume = NULL;
 }
 
 int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err)
@@ -417,12 +417,12 @@ int kr__snapshot_parse(const unsigned char *buf, size_t n, struct kr__error *err
 
 uint64_t kr__snapshot_committed(const struct kr__run *r)
 {
-    return r->resume ? r->resume->committed : 0;
+    return r->snap.resume ? r->snap.resume->committed : 0;
 }
 
 kr_time kr__snapshot_time(const struct kr__run *r)
 {
-    return r->resume ? r->resume->at : -INFINITY;
+    return r->snap.resume ? r->snap.resume->at : -INFINITY;
 }
 
 static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp id)
@@ -461,7 +461,7 @@ static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp 
 
 void kr__snapshot_apply(struct kr__run *r, kr_lp id)
 {
-    struct kr__snapshot *s = r->resume;
+    struct kr__snapshot *s = r->snap.resume;
     struct kr__lp *lp = kr__lp_at(r, id);
     struct kr__cursor in = { s->buf + s->lp_at[id - s->lo], s->buf + s->n, NULL };
     lp->rng = kr__cursor_get(&in, 8);

@@ -193,7 +193,7 @@ static void *run_engine(void *arg)
     r->wall_seconds = now_seconds() - t0;
     kr__set_salvage(NULL, NULL);
     if (!r->rc) r->rc = kr__run_finish(r);
-    if (!r->rc && r->out_cut_pending) kr__output_cut(r); /* (a resumed run that printed nothing) */
+    if (!r->rc && r->out.cut_pending) kr__output_cut(r); /* (a resumed run that printed nothing) */
     if (!r->rc && kr__foreign_msg()) /* (a call no event was left to be blamed for) */
         r->rc = kr__fail(&r->fail, KR_ERR_MODEL, "%s", kr__foreign_msg());
     else kr__stdout_flush(); /* what was committed before the failure */
@@ -299,7 +299,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     kr__interrupt_install();
     kr__run_current = r;
     kr__watch_thread_start(r);
-    r->out_hash = KR_OUT_HASH0;
+    r->out.hash = KR_OUT_HASH0;
     kr__out_closed = false; /* (a run in a process that ran others: tests, fuzzing) */
     if (cfg->resume_dir && kr__snapshot_open(r, err)) return err->status;
     warn_output_passed_on(r);
@@ -317,7 +317,7 @@ void kr__run_free(struct kr__run *r)
     }
     kr__region_destroy();
     if (r->pools) kr__pools_free(r->pools, r->nthreads);
-    free(r->series);
+    free(r->series.rows);
     free(r->rank_stats);
     free(r->lpstat);
     free(r->ledger);
@@ -384,7 +384,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
         if (kr__net.rank == 0) { /* (across ranks: rank 0 has them all, ranks.c) */
             struct kr__totals t;
             kr__totals(r.counters, r.nthreads, &t);
-            kr__run_last = (struct kr__run_outcome){ r.run_digest, r.out_bytes, r.out_hash,
+            kr__run_last = (struct kr__run_outcome){ r.run_digest, r.out.bytes, r.out.hash,
                                                      kr__snapshot_committed(&r) + t.committed };
             report_files(&r, err);
         }

@@ -305,8 +305,8 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
                      size_t n, const struct kr__snap_link *l, char *why, size_t cap)
 {
     struct kr__bytes *b = &o->b;
-    put_u64(b, r->out_bytes);
-    put_u64(b, r->out_hash);
+    put_u64(b, r->out.bytes);
+    put_u64(b, r->out.hash);
     put_f64(b, r->lookahead);
     uint8_t declared = r->lookahead_declared;
     kr__bytes_put(b, &declared, 1);
@@ -354,14 +354,14 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr
     if (!ok && !o.err) o.err = EINVAL; /* (the file goes) */
     ok = out_close(&o, r->cfg->snap_dir) && ok;
     if (ok) {
-        r->snaps++;
-        r->snap_bytes += o.written;
-        r->snap_time = at;
+        r->snap.written++;
+        r->snap.bytes += o.written;
+        r->snap.time = at;
     } else if (!kr__out_closed) {
         if (!why[0]) snprintf(why, sizeof why, "%s: %s", r->cfg->snap_dir, strerror(o.err));
         snap_warn(at, why);
     }
-    r->snap_ns += kr__clock_ns() - t0;
+    r->snap.ns += kr__clock_ns() - t0;
     return ok;
 }
 
@@ -426,7 +426,7 @@ void kr__snapshot_first(const struct kr__run *r, kr_time *next, uint64_t *wall)
 {
     *next = INFINITY;
     *wall = UINT64_MAX;
-    if (r->cfg->snap_dir) kr__snapshot_next(r, r->resume ? kr__snapshot_time(r) : 0, next, wall);
+    if (r->cfg->snap_dir) kr__snapshot_next(r, r->snap.resume ? kr__snapshot_time(r) : 0, next, wall);
 }
 
 void kr__snapshot_next(const struct kr__run *r, kr_time at, kr_time *next, uint64_t *wall)

@@ -49,7 +49,7 @@ int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error 
 /* The run's set-up: read cfg->resume_dir's snapshot for the LPs, check it was taken of this
  * model, and cut stdout, if it is a file, to the output the snapshot had committed. */
 int kr__snapshot_open(struct kr__run *r, struct kr__error *err);
-/* Cut stdout to the snapshot's output (r->out_cut_pending: kr__snapshot_open checked it):
+/* Cut stdout to the snapshot's output (r->out.cut_pending: kr__snapshot_open checked it):
  * at the resumed run's first output, or its end. A failure counts as a failed write. */
 void kr__output_cut(struct kr__run *r);
 void kr__snapshot_close(struct kr__run *r);

@@ -13,8 +13,8 @@
  * was pushed after its sender published the clock read here, so it lies at or above it. */
 void tw_safe_read(struct tw_thread *th)
 {
-    th->safe_prev = th->safe;
-    th->safe = tw_clock_min(th->g, th->id);
+    th->clk.safe_prev = th->clk.safe;
+    th->clk.safe = tw_clock_min(th->g, th->id);
 }
 
 /* After draining: publish floor + lookahead, where the floor bounds every event this
@@ -25,22 +25,22 @@ void tw_safe_read(struct tw_thread *th)
  * one each turn cost queueing 7%. */
 void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
 {
-    bool turn = now || !(++th->clock_turn & (TW_CLOCK_TURNS - 1));
-    if (!turn && !th->clock_eager) return;
+    bool turn = now || !(++th->clk.turn & (TW_CLOCK_TURNS - 1));
+    if (!turn && !th->clk.eager) return;
     if (turn) tw_quiet_publish(th, top);
     struct tw_global *g = th->g;
     kr_time f = top ? top->k.ts : INFINITY;
-    if (th->safe < f && th->nlps) f = th->safe; /* (without LPs nothing can reach it) */
-    f += g->lookahead;
+    if (th->clk.safe < f && th->nlps) f = th->clk.safe; /* (without LPs nothing can reach it) */
+    f += g->cf.lookahead;
     if (g->net.on) tw_rank_clock_publish(th, f); /* (its stamp's part: records to ranks) */
-    if (f == th->clock_sent) return;
+    if (f == th->clk.sent) return;
     /* (a message put before the clock moves must be visible by the time it has: a backlog
      * the receiver has no room for yet holds the clock where it is) */
-    if (th->npost && (tw_post_publish(th) & KR_CHAN_KEPT)) return;
-    if (g->check && f < th->clock_sent)
+    if (th->out.n && (tw_post_publish(th) & KR_CHAN_KEPT)) return;
+    if (g->cf.check && f < th->clk.sent)
         kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
-                           th->clock_sent, f);
-    th->clock_sent = f;
+                           th->clk.sent, f);
+    th->clk.sent = f;
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(f), memory_order_release);
 }
 
@@ -54,38 +54,38 @@ static bool tw_qline_same(const struct tw_qline *l, const struct kr__key *k)
 
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
 {
-    if (th->qtalked) {
-        th->qtalked = false;
+    if (th->clk.talked) {
+        th->clk.talked = false;
         return;
     }
     struct tw_clock *c = &th->g->clock[th->id];
     struct kr__key k = top ? top->k : kr__key_at(INFINITY);
     uint64_t bits = kr__time_bits(k.ts);
-    if (!(th->qseq & 1)) {
+    if (!(th->clk.seq & 1)) {
         /* (with queries the whole key counts: a new top of the same time and generation
          * from another sender, left unwritten, once let another thread's asker wait for
          * an event that had already run, while this thread's asker waited for it: found
          * by fuzz_model) */
         if (atomic_load_explicit(&c->top_bits, memory_order_relaxed) == bits &&
             atomic_load_explicit(&c->top_gen, memory_order_relaxed) == k.gen &&
-            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->qtaken &&
-            (!th->g->queries || tw_qline_same(&th->g->qline[th->id], &k)))
+            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->clk.qtaken &&
+            (!th->g->cf.queries || tw_qline_same(&th->g->qline[th->id], &k)))
             return; /* (unchanged: no write) */
         tw_quiet_void(th);
     }
     atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
     atomic_store_explicit(&c->top_bits, bits, memory_order_relaxed);
     atomic_store_explicit(&c->top_gen, k.gen, memory_order_relaxed);
-    if (th->g->queries) { /* (the rest of the key, under the same sequence) */
+    if (th->g->cf.queries) { /* (the rest of the key, under the same sequence) */
         struct tw_qline *l = &th->g->qline[th->id];
         atomic_store_explicit(&l->tie, k.tie, memory_order_relaxed);
         atomic_store_explicit(&l->src, k.src, memory_order_relaxed);
         atomic_store_explicit(&l->seq, k.seq, memory_order_relaxed);
     }
-    if (k.ts > th->qtop_max) th->qtop_max = k.ts;
-    atomic_store_explicit(&c->sent, th->qsent, memory_order_relaxed);
-    atomic_store_explicit(&c->taken, th->qtaken, memory_order_relaxed);
-    atomic_store_explicit(&c->seq, ++th->qseq, memory_order_seq_cst);
+    if (k.ts > th->clk.top_max) th->clk.top_max = k.ts;
+    atomic_store_explicit(&c->sent, th->clk.qsent, memory_order_relaxed);
+    atomic_store_explicit(&c->taken, th->clk.qtaken, memory_order_relaxed);
+    atomic_store_explicit(&c->seq, ++th->clk.seq, memory_order_seq_cst);
 }
 
 /* Queries: the whole key of a quiet record's top k, the least so far in *whole. */
@@ -111,7 +111,7 @@ static bool tw_quiet_read(const struct tw_global *g, unsigned i, uint64_t *seqs,
                                                                   memory_order_relaxed)));
     k.gen = atomic_load_explicit(&c->top_gen, memory_order_relaxed);
     if (tw_hop_lt(&k, lo)) *lo = k;
-    if (g->queries) tw_quiet_whole(&g->qline[i], &k, whole);
+    if (g->cf.queries) tw_quiet_whole(&g->qline[i], &k, whole);
     return true;
 }
 
@@ -124,16 +124,16 @@ void tw_quiet_try(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     if (g->net.on) return; /* (other ranks have no quiet records: only their stamps) */
-    uint64_t mark = th->qsent + th->qtaken;
+    uint64_t mark = th->clk.qsent + th->clk.qtaken;
     for (unsigned i = 0; i < g->n; i++) {
         if (i == th->id) continue;
         uint32_t q = atomic_load_explicit(&g->clock[i].seq, memory_order_relaxed);
         if (q & 1) return;
         mark += q;
     }
-    if (mark == th->qlast) return;
-    th->qlast = mark;
-    uint64_t seqs = 0, sent = th->qsent, taken = th->qtaken;
+    if (mark == th->clk.last) return;
+    th->clk.last = mark;
+    uint64_t seqs = 0, sent = th->clk.qsent, taken = th->clk.qtaken;
     struct kr__key lo = kr__key_at(INFINITY), whole = lo;
     for (unsigned i = 0; i < g->n; i++)
         if (i != th->id && !tw_quiet_read(g, i, &seqs, &sent, &taken, &lo, &whole)) return;
@@ -142,8 +142,8 @@ void tw_quiet_try(struct tw_thread *th)
         if (i != th->id) seqs -= atomic_load_explicit(&g->clock[i].seq, memory_order_seq_cst);
     if (seqs || sent != taken) return;
     struct kr__key b = tw_after(g, &lo);
-    if (tw_hop_lt(&th->qbound, &b)) th->qbound = b;
-    if (kr__key_lt(&th->qfull, &whole)) th->qfull = whole;
+    if (tw_hop_lt(&th->clk.qbound, &b)) th->clk.qbound = b;
+    if (kr__key_lt(&th->q.full, &whole)) th->q.full = whole;
 }
 
 void tw_safe_stop(struct tw_thread *th)
@@ -153,12 +153,12 @@ void tw_safe_stop(struct tw_thread *th)
     th->lone.on = false;
     tw_window_unsafe(th); /* (a window of 0 relied on safe events) */
     uint64_t b = th->fast_hi >= 0 ? kr__time_bits(th->fast_hi) + 1 : 0; /* (0: none) */
-    uint64_t cur = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
-    while (b > cur && !atomic_compare_exchange_weak_explicit(&g->safe_hi, &cur, b,
+    uint64_t cur = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
+    while (b > cur && !atomic_compare_exchange_weak_explicit(&g->end.safe_hi, &cur, b,
                                                              memory_order_relaxed,
                                                              memory_order_relaxed)) {
     }
-    atomic_fetch_add_explicit(&g->stop_acks, 1, memory_order_release);
+    atomic_fetch_add_explicit(&g->end.stop_acks, 1, memory_order_release);
     if (!th->retired) tw_gvt_maybe_start(th, true); /* (the round past them all is what
                                                       * is waited for) */
 }
@@ -177,12 +177,12 @@ void tw_clock_start(struct tw_global *g)
     if (g->net.on) lo = tw_rank_begin(g, lo);
     /* (init may have set it; across ranks, any rank's. Queries: a query is asked at its
      * event's time, so the clocks cannot count on the lookahead) */
-    g->lookahead = g->queries ? 0 : g->r->lookahead;
+    g->cf.lookahead = g->cf.queries ? 0 : g->r->lookahead;
     for (unsigned t = 0; t < g->n; t++) {
-        g->th[t].clock_sent = lo + g->lookahead;
-        atomic_store_explicit(&g->clock[t].bits, kr__time_bits(lo + g->lookahead),
+        g->th[t].clk.sent = lo + g->cf.lookahead;
+        atomic_store_explicit(&g->clock[t].bits, kr__time_bits(lo + g->cf.lookahead),
                               memory_order_relaxed);
-        atomic_store_explicit(&g->clock[t].rbits, kr__time_bits(lo + g->lookahead),
+        atomic_store_explicit(&g->clock[t].rbits, kr__time_bits(lo + g->cf.lookahead),
                               memory_order_relaxed);
     }
 }

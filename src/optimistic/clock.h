@@ -24,15 +24,15 @@ void tw_clock_start(struct tw_global *g);
  * event would wait for ever and hold GVT, and with it the stop, back. */
 static inline bool tw_bounds(const struct tw_thread *th)
 {
-    return th->fast || th->g->queries;
+    return th->fast || th->g->cf.queries;
 }
 
 /* The watcher asked the run to stop, or a snapshot is due (snapshot.c): safe events off,
  * and say how far they went. */
 static inline bool tw_safe_off(const struct tw_global *g)
 {
-    return atomic_load_explicit(&g->stopping, memory_order_relaxed) ||
-           atomic_load_explicit(&g->snap_want, memory_order_relaxed);
+    return atomic_load_explicit(&g->end.stopping, memory_order_relaxed) ||
+           atomic_load_explicit(&g->sn.want, memory_order_relaxed);
 }
 
 #endif

@@ -15,13 +15,13 @@
 
 void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__key *k)
 {
-    pthread_mutex_lock(&g->err_mu);
-    if (!g->err || kr__key_lt(k, &g->err_key)) {
-        free(g->err);
-        g->err = strdup(msg ? msg : "model error");
-        g->err_key = *k;
+    pthread_mutex_lock(&g->end.err_mu);
+    if (!g->end.err || kr__key_lt(k, &g->end.err_key)) {
+        free(g->end.err);
+        g->end.err = strdup(msg ? msg : "model error");
+        g->end.err_key = *k;
     }
-    pthread_mutex_unlock(&g->err_mu);
+    pthread_mutex_unlock(&g->end.err_mu);
     /* (across ranks, the next GVT round stops every rank: ranks.c) */
     if (!g->net.on) atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
@@ -30,7 +30,7 @@ static void free_before(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
 {
     struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ev *x = tl->head;
-    const bool chained = th->g->chained;
+    const bool chained = th->g->cf.chained;
     while (x != keep) { /* (chained checkpoints stay in the chain until trimmed) */
         struct kr__ev *n = x->next;
         if (x->flags & KR_EVF_CKPT) { /* (the flag: the tail's line stays cold) */
@@ -58,7 +58,7 @@ void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ckpt *tip = tw_chain_tip(tl);
-    if (th->g->chained) {
+    if (th->g->cf.chained) {
         if (tl->ckpt_ev) tl->ckpt_ev->ckpt = NULL;
         tl->base = tip;
     } else if (tl->base) {
@@ -68,7 +68,7 @@ void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
     free_before(th, lp, NULL);
     tl->ckpt_ev = NULL;
     tl->since_ckpt = TW_CKPT_NOW;
-    if (th->g->chained && tl->base) tw_trim_chain(th, tl->base);
+    if (th->g->cf.chained && tl->base) tw_trim_chain(th, tl->base);
 }
 
 /* Free what no rollback can reach: everything before the latest checkpoint that is
@@ -78,7 +78,7 @@ void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    if (th->nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
+    if (th->ts.nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
     if (!tl->first_unc && !tw_poisoned(tl) && tl->nkept >= TW_COMMITTED_TAIL) {
         if (!lp->arena.seg) {
             tw_drop_history(th, lp);
@@ -97,13 +97,13 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
     if (!keep || keep == tl->head) return;
     if (tl->first_unc && !kr__key_lt(&keep->k, &tl->first_unc->k) && keep != tl->first_unc)
         return; /* the latest checkpoint is still speculative: wait for a later round */
-    if (!th->g->chained && tl->base) kr__ckpt_release(&th->blobs, tl->base);
+    if (!th->g->cf.chained && tl->base) kr__ckpt_release(&th->blobs, tl->base);
     tl->base = keep->ckpt;
     keep->ckpt = NULL;
     keep->flags &= (uint8_t)~KR_EVF_CKPT;
     tl->ckpt_ev = NULL;
     free_before(th, lp, keep);
-    if (th->g->chained) tw_trim_chain(th, tl->base);
+    if (th->g->cf.chained) tw_trim_chain(th, tl->base);
 }
 
 /* Committing x of a model with done(): did the LP become done? False if done() went back
@@ -113,8 +113,8 @@ static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr
     bool d = x->flags & KR_EVF_DONE_AFTER;
     if (d && !lp->done_seen && !lp->done_init) {
         lp->done_seen = true;
-        th->ndone++;
-        if (kr__key_lt(&th->max_done_committed, &x->k)) th->max_done_committed = x->k;
+        th->gv.ndone++;
+        if (kr__key_lt(&th->gv.max_done_committed, &x->k)) th->gv.max_done_committed = x->k;
     } else if (!d && (lp->done_seen || lp->done_init)) {
         char msg[256];
         snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() returned "
@@ -148,7 +148,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     struct kr__ev *x = tl->first_unc;
     bool ok = true;
     while (ok && x && kr__key_lt(&x->k, h)) {
-        if (th->g->check) check_committing(x);
+        if (th->g->cf.check) check_committing(x);
         if (x->flags & KR_EVF_ERROR) {
             tw_fail_at_commit(th->g, tl->fail->err, &x->k); /* (tw_keep_error made it) */
             ok = false;
@@ -179,9 +179,9 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
 
 void tw_output_before(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *upto)
 {
-    pthread_mutex_lock(&th->sink.mu);
-    kr__outvec_move_before(lp->out, upto, &th->sink.v);
-    pthread_mutex_unlock(&th->sink.mu);
+    pthread_mutex_lock(&th->cm.sink.mu);
+    kr__outvec_move_before(lp->out, upto, &th->cm.sink.v);
+    pthread_mutex_unlock(&th->cm.sink.mu);
 }
 
 void tw_output_through(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *e)
@@ -196,22 +196,22 @@ bool tw_commit(struct tw_thread *th, const struct kr__key *hp)
     struct kr__key h = *hp;
     size_t keep = 0;
     bool failed = false;
-    for (size_t i = 0; i < th->ndirty; i++) { /* every LP: another may fail at a lower key */
-        kr_lp id = th->dirty[i];
+    for (size_t i = 0; i < th->cm.ndirty; i++) { /* every LP: another may fail at a lower key */
+        kr_lp id = th->cm.dirty[i];
         struct kr__lp *lp = kr__lp_at(th->r, id);
         struct tw_lp *tl = tw_lp_of(lp);
         failed |= !commit_lp(th, lp, &h);
-        if (tl->first_unc) th->dirty[keep++] = id;
+        if (tl->first_unc) th->cm.dirty[keep++] = id;
         else tl->dirty = false;
     }
-    th->ndirty = keep;
+    th->cm.ndirty = keep;
     if (failed) return false; /* the run stops with the error */
-    th->applied = h;
+    th->cm.applied = h;
     if (!th->lone.on) tw_lone_update(th); /* (its LPs' speculative history committed?) */
     if (th->g->net.on) tw_rank_fossil(th, h.ts); /* (no antimessage can come for those) */
-    pthread_mutex_lock(&th->sink.mu);
-    th->sink.upto = h;
-    pthread_mutex_unlock(&th->sink.mu);
+    pthread_mutex_lock(&th->cm.sink.mu);
+    th->cm.sink.upto = h;
+    pthread_mutex_unlock(&th->cm.sink.mu);
     kr__counters_publish(th->cnt);
     return true;
 }
@@ -224,17 +224,17 @@ bool tw_commit(struct tw_thread *th, const struct kr__key *hp)
 void tw_commit_before_error(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    pthread_mutex_lock(&g->err_mu);
-    bool failed = g->err != NULL;
-    struct kr__key k = g->err_key;
-    pthread_mutex_unlock(&g->err_mu);
+    pthread_mutex_lock(&g->end.err_mu);
+    bool failed = g->end.err != NULL;
+    struct kr__key k = g->end.err_key;
+    pthread_mutex_unlock(&g->end.err_mu);
     if (!failed || !tw_commit(th, &k)) return;
     /* The failed event's own output, which commit_lp moved to its thread's sink, prints too:
      * no other event has a key between k and this one. */
     k.seq++;
-    pthread_mutex_lock(&th->sink.mu);
-    th->sink.upto = k;
-    pthread_mutex_unlock(&th->sink.mu);
+    pthread_mutex_lock(&th->cm.sink.mu);
+    th->cm.sink.upto = k;
+    pthread_mutex_unlock(&th->cm.sink.mu);
 }
 
 /* At the end: bring every LP back to its committed state (for finish and the digest) and
@@ -246,9 +246,9 @@ void tw_commit_before_error(struct tw_thread *th)
  * core). */
 void tw_release_all(struct tw_thread *th)
 {
-    pthread_mutex_lock(&th->g->err_mu);
-    struct kr__key h = th->g->err ? kr__key_at(INFINITY) : th->g->horizon;
-    pthread_mutex_unlock(&th->g->err_mu);
+    pthread_mutex_lock(&th->g->end.err_mu);
+    struct kr__key h = th->g->end.err ? kr__key_at(INFINITY) : th->g->horizon;
+    pthread_mutex_unlock(&th->g->end.err_mu);
     for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
         if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
         struct kr__lp *lp = kr__lp_at(th->r, id);
@@ -256,16 +256,16 @@ void tw_release_all(struct tw_thread *th)
         if ((tl->tail && !kr__key_lt(&tl->tail->k, &h)) || lp->ult)
             tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */
         struct kr__ckpt *c = tw_chain_tip(tl);
-        while (th->g->chained && c) { /* the whole chain, newest first */
+        while (th->g->cf.chained && c) { /* the whole chain, newest first */
             struct kr__ckpt *n = c->prev;
             kr__ckpt_release(&th->blobs, c);
             c = n;
         }
         for (struct kr__ev *x = tl->head; x; x = x->next) {
-            if (x->ckpt && !th->g->chained) kr__ckpt_release(&th->blobs, x->ckpt);
+            if (x->ckpt && !th->g->cf.chained) kr__ckpt_release(&th->blobs, x->ckpt);
             x->ckpt = NULL;
         }
-        if (tl->base && !th->g->chained) kr__ckpt_release(&th->blobs, tl->base);
+        if (tl->base && !th->g->cf.chained) kr__ckpt_release(&th->blobs, tl->base);
         tl->base = NULL;
         tl->ckpt_ev = NULL;
         tw_fail_clear(tl);
@@ -281,26 +281,26 @@ void tw_release_all(struct tw_thread *th)
 #define TW_OPEN_MAX 8192
 void tw_close_pages(struct tw_thread *th)
 {
-    for (size_t i = 0; i < th->nopen; i++) {
-        struct kr__lp *lp = kr__lp_at(th->r, th->open[i]);
+    for (size_t i = 0; i < th->cm.nopen; i++) {
+        struct kr__lp *lp = kr__lp_at(th->r, th->cm.open[i]);
         struct tw_lp *tl = tw_lp_of(lp);
         tl->pages_open = false;
         /* With history, its own next checkpoint closes them; mid-event, the state is not
          * an event's. */
-        if (tl->head || (th->nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
+        if (tl->head || (th->ts.nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
         tw_take_ckpt(th, lp, NULL); /* its state is all committed: the new base */
         tw_trim_chain(th, tl->base);
     }
-    th->nopen = 0;
+    th->cm.nopen = 0;
 }
 
 void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
 {
     struct tw_lp *tl = tw_lp_of(lp);
     if (!lp->arena.seg->ndirty || tl->pages_open) return;
-    if (th->nopen == th->capopen)
-        KR_GROW(th->open, th->capopen, th->nopen + 1, 256, "list of LPs with open pages");
+    if (th->cm.nopen == th->cm.capopen)
+        KR_GROW(th->cm.open, th->cm.capopen, th->cm.nopen + 1, 256, "list of LPs with open pages");
     tl->pages_open = true;
-    th->open[th->nopen++] = id;
-    if (th->nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
+    th->cm.open[th->cm.nopen++] = id;
+    if (th->cm.nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
 }

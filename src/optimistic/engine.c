@@ -25,7 +25,7 @@ static inline bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 {
     if (__builtin_expect(th->queries, 0)) {
         if (e->xflags & KR_EVX_QUERY) return tw_query_ready(th, e);
-        if (e->k.ts > th->qwait) return false; /* (query.c: let the asker be the least) */
+        if (e->k.ts > th->q.wait) return false; /* (query.c: let the asker be the least) */
     }
     if (th->uncommitted < th->win.limit) return true;
     return (th->fast && tw_below_safe(th, e)) || e->k.ts <= tw_gvt(th->g);
@@ -33,10 +33,10 @@ static inline bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
 {
-    if (th->wn == th->wcap) KR_GROW(th->work, th->wcap, th->wn + 1, 256, "local delivery queue");
-    th->work[th->wn].e = e;
-    th->work[th->wn].anti = anti;
-    th->wn++;
+    if (th->loc.wn == th->loc.wcap) KR_GROW(th->loc.work, th->loc.wcap, th->loc.wn + 1, 256, "local delivery queue");
+    th->loc.work[th->loc.wn].e = e;
+    th->loc.work[th->loc.wn].anti = anti;
+    th->loc.wn++;
 }
 
 void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
@@ -44,9 +44,9 @@ void tw_mark_dirty(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
     struct tw_lp *tl = tw_lp_of(lp);
     if (tl->dirty) return;
     tl->dirty = true;
-    if (th->ndirty == th->capdirty)
-        KR_GROW(th->dirty, th->capdirty, th->ndirty + 1, 256, "commit list");
-    th->dirty[th->ndirty++] = id;
+    if (th->cm.ndirty == th->cm.capdirty)
+        KR_GROW(th->cm.dirty, th->cm.capdirty, th->cm.ndirty + 1, 256, "commit list");
+    th->cm.dirty[th->cm.ndirty++] = id;
 }
 
 void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
@@ -70,7 +70,7 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
         struct kr__key k = tw_key_floor(th, &e->k);
         if ((tl->tail && (kr__key_lt(&k, &tl->tail->k) ||
                           (th->bundles && !kr__key_cmp(&k, &tl->tail->k)))) ||
-            (th->nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
+            (th->ts.nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
             tw_rollback(th, lp, &k, true);
     }
     e->st = KR_EV_PENDING;
@@ -80,13 +80,13 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
 /* Run queued same-thread deliveries in order; they may queue more (rollbacks). */
 void tw_flush_local(struct tw_thread *th)
 {
-    for (size_t i = 0; i < th->wn; i++) {
-        struct tw_item it = th->work[i];
+    for (size_t i = 0; i < th->loc.wn; i++) {
+        struct tw_item it = th->loc.work[i];
         if (it.anti == 1) tw_cancel(th, it.e);
         else if (it.anti) tw_rank_take(th, it.e); /* (from another rank: ranks.c) */
         else tw_deliver(th, it.e);
     }
-    th->wn = 0;
+    th->loc.wn = 0;
 }
 
 /* Write this thread's quiet record (tw.h) with its lowest pending key - unless it sent
@@ -142,13 +142,13 @@ void tw_record(struct kr__ctx *c, const void *data, size_t size)
 void tw_fail(struct kr__ctx *c, const char *msg)
 {
     struct tw_thread *th = c->eng;
-    if (!th || !th->armed ||
+    if (!th || !th->err.armed ||
         (c->mode != KR_MODE_EVENT && c->mode != KR_MODE_COAST && c->mode != KR_MODE_DONE &&
          c->mode != KR_MODE_QUERY))
         return;
-    th->err_msg = msg; /* copied after the longjmp (tw_keep_error): this may be a signal handler */
-    th->armed = false;
-    longjmp(*th->jmp_cur, 1); /* the event is marked failed; reported only if it commits */
+    th->err.msg = msg; /* copied after the longjmp (tw_keep_error): this may be a signal handler */
+    th->err.armed = false;
+    longjmp(*th->err.cur, 1); /* the event is marked failed; reported only if it commits */
 }
 
 const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
@@ -156,14 +156,14 @@ const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
 
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    if (th->g->check && kr__ult_self.app) /* (a tick here could suspend it half-recorded) */
+    if (th->g->cf.check && kr__ult_self.app) /* (a tick here could suspend it half-recorded) */
         kr__internal_error("thread %u records LP %llu's failed event at %.17g in application "
                            "mode", th->id, (unsigned long long)e->dest, e->k.ts);
     e->flags |= KR_EVF_ERROR;
     struct tw_fail *f = tw_fail_of(tw_lp_of(lp));
     free(f->err);
-    f->err = strdup(th->err_msg);
-    if (!f->err) kr__die(th->err_msg);
+    f->err = strdup(th->err.msg);
+    if (!f->err) kr__die(th->err.msg);
 }
 
 struct tw_fail *tw_fail_of(struct tw_lp *tl)
@@ -186,18 +186,18 @@ static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e
 {
     kr__ctx_event(lp, e, mode);
     if (th->bundles) kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund : &th->bund);
-    th->jmp_cur = &th->jmp;
-    th->armed = true;
+    th->err.cur = &th->err.jmp;
+    th->err.armed = true;
     kr__watch_begin(&th->watch, e);
-    if (_setjmp(th->jmp) == 0) {
+    if (_setjmp(th->err.jmp) == 0) {
         kr__run_event(th->r, lp, e);
         if (mode == KR_MODE_EVENT && kr__run_done(th->r, lp, e->dest))
             e->flags |= KR_EVF_DONE_AFTER;
-    } else if (!th->qabort) { /* (an aborted run is undone: query.c) */
+    } else if (!th->q.abort) { /* (an aborted run is undone: query.c) */
         tw_keep_error(th, lp, e);
     }
     kr__watch_end(&th->watch);
-    th->armed = false;
+    th->err.armed = false;
     kr__ctx.mode = KR_MODE_NONE;
 }
 
@@ -246,7 +246,7 @@ static inline __attribute__((always_inline)) void
 tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool plain)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    if (tl->head || (!th->g->chained && tl->base)) tw_drop_history(th, lp);
+    if (tl->head || (!th->g->cf.chained && tl->base)) tw_drop_history(th, lp);
     tl->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
     th->fast_hi = e->k.ts;
     e->child = NULL;
@@ -265,7 +265,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
     if (!plain && th->bundles) tw_bundle_commit_rest(th, lp);
     if (!plain && e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e); /* (copies: no anti) */
     e->child = NULL;
-    if (th->g->open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
+    if (th->g->cf.open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
     kr__pool_put(th->pool, e);
     tw_flush_local(th);
 }
@@ -276,7 +276,7 @@ static inline bool tw_is_safe(const struct tw_thread *th, const struct kr__lp *l
                               const struct kr__ev *e, bool plain)
 {
     const struct tw_lp *tl = tw_lp_of(lp);
-    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !(th->nsusp && lp->ult) &&
+    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !(th->ts.nsusp && lp->ult) &&
            (plain || !th->queries); /* (an event that asks is undone once: query.c) */
 }
 
@@ -296,7 +296,7 @@ static void tw_park(struct tw_lp *tl, struct kr__ev *e)
  * a time: the preempted one is abandoned and starts afresh after e. */
 static bool tw_start_rare(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    if (th->nsusp && lp->ult) tw_rollback(th, lp, &e->k, true);
+    if (th->ts.nsusp && lp->ult) tw_rollback(th, lp, &e->k, true);
     bool query = tw_query_mode(th, e);
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e);
     if (query) tw_process_query(th, lp, e);
@@ -307,7 +307,7 @@ static bool tw_start_rare(struct tw_thread *th, struct kr__lp *lp, struct kr__ev
 static inline bool tw_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                             bool plain)
 {
-    if (__builtin_expect(th->nsusp | e->xflags | (!plain && th->queries), 0))
+    if (__builtin_expect(th->ts.nsusp | e->xflags | (!plain && th->queries), 0))
         return tw_start_rare(th, lp, e);
     return false;
 }
@@ -318,7 +318,7 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
 {
     struct tw_lp *tl = tw_lp_of(lp);
     e->flags = 0; /* (before the checkpoint: KR_EVF_CKPT) */
-    if (tl->since_ckpt >= th->ckpt_interval) tw_take_ckpt(th, lp, e);
+    if (tl->since_ckpt >= th->ck.interval) tw_take_ckpt(th, lp, e);
     tl->since_ckpt++;
     e->child = NULL;
     if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
@@ -327,7 +327,7 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
         return;
     }
     tw_run_sampled(th, lp, e);
-    if (!plain && __builtin_expect(th->qabort, 0)) {
+    if (!plain && __builtin_expect(th->q.abort, 0)) {
         tw_query_undo(th, lp, e);
         return;
     }
@@ -349,7 +349,7 @@ tw_process_as(struct tw_thread *th, struct kr__ev *e, bool plain)
         tw_park(tl, e);
         return;
     }
-    if (th->g->check && e->k.ts < tw_gvt(th->g))
+    if (th->g->cf.check && e->k.ts < tw_gvt(th->g))
         kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
                            th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
     th->last_ts = e->k.ts;
@@ -403,7 +403,7 @@ void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     }
     th->cnt->processed++;
     th->uncommitted++;
-    if (__builtin_expect(th->mem_share != 0, 0) && (th->uncommitted & 255) == 0)
+    if (__builtin_expect(th->mem.share != 0, 0) && (th->uncommitted & 255) == 0)
         tw_memory_quick(th);
 }
 
@@ -423,14 +423,14 @@ __attribute__((noinline)) struct kr__ev *tw_top_drop(struct tw_thread *th)
 static void tw_post_pace(struct tw_thread *th, unsigned turns)
 {
     uint64_t now = kr__clock_ns();
-    uint64_t turn_ns = (now - th->turns_t0) / turns + 1;
-    th->turns_t0 = now;
-    th->post_every = turn_ns >= TW_POST_NS ? 1 :
+    uint64_t turn_ns = (now - th->pace.turns_t0) / turns + 1;
+    th->pace.turns_t0 = now;
+    th->out.every = turn_ns >= TW_POST_NS ? 1 :
                      TW_POST_NS / turn_ns > TW_POST_TURNS_MAX ? TW_POST_TURNS_MAX :
                      (unsigned)(TW_POST_NS / turn_ns);
-    th->every = TW_EVERY_NS / turn_ns >= TW_EVERY_TURNS ? TW_EVERY_TURNS :
+    th->pace.every = TW_EVERY_NS / turn_ns >= TW_EVERY_TURNS ? TW_EVERY_TURNS :
                 (unsigned)(TW_EVERY_NS / turn_ns) + 1;
-    th->net_every = turn_ns >= TW_RANK_POST_NS ? 1 :
+    th->rk.every = turn_ns >= TW_RANK_POST_NS ? 1 :
                     TW_RANK_POST_NS / turn_ns > TW_RANK_POST_TURNS_MAX ? TW_RANK_POST_TURNS_MAX :
                     (unsigned)(TW_RANK_POST_NS / turn_ns);
 }
@@ -472,7 +472,7 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
  * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
 static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
 {
-    if (th->npost) tw_post_publish(th);
+    if (th->out.n) tw_post_publish(th);
     if (th->g->net.on) tw_rank_turn(th, true);
     if (!oversubscribed && ++*spins < 4096) {
         __builtin_ia32_pause();
@@ -484,7 +484,7 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
     struct timespec ts = { 0, 20000 };
     uint64_t t0 = kr__clock_ns();
     nanosleep(&ts, NULL);
-    th->slept_ns += kr__clock_ns() - t0; /* (not running by choice: balance auto) */
+    th->bal.slept_ns += kr__clock_ns() - t0; /* (not running by choice: balance auto) */
 }
 
 /* Wait until every worker has left its loop, then apply the last published horizon: a GVT
@@ -495,24 +495,24 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
 static void tw_stop_together(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (g->queries) tw_query_settle(th); /* (its answer still to be written, or refused) */
-    atomic_fetch_add_explicit(&g->left, 1, memory_order_acq_rel);
-    while (atomic_load_explicit(&g->left, memory_order_acquire) < g->n) {
+    if (g->cf.queries) tw_query_settle(th); /* (its answer still to be written, or refused) */
+    atomic_fetch_add_explicit(&g->end.left, 1, memory_order_acq_rel);
+    while (atomic_load_explicit(&g->end.left, memory_order_acquire) < g->n) {
         if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) { /* (planned before */
             tw_migrate(th);                                            /* the others left) */
             continue;
         }
-        if (atomic_load_explicit(&g->snap_req, memory_order_acquire)) {
+        if (atomic_load_explicit(&g->sn.req, memory_order_acquire)) {
             tw_snap_round(th);
             continue;
         }
-        if (g->queries) tw_query_refuse(th); /* (one still asking left after the answer) */
+        if (g->cf.queries) tw_query_refuse(th); /* (one still asking left after the answer) */
         struct timespec ts = { 0, 20000 };
         nanosleep(&ts, NULL);
     }
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
-    if (ep != th->seen_epoch) {
-        th->seen_epoch = ep;
+    if (ep != th->gv.seen_epoch) {
+        th->gv.seen_epoch = ep;
         tw_commit(th, &g->horizon);
     }
 }
@@ -523,8 +523,8 @@ static void tw_housekeeping(struct tw_thread *th, bool over, unsigned turns)
 {
     tw_post_pace(th, turns);
     tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
-                               th->g->round_events);
-    if (th->g->ckpt_auto) tw_tune_ckpt(th);
+                               th->g->cf.round_events);
+    if (th->g->cf.ckpt_auto) tw_tune_ckpt(th);
     else if (!th->r->cfg->tw.ckpt_given) tw_ckpt_by_cost(th);
     /* More threads than cores: take turns often, or a descheduled thread's messages arrive
      * as stragglers far in everyone's past. (Yielding when another process shares the core
@@ -541,7 +541,7 @@ static bool tw_retired_turn(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
-    else if (atomic_load_explicit(&g->snap_req, memory_order_acquire)) tw_snap_round(th);
+    else if (atomic_load_explicit(&g->sn.req, memory_order_acquire)) tw_snap_round(th);
     else if (atomic_load_explicit(&g->stop, memory_order_acquire)) return false;
     else if (th->fast && tw_safe_off(g)) tw_safe_stop(th);
     else tw_retired_wait(th);
@@ -555,10 +555,10 @@ static bool tw_platform_turn(struct tw_thread *th)
     if (tw_bounds(th)) tw_safe_read(th);
     if (g->net.on) {
         tw_rank_turn(th, false);
-        if (th->nudge) tw_gvt_maybe_start(th, true); /* (another rank is in a later round) */
+        if (th->rk.nudge) tw_gvt_maybe_start(th, true); /* (another rank is in a later round) */
     }
     tw_drain(th);
-    if (g->queries) tw_query_serve(th);
+    if (g->cf.queries) tw_query_serve(th);
     tw_gvt_poll(th);
     if (atomic_load_explicit(&g->stop, memory_order_acquire)) {
         tw_gvt_poll(th);
@@ -591,8 +591,8 @@ static void tw_worker_start(struct tw_thread *th)
     kr__ctx.pool = th->pool;
     kr__ctx.eng = th;
     kr__ctx.mode = KR_MODE_NONE;
-    th->turns_t0 = kr__clock_ns();
-    th->sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
+    th->pace.turns_t0 = kr__clock_ns();
+    th->bal.sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
     tw_balance_start(th);
     tw_lone_update(th); /* (one thread: lone from its first event) */
 }
@@ -608,7 +608,7 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
                   ((e->xflags & KR_EVX_QUERY) && !tw_query_ready(th, e))))
             tw_quiet_try(th);
     }
-    if (th->g->queries) tw_query_wait(th, e);
+    if (th->g->cf.queries) tw_query_wait(th, e);
     return e;
 }
 
@@ -619,10 +619,10 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
  * its least, which the clocks and quiet records show. */
 static bool tw_query_aside(struct tw_thread *th, struct kr__ev *asker, kr_time end)
 { /* (false: the asker, still popped, is resumed) */
-    if (atomic_load_explicit(&th->qrq->status, memory_order_acquire) != TW_Q_WAIT) return false;
+    if (atomic_load_explicit(&th->q.rq->status, memory_order_acquire) != TW_Q_WAIT) return false;
     struct kr__ev *e = tw_top(th);
     bool run = e && e->k.ts < end && e->st == KR_EV_PENDING && e->dest != asker->dest &&
-               !(th->qtypes >> (e->type & 63) & 1) && tw_may_run(th, e);
+               !(th->q.types >> (e->type & 63) & 1) && tw_may_run(th, e);
     if (!run) return false;
     kr__heap_pop(&th->heap);
     kr__heap_push(&th->heap, asker);
@@ -645,7 +645,7 @@ static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time en
     kr__heap_pop(&th->heap);
     tw_prefetch_next(th);
     if (e->st == KR_EV_SUSPENDED) {
-        if (!th->qrq || !tw_query_aside(th, e, end)) tw_ts_resume(th, e);
+        if (!th->q.rq || !tw_query_aside(th, e, end)) tw_ts_resume(th, e);
     } else {
         tw_process(th, e);
     }
@@ -660,9 +660,9 @@ static void tw_thread_epilogue(struct tw_thread *th)
     tw_stop_together(th);
     tw_commit_before_error(th);
     tw_release_all(th);
-    if (th->sched_fd >= 0) close(th->sched_fd);
-    free(th->qerr);
-    th->qerr = NULL;
+    if (th->bal.sched_fd >= 0) close(th->bal.sched_fd);
+    free(th->q.err);
+    th->q.err = NULL;
     kr__pool_flush(th->pool);
 }
 
@@ -674,10 +674,10 @@ static void tw_worker_end(struct tw_thread *th)
     tw_ts_thread_end(th);
     kr__fault_thread_fini();
     struct tw_global *g = th->g;
-    if (atomic_fetch_sub_explicit(&g->running, 1, memory_order_release) == 1) {
-        pthread_mutex_lock(&g->end_mu);
-        pthread_cond_signal(&g->end_cv);
-        pthread_mutex_unlock(&g->end_mu);
+    if (atomic_fetch_sub_explicit(&g->end.running, 1, memory_order_release) == 1) {
+        pthread_mutex_lock(&g->end.mu);
+        pthread_cond_signal(&g->end.cv);
+        pthread_mutex_unlock(&g->end.mu);
     }
 }
 
@@ -688,10 +688,10 @@ void *tw_worker(void *arg)
     unsigned lr, ls; /* (the other ranks' workers on this machine count too) */
     kr__local_ranks(&lr, &ls);
     bool over = ncpu > 0 && ls * th->g->n > (unsigned)ncpu;
-    th->over = over;
+    th->pace.over = over;
     /* (without a lookahead the clocks stand still; sharing cores, a write per turn is a
      * line handed between threads that take turns on one core) */
-    th->clock_eager = th->g->lookahead > 0 && !over;
+    th->clk.eager = th->g->cf.lookahead > 0 && !over;
     tw_worker_start(th);
     const kr_time end = th->r->cfg->end;
     unsigned spins = 0, turns = 0;
@@ -706,8 +706,8 @@ void *tw_worker(void *arg)
             tw_run_top(th, e, end);
             spins = 0;
             /* (lone bursts are long, and their length changes: by their clock) */
-            if (++turns >= th->every ||
-                (th->lone.on && th->lone.t - th->turns_t0 >= TW_EVERY_NS)) {
+            if (++turns >= th->pace.every ||
+                (th->lone.on && th->lone.t - th->pace.turns_t0 >= TW_EVERY_NS)) {
                 tw_housekeeping(th, over, turns);
                 turns = 0;
             }
@@ -729,14 +729,14 @@ void *tw_worker(void *arg)
 struct tw_global *tw_test_start(struct kr__run *r, unsigned chan_slots)
 {
     struct tw_global *g = tw_global_new(r);
-    if (chan_slots) g->chan_slots = chan_slots;
+    if (chan_slots) g->cf.chan_slots = chan_slots;
     tw_setup_threads(r, g);
     tw_init_lps(r, g);
-    g->fast_threads = g->th[0].fast ? g->n : 0;
+    g->end.fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
-    atomic_store(&g->running, g->n);
-    for (unsigned t = 1; t < g->n; t++) g->th[t].sched_fd = -1;
-    g->seam = true; /* (a test sends stragglers from outside: never alone) */
+    atomic_store(&g->end.running, g->n);
+    for (unsigned t = 1; t < g->n; t++) g->th[t].bal.sched_fd = -1;
+    g->cf.seam = true; /* (a test sends stragglers from outside: never alone) */
     g->th[0].alone = false;
     tw_worker_start(&g->th[0]);
     return g;
@@ -767,7 +767,7 @@ bool tw_test_turn(struct tw_thread *th)
     } else { /* (as tw_idle, without its spinning and sleeping) */
         th->cnt->throttled += e && e->k.ts < th->r->cfg->end;
         if (th->fast) tw_clock_publish(th, e, true);
-        if (th->npost) tw_post_publish(th);
+        if (th->out.n) tw_post_publish(th);
         tw_gvt_maybe_start(th, th->uncommitted > 0);
     }
     return true;
@@ -777,13 +777,13 @@ bool tw_test_turn(struct tw_thread *th)
  * thread, so none waits for them), then the engine's. */
 void tw_test_end(struct kr__run *r, struct tw_global *g)
 {
-    atomic_store(&g->left, g->n - 1);
+    atomic_store(&g->end.left, g->n - 1);
     for (unsigned t = 0; t < g->n; t++) {
         tw_test_use(&g->th[t]);
         tw_thread_epilogue(&g->th[t]);
     }
     tw_ts_thread_end(&g->th[0]); /* (tw_worker_start's ticks and stacks: a tick left armed */
     kr__fault_thread_fini();      /* kills the test once its handler is gone) */
-    tw_print_committed(g, g->err == NULL);
+    tw_print_committed(g, g->end.err == NULL);
     tw_global_end(r, g);
 }

@@ -41,11 +41,11 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (s & TW_PH_MASK) return;
     if (atomic_load_explicit(&g->mig_req, memory_order_relaxed) ||
-        atomic_load_explicit(&g->snap_req, memory_order_relaxed))
+        atomic_load_explicit(&g->sn.req, memory_order_relaxed))
         return; /* (migrating, or taking a snapshot) */
     uint64_t now = kr__clock_ns();
     if (!force &&
-        now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->period_ns)
+        now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->cf.period_ns)
         return;
     th->round_mark = th->cnt->processed - th->cnt->safe;
     uint64_t next = (s & ~TW_PH_MASK) + TW_ROUND + TW_PH_SEND;
@@ -72,14 +72,14 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
  * would wait otherwise, a model error deferred at the end of one forever.) */
 static bool stop_point(const struct tw_global *g)
 {
-    if (!atomic_load_explicit(&g->stopping, memory_order_relaxed)) return false;
+    if (!atomic_load_explicit(&g->end.stopping, memory_order_relaxed)) return false;
     if (g->net.on) { /* (every rank's workers, as the round's reduction saw them: ranks.c) */
         if (g->net.out.flags & KR_NET_UNACKED || !(g->gvt.ts > g->net.out.safe_hi.ts))
             return false;
     } else {
-        if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads)
+        if (atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads)
             return false;
-        uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+        uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
         if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false; /* (time bits + 1) */
     }
     return g->gvt.ts > g->horizon.ts;
@@ -106,7 +106,7 @@ static void close_phase2(struct tw_thread *th, uint64_t s)
     struct tw_global *g = th->g;
     struct kr__key gvt = kr__key_at(INFINITY);
     for (unsigned t = 0; t < g->n; t++)
-        if (kr__key_lt(&g->th[t].report, &gvt)) gvt = g->th[t].report;
+        if (kr__key_lt(&g->th[t].gv.report, &gvt)) gvt = g->th[t].gv.report;
     if (g->net.on) tw_rank_gvt_start(th, s, &gvt); /* (the ranks' least: tw_gvt_found) */
     else tw_gvt_found(th, s, gvt);
 }
@@ -118,7 +118,7 @@ void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt)
     /* (bundles: a member still in flight may lie between processed members of its bundle,
      * which is undone whole when it arrives: nothing of that bundle may commit yet) */
     gvt = tw_key_floor(th, &gvt);
-    if (g->check && kr__key_lt(&gvt, &g->gvt))
+    if (g->cf.check && kr__key_lt(&gvt, &g->gvt))
         kr__internal_error("GVT went backwards: %.17g after %.17g", gvt.ts, g->gvt.ts);
     g->gvt = gvt;
     atomic_store_explicit(&g->gvt_bits, kr__time_bits(gvt.ts), memory_order_release);
@@ -138,8 +138,8 @@ static void close_phase3(struct tw_thread *th, uint64_t s)
     bool all = true;
     struct kr__key maxd = kr__key_at(-INFINITY);
     for (unsigned t = 0; t < g->n; t++) {
-        all = all && g->th[t].all_done;
-        if (kr__key_lt(&maxd, &g->th[t].max_done)) maxd = g->th[t].max_done;
+        all = all && g->th[t].gv.all_done;
+        if (kr__key_lt(&maxd, &g->th[t].gv.max_done)) maxd = g->th[t].gv.max_done;
     }
     if (g->net.on) tw_rank_done_start(th, s, all, &maxd); /* (tw_gvt_done_found) */
     else tw_gvt_done_found(th, s, all, maxd);
@@ -152,7 +152,7 @@ void tw_gvt_done_found(struct tw_thread *th, uint64_t s, bool all, struct kr__ke
     kr_time end = th->r->cfg->end;
     if (all && maxd.ts < end) {
         maxd.seq++; /* commit up to and including the event after which all were done */
-        g->by_done = true;
+        g->end.by_done = true;
         publish(g, maxd, true, s);
         return;
     }
@@ -164,20 +164,20 @@ static struct kr__key local_min(struct tw_thread *th)
 {
     struct kr__ev *top = kr__heap_top(&th->heap);
     struct kr__key m = top ? top->k : kr__key_at(INFINITY);
-    return kr__key_lt(&th->min_sent, &m) ? th->min_sent : m;
+    return kr__key_lt(&th->gv.min_sent, &m) ? th->gv.min_sent : m;
 }
 
 void tw_gvt_poll(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-    if (s != th->seen_state) {
-        th->seen_state = s;
+    if (s != th->gv.seen_state) {
+        th->gv.seen_state = s;
         switch (s & TW_PH_MASK) {
         case TW_PH_SEND:
-            th->nround++; /* (its colour: what it sends to other ranks from now on) */
-            th->nudge = false;
-            th->min_sent = tw_post_publish(th) & KR_CHAN_KEPT ? tw_post_backlog_min(th)
+            th->rk.nround++; /* (its colour: what it sends to other ranks from now on) */
+            th->rk.nudge = false;
+            th->gv.min_sent = tw_post_publish(th) & KR_CHAN_KEPT ? tw_post_backlog_min(th)
                                                               : kr__key_at(INFINITY);
             if (last_through(g)) {
                 atomic_store_explicit(&g->count, 0, memory_order_relaxed);
@@ -188,13 +188,13 @@ void tw_gvt_poll(struct tw_thread *th)
         case TW_PH_REPORT:
             if (g->net.on) tw_rank_turn(th, true);
             tw_drain(th);
-            th->report = local_min(th);
-            th->rep_white = (int64_t)(th->rsent[!(th->nround & 1)] - th->rrecv[!(th->nround & 1)]);
+            th->gv.report = local_min(th);
+            th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] - th->rk.recv[!(th->rk.nround & 1)]);
             th->cnt->gvt_rounds++; /* every thread reports in every round */
-            th->rep_committed = th->cnt->committed;
-            th->rep_processed = th->cnt->processed;
-            th->rep_rolled = th->cnt->rolled_back;
-            th->rep_cuts = th->cnt->window_cuts;
+            th->bal.rep_committed = th->cnt->committed;
+            th->bal.rep_processed = th->cnt->processed;
+            th->bal.rep_rolled = th->cnt->rolled_back;
+            th->bal.rep_cuts = th->cnt->window_cuts;
             tw_balance_sample(th);
             if (last_through(g)) close_phase2(th, s);
             break;
@@ -208,12 +208,12 @@ void tw_gvt_poll(struct tw_thread *th)
     }
     if ((s & TW_PH_MASK) >= TW_PH_NET) tw_rank_gvt_poll(th, s);
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
-    if (ep != th->seen_epoch) {
-        th->seen_epoch = ep;
+    if (ep != th->gv.seen_epoch) {
+        th->gv.seen_epoch = ep;
         tw_commit(th, &g->horizon);
         tw_window_adapt(th);
         if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
-        if (atomic_load_explicit(&g->snap_req, memory_order_acquire)) tw_snap_round(th);
+        if (atomic_load_explicit(&g->sn.req, memory_order_acquire)) tw_snap_round(th);
     }
 }
 
@@ -223,23 +223,23 @@ void tw_gvt_poll(struct tw_thread *th)
 static void report_done(struct tw_thread *th, const struct kr__key *gvt)
 {
     struct kr__key h = *gvt;
-    kr_lp done = th->ndone;
-    th->max_done = th->max_done_committed;
-    for (size_t i = 0; i < th->ndirty; i++) {
-        struct kr__lp *lp = kr__lp_at(th->r, th->dirty[i]);
+    kr_lp done = th->gv.ndone;
+    th->gv.max_done = th->gv.max_done_committed;
+    for (size_t i = 0; i < th->cm.ndirty; i++) {
+        struct kr__lp *lp = kr__lp_at(th->r, th->cm.dirty[i]);
         struct tw_lp *tl = tw_lp_of(lp);
         if (lp->done_seen || lp->done_init) continue; /* counted already */
         for (struct kr__ev *x = tl->first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
             if (x->flags & KR_EVF_ERROR) break;
             if (x->flags & KR_EVF_DONE_AFTER) {
                 done++;
-                if (kr__key_lt(&th->max_done, &x->k)) th->max_done = x->k;
+                if (kr__key_lt(&th->gv.max_done, &x->k)) th->gv.max_done = x->k;
                 break;
             }
         }
     }
-    th->all_done = done == th->nlps;
-    if (th->g->check) { /* what migrations keep per thread agrees with the owner table */
+    th->gv.all_done = done == th->nlps;
+    if (th->g->cf.check) { /* what migrations keep per thread agrees with the owner table */
         kr_lp own = 0, dn = 0;
         for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
             if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
@@ -247,10 +247,10 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
             const struct kr__lp *lp = kr__lp_at(th->r, id);
             dn += lp->done_seen || lp->done_init;
         }
-        if (own != th->nlps || dn != th->ndone)
+        if (own != th->nlps || dn != th->gv.ndone)
             kr__internal_error("thread %u owns %llu LPs (counted %llu), %llu of them done "
                                "(counted %llu)", th->id, (unsigned long long)own,
                                (unsigned long long)th->nlps, (unsigned long long)dn,
-                               (unsigned long long)th->ndone);
+                               (unsigned long long)th->gv.ndone);
     }
 }

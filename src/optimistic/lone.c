@@ -50,7 +50,7 @@ void tw_alone_update(struct tw_thread *th)
     const struct tw_global *g = th->g;
     /* (LPs taken over with speculative history may still get a straggler from this
      * thread's own lower events until that history commits) */
-    th->alone = !g->net.on && !g->seam &&
+    th->alone = !g->net.on && !g->cf.seam &&
                 (g->n == 1 || (th->nlps == g->nlocal && !th->uncommitted));
 }
 
@@ -67,7 +67,7 @@ static bool lone_enter(struct tw_thread *th)
     for (kr_lp id = 0; id < r->n; id++) {
         struct kr__lp *lp = kr__lp_at(r, id);
         struct tw_lp *tl = tw_lp_of(lp);
-        if (tl->head || (!th->g->chained && tl->base)) tw_drop_history(th, lp);
+        if (tl->head || (!th->g->cf.chained && tl->base)) tw_drop_history(th, lp);
         tl->since_ckpt = TW_CKPT_NOW;
     }
     return true;
@@ -76,7 +76,7 @@ static bool lone_enter(struct tw_thread *th)
 void tw_lone_update(struct tw_thread *th)
 {
     if (!th->alone) tw_alone_update(th);
-    bool on = th->alone && th->lone.ok && th->fast && !th->nsusp;
+    bool on = th->alone && th->lone.ok && th->fast && !th->ts.nsusp;
     if (on && !th->lone.on) on = lone_enter(th);
     if (!th->lone.max) th->lone.max = TW_LONE_FIRST;
     th->lone.on = on;
@@ -95,11 +95,11 @@ lone_event(struct tw_thread *th, struct kr__run *r, struct kr__ev *e, const bool
     e->flags = 0;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     uint64_t t0 = timed ? kr__clock_ns() : 0;
-    th->armed = true;
+    th->err.armed = true;
     kr__watch_begin(&th->watch, e);
     kr__run_event_untraced(r, lp, e);
     kr__watch_end(&th->watch);
-    th->armed = false;
+    th->err.armed = false;
     if (timed) tw_event_timed(th, kr__clock_ns() - t0);
     th->lone.n++;
     kr__lp_commit_event(lp, e);
@@ -155,7 +155,7 @@ static void lone_failed(struct tw_thread *th)
     struct kr__lp *lp = kr__ctx.lp;
     tw_keep_error(th, lp, e);
     kr__watch_end(&th->watch);
-    th->armed = false;
+    th->err.armed = false;
     th->lone.out = false;
     th->lone.on = false;
     lone_close(th);
@@ -169,7 +169,7 @@ uint64_t tw_lone_burst(struct tw_thread *th, kr_time end)
     jmp_buf jb;
     th->lone.n = 0;
     kr__ctx.ops = &lone_ops;
-    th->jmp_cur = &jb;
+    th->err.cur = &jb;
     uint64_t t0 = kr__clock_ns();
     if (_setjmp(jb)) {
         lone_failed(th);

@@ -90,7 +90,7 @@ void tw_quiesce(struct tw_thread *th)
         if (th->id == 0) atomic_store_explicit(&g->mig_pushes, 0, memory_order_relaxed);
         if (!pushed) break;
     }
-    if (g->check) check_quiet(th);
+    if (g->cf.check) check_quiet(th);
 }
 
 /* ---- the moves ---- */
@@ -108,7 +108,7 @@ static size_t lp_ckpt_bytes(const struct tw_thread *th, const struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
     size_t n = 0;
-    if (th->g->chained) {
+    if (th->g->cf.chained) {
         for (const struct kr__ckpt *c = tw_chain_tip(tl); c; c = c->prev)
             n += c->bytes;
         return n;
@@ -123,10 +123,10 @@ static size_t lp_ckpt_bytes(const struct tw_thread *th, const struct kr__lp *lp)
 static void give_up(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    for (size_t i = 0; i < g->nmoves; i++) {
-        const struct tw_move *m = &g->moves[i];
+    for (size_t i = 0; i < g->bl.nmoves; i++) {
+        const struct tw_move *m = &g->bl.moves[i];
         struct kr__lp *lp = kr__lp_at(th->r, m->lp);
-        if (m->from != th->id || !lp->ult || !th->nsusp) continue;
+        if (m->from != th->id || !lp->ult || !th->ts.nsusp) continue;
         tw_rollback(th, lp, &((struct kr__ev *)lp->ult->ev)->k, true);
     }
 }
@@ -136,7 +136,7 @@ static void hand_over(struct tw_thread *th)
     struct tw_global *g = th->g;
     struct kr__heap *h = &th->heap;
     size_t keep = 0;
-    th->nmig = 0;
+    th->mg.n = 0;
     for (size_t i = 0; i < h->n; i++) {
         struct kr__ev *e = h->a[i].e;
         if (g->target[e->dest] == th->id) {
@@ -147,23 +147,23 @@ static void hand_over(struct tw_thread *th)
             kr__pool_put(th->pool, e);
             continue;
         }
-        if (th->nmig == th->capmig)
-            KR_GROW(th->mig, th->capmig, th->nmig + 1, 256, "migration buffer");
-        th->mig[th->nmig++] = e;
+        if (th->mg.n == th->mg.cap)
+            KR_GROW(th->mg.ev, th->mg.cap, th->mg.n + 1, 256, "migration buffer");
+        th->mg.ev[th->mg.n++] = e;
     }
     h->n = keep;
     kr__heap_rebuild(h);
-    th->max_done_out = th->max_done_committed; /* (read by the new owners in take_in) */
+    th->mg.max_done_out = th->gv.max_done_committed; /* (read by the new owners in take_in) */
     size_t kd = 0;
-    for (size_t i = 0; i < th->ndirty; i++)
-        if (g->target[th->dirty[i]] == th->id) th->dirty[kd++] = th->dirty[i];
-    th->ndirty = kd;
-    for (size_t i = 0; i < g->nmoves; i++) {
-        const struct tw_move *m = &g->moves[i];
+    for (size_t i = 0; i < th->cm.ndirty; i++)
+        if (g->target[th->cm.dirty[i]] == th->id) th->cm.dirty[kd++] = th->cm.dirty[i];
+    th->cm.ndirty = kd;
+    for (size_t i = 0; i < g->bl.nmoves; i++) {
+        const struct tw_move *m = &g->bl.moves[i];
         if (m->from != th->id) continue;
         struct kr__lp *lp = kr__lp_at(th->r, m->lp);
         th->uncommitted -= lp_uncommitted(tw_lp_of(lp));
-        th->ndone -= lp->done_seen || lp->done_init;
+        th->gv.ndone -= lp->done_seen || lp->done_init;
         th->blobs.held -= lp_ckpt_bytes(th, lp);
         th->nlps--;
         th->cnt->migrated_out++;
@@ -176,19 +176,19 @@ static void take_in(struct tw_thread *th)
     struct tw_global *g = th->g;
     for (unsigned t = 0; t < g->n; t++) {
         const struct tw_thread *o = &g->th[t];
-        for (size_t i = 0; i < o->nmig; i++)
-            if (g->owner[o->mig[i]->dest] == th->id) kr__heap_push(&th->heap, o->mig[i]);
+        for (size_t i = 0; i < o->mg.n; i++)
+            if (g->owner[o->mg.ev[i]->dest] == th->id) kr__heap_push(&th->heap, o->mg.ev[i]);
     }
-    for (size_t i = 0; i < g->nmoves; i++) {
-        const struct tw_move *m = &g->moves[i];
+    for (size_t i = 0; i < g->bl.nmoves; i++) {
+        const struct tw_move *m = &g->bl.moves[i];
         if (m->to != th->id) continue;
         struct kr__lp *lp = kr__lp_at(th->r, m->lp);
         struct tw_lp *tl = tw_lp_of(lp);
         th->uncommitted += lp_uncommitted(tl);
-        th->ndone += lp->done_seen || lp->done_init;
+        th->gv.ndone += lp->done_seen || lp->done_init;
         th->blobs.held += lp_ckpt_bytes(th, lp);
-        if (kr__key_lt(&th->max_done_committed, &g->th[m->from].max_done_out))
-            th->max_done_committed = g->th[m->from].max_done_out;
+        if (kr__key_lt(&th->gv.max_done_committed, &g->th[m->from].mg.max_done_out))
+            th->gv.max_done_committed = g->th[m->from].mg.max_done_out;
         th->nlps++;
         if (tl->dirty) tw_mark_dirty_again(th, m->lp);
     }
@@ -203,31 +203,31 @@ static void set_active(struct tw_thread *th)
     if (active == !th->retired) return;
     th->retired = !active;
     if (th->retired) {
-        th->report = kr__key_at(INFINITY);
-        th->all_done = true;
-        th->max_done = kr__key_at(-INFINITY);
+        th->gv.report = kr__key_at(INFINITY);
+        th->gv.all_done = true;
+        th->gv.max_done = kr__key_at(-INFINITY);
         atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(INFINITY),
                               memory_order_release);
-        th->clock_sent = INFINITY;
-        th->qtalked = false; /* (nothing pending: it sends no more) */
+        th->clk.sent = INFINITY;
+        th->clk.talked = false; /* (nothing pending: it sends no more) */
         tw_quiet_publish(th, NULL);
         /* (--memory-max: its heap went with its LPs; its events stay counted where they
          * were allocated) */
         atomic_store_explicit(&g->mem[th->id].pending, 0, memory_order_relaxed);
     }
     if (!th->retired) { /* back: at the horizon every other worker has applied */
-        th->applied = g->horizon;
-        th->seen_epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
-        atomic_store_explicit(&th->wants_back, 0, memory_order_relaxed);
-        th->free_probes = 0;
-        th->nshares = 0; /* (the shares measured before it left say nothing now) */
-        atomic_store_explicit(&th->cpu_share, -1.0, memory_order_relaxed);
-        atomic_store_explicit(&th->rq_shared, 0, memory_order_relaxed);
-        th->bal_wall = 0;
+        th->cm.applied = g->horizon;
+        th->gv.seen_epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+        atomic_store_explicit(&th->bal.wants_back, 0, memory_order_relaxed);
+        th->bal.free_probes = 0;
+        th->bal.nshares = 0; /* (the shares measured before it left say nothing now) */
+        atomic_store_explicit(&th->bal.cpu_share, -1.0, memory_order_relaxed);
+        atomic_store_explicit(&th->bal.rq_shared, 0, memory_order_relaxed);
+        th->bal.wall = 0;
     }
-    pthread_mutex_lock(&th->sink.mu);
-    th->sink.upto = th->retired ? kr__key_at(INFINITY) : th->applied;
-    pthread_mutex_unlock(&th->sink.mu);
+    pthread_mutex_lock(&th->cm.sink.mu);
+    th->cm.sink.upto = th->retired ? kr__key_at(INFINITY) : th->cm.applied;
+    pthread_mutex_unlock(&th->cm.sink.mu);
 }
 
 void tw_migrate(struct tw_thread *th)
@@ -242,11 +242,11 @@ void tw_migrate(struct tw_thread *th)
     hand_over(th);
     tw_barrier(g, NULL);
     if (th->id == 0) {
-        for (size_t i = 0; i < g->nmoves; i++) g->owner[g->moves[i].lp] = g->moves[i].to;
+        for (size_t i = 0; i < g->bl.nmoves; i++) g->owner[g->bl.moves[i].lp] = g->bl.moves[i].to;
         unsigned active = 0;
         for (unsigned t = 0; t < g->n; t++) {
             kr_lp n = g->th[t].nlps; /* (hand_over took the leaving LPs off already) */
-            for (size_t i = 0; i < g->nmoves; i++) n += g->moves[i].to == t;
+            for (size_t i = 0; i < g->bl.nmoves; i++) n += g->bl.moves[i].to == t;
             active += n > 0;
         }
         atomic_store_explicit(&g->active, active, memory_order_relaxed);
@@ -256,8 +256,8 @@ void tw_migrate(struct tw_thread *th)
     /* A thread that gained pending events may now send below its old clock, never below
      * the least clock of all (those events lay in some heap, at or above its floor): every
      * clock restarts there, and so does what this thread counts as safe. */
-    th->clock_sent = th->safe = th->safe_prev = lo;
-    th->qbound = kr__key_at(-INFINITY);
+    th->clk.sent = th->clk.safe = th->clk.safe_prev = lo;
+    th->clk.qbound = kr__key_at(-INFINITY);
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
     set_active(th);
     th->lone.on = false; /* (its LPs changed: back at its next commit, lone.c) */
@@ -265,7 +265,7 @@ void tw_migrate(struct tw_thread *th)
     th->cnt->migrations++;
     tw_barrier(g, NULL);
     if (th->id == 0) {
-        g->nmoves = 0;
+        g->bl.nmoves = 0;
         atomic_store_explicit(&g->mig_req, 0, memory_order_release);
     }
     tw_barrier(g, NULL);
@@ -277,9 +277,9 @@ static void add_move(struct tw_global *g, kr_lp lp, unsigned to)
 {
     unsigned from = g->owner[lp];
     if (from == to) return;
-    if (g->nmoves == g->capmoves)
-        KR_GROW(g->moves, g->capmoves, g->nmoves + 1, 1024, "migration plan");
-    g->moves[g->nmoves++] = (struct tw_move){ lp, (uint16_t)from, (uint16_t)to };
+    if (g->bl.nmoves == g->bl.capmoves)
+        KR_GROW(g->bl.moves, g->bl.capmoves, g->bl.nmoves + 1, 1024, "migration plan");
+    g->bl.moves[g->bl.nmoves++] = (struct tw_move){ lp, (uint16_t)from, (uint16_t)to };
     g->target[lp] = (uint16_t)to;
 }
 
@@ -292,9 +292,9 @@ static void block_mapping(struct tw_global *g, unsigned nact);
 static void plan_storm(struct tw_global *g)
 {
     kr_lp n = g->r->n;
-    unsigned phase = (unsigned)(g->storm_rounds++ % 8);
+    unsigned phase = (unsigned)(g->bl.storm_rounds++ % 8);
     if (phase == 4) {
-        unsigned to = (unsigned)(g->storm_rounds / 8 % g->n);
+        unsigned to = (unsigned)(g->bl.storm_rounds / 8 % g->n);
         for (kr_lp lp = 0; lp < n; lp++) add_move(g, lp, to);
         return;
     }
@@ -304,9 +304,9 @@ static void plan_storm(struct tw_global *g)
         return;
     }
     for (int k = 0; k < 8 && n; k++) {
-        g->storm = g->storm * 6364136223846793005ull + 1442695040888963407ull;
-        kr_lp lp = (kr_lp)((g->storm >> 33) % n);
-        unsigned to = (unsigned)((g->storm >> 13) % g->n);
+        g->bl.storm = g->bl.storm * 6364136223846793005ull + 1442695040888963407ull;
+        kr_lp lp = (kr_lp)((g->bl.storm >> 33) % n);
+        unsigned to = (unsigned)((g->bl.storm >> 13) % g->n);
         if (g->target[lp] == g->owner[lp]) add_move(g, lp, to);
     }
 }
@@ -316,10 +316,10 @@ static void plan_storm(struct tw_global *g)
 static void map_by_weight(struct tw_global *g)
 {
     uint64_t total = 0, sum = 0;
-    for (unsigned t = 0; t < g->n; t++) total += g->th[t].bal_weight;
+    for (unsigned t = 0; t < g->n; t++) total += g->th[t].bal.weight;
     kr_lp n = g->r->n, lo = 0;
     for (unsigned t = 0; t < g->n; t++) {
-        sum += g->th[t].bal_weight;
+        sum += g->th[t].bal.weight;
         kr_lp hi = (kr_lp)((unsigned __int128)sum * n / total);
         for (kr_lp lp = lo; lp < hi; lp++) add_move(g, lp, t);
         lo = hi;
@@ -330,7 +330,7 @@ static void map_by_weight(struct tw_global *g)
  * mapping). */
 static void block_mapping(struct tw_global *g, unsigned nact)
 {
-    for (unsigned t = 0; t < g->n; t++) g->th[t].bal_weight = t < nact ? TW_WEIGHT_FULL : 0;
+    for (unsigned t = 0; t < g->n; t++) g->th[t].bal.weight = t < nact ? TW_WEIGHT_FULL : 0;
     map_by_weight(g);
 }
 
@@ -346,33 +346,33 @@ static uint64_t backoff_step(uint64_t *b)
 
 static void trial_set(struct tw_global *g, unsigned nact, int state, double rate)
 {
-    g->trial_rate = rate;
-    g->trial = state;
-    if (nact != g->trial_nact) block_mapping(g, nact);
-    g->trial_nact = nact;
+    g->bl.trial_rate = rate;
+    g->bl.trial = state;
+    if (nact != g->bl.trial_nact) block_mapping(g, nact);
+    g->bl.trial_nact = nact;
 }
 
 /* A window after a change of the worker count: keep it if the committed rate says so. */
 static void trial_judge(struct tw_global *g, uint64_t now, double rate)
 {
-    bool fewer = g->trial == TW_TRIAL_RUNNING;
-    bool better = fewer ? rate >= g->trial_rate * TW_TRIAL_FEWER
-                        : rate > g->trial_rate * TW_TRIAL_MORE;
-    uint64_t wait = backoff_step(&g->trial_backoff_ns);
-    unsigned nact = g->trial_nact;
+    bool fewer = g->bl.trial == TW_TRIAL_RUNNING;
+    bool better = fewer ? rate >= g->bl.trial_rate * TW_TRIAL_FEWER
+                        : rate > g->bl.trial_rate * TW_TRIAL_MORE;
+    uint64_t wait = backoff_step(&g->bl.trial_backoff_ns);
+    unsigned nact = g->bl.trial_nact;
     if (fewer && better) { /* keep; one fewer again next window if still needed */
-        g->trial_next_ns = now;
-        g->trial_back_ns = now + wait;
+        g->bl.trial_next_ns = now;
+        g->bl.trial_back_ns = now + wait;
     } else if (fewer) { /* undo */
-        g->cnt_undone++;
+        g->bl.cnt_undone++;
         nact++;
-        g->trial_next_ns = now + wait;
+        g->bl.trial_next_ns = now + wait;
     } else if (better) { /* back for good: as if new (and perhaps one more back) */
-        g->trial_backoff_ns = 0;
-        g->trial_back_ns = now;
+        g->bl.trial_backoff_ns = 0;
+        g->bl.trial_back_ns = now;
     } else { /* fewer was better after all */
         nact--;
-        g->trial_back_ns = now + wait;
+        g->bl.trial_back_ns = now + wait;
     }
     trial_set(g, nact, nact == g->n ? TW_TRIAL_NONE : TW_TRIAL_KEPT, rate);
 }
@@ -383,24 +383,24 @@ static void plan_trial(struct tw_global *g, uint64_t now)
 {
     uint64_t c = 0, p = 0, rb = 0, cuts = 0;
     for (unsigned t = 0; t < g->n; t++) {
-        c += g->th[t].rep_committed;
-        p += g->th[t].rep_processed;
-        rb += g->th[t].rep_rolled;
-        cuts += g->th[t].rep_cuts;
+        c += g->th[t].bal.rep_committed;
+        p += g->th[t].bal.rep_processed;
+        rb += g->th[t].bal.rep_rolled;
+        cuts += g->th[t].bal.rep_cuts;
     }
-    if (g->win_t0 && now - g->win_t0 < TW_TRIAL_NS) return;
-    double rate = g->win_t0 ? (double)(c - g->win_c0) * 1e9 / (double)(now - g->win_t0) : 0;
-    double eff = p > g->win_p0 ? 1.0 - (double)(rb - g->win_r0) / (double)(p - g->win_p0) : 1;
-    bool first = !g->win_t0, coupled = eff < TW_TRIAL_EFF || cuts > g->win_x0;
-    g->win_t0 = now, g->win_c0 = c, g->win_p0 = p, g->win_r0 = rb, g->win_x0 = cuts;
+    if (g->bl.win_t0 && now - g->bl.win_t0 < TW_TRIAL_NS) return;
+    double rate = g->bl.win_t0 ? (double)(c - g->bl.win_c0) * 1e9 / (double)(now - g->bl.win_t0) : 0;
+    double eff = p > g->bl.win_p0 ? 1.0 - (double)(rb - g->bl.win_r0) / (double)(p - g->bl.win_p0) : 1;
+    bool first = !g->bl.win_t0, coupled = eff < TW_TRIAL_EFF || cuts > g->bl.win_x0;
+    g->bl.win_t0 = now, g->bl.win_c0 = c, g->bl.win_p0 = p, g->bl.win_r0 = rb, g->bl.win_x0 = cuts;
     if (first) return;
-    if (g->trial == TW_TRIAL_RUNNING || g->trial == TW_TRIAL_BACK) {
+    if (g->bl.trial == TW_TRIAL_RUNNING || g->bl.trial == TW_TRIAL_BACK) {
         trial_judge(g, now, rate);
-    } else if (coupled && g->trial_nact >= 2 && now >= g->trial_next_ns) {
-        g->cnt_trials++;
-        trial_set(g, g->trial_nact - 1, TW_TRIAL_RUNNING, rate);
-    } else if (g->trial == TW_TRIAL_KEPT && now >= g->trial_back_ns) {
-        trial_set(g, g->trial_nact + 1, TW_TRIAL_BACK, rate); /* has the model changed? */
+    } else if (coupled && g->bl.trial_nact >= 2 && now >= g->bl.trial_next_ns) {
+        g->bl.cnt_trials++;
+        trial_set(g, g->bl.trial_nact - 1, TW_TRIAL_RUNNING, rate);
+    } else if (g->bl.trial == TW_TRIAL_KEPT && now >= g->bl.trial_back_ns) {
+        trial_set(g, g->bl.trial_nact + 1, TW_TRIAL_BACK, rate); /* has the model changed? */
     }
 }
 
@@ -416,15 +416,15 @@ static struct tw_shares read_shares(const struct tw_global *g)
     struct tw_shares v = { -1, -1, 2, -1, 0, 0, 0 };
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
-        double s = atomic_load_explicit(&th->cpu_share, memory_order_relaxed);
+        double s = atomic_load_explicit(&th->bal.cpu_share, memory_order_relaxed);
         if (th->retired) {
-            if (t >= g->trial_nact) continue; /* (out for the trial: its core is free) */
-            v.back += atomic_load_explicit(&th->wants_back, memory_order_relaxed);
+            if (t >= g->bl.trial_nact) continue; /* (out for the trial: its core is free) */
+            v.back += atomic_load_explicit(&th->bal.wants_back, memory_order_relaxed);
             v.retired++;
-        } else if (th->bal_part) { /* (a share of a shared core: back once it is free - a
+        } else if (th->bal.part) { /* (a share of a shared core: back once it is free - a
                                     * window of it can show 0.9 when the run queue does not) */
             v.back += s >= TW_FREE_SHARE &&
-                      !atomic_load_explicit(&th->rq_shared, memory_order_relaxed);
+                      !atomic_load_explicit(&th->bal.rq_shared, memory_order_relaxed);
         } else if (s >= 0) { /* (negative: not measured yet) */
             if (s < v.lo) v.lo = s, v.worst = (int)t;
             if (s > v.hi) v.hi = s, v.best = (int)t;
@@ -441,31 +441,31 @@ static struct tw_shares read_shares(const struct tw_global *g)
 static bool shares_apart(const struct tw_global *g, const struct tw_shares *v)
 {
     if (v->lo <= TW_SHARED_SHARE && v->hi >= TW_FREE_SHARE) return true;
-    return atomic_load_explicit(&g->th[v->worst].rq_shared, memory_order_relaxed) &&
-           !atomic_load_explicit(&g->th[v->best].rq_shared, memory_order_relaxed) &&
+    return atomic_load_explicit(&g->th[v->worst].bal.rq_shared, memory_order_relaxed) &&
+           !atomic_load_explicit(&g->th[v->best].bal.rq_shared, memory_order_relaxed) &&
            v->lo <= TW_SHARED_SHARE;
 }
 
 static uint64_t committed_sum(const struct tw_global *g)
 {
     uint64_t c = 0;
-    for (unsigned t = 0; t < g->n; t++) c += g->th[t].rep_committed;
+    for (unsigned t = 0; t < g->n; t++) c += g->th[t].bal.rep_committed;
     return c;
 }
 
 static void part_window(struct tw_global *g, int state, uint64_t now)
 {
-    g->part = state;
-    g->part_t0 = now;
-    g->part_c0 = committed_sum(g);
+    g->bl.part = state;
+    g->bl.part_t0 = now;
+    g->bl.part_c0 = committed_sum(g);
 }
 
 /* Every worker found on a shared core gets its share (on) or none; then the map. */
 static void part_switch(struct tw_global *g, bool on)
 {
-    g->part_on = on;
+    g->bl.part_on = on;
     for (unsigned t = 0; t < g->n; t++)
-        if (g->th[t].bal_part) g->th[t].bal_weight = on ? g->th[t].bal_part : 0;
+        if (g->th[t].bal.part) g->th[t].bal.weight = on ? g->th[t].bal.part : 0;
     map_by_weight(g);
 }
 
@@ -475,48 +475,48 @@ static void part_switch(struct tw_global *g, bool on)
  * TW_PART_ABORT of the window before ends at the next decision. */
 static void plan_part(struct tw_global *g, uint64_t now)
 {
-    if (g->part == TW_PART_WAIT) {
-        if (now >= g->part_next_ns) part_window(g, TW_PART_BASE, now);
+    if (g->bl.part == TW_PART_WAIT) {
+        if (now >= g->bl.part_next_ns) part_window(g, TW_PART_BASE, now);
         return;
     }
-    uint64_t span = now - g->part_t0;
-    double rate = (double)(committed_sum(g) - g->part_c0) * 1e9 / (double)span;
-    bool bad = g->part == TW_PART_TRY && rate < g->part_rate * TW_PART_ABORT;
+    uint64_t span = now - g->bl.part_t0;
+    double rate = (double)(committed_sum(g) - g->bl.part_c0) * 1e9 / (double)span;
+    bool bad = g->bl.part == TW_PART_TRY && rate < g->bl.part_rate * TW_PART_ABORT;
     if (span < TW_PART_NS && !bad) return;
-    if (g->part == TW_PART_BASE) {
-        g->part_rate = rate;
-        part_switch(g, !g->part_on);
+    if (g->bl.part == TW_PART_BASE) {
+        g->bl.part_rate = rate;
+        part_switch(g, !g->bl.part_on);
         part_window(g, TW_PART_TRY, now);
         return;
     }
-    double on = g->part_on ? rate : g->part_rate, off = g->part_on ? g->part_rate : rate;
+    double on = g->bl.part_on ? rate : g->bl.part_rate, off = g->bl.part_on ? g->bl.part_rate : rate;
     bool share = on >= off * TW_TRIAL_MORE;
-    if (share != g->part_on) part_switch(g, share);
-    g->cnt_part++;
-    g->cnt_part_kept += share;
-    g->part_next_ns = now + backoff_step(&g->part_backoff_ns);
-    g->part = TW_PART_WAIT;
+    if (share != g->bl.part_on) part_switch(g, share);
+    g->bl.cnt_part++;
+    g->bl.cnt_part_kept += share;
+    g->bl.part_next_ns = now + backoff_step(&g->bl.part_backoff_ns);
+    g->bl.part = TW_PART_WAIT;
 }
 
 /* Worker w's core is shared: out at once, with the share it would get there noted. */
 static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_t now)
 {
     unsigned part = (unsigned)(share * TW_WEIGHT_FULL);
-    g->th[w].bal_part = part ? part : 1;
+    g->th[w].bal.part = part ? part : 1;
     part_switch(g, false);
-    g->cnt_retired++;
-    g->part_backoff_ns = 0; /* (a new question: the first wait again) */
+    g->bl.cnt_retired++;
+    g->bl.part_backoff_ns = 0; /* (a new question: the first wait again) */
     part_window(g, TW_PART_BASE, now);
 }
 
 /* A shared core is free again: the first mapping, every worker with a core of its own. */
 static void all_back(struct tw_global *g)
 {
-    for (unsigned t = 0; t < g->n; t++) g->th[t].bal_part = 0;
+    for (unsigned t = 0; t < g->n; t++) g->th[t].bal.part = 0;
     block_mapping(g, g->n);
-    g->part = TW_PART_NONE;
-    g->part_on = false;
-    g->cnt_back++;
+    g->bl.part = TW_PART_NONE;
+    g->bl.part_on = false;
+    g->bl.cnt_back++;
 }
 
 /* auto: retire the worker that gets least CPU when another gets nearly all of it, and try
@@ -524,26 +524,26 @@ static void all_back(struct tw_global *g)
  * first mapping) once their cores are free; and the thread-count trial. */
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
-    if (g->part == TW_PART_TRY && now - g->part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
+    if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
         plan_part(g, now);
         return;
     }
-    if (now - g->bal_last_ns < TW_BALANCE_NS) return;
+    if (now - g->bl.last_ns < TW_BALANCE_NS) return;
     struct tw_shares v = read_shares(g);
     /* (At the start, decide once every worker has a share: one measured alone cannot be
      * compared. A worker that mostly sleeps may never get one: not waited for later.) */
-    if (v.unmeasured && !v.back && now - g->bal_start_ns < 2 * TW_BALANCE_NS) return;
-    g->bal_last_ns = now;
+    if (v.unmeasured && !v.back && now - g->bl.start_ns < 2 * TW_BALANCE_NS) return;
+    g->bl.last_ns = now;
     if (v.back) {
         all_back(g);
         return;
     }
-    if (g->trial == TW_TRIAL_NONE && v.worst >= 0 && v.worst != v.best &&
+    if (g->bl.trial == TW_TRIAL_NONE && v.worst >= 0 && v.worst != v.best &&
         shares_apart(g, &v) && atomic_load_explicit(&g->active, memory_order_relaxed) >= 2) {
         retire_shared(g, (unsigned)v.worst, v.lo, now);
         return;
     }
-    if (g->part != TW_PART_NONE) plan_part(g, now);
+    if (g->bl.part != TW_PART_NONE) plan_part(g, now);
     else if (!v.retired) plan_trial(g, now);
 }
 
@@ -555,10 +555,10 @@ bool tw_balance_plan(struct tw_thread *th)
 
 bool tw_balance_plan_at(struct tw_global *g, uint64_t now)
 {
-    if (g->balance == KR_BALANCE_OFF || g->n < 2) return false;
-    if (g->balance == KR_BALANCE_STORM) plan_storm(g);
+    if (g->cf.balance == KR_BALANCE_OFF || g->n < 2) return false;
+    if (g->cf.balance == KR_BALANCE_STORM) plan_storm(g);
     else plan_auto(g, now);
-    if (!g->nmoves) return false;
+    if (!g->bl.nmoves) return false;
     atomic_store_explicit(&g->mig_req, 1, memory_order_relaxed); /* (published with the epoch) */
     return true;
 }
@@ -577,12 +577,12 @@ static uint64_t thread_cpu_ns(void)
 static uint64_t thread_waited_ns(const struct tw_thread *th)
 {
     char buf[96];
-    ssize_t n = th->sched_fd >= 0 ? pread(th->sched_fd, buf, sizeof buf - 1, 0) : -1;
-    if (n <= 0) return th->bal_waited;
+    ssize_t n = th->bal.sched_fd >= 0 ? pread(th->bal.sched_fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0) return th->bal.waited;
     buf[n] = 0;
     unsigned long long run, wait;
-    return sscanf(buf, "%llu %llu", &run, &wait) == 2 && wait >= th->bal_waited ? wait
-                                                                                : th->bal_waited;
+    return sscanf(buf, "%llu %llu", &run, &wait) == 2 && wait >= th->bal.waited ? wait
+                                                                                : th->bal.waited;
 }
 
 /* Publish the window's share s: a low one only once it has lasted TW_SHARED_WINDOWS (a
@@ -590,24 +590,24 @@ static uint64_t thread_waited_ns(const struct tw_thread *th)
  * says another process shares the core; a high one at once (blips only go down). */
 static void publish_share(struct tw_thread *th, double s, bool queued)
 {
-    th->shares[th->nshares++ % TW_SHARED_WINDOWS] = s;
-    atomic_store_explicit(&th->rq_shared, queued, memory_order_relaxed);
+    th->bal.shares[th->bal.nshares++ % TW_SHARED_WINDOWS] = s;
+    atomic_store_explicit(&th->bal.rq_shared, queued, memory_order_relaxed);
     double best = 0;
-    for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->nshares; i++)
-        if (th->shares[i] > best) best = th->shares[i];
+    for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->bal.nshares; i++)
+        if (th->bal.shares[i] > best) best = th->bal.shares[i];
     if (queued) best = s;
-    if (queued || best >= TW_FREE_SHARE || th->nshares >= TW_SHARED_WINDOWS)
-        atomic_store_explicit(&th->cpu_share, best, memory_order_relaxed);
+    if (queued || best >= TW_FREE_SHARE || th->bal.nshares >= TW_SHARED_WINDOWS)
+        atomic_store_explicit(&th->bal.cpu_share, best, memory_order_relaxed);
 }
 
 /* The first window starts with the worker (not at its first GVT round): a shared core is
  * seen TW_BALANCE_NS / 2 after the start. */
 void tw_balance_start(struct tw_thread *th)
 {
-    th->bal_wall = kr__clock_ns();
-    th->bal_cpu = thread_cpu_ns();
-    th->bal_waited = thread_waited_ns(th);
-    th->bal_slept = th->slept_ns;
+    th->bal.wall = kr__clock_ns();
+    th->bal.cpu = thread_cpu_ns();
+    th->bal.waited = thread_waited_ns(th);
+    th->bal.slept = th->bal.slept_ns;
 }
 
 /* At each GVT round this worker takes part in: over the last window, the share of the
@@ -615,20 +615,20 @@ void tw_balance_start(struct tw_thread *th)
  * 1/2 when another busy process shares the core. */
 void tw_balance_sample(struct tw_thread *th)
 {
-    if (th->g->balance != KR_BALANCE_AUTO) return;
+    if (th->g->cf.balance != KR_BALANCE_AUTO) return;
     uint64_t now = kr__clock_ns();
-    if (now - th->bal_wall < TW_BALANCE_NS / 2) return;
+    if (now - th->bal.wall < TW_BALANCE_NS / 2) return;
     uint64_t cpu = thread_cpu_ns(), waited = thread_waited_ns(th);
-    uint64_t wall = now - th->bal_wall, slept = th->slept_ns - th->bal_slept;
-    if (th->bal_wall && wall > slept + TW_BALANCE_NS / 4) {
-        double s = (double)(cpu - th->bal_cpu) / (double)(wall - slept);
-        bool queued = (double)(waited - th->bal_waited) >= TW_WAIT_SHARED * (double)wall;
+    uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
+    if (th->bal.wall && wall > slept + TW_BALANCE_NS / 4) {
+        double s = (double)(cpu - th->bal.cpu) / (double)(wall - slept);
+        bool queued = (double)(waited - th->bal.waited) >= TW_WAIT_SHARED * (double)wall;
         publish_share(th, s > 1 ? 1 : s, queued);
     }
-    th->bal_wall = now;
-    th->bal_cpu = cpu;
-    th->bal_waited = waited;
-    th->bal_slept = th->slept_ns;
+    th->bal.wall = now;
+    th->bal.cpu = cpu;
+    th->bal.waited = waited;
+    th->bal.slept = th->bal.slept_ns;
 }
 
 /* A retired worker: sleep, and now and then spin briefly to see whether the core is free
@@ -638,12 +638,12 @@ void tw_retired_wait(struct tw_thread *th)
     struct timespec ts = { 0, 5 * 1000 * 1000 };
     nanosleep(&ts, NULL);
     uint64_t now = kr__clock_ns();
-    if (now - th->bal_wall < TW_PROBE_EVERY_NS) return;
-    th->bal_wall = now;
+    if (now - th->bal.wall < TW_PROBE_EVERY_NS) return;
+    th->bal.wall = now;
     uint64_t c0 = thread_cpu_ns(), w0 = kr__clock_ns();
     while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
     double s = (double)(thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
-    th->free_probes = s >= TW_FREE_SHARE ? th->free_probes + 1 : 0;
-    if (th->free_probes >= 3)
-        atomic_store_explicit(&th->wants_back, 1, memory_order_relaxed);
+    th->bal.free_probes = s >= TW_FREE_SHARE ? th->bal.free_probes + 1 : 0;
+    if (th->bal.free_probes >= 3)
+        atomic_store_explicit(&th->bal.wants_back, 1, memory_order_relaxed);
 }

@@ -64,7 +64,7 @@ void tw_window_init(struct tw_thread *th, unsigned fixed)
  * speculates runs its events before they become safe.) */
 static uint64_t floor_of(const struct tw_thread *th)
 {
-    return th->fast && th->g->lookahead > 0 ? 0 : TW_WINDOW_FLOOR;
+    return th->fast && th->g->cf.lookahead > 0 ? 0 : TW_WINDOW_FLOOR;
 }
 
 /* Speculation lost: stop (or keep the floor) and rest before the next try. */
@@ -128,11 +128,11 @@ static kr_time memory_floor(const struct tw_thread *th)
 {
     const struct tw_global *g = th->g;
     kr_time lo = tw_gvt(g);
-    if (nextafter(th->report.ts, INFINITY) > lo) lo = nextafter(th->report.ts, INFINITY);
+    if (nextafter(th->gv.report.ts, INFINITY) > lo) lo = nextafter(th->gv.report.ts, INFINITY);
     if (!th->fast) return lo; /* (no clock, no record) */
-    if (th->clock_sent - g->lookahead > lo) lo = th->clock_sent - g->lookahead;
+    if (th->clk.sent - g->cf.lookahead > lo) lo = th->clk.sent - g->cf.lookahead;
     /* (any record it wrote may have been read while valid: the latest time one named) */
-    if (nextafter(th->qtop_max, INFINITY) > lo) lo = nextafter(th->qtop_max, INFINITY);
+    if (nextafter(th->clk.top_max, INFINITY) > lo) lo = nextafter(th->clk.top_max, INFINITY);
     return lo;
 }
 
@@ -142,16 +142,16 @@ static kr_time memory_floor(const struct tw_thread *th)
 static bool memory_rollback(struct tw_thread *th)
 {
     kr_time lo = memory_floor(th), far = lo;
-    for (size_t i = 0; i < th->ndirty; i++) {
-        const struct tw_lp *tl = tw_lp_of(kr__lp_at(th->r, th->dirty[i]));
+    for (size_t i = 0; i < th->cm.ndirty; i++) {
+        const struct tw_lp *tl = tw_lp_of(kr__lp_at(th->r, th->cm.dirty[i]));
         if (tl->tail && tl->tail->k.ts > far) far = tl->tail->k.ts;
     }
     kr_time cut = lo + (far - lo) / 2;
     if (!(cut > tw_gvt(th->g)) || !(far > lo)) return false; /* (nothing to give back) */
     struct kr__key k = kr__key_at(cut);
     bool gave = false;
-    for (size_t i = 0; i < th->ndirty; i++) {
-        struct kr__lp *lp = kr__lp_at(th->r, th->dirty[i]);
+    for (size_t i = 0; i < th->cm.ndirty; i++) {
+        struct kr__lp *lp = kr__lp_at(th->r, th->cm.dirty[i]);
         const struct tw_lp *tl = tw_lp_of(lp);
         if (!tl->tail || tl->tail->k.ts < cut) continue;
         tw_rollback(th, lp, &k, true);
@@ -211,18 +211,18 @@ static void sendback(struct tw_thread *th, size_t excess)
     kr__heap_rebuild(h);
     kr_time from = gvt + (last - gvt) * 0.75;
     size_t want = excess / KR_POOL_SMALL_EVENT + 1, n = 0;
-    th->nsendback = 0;
+    th->mem.nsendback = 0;
     for (size_t i = 0; i < h->n && n < want; i++) {
         struct kr__ev *e = h->a[i].e;
         unsigned owner = tw_owner(th->g, e->k.src);
         if (!(e->k.ts > from) || e->st != KR_EV_PENDING || tw_remote(th->g, owner)) continue;
-        if (th->nsendback == th->capsendback)
-            KR_GROW(th->sendback, th->capsendback, th->nsendback + 1, 64, "sendback list");
-        th->sendback[th->nsendback++] = e;
+        if (th->mem.nsendback == th->mem.capsendback)
+            KR_GROW(th->mem.sendback, th->mem.capsendback, th->mem.nsendback + 1, 64, "sendback list");
+        th->mem.sendback[th->mem.nsendback++] = e;
         n++;
     }
-    for (size_t i = 0; i < th->nsendback; i++) { /* (a rollback here moves the heap's slots) */
-        struct kr__ev *e = th->sendback[i];
+    for (size_t i = 0; i < th->mem.nsendback; i++) { /* (a rollback here moves the heap's slots) */
+        struct kr__ev *e = th->mem.sendback[i];
         struct kr__ev *r = kr__pool_get(th->pool, 0);
         r->k = e->k;
         r->dest = e->k.src;
@@ -258,7 +258,7 @@ static bool memory_short(struct tw_thread *th)
         m.pending += atomic_load_explicit(&g->mem[t].pending, memory_order_relaxed);
     }
     size_t budget = th->r->cfg->memory_max;
-    th->mem_share = m.states < budget ? (budget - m.states) / g->n : 1;
+    th->mem.share = m.states < budget ? (budget - m.states) / g->n : 1;
     if (!kr__memory_check(th->r, &m)) {
         if (w->mem_short && w->fixed) w->limit = w->fixed_limit;
         w->mem_short = false;
@@ -297,7 +297,7 @@ void tw_memory_init(struct tw_global *g)
 
 void tw_memory_quick(struct tw_thread *th)
 {
-    if (kr__pool_in_use(th->pool) + th->blobs.held > th->mem_share)
+    if (kr__pool_in_use(th->pool) + th->blobs.held > th->mem.share)
         th->win.limit = floor_of(th);
 }
 

@@ -61,8 +61,8 @@ static void ts_entry(void *arg)
         struct kr__lp *lp = kr__lp_at(th->r, e->dest);
         jmp_buf jb;
         u->jmp = &jb;
-        th->jmp_cur = &jb;
-        th->armed = true;
+        th->err.cur = &jb;
+        th->err.armed = true;
         if (_setjmp(jb) == 0) {
             kr__ult_self.app = 1;
             atomic_signal_fence(memory_order_seq_cst);
@@ -76,10 +76,10 @@ static void ts_entry(void *arg)
              * with the record half made (its memory leaked or freed twice). */
             kr__ult_self.app = 0;
             atomic_signal_fence(memory_order_seq_cst);
-            if (!th->qabort) tw_keep_error(th, lp, e); /* deferred: reported if it commits */
+            if (!th->q.abort) tw_keep_error(th, lp, e); /* deferred: reported if it commits */
         }
         kr__ult_self.app = 0;
-        th->armed = false;
+        th->err.armed = false;
         u->jmp = NULL;
         kr__ult_yield(KR_ULT_DONE, 0);
     }
@@ -88,10 +88,10 @@ static void ts_entry(void *arg)
 static void arm(struct tw_thread *th, bool fine)
 {
     uint64_t now = kr__clock_ns();
-    if (th->ticks_fine) th->cnt->tick_armed_ns += now - th->armed_t0;
-    th->ticks_fine = fine;
-    th->armed_t0 = now;
-    kr__tick_arm(fine ? th->tick_ns : TW_SLICE_NS);
+    if (th->ts.ticks_fine) th->cnt->tick_armed_ns += now - th->ts.armed_t0;
+    th->ts.ticks_fine = fine;
+    th->ts.armed_t0 = now;
+    kr__tick_arm(fine ? th->ts.tick_ns : TW_SLICE_NS);
 }
 
 void tw_ts_thread_start(struct tw_thread *th)
@@ -101,34 +101,34 @@ void tw_ts_thread_start(struct tw_thread *th)
      * late one must find it processed or pending, never half-run) */
     /* (nor an event of a model that answers queries: one that asks runs whole once it is
      * the run's least, query.c) */
-    th->preempt = th->bundles || th->g->queries ? KR_PREEMPT_OFF : (uint8_t)cfg->tw.preempt;
+    th->ts.preempt = th->bundles || th->g->cf.queries ? KR_PREEMPT_OFF : (uint8_t)cfg->tw.preempt;
     /* (a model that answers queries: its event in query mode waits for remote answers on a
      * stack, query.c - one at a time per thread, never preempted) */
-    if (th->preempt == KR_PREEMPT_OFF && !th->g->queries) return;
-    kr__ult_pool_init(&th->ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE,
-                      th->g->queries ? 1 : TW_MAX_SUSPENDED, ts_entry, th);
-    th->ults_on = true;
+    if (th->ts.preempt == KR_PREEMPT_OFF && !th->g->cf.queries) return;
+    kr__ult_pool_init(&th->ts.ults, cfg->stack_kb * 1024 + KR_STACK_ENGINE,
+                      th->g->cf.queries ? 1 : TW_MAX_SUSPENDED, ts_entry, th);
+    th->ts.ults_on = true;
     struct kr__ult_self *s = &kr__ult_self;
     s->bh_min = &th->g->arr[th->id].bh_min;
-    if (th->preempt == KR_PREEMPT_OFF) return;
+    if (th->ts.preempt == KR_PREEMPT_OFF) return;
     s->slice_ns = TW_SLICE_NS;
-    th->tick_ns = (uint64_t)(cfg->tw.tick_us * 1000.0);
-    th->timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
-    th->rule_ns = (1.0 + cfg->tw.alpha) * (double)th->tick_ns;
-    kr__typetime_init(&th->types); /* (each type on stacks until timed) */
+    th->ts.tick_ns = (uint64_t)(cfg->tw.tick_us * 1000.0);
+    th->ts.timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
+    th->ts.rule_ns = (1.0 + cfg->tw.alpha) * (double)th->ts.tick_ns;
+    kr__typetime_init(&th->ts.types); /* (each type on stacks until timed) */
     if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
-    arm(th, th->preempt == KR_PREEMPT_TICK ||
-                (th->preempt == KR_PREEMPT_ADAPTIVE && cfg->tw.alpha <= -1));
+    arm(th, th->ts.preempt == KR_PREEMPT_TICK ||
+                (th->ts.preempt == KR_PREEMPT_ADAPTIVE && cfg->tw.alpha <= -1));
 }
 
 void tw_ts_thread_end(struct tw_thread *th)
 {
-    if (th->preempt == KR_PREEMPT_OFF) {
-        if (th->ults_on) kr__ult_pool_destroy(&th->ults);
-        th->ults_on = false;
+    if (th->ts.preempt == KR_PREEMPT_OFF) {
+        if (th->ts.ults_on) kr__ult_pool_destroy(&th->ts.ults);
+        th->ts.ults_on = false;
         return;
     }
-    if (th->ticks_fine) th->cnt->tick_armed_ns += kr__clock_ns() - th->armed_t0;
+    if (th->ts.ticks_fine) th->cnt->tick_armed_ns += kr__clock_ns() - th->ts.armed_t0;
     kr__tick_arm(0);
     kr__tick_thread_fini();
     const struct kr__ult_self *s = &kr__ult_self;
@@ -140,18 +140,18 @@ void tw_ts_thread_end(struct tw_thread *th)
     c->ticks = s->ticks;
     c->ticks_platform = s->ticks_platform;
     c->ticks_outside = s->ticks_outside;
-    c->stacks_peak = th->ults.peak;
-    c->de_ns = th->de_ns;
-    c->apms = th->apms;
-    kr__ult_pool_destroy(&th->ults);
+    c->stacks_peak = th->ts.ults.peak;
+    c->de_ns = th->ts.de_ns;
+    c->apms = th->ts.apms;
+    kr__ult_pool_destroy(&th->ts.ults);
 }
 
 /* The adaptive rule (paper 000, eq. 2, with the event's end counted as a chance too), over
  * the events that can be preempted: those on stacks. */
 static void adapt(struct tw_thread *th)
 {
-    bool want = th->de_ns / (th->apms + 1.0) >= th->rule_ns;
-    if (want != th->ticks_fine) arm(th, want);
+    bool want = th->ts.de_ns / (th->ts.apms + 1.0) >= th->ts.rule_ns;
+    if (want != th->ts.ticks_fine) arm(th, want);
 }
 
 static bool any_type_on_stacks(const struct tw_thread *th)
@@ -165,8 +165,8 @@ static bool any_type_on_stacks(const struct tw_thread *th)
  * while some type still runs on stacks. */
 void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns)
 {
-    kr__typetime_add(&th->types, type, (float)event_ns);
-    if (th->ticks_fine && !tw_ts_on_stack(th, type) && !any_type_on_stacks(th)) arm(th, false);
+    kr__typetime_add(&th->ts.types, type, (float)event_ns);
+    if (th->ts.ticks_fine && !tw_ts_on_stack(th, type) && !any_type_on_stacks(th)) arm(th, false);
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -180,7 +180,7 @@ static uint64_t thread_cpu_ns(void)
 static void suspended(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                       struct kr__ult *u)
 {
-    if (!u->preempted) th->nsusp++;
+    if (!u->preempted) th->ts.nsusp++;
     u->preempted = true;
     if (__builtin_expect(kr__trace_run, 0))
         kr__trace_span(KR_SPAN_PREEMPT, kr__trace_now(), 0, e->dest, e->k.ts, e->type);
@@ -199,23 +199,23 @@ static void run_asker(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
 {
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     if (u->jmp) { /* resuming: errors unwind into its own frame */
-        th->jmp_cur = u->jmp;
-        th->armed = true;
+        th->err.cur = u->jmp;
+        th->err.armed = true;
     }
     kr__watch_begin(&th->watch, e);
     kr__ult_run(u);
     kr__watch_end(&th->watch);
-    th->armed = false;
+    th->err.armed = false;
     kr__ctx.mode = KR_MODE_NONE;
     if (u->status == KR_ULT_SUSPENDED) {
         suspended(th, lp, e, u);
         return;
     }
     if (u->preempted) {
-        th->nsusp--;
+        th->ts.nsusp--;
         lp->ult = NULL;
     }
-    kr__ult_put(&th->ults, u);
+    kr__ult_put(&th->ts.ults, u);
     tw_query_ran(th, lp, e);
 }
 
@@ -223,25 +223,25 @@ static void run_asker(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
 static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                         struct kr__ult *u)
 {
-    if (th->preempt == KR_PREEMPT_OFF) {
+    if (th->ts.preempt == KR_PREEMPT_OFF) {
         run_asker(th, lp, e, u);
         return;
     }
     struct kr__ult_self *s = &kr__ult_self;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     if (u->jmp) { /* resuming: errors unwind into its own frame */
-        th->jmp_cur = u->jmp;
-        th->armed = true;
+        th->err.cur = u->jmp;
+        th->err.armed = true;
     }
     s->now = e->k.ts;
-    s->can_suspend = th->ults.live < th->ults.max;
+    s->can_suspend = th->ts.ults.live < th->ts.ults.max;
     uint64_t calls0 = s->returns;
     uint64_t t0 = kr__clock_ns();
     s->seg_start_ns = t0;
     /* Slices are timed by the wall clock (cheap). Once the event has run half its
      * --event-timeout, by the thread's CPU clock: a machine loaded by other processes, a
      * stop or a stall must not turn a long event into a timeout. */
-    bool cpu = th->timeout_ns && u->run_ns >= th->timeout_ns / 2;
+    bool cpu = th->ts.timeout_ns && u->run_ns >= th->ts.timeout_ns / 2;
     uint64_t c0 = cpu ? thread_cpu_ns() : 0;
     kr__arrivals_listen(&th->g->arr[th->id], true); /* (check-and-switch) */
     kr__watch_begin(&th->watch, e); /* (a slice that never ends: blocked, or a loop with no
@@ -251,7 +251,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     kr__arrivals_listen(&th->g->arr[th->id], false);
     u->run_ns += cpu ? thread_cpu_ns() - c0 : kr__clock_ns() - t0;
     u->calls += s->returns - calls0;
-    th->armed = false;
+    th->err.armed = false;
     kr__ctx.mode = KR_MODE_NONE;
     if (u->status == KR_ULT_SUSPENDED) {
         suspended(th, lp, e, u);
@@ -259,32 +259,32 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     }
     struct kr__counters *c = th->cnt;
     if (u->preempted) {
-        th->nsusp--;
+        th->ts.nsusp--;
         c->resumed++;
         lp->ult = NULL;
     }
     c->ult_events++;
     c->event_ns_sampled += u->run_ns;
     c->events_timed++;
-    tw_cost_add(&th->ev_cost, u->run_ns);
-    th->de_ns += TW_MEAN_W * ((double)u->run_ns - th->de_ns);
-    th->apms += TW_MEAN_W * ((double)u->calls - th->apms);
-    if (th->preempt == KR_PREEMPT_ADAPTIVE) {
-        kr__typetime_add(&th->types, e->type, (float)u->run_ns);
+    tw_cost_add(&th->ck.ev_cost, u->run_ns);
+    th->ts.de_ns += TW_MEAN_W * ((double)u->run_ns - th->ts.de_ns);
+    th->ts.apms += TW_MEAN_W * ((double)u->calls - th->ts.apms);
+    if (th->ts.preempt == KR_PREEMPT_ADAPTIVE) {
+        kr__typetime_add(&th->ts.types, e->type, (float)u->run_ns);
         if ((c->ult_events % TW_RULE_EVERY) == 0) adapt(th);
     }
-    kr__ult_put(&th->ults, u);
+    kr__ult_put(&th->ts.ults, u);
     tw_finish_event(th, lp, e);
 }
 
 void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    struct kr__ult *u = kr__ult_get(&th->ults);
+    struct kr__ult *u = kr__ult_get(&th->ts.ults);
     u->ev = e;
     u->preempted = false;
     u->jmp = NULL;
     u->run_ns = 0;
-    u->paused0 = atomic_load_explicit(&th->g->paused_ns, memory_order_relaxed);
+    u->paused0 = atomic_load_explicit(&th->g->end.paused_ns, memory_order_relaxed);
     u->over_at = 0;
     u->calls = 0;
     run_segment(th, lp, e, u);
@@ -295,19 +295,19 @@ void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 /* An event on the committed path that will not end: a model error at its key. */
 static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
 {
-    if (!th->timeout_ns || u->run_ns < th->timeout_ns) return false;
+    if (!th->ts.timeout_ns || u->run_ns < th->ts.timeout_ns) return false;
     /* Slices are timed by the wall clock: time the whole process stood still does not count.
      * The watcher notices such a pause only when it runs again, so an event over the limit
      * is judged again a little later before it is failed. */
-    uint64_t paused = atomic_load_explicit(&th->g->paused_ns, memory_order_relaxed) - u->paused0;
+    uint64_t paused = atomic_load_explicit(&th->g->end.paused_ns, memory_order_relaxed) - u->paused0;
     uint64_t now = kr__clock_ns();
-    if (u->run_ns < th->timeout_ns + paused) {
+    if (u->run_ns < th->ts.timeout_ns + paused) {
         u->over_at = 0;
         return false;
     }
     if (!u->over_at) u->over_at = now;
     if (now - u->over_at < TW_JUDGE_AGAIN_NS) return false;
-    if (kr__key_lt(&th->applied, &e->k)) { /* not yet known to be the lowest anywhere */
+    if (kr__key_lt(&th->cm.applied, &e->k)) { /* not yet known to be the lowest anywhere */
         tw_gvt_maybe_start(th, true);
         return false;
     }
@@ -334,13 +334,13 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
 {
     struct kr__ult *u = lp->ult;
     struct kr__ev *e = u->ev;
-    if (e == th->qev) tw_query_drop(th); /* (waiting for an answer into its stack) */
+    if (e == th->q.ev) tw_query_drop(th); /* (waiting for an answer into its stack) */
     if (cancel) tw_cancel_children(th, e);
     e->child = NULL; /* (its output goes with tw_rollback's: key >= k) */
     lp->ult = NULL;
-    th->nsusp--;
+    th->ts.nsusp--;
     th->cnt->abandoned++;
-    kr__ult_put(&th->ults, u);
+    kr__ult_put(&th->ts.ults, u);
     struct kr__ckpt *c = e->ckpt;
     e->ckpt = NULL;
     e->flags = 0;

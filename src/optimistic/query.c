@@ -40,9 +40,9 @@
  * it (tw_execute), which then is undone. */
 static _Noreturn void tw_query_unwind(struct tw_thread *th)
 {
-    th->qabort = true;
-    th->armed = false;
-    longjmp(*th->jmp_cur, 1);
+    th->q.abort = true;
+    th->err.armed = false;
+    longjmp(*th->err.cur, 1);
 }
 
 /* Each turn: publish the time of this thread's top if it waits to ask (and no longer when
@@ -55,8 +55,8 @@ void tw_query_wait(struct tw_thread *th, const struct kr__ev *top)
     struct tw_global *g = th->g;
     kr_time w = top && (top->xflags & KR_EVX_QUERY) && !tw_query_ready(th, top) ? top->k.ts
                                                                                : INFINITY;
-    if (w != th->qwait_own) {
-        th->qwait_own = w;
+    if (w != th->q.wait_own) {
+        th->q.wait_own = w;
         atomic_store_explicit(&g->qline[th->id].wait_bits, kr__time_bits(w),
                               memory_order_relaxed);
     }
@@ -67,12 +67,12 @@ void tw_query_wait(struct tw_thread *th, const struct kr__ev *top)
                                                     memory_order_relaxed));
         if (t < m) m = t;
     }
-    th->qwait = m;
+    th->q.wait = m;
 }
 
 bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e)
 {
-    return th->alone || e->k.ts < th->safe || kr__key_lt(&e->k, &th->qfull);
+    return th->alone || e->k.ts < th->clk.safe || kr__key_lt(&e->k, &th->q.full);
 }
 
 /* Does e run in query mode? If it asked before, and also if events of its type have asked
@@ -83,14 +83,14 @@ bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e)
 bool tw_query_mode(const struct tw_thread *th, const struct kr__ev *e)
 {
     if (e->xflags & KR_EVX_QUERY) return true;
-    return th->g->queries && (th->qtypes >> (e->type & 63) & 1) && tw_query_ready(th, e);
+    return th->g->cf.queries && (th->q.types >> (e->type & 63) & 1) && tw_query_ready(th, e);
 }
 
 /* lp's state before the event in query mode (its checkpoint `pre`) in place of its state
- * mid-event, which is kept in th->qmid. */
+ * mid-event, which is kept in th->q.mid. */
 static void tw_swap_in(struct tw_thread *th, struct kr__lp *lp, const struct kr__ckpt *pre)
 {
-    th->qmid = kr__lp_snapshot(&th->blobs, lp);
+    th->q.mid = kr__lp_snapshot(&th->blobs, lp);
     kr__lp_restore(lp, pre);
 }
 
@@ -98,9 +98,9 @@ static void tw_swap_in(struct tw_thread *th, struct kr__lp *lp, const struct kr_
  * the LP is a full one. */
 static void tw_swap_out(struct tw_thread *th, struct kr__lp *lp)
 {
-    kr__lp_restore(lp, th->qmid);
-    kr__ckpt_release(&th->blobs, th->qmid);
-    th->qmid = NULL;
+    kr__lp_restore(lp, th->q.mid);
+    kr__ckpt_release(&th->blobs, th->q.mid);
+    th->q.mid = NULL;
     tw_lp_of(lp)->ckpt_full_next = true;
 }
 
@@ -111,14 +111,14 @@ static void tw_query_rollback(struct tw_thread *th, struct kr__lp *lp, const str
 {
     struct kr__ctx was = kr__ctx;
     jmp_buf jb;
-    memcpy(jb, th->jmp, sizeof jb);
-    jmp_buf *cur = th->jmp_cur;
-    bool armed = th->armed;
+    memcpy(jb, th->err.jmp, sizeof jb);
+    jmp_buf *cur = th->err.cur;
+    bool armed = th->err.armed;
     tw_rollback(th, lp, k, true);
     th->cnt->query_rollbacks++;
-    memcpy(th->jmp, jb, sizeof jb);
-    th->jmp_cur = cur;
-    th->armed = armed;
+    memcpy(th->err.jmp, jb, sizeof jb);
+    th->err.cur = cur;
+    th->err.armed = armed;
     kr__ctx = was;
 }
 
@@ -126,11 +126,11 @@ static void tw_query_rollback(struct tw_thread *th, struct kr__lp *lp, const str
  * this thread raises next. */
 static void tw_query_keep_error(struct tw_thread *th)
 {
-    char *m = strdup(th->err_msg);
-    if (!m) kr__die(th->err_msg);
-    free(th->qerr);
-    th->qerr = m;
-    th->err_msg = m;
+    char *m = strdup(th->err.msg);
+    if (!m) kr__die(th->err.msg);
+    free(th->q.err);
+    th->q.err = m;
+    th->err.msg = m;
 }
 
 /* Run dest's handler, catching a model error (or a refused nested answer): true then, the
@@ -140,20 +140,20 @@ static __attribute__((noinline)) bool tw_answer_caught(struct tw_thread *th, str
                                                        void *ans, size_t cap, size_t *n)
 {
     struct kr__ctx was = *c;
-    jmp_buf jb, *outer = th->jmp_cur;
-    bool armed = th->armed;
-    th->jmp_cur = &jb;
-    th->armed = true;
+    jmp_buf jb, *outer = th->err.cur;
+    bool armed = th->err.armed;
+    th->err.cur = &jb;
+    th->err.armed = true;
     bool failed = _setjmp(jb) != 0;
     if (!failed) *n = kr__query_answer(c, dest, q, size, ans, cap);
-    else if (!th->qabort) tw_query_keep_error(th);
-    th->jmp_cur = outer;
-    th->armed = armed;
+    else if (!th->q.abort) tw_query_keep_error(th);
+    th->err.cur = outer;
+    th->err.armed = armed;
     if (failed) *c = was;
     return failed;
 }
 
-/* Answer from an LP of this thread, at th->qk: its state there is the one in memory once
+/* Answer from an LP of this thread, at th->q.k: its state there is the one in memory once
  * an LP that ran past it is rolled back, and for the LP of the event in query mode, its
  * state before that event. A model error (or a refused nested answer) unwinds on to the
  * caller's catch after the swap is undone. */
@@ -163,18 +163,18 @@ static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest
     struct kr__lp *lp = kr__lp_at(th->r, dest);
     const struct tw_lp *tl = tw_lp_of(lp);
     bool swap = false;
-    if (th->qev && th->qev->dest == dest) {
-        swap = !th->qmid;
-        if (swap) tw_swap_in(th, lp, th->qev->ckpt);
-    } else if (tl->tail && !kr__key_lt(&tl->tail->k, &th->qk)) {
-        tw_query_rollback(th, lp, &th->qk);
+    if (th->q.ev && th->q.ev->dest == dest) {
+        swap = !th->q.mid;
+        if (swap) tw_swap_in(th, lp, th->q.ev->ckpt);
+    } else if (tl->tail && !kr__key_lt(&tl->tail->k, &th->q.k)) {
+        tw_query_rollback(th, lp, &th->q.k);
     }
     size_t n = 0;
     bool failed = tw_answer_caught(th, c, dest, q, size, ans, cap, &n);
     if (swap) tw_swap_out(th, lp);
     if (failed) {
-        th->armed = false;
-        longjmp(*th->jmp_cur, 1);
+        th->err.armed = false;
+        longjmp(*th->err.cur, 1);
     }
     th->cnt->queries++;
     return n;
@@ -186,7 +186,7 @@ static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest
  * 3.7 s spinning, 0.41 s with this. */
 static void tw_query_pause(struct tw_thread *th, unsigned *spins)
 {
-    if (!th->over && ++*spins < 4096) {
+    if (!th->pace.over && ++*spins < 4096) {
         __builtin_ia32_pause();
         return;
     }
@@ -222,44 +222,44 @@ static void tw_query_spin(struct tw_thread *th, const struct tw_qreq *rq)
  * change meanwhile; the event gets back those it had. */
 static void tw_query_await(struct tw_thread *th, struct tw_qreq *rq)
 {
-    for (unsigned i = 0; i < TW_QUERY_SPIN && !th->over && !th->g->check; i++) {
+    for (unsigned i = 0; i < TW_QUERY_SPIN && !th->pace.over && !th->g->cf.check; i++) {
         if (atomic_load_explicit(&rq->status, memory_order_acquire) != TW_Q_WAIT) {
-            if (++th->qquick >= TW_QUERY_QUICK) /* (waits are short again: its type goes */
-                th->qwtypes &= ~(1ull << (th->qev->type & 63)); /* back to the worker's stack) */
+            if (++th->q.quick >= TW_QUERY_QUICK) /* (waits are short again: its type goes */
+                th->q.wtypes &= ~(1ull << (th->q.ev->type & 63)); /* back to the worker's stack) */
             return;
         }
         __builtin_ia32_pause();
     }
-    th->qquick = 0;
+    th->q.quick = 0;
     struct kr__ctx was = kr__ctx;
-    jmp_buf *cur = th->jmp_cur;
-    bool armed = th->armed;
+    jmp_buf *cur = th->err.cur;
+    bool armed = th->err.armed;
     unsigned spins = 0;
-    th->qrq = rq;
+    th->q.rq = rq;
     while (atomic_load_explicit(&rq->status, memory_order_acquire) == TW_Q_WAIT) {
         if (spins++) tw_query_pause(th, &spins); /* (not before the first turn) */
         kr__ult_yield(KR_ULT_SUSPENDED, KR_BY_WAIT);
         kr__ctx = was;
-        th->jmp_cur = cur;
-        th->armed = armed;
+        th->err.cur = cur;
+        th->err.armed = armed;
     }
-    th->qrq = NULL;
+    th->q.rq = NULL;
 }
 
 void tw_query_settle(struct tw_thread *th)
 {
-    if (th->qrq) tw_query_spin(th, th->qrq);
+    if (th->q.rq) tw_query_spin(th, th->q.rq);
 }
 
 void tw_query_drop(struct tw_thread *th)
 {
     tw_query_settle(th);
-    th->qrq = NULL;
-    if (th->qmid) { /* (the LP's state is about to be restored from a checkpoint) */
-        kr__ckpt_release(&th->blobs, th->qmid);
-        th->qmid = NULL;
+    th->q.rq = NULL;
+    if (th->q.mid) { /* (the LP's state is about to be restored from a checkpoint) */
+        kr__ckpt_release(&th->blobs, th->q.mid);
+        th->q.mid = NULL;
     }
-    th->qev = NULL;
+    th->q.ev = NULL;
 }
 
 static void tw_query_post(struct tw_global *g, unsigned owner, struct tw_qreq *rq)
@@ -278,14 +278,14 @@ static void tw_query_post(struct tw_global *g, unsigned owner, struct tw_qreq *r
 static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned owner,
                               kr_lp dest, const void *q, size_t size, void *ans, size_t cap)
 {
-    struct tw_qreq rq = { .k = th->qk, .dest = dest, .asker = c->id, .q = q, .size = size,
+    struct tw_qreq rq = { .k = th->q.k, .dest = dest, .asker = c->id, .q = q, .size = size,
                           .ans = ans, .cap = cap, .depth = c->qdepth };
     atomic_init(&rq.status, TW_Q_WAIT);
     tw_quiet_sent_at(th, &rq.k); /* (its rollback there sends from k on) */
     /* (GVT: that rollback puts events from k on back into the owner's heap, perhaps after
      * its report of this round; a request before this thread passed phase 1 is answered
      * before it does, so before any phase-2 report) */
-    if (kr__key_lt(&rq.k, &th->min_sent)) th->min_sent = rq.k;
+    if (kr__key_lt(&rq.k, &th->gv.min_sent)) th->gv.min_sent = rq.k;
     uint64_t t0 = kr__clock_ns();
     tw_query_post(th->g, owner, &rq);
     th->cnt->queries_remote++;
@@ -295,15 +295,15 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
     int st = atomic_load_explicit(&rq.status, memory_order_acquire);
     uint64_t waited = kr__clock_ns() - t0;
     th->cnt->query_wait_ns += waited;
-    if (!stack && waited > TW_QUERY_LONG_NS && th->qev && !th->qrq) /* (its own event) */
-        th->qwtypes |= 1ull << (th->qev->type & 63);                /* (tw_process_query) */
+    if (!stack && waited > TW_QUERY_LONG_NS && th->q.ev && !th->q.rq) /* (its own event) */
+        th->q.wtypes |= 1ull << (th->q.ev->type & 63);                /* (tw_process_query) */
     if (st == TW_Q_ANSWERED) return rq.n;
     if (st == TW_Q_STOPPED) tw_query_unwind(th);
-    free(th->qerr);
-    th->qerr = rq.err;
-    th->err_msg = rq.err;
-    th->armed = false;
-    longjmp(*th->jmp_cur, 1);
+    free(th->q.err);
+    th->q.err = rq.err;
+    th->err.msg = rq.err;
+    th->err.armed = false;
+    longjmp(*th->err.cur, 1);
 }
 
 size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
@@ -314,7 +314,7 @@ size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void 
         kr__internal_error("thread %u re-runs LP %llu's event at %.17g, which asks a query: "
                            "an event that asks is checkpointed after, never coasted", th->id,
                            (unsigned long long)c->id, c->now);
-    if (c->mode == KR_MODE_EVENT && th->qev != c->ev) tw_query_unwind(th);
+    if (c->mode == KR_MODE_EVENT && th->q.ev != c->ev) tw_query_unwind(th);
     unsigned owner = tw_owner(th->g, dest);
     if (owner == th->id) return tw_query_local(th, c, dest, q, size, ans, cap);
     return tw_query_remote(th, c, owner, dest, q, size, ans, cap);
@@ -326,7 +326,7 @@ static __attribute__((noinline)) void tw_query_serve_one(struct tw_thread *th,
                                                          struct tw_qreq *rq)
 {
     struct kr__ctx was = kr__ctx;
-    struct kr__key qk = th->qk;
+    struct kr__key qk = th->q.k;
     kr__ctx.lp = NULL;
     kr__ctx.ev = NULL;
     kr__ctx.id = rq->asker;
@@ -335,25 +335,25 @@ static __attribute__((noinline)) void tw_query_serve_one(struct tw_thread *th,
     kr__ctx.bundle = NULL;
     kr__ctx.nbundle = 0;
     kr__ctx.qdepth = rq->depth;
-    th->qk = rq->k;
-    jmp_buf jb, *outer = th->jmp_cur;
-    bool armed = th->armed;
-    th->jmp_cur = &jb;
-    th->armed = true;
+    th->q.k = rq->k;
+    jmp_buf jb, *outer = th->err.cur;
+    bool armed = th->err.armed;
+    th->err.cur = &jb;
+    th->err.armed = true;
     int st = TW_Q_ANSWERED;
     if (_setjmp(jb) == 0) {
         rq->n = tw_query_local(th, &kr__ctx, rq->dest, rq->q, rq->size, rq->ans, rq->cap);
-    } else if (th->qabort) {
-        th->qabort = false;
+    } else if (th->q.abort) {
+        th->q.abort = false;
         st = TW_Q_STOPPED;
     } else {
-        rq->err = strdup(th->err_msg);
-        if (!rq->err) kr__die(th->err_msg);
+        rq->err = strdup(th->err.msg);
+        if (!rq->err) kr__die(th->err.msg);
         st = TW_Q_FAILED;
     }
-    th->jmp_cur = outer;
-    th->armed = armed;
-    th->qk = qk;
+    th->err.cur = outer;
+    th->err.armed = armed;
+    th->q.k = qk;
     kr__ctx = was;
     atomic_store_explicit(&rq->status, st, memory_order_release);
 }
@@ -365,7 +365,7 @@ void tw_query_serve(struct tw_thread *th)
     struct tw_qreq *rq = atomic_exchange_explicit(in, NULL, memory_order_acquire);
     while (rq) {
         struct tw_qreq *next = rq->next; /* (before the answer: then rq may be gone) */
-        th->qtaken++;
+        th->clk.qtaken++;
         tw_query_serve_one(th, rq);
         rq = next;
     }
@@ -377,7 +377,7 @@ void tw_query_refuse(struct tw_thread *th)
                                                   memory_order_acquire);
     while (rq) {
         struct tw_qreq *next = rq->next;
-        th->qtaken++;
+        th->clk.qtaken++;
         atomic_store_explicit(&rq->status, TW_Q_STOPPED, memory_order_release);
         rq = next;
     }
@@ -385,13 +385,13 @@ void tw_query_refuse(struct tw_thread *th)
 
 void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    th->qabort = false;
+    th->q.abort = false;
     if (th->lazy) tw_lazy_end(th);
     tw_finish_event(th, lp, e);
     struct kr__key k = e->k;
     tw_rollback(th, lp, &k, true);
     e->xflags |= KR_EVX_QUERY;
-    th->qtypes |= 1ull << (e->type & 63);
+    th->q.types |= 1ull << (e->type & 63);
     tw_flush_local(th);
     th->cnt->query_undone++;
 }
@@ -409,10 +409,10 @@ void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     e->flags = 0;
     tw_take_ckpt(th, lp, e); /* (what a query reaching lp sees) */
     e->child = NULL;
-    th->qev = e;
-    th->qk = e->k;
+    th->q.ev = e;
+    th->q.k = e->k;
     unsigned bit = e->type & 63;
-    if (th->qwtypes >> bit & 1 || th->g->check) { /* (--check: every asker waits so) */
+    if (th->q.wtypes >> bit & 1 || th->g->cf.check) { /* (--check: every asker waits so) */
         if (th->lazy) tw_lazy_end(th);
         tw_ts_start(th, lp, e);
         return;
@@ -424,10 +424,10 @@ void tw_process_query(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    th->qev = NULL;
+    th->q.ev = NULL;
     tl->since_ckpt = TW_CKPT_NOW; /* (saved again after it, whatever K becomes: a rollback
                                    * past it restores that, and never coasts it) */
-    if (th->qabort) { /* (an answer refused: the run stops) */
+    if (th->q.abort) { /* (an answer refused: the run stops) */
         tw_query_undo(th, lp, e);
         return;
     }

@@ -82,14 +82,14 @@ void tw_rank_setup(struct tw_global *g)
     net->x.clock_ctx = g;
     /* (moves stay inside a rank, and migrate.c indexes the per-LP tables by LP id, which
      * holds only where lo is 0: not built for ranks yet) */
-    g->balance = KR_BALANCE_OFF;
+    g->cf.balance = KR_BALANCE_OFF;
 }
 
 void tw_rank_free(struct tw_global *g)
 {
     struct tw_net *net = &g->net;
     if (!net->on) return;
-    for (unsigned t = 0; t < g->n; t++) kr__match_destroy(&g->th[t].rmatch);
+    for (unsigned t = 0; t < g->n; t++) kr__match_destroy(&g->th[t].rk.match);
     kr__xport_destroy(&net->x);
     kr__outvec_free(&net->rout);
     free(net->rupto);
@@ -104,8 +104,8 @@ void tw_rank_free(struct tw_global *g)
 static uint64_t next_rid(struct tw_thread *th)
 {
     _Static_assert(KR_THREADS_MAX <= 4096, "a thread's part of a remote id is 12 bits");
-    th->rid_next = (th->rid_next + 1) & ((1ull << 36) - 1);
-    return ((uint64_t)(th->g->net.rank + 1) << 48) | ((uint64_t)th->id << 36) | th->rid_next;
+    th->rk.id_next = (th->rk.id_next + 1) & ((1ull << 36) - 1);
+    return ((uint64_t)(th->g->net.rank + 1) << 48) | ((uint64_t)th->id << 36) | th->rk.id_next;
 }
 
 static unsigned char *reserve(struct tw_thread *th, int to, size_t bytes)
@@ -119,9 +119,9 @@ static unsigned char *reserve(struct tw_thread *th, int to, size_t bytes)
 static void sent_record(struct tw_thread *th, int to, size_t bytes, const struct kr__key *k)
 {
     kr__xport_append(&th->g->net.x, th->id, to, bytes);
-    th->rsent[th->nround & 1]++;
-    if (kr__key_lt(k, &th->min_sent)) th->min_sent = *k;
-    if (k->ts < th->rbuf_min) th->rbuf_min = k->ts; /* (until its flush: the stamp) */
+    th->rk.sent[th->rk.nround & 1]++;
+    if (kr__key_lt(k, &th->gv.min_sent)) th->gv.min_sent = *k;
+    if (k->ts < th->rk.buf_min) th->rk.buf_min = k->ts; /* (until its flush: the stamp) */
 }
 
 void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct kr__ev *parent)
@@ -133,11 +133,11 @@ void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct
         memcpy(copy, e->payload, e->size);
         size_t tn = kr__addrmap_export(copy, e->size, table);
         unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size) + tn);
-        size_t n = kr__wire_put_event(p, e, rid, th->nround);
+        size_t n = kr__wire_put_event(p, e, rid, th->rk.nround);
         sent_record(th, to, n + kr__wire_put_ptrs(p, copy, table, tn), &e->k);
     } else {
         unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size));
-        sent_record(th, to, kr__wire_put_event(p, e, rid, th->nround), &e->k);
+        sent_record(th, to, kr__wire_put_event(p, e, rid, th->rk.nround), &e->k);
     }
     th->cnt->remote_sent++;
     th->cnt->rank_sent++;
@@ -159,7 +159,7 @@ void tw_rank_cancel(struct tw_thread *th, struct kr__ev *copy)
 {
     int to = (int)(tw_owner(th->g, copy->dest) - th->g->n);
     unsigned char *p = reserve(th, to, sizeof(struct kr__wire_hdr));
-    sent_record(th, to, kr__wire_put_anti(p, &copy->k, copy->dest, copy->rid, th->nround),
+    sent_record(th, to, kr__wire_put_anti(p, &copy->k, copy->dest, copy->rid, th->rk.nround),
                 &copy->k);
     kr__pool_put(th->pool, copy);
 }
@@ -178,20 +178,20 @@ void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent)
 void tw_rank_take(struct tw_thread *th, struct kr__ev *e)
 {
     uint64_t rid = e->rid;
-    if (th->g->check && e->k.ts < th->safe_prev)
+    if (th->g->cf.check && e->k.ts < th->clk.safe_prev)
         kr__internal_error("thread %u received a%s from another rank at time %.17g below its "
                            "safe time %.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
-                           "n antimessage" : "n event", e->k.ts, th->safe_prev,
+                           "n antimessage" : "n event", e->k.ts, th->clk.safe_prev,
                            (unsigned long long)e->dest);
     if (e->flags & KR_EVF_ANTI) {
-        struct kr__ev *t = kr__match_anti(&th->rmatch, rid, e->k.ts);
+        struct kr__ev *t = kr__match_anti(&th->rk.match, rid, e->k.ts);
         kr__pool_put(th->pool, e);
         if (t) tw_cancel(th, t);
         return;
     }
     e->ckpt = NULL;
     e->flags &= (uint8_t)~KR_EVF_REMOTE;
-    int m = kr__match_event(&th->rmatch, rid, e);
+    int m = kr__match_event(&th->rk.match, rid, e);
     if (m == KR_MATCH_ANNIHILATED) {
         kr__pool_put(th->pool, e);
         return;
@@ -209,7 +209,7 @@ void tw_rank_take(struct tw_thread *th, struct kr__ev *e)
  * stale entries kept doubling it: 223 MiB per rank instead of 80. To do: a scan in slices.) */
 void tw_rank_fossil(struct tw_thread *th, kr_time t)
 {
-    if (4 * th->rmatch.n >= th->rmatch.mask + 1) kr__match_fossil(&th->rmatch, t);
+    if (4 * th->rk.match.n >= th->rk.match.mask + 1) kr__match_fossil(&th->rk.match, t);
 }
 
 /* ---- taking messages in ---- */
@@ -287,13 +287,13 @@ static void take_stamp(struct tw_thread *th, int from, double stamp)
 {
     struct tw_net *net = &th->g->net;
     if (stamp > net->from[from]) net->from[from] = stamp;
-    if (th->npost && (tw_post_publish(th) & KR_CHAN_KEPT)) {
-        if (!th->net_held) net->hold++;
-        th->net_held = true;
+    if (th->out.n && (tw_post_publish(th) & KR_CHAN_KEPT)) {
+        if (!th->rk.held) net->hold++;
+        th->rk.held = true;
         return;
     }
-    if (th->net_held) net->hold--;
-    th->net_held = false;
+    if (th->rk.held) net->hold--;
+    th->rk.held = false;
     clock_advance(net);
 }
 
@@ -320,12 +320,12 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from, double
             continue;
         }
         if (c->th) {
-            c->th->rrecv[it.h.round & 1]++; /* (its colour) */
-            if ((int8_t)(uint8_t)(it.h.round - c->th->nround) > 0) c->th->nudge = true;
+            c->th->rk.recv[it.h.round & 1]++; /* (its colour) */
+            if ((int8_t)(uint8_t)(it.h.round - c->th->rk.nround) > 0) c->th->rk.nudge = true;
         } else {
             net->late[it.h.round & 1]++;
         }
-        if (c->g->check && it.h.k.ts < net->from[from])
+        if (c->g->cf.check && it.h.k.ts < net->from[from])
             kr__internal_error("rank %d got a%s at time %.17g from rank %d, whose stamp said "
                                "nothing below %.17g would come", net->rank,
                                it.h.kind == KR_WIRE_ANTI ? "n antimessage" : "n event",
@@ -343,27 +343,27 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from, double
 void tw_rank_turn(struct tw_thread *th, bool now)
 {
     struct tw_net *net = &th->g->net;
-    if (!now && ++th->net_turns < th->net_every) return;
-    th->net_turns = 0;
+    if (!now && ++th->rk.turns < th->rk.every) return;
+    th->rk.turns = 0;
     if (kr__xport_flush(&net->x, th->id)) net_broken("sending events");
-    th->rbuf_min = INFINITY;
+    th->rk.buf_min = INFINITY;
     /* (one worker sends the stamps alone: each would move the same clock; and only when it
      * moved, or an idle worker would take the lock for every rank at every spin) */
     if (th->id == 0 && th->fast) {
         double c = rank_clock(th->g);
-        if (c > th->stamp_last && kr__xport_stamp(&net->x, 0)) net_broken("sending clocks");
-        if (c > th->stamp_last) th->stamp_last = c;
+        if (c > th->rk.stamp_last && kr__xport_stamp(&net->x, 0)) net_broken("sending clocks");
+        if (c > th->rk.stamp_last) th->rk.stamp_last = c;
     }
     struct take_ctx c = { th->g, th };
     if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("taking events in");
-    if (th->net_held) clock_retry(th);
+    if (th->rk.held) clock_retry(th);
 }
 
 /* A worker's clock (engine.c) as its stamp's part: lowered to its records that wait in its
  * messages, which leave only at its next flush, maybe after a stamp from the new clock. */
 void tw_rank_clock_publish(struct tw_thread *th, kr_time f)
 {
-    uint64_t v = kr__time_bits(th->rbuf_min < f ? th->rbuf_min : f);
+    uint64_t v = kr__time_bits(th->rk.buf_min < f ? th->rk.buf_min : f);
     _Atomic uint64_t *rb = &th->g->clock[th->id].rbits;
     if (atomic_load_explicit(rb, memory_order_relaxed) != v) /* (a write only if it moved) */
         atomic_store_explicit(rb, v, memory_order_release);
@@ -392,14 +392,14 @@ void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *m
     struct tw_global *g = th->g;
     struct tw_net *net = &g->net;
     int64_t white = 0;
-    for (unsigned t = 0; t < g->n; t++) white += g->th[t].rep_white;
-    pthread_mutex_lock(&g->err_mu);
-    struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
-    pthread_mutex_unlock(&g->err_mu);
+    for (unsigned t = 0; t < g->n; t++) white += g->th[t].rk.white;
+    pthread_mutex_lock(&g->end.err_mu);
+    struct kr__key err = g->end.err ? g->end.err_key : kr__key_at(INFINITY);
+    pthread_mutex_unlock(&g->end.err_mu);
     /* (an interrupted run stops past every rank's safe events: gvt.c, stop_point) */
-    uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
-    bool unacked = atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads;
-    bool snap_due = g->snap_wall != UINT64_MAX && kr__clock_ns() >= g->snap_wall;
+    uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
+    bool unacked = atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads;
+    bool snap_due = g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
     net->in = (struct kr__net_gvt){ .min = *min, .err = err, .in_flight = white,
                                     .safe_hi = kr__key_at(hi ? tw_time_of(hi - 1) : -INFINITY),
                                     .lookahead = INFINITY, .max_done = kr__key_at(-INFINITY),
@@ -434,7 +434,7 @@ static void gvt_result(struct tw_thread *th, uint64_t s)
 {
     struct tw_global *g = th->g;
     struct tw_net *net = &g->net;
-    if (g->check && net->out.in_flight < 0)
+    if (g->cf.check && net->out.in_flight < 0)
         kr__internal_error("GVT round: %lld more old-colour records taken in than sent",
                            (long long)-net->out.in_flight);
     if (net->out.in_flight) {
@@ -443,7 +443,7 @@ static void gvt_result(struct tw_thread *th, uint64_t s)
                               memory_order_release);
         return;
     }
-    if (net->out.flags & KR_NET_STOPPING) atomic_store(&g->stopping, 1);
+    if (net->out.flags & KR_NET_STOPPING) atomic_store(&g->end.stopping, 1);
     if (!isinf(net->out.err.ts)) { /* a model error on some rank: every rank stops */
         pthread_mutex_lock(&net->out_mu); /* (the printer reads it) */
         net->err = net->out.err;
@@ -477,7 +477,7 @@ void tw_rank_output(struct tw_global *g, bool all)
     struct kr__key upto = key_max;
     struct kr__outvec v = { 0 };
     for (unsigned t = 0; t < g->n; t++) {
-        struct kr__outsink *s = &g->th[t].sink;
+        struct kr__outsink *s = &g->th[t].cm.sink;
         pthread_mutex_lock(&s->mu);
         if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
         kr__outvec_move_before(&s->v, &key_max, &v);
@@ -551,7 +551,7 @@ bool tw_rank_settled(struct tw_global *g, struct kr__key *least)
     int64_t flight = 0;
     for (unsigned t = 0; t < g->n; t++) {
         const struct tw_thread *th = &g->th[t];
-        flight += (int64_t)(th->rsent[0] + th->rsent[1]) - (int64_t)(th->rrecv[0] + th->rrecv[1]);
+        flight += (int64_t)(th->rk.sent[0] + th->rk.sent[1]) - (int64_t)(th->rk.recv[0] + th->rk.recv[1]);
     }
     uint64_t flags = 0;
     if (net->rank == 0) {
@@ -613,10 +613,10 @@ void tw_rank_link(struct tw_global *g, struct kr__snap_link *l)
 static void end_hooks(struct tw_global *g, struct take_ctx *c)
 {
     struct tw_net *net = &g->net;
-    if (net->rank == 0) tw_print_committed(g, g->err == NULL && isinf(net->err.ts));
-    pthread_mutex_lock(&g->err_mu);
-    struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
-    pthread_mutex_unlock(&g->err_mu);
+    if (net->rank == 0) tw_print_committed(g, g->end.err == NULL && isinf(net->err.ts));
+    pthread_mutex_lock(&g->end.err_mu);
+    struct kr__key err = g->end.err ? g->end.err_key : kr__key_at(INFINITY);
+    pthread_mutex_unlock(&g->end.err_mu);
     net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err };
     reduce_begin(net, "ending the run");
     while (!reduce_test(net))
@@ -632,16 +632,16 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
     struct tw_net *net = &g->net;
     net->ended = true;
     struct take_ctx c = { g, NULL };
-    pthread_mutex_lock(&g->err_mu);
-    struct kr__key err = g->err ? g->err_key : kr__key_at(INFINITY);
-    pthread_mutex_unlock(&g->err_mu);
+    pthread_mutex_lock(&g->end.err_mu);
+    struct kr__key err = g->end.err ? g->end.err_key : kr__key_at(INFINITY);
+    pthread_mutex_unlock(&g->end.err_mu);
     for (;;) {
         if (kr__xport_flush(&net->x, g->n)) net_broken("ending the run");
         if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
         int64_t sent = (int64_t)net->sent_text, got = (int64_t)net->received_text;
         for (unsigned t = 0; t < g->n; t++)
-            sent += (int64_t)(g->th[t].rsent[0] + g->th[t].rsent[1]),
-            got += (int64_t)(g->th[t].rrecv[0] + g->th[t].rrecv[1]);
+            sent += (int64_t)(g->th[t].rk.sent[0] + g->th[t].rk.sent[1]),
+            got += (int64_t)(g->th[t].rk.recv[0] + g->th[t].rk.recv[1]);
         got += (int64_t)(net->late[0] + net->late[1]);
         net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err,
                                         .in_flight = sent - got };
@@ -687,9 +687,9 @@ kr_time tw_rank_begin(struct tw_global *g, kr_time lo)
     struct kr__run *r = g->r;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
-        if (th->rbuf_min < lo) lo = th->rbuf_min; /* (init's records to other ranks) */
+        if (th->rk.buf_min < lo) lo = th->rk.buf_min; /* (init's records to other ranks) */
         if (kr__xport_flush(&net->x, t)) net_broken("sending init's events");
-        th->rbuf_min = INFINITY;
+        th->rk.buf_min = INFINITY;
     }
     net->in = (struct kr__net_gvt){ .min = kr__key_at(lo), .safe_hi = kr__key_at(-INFINITY),
                                     .err = kr__key_at(INFINITY),

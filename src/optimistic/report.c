@@ -133,14 +133,14 @@ void tw_json(const struct kr__run *r, FILE *f)
 
 static void balance_summary(const struct kr__run *r, const struct kr__totals *t, FILE *f)
 {
-    if (!t->migrated && !r->balance_retired) return;
+    if (!t->migrated && !r->bal.retired) return;
     fprintf(f, "  balance:          %llu LP moves in %llu migrations; %llu workers "
             "retired from a shared core (%llu trials of a share of it, %llu kept), %llu "
             "returns; %llu trials of one worker fewer (%llu undone)\n",
-            (unsigned long long)t->migrated, (unsigned long long)r->migrations,
-            (unsigned long long)r->balance_retired, (unsigned long long)r->balance_shares,
-            (unsigned long long)r->balance_shares_kept, (unsigned long long)r->balance_back,
-            (unsigned long long)r->balance_trials, (unsigned long long)r->balance_undone);
+            (unsigned long long)t->migrated, (unsigned long long)r->bal.migrations,
+            (unsigned long long)r->bal.retired, (unsigned long long)r->bal.shares,
+            (unsigned long long)r->bal.shares_kept, (unsigned long long)r->bal.back,
+            (unsigned long long)r->bal.trials, (unsigned long long)r->bal.undone);
 }
 
 void tw_summary(const struct kr__run *r, FILE *f)

@@ -22,8 +22,8 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     kr__lp_save_words(lp, w);
     /* Full mode keeps no chain: finding the tip reads a cold event and checkpoint, which
      * cost PHOLD-std 10% at 4096 LPs. */
-    struct kr__ckpt *tip = th->g->chained ? tw_chain_tip(tl) : NULL;
-    bool full = !tip || tl->ckpt_full_next || tip->depth + 1u >= th->g->ckpt_full_every;
+    struct kr__ckpt *tip = th->g->cf.chained ? tw_chain_tip(tl) : NULL;
+    bool full = !tip || tl->ckpt_full_next || tip->depth + 1u >= th->g->cf.ckpt_full_every;
     bool timed = (th->cnt->checkpoints & (TW_CKPT_SAMPLE - 1)) == 0;
     uint64_t t0 = timed ? kr__clock_ns() : 0;
     uint64_t s0 = kr__trace_run ? kr__trace_now() : 0;
@@ -35,7 +35,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
         uint64_t dt = kr__clock_ns() - t0;
         th->cnt->ckpt_ns += dt;
         th->cnt->ckpt_timed++;
-        tw_cost_add(&th->ck_cost, dt);
+        tw_cost_add(&th->ck.ck_cost, dt);
     }
     tl->ckpt_full_next = false;
     th->cnt->checkpoints++;
@@ -121,7 +121,7 @@ void tw_cancel_children(struct tw_thread *th, struct kr__ev *e)
  * those to this process's threads stay on it (KR_EVX_LAZY) until it runs or is cancelled. */
 static void undo_sends(struct tw_thread *th, struct kr__ev *e, struct kr__ev *c)
 {
-    if (!th->g->lazy || atomic_load_explicit(&th->g->snap_req, memory_order_relaxed)) {
+    if (!th->g->cf.lazy || atomic_load_explicit(&th->g->sn.req, memory_order_relaxed)) {
         cancel_list(th, c); /* (a snapshot holds no sends kept on an undone event) */
         return;
     }
@@ -186,7 +186,7 @@ void tw_lazy_end(struct tw_thread *th)
 /* The receiver side: c is owned by this thread. */
 void tw_cancel(struct tw_thread *th, struct kr__ev *c)
 {
-    if (th->g->check && c->st == KR_EV_FREE)
+    if (th->g->cf.check && c->st == KR_EV_FREE)
         kr__internal_error("thread %u cancels a freed event (LP %llu, time %.17g): a safe "
                            "event was reached by an antimessage", th->id,
                            (unsigned long long)c->dest, c->k.ts);
@@ -219,10 +219,10 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
 {
     struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ev *e = tl->tail;
-    if (th->g->check && kr__key_lt(&e->k, &th->applied))
+    if (th->g->cf.check && kr__key_lt(&e->k, &th->cm.applied))
         kr__internal_error("thread %u rolls back LP %llu's event at %.17g, below the committed "
                            "horizon %.17g", th->id, (unsigned long long)e->dest, e->k.ts,
-                           th->applied.ts);
+                           th->cm.applied.ts);
     tl->tail = e->prev;
     if (tl->tail) tl->tail->next = NULL;
     else tl->head = NULL;
@@ -261,7 +261,7 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
     struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ckpt *first = NULL; /* checkpoint of the earliest undone event, if any */
     uint64_t undone = 0;
-    bool abandoned = th->nsusp && lp->ult;
+    bool abandoned = th->ts.nsusp && lp->ult;
     if (abandoned) first = tw_ts_abandon(th, lp, cancel);
     while (tl->tail && !kr__key_lt(&tl->tail->k, k)) {
         if (first) kr__ckpt_release(&th->blobs, first);
@@ -309,9 +309,9 @@ static uint64_t cost_median(const struct tw_costs *c)
  * else the configured one; from the medians of recent samples. */
 void tw_ckpt_by_cost(struct tw_thread *th)
 {
-    uint64_t cs = cost_median(&th->ck_cost), ce = cost_median(&th->ev_cost);
+    uint64_t cs = cost_median(&th->ck.ck_cost), ce = cost_median(&th->ck.ev_cost);
     if (!cs || !ce) return;
-    th->ckpt_interval = ce >= TW_CKPT_CHEAP * cs ? 1 : th->r->cfg->tw.ckpt_interval;
+    th->ck.interval = ce >= TW_CKPT_CHEAP * cs ? 1 : th->r->cfg->tw.ckpt_interval;
 }
 
 /* --ckpt-interval auto. Per event, checkpointing every K events costs C_s / K, and each
@@ -324,16 +324,16 @@ void tw_ckpt_by_cost(struct tw_thread *th)
 void tw_tune_ckpt(struct tw_thread *th)
 {
     struct kr__counters *c = th->cnt;
-    struct tw_tune *t = &th->tune;
+    struct tw_tune *t = &th->ck.tune;
     uint64_t events = c->processed - t->processed;
     if (events < 65536 || c->ckpt_timed == t->checkpoints || c->events_timed == t->timed) return;
-    double cs = (double)cost_median(&th->ck_cost), ce = (double)cost_median(&th->ev_cost);
+    double cs = (double)cost_median(&th->ck.ck_cost), ce = (double)cost_median(&th->ck.ev_cost);
     if (!cs || !ce) return;
     double r = (double)(c->rollbacks - t->rollbacks) / (double)events;
-    double k = r > 0 ? sqrt(2 * cs / (r * ce)) : 2.0 * th->ckpt_interval;
-    double lo = th->ckpt_interval / 2.0, hi = th->ckpt_interval * 2.0;
+    double k = r > 0 ? sqrt(2 * cs / (r * ce)) : 2.0 * th->ck.interval;
+    double lo = th->ck.interval / 2.0, hi = th->ck.interval * 2.0;
     k = k < lo ? lo : k > hi ? hi : k;
     k = k < 1 ? 1 : k > TW_CKPT_AUTO_MAX ? TW_CKPT_AUTO_MAX : k;
-    th->ckpt_interval = (unsigned)(k + 0.5);
+    th->ck.interval = (unsigned)(k + 0.5);
     *t = (struct tw_tune){ c->processed, c->ckpt_timed, c->rollbacks, c->events_timed };
 }

@@ -47,30 +47,30 @@ void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->mem[t].events, 0);
         atomic_init(&g->mem[t].ckpts, 0);
         atomic_init(&g->mem[t].pending, 0);
-        atomic_init(&th->cpu_share, -1.0);
-        atomic_init(&th->rq_shared, 0);
-        atomic_init(&th->wants_back, 0);
-        th->bal_weight = TW_WEIGHT_FULL;
-        th->min_sent = kr__key_at(INFINITY);
-        th->ckpt_interval = g->ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
+        atomic_init(&th->bal.cpu_share, -1.0);
+        atomic_init(&th->bal.rq_shared, 0);
+        atomic_init(&th->bal.wants_back, 0);
+        th->bal.weight = TW_WEIGHT_FULL;
+        th->gv.min_sent = kr__key_at(INFINITY);
+        th->ck.interval = g->cf.ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
         /* (done() decides the end only later; queries need the bounds, and run no safe
          * event: tw_is_safe) */
-        th->fast = (r->cfg->tw.safe_events && !r->model->done) || g->queries;
-        th->qfull = kr__key_at(-INFINITY);
+        th->fast = (r->cfg->tw.safe_events && !r->model->done) || g->cf.queries;
+        th->q.full = kr__key_at(-INFINITY);
         th->alone = g->n == 1 && !g->net.on;
         th->bundles = r->bundles;
-        th->queries = g->queries;
-        th->plain = !th->bundles && !g->queries && !g->lazy && !g->net.on;
-        th->lone.ok = th->plain && !g->check && !g->open_pages && !kr__trace_run;
+        th->queries = g->cf.queries;
+        th->plain = !th->bundles && !g->cf.queries && !g->cf.lazy && !g->net.on;
+        th->lone.ok = th->plain && !g->cf.check && !g->cf.open_pages && !kr__trace_run;
         tw_window_init(th, r->cfg->tw.window);
-        th->safe = th->safe_prev = th->clock_sent = th->fast_hi = -INFINITY;
-        th->qbound = kr__key_at(-INFINITY);
-        th->qseq = 1; /* (void until first written) */
-        th->qtop_max = -INFINITY;
-        th->qlast = UINT64_MAX;
-        th->clock_turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
-        th->post_every = th->net_every = 1; /* (until the turns are timed) */
-        th->every = 1;
+        th->clk.safe = th->clk.safe_prev = th->clk.sent = th->fast_hi = -INFINITY;
+        th->clk.qbound = kr__key_at(-INFINITY);
+        th->clk.seq = 1; /* (void until first written) */
+        th->clk.top_max = -INFINITY;
+        th->clk.last = UINT64_MAX;
+        th->clk.turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
+        th->out.every = th->rk.every = 1; /* (until the turns are timed) */
+        th->pace.every = 1;
         atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
         atomic_init(&g->clock[t].seq, 1);
@@ -84,20 +84,20 @@ void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&g->qline[t].src, 0);
         atomic_init(&g->qline[t].seq, 0);
         atomic_init(&g->qline[t].wait_bits, kr__time_bits(INFINITY));
-        th->qwait = th->qwait_own = INFINITY;
-        th->rbuf_min = INFINITY;
-        th->stamp_last = -INFINITY;
+        th->q.wait = th->q.wait_own = INFINITY;
+        th->rk.buf_min = INFINITY;
+        th->rk.stamp_last = -INFINITY;
         th->last_ts = -INFINITY;
         kr__heap_init(&th->heap);
         kr__blobs_init(&th->blobs);
-        pthread_mutex_init(&th->sink.mu, NULL);
-        th->sink.upto = kr__key_at(-INFINITY);
-        th->applied = kr__key_at(-INFINITY);
+        pthread_mutex_init(&th->cm.sink.mu, NULL);
+        th->cm.sink.upto = kr__key_at(-INFINITY);
+        th->cm.applied = kr__key_at(-INFINITY);
         kr__arrivals_init(&g->arr[t]);
         for (unsigned from = 0; from < g->n; from++)
-            kr__chan_init(tw_chan(g, from, t), g->chan_slots);
-        th->post = malloc(g->n * sizeof *th->post);
-        if (!th->post) kr__fatal_oom("channels", g->n * sizeof *th->post);
+            kr__chan_init(tw_chan(g, from, t), g->cf.chan_slots);
+        th->out.chans = malloc(g->n * sizeof *th->out.chans);
+        if (!th->out.chans) kr__fatal_oom("channels", g->n * sizeof *th->out.chans);
     }
 }
 
@@ -127,7 +127,7 @@ void tw_init_lps(struct kr__run *r, struct tw_global *g)
             struct kr__lp *lp = kr__lp_at(r, id);
             if (tw_page_tracked(r)) tw_take_ckpt(th, lp, NULL);
             else tw_lp_of(lp)->since_ckpt = TW_CKPT_NOW;
-            th->ndone += lp->done_init;
+            th->gv.ndone += lp->done_init;
         }
     }
     /* Init sends to other threads went into channels (their backlogs, past a ring's
@@ -142,8 +142,8 @@ void tw_init_lps(struct kr__run *r, struct tw_global *g)
         }
     }
     for (unsigned t = 0; t < g->n; t++) {
-        g->th[t].min_sent = kr__key_at(INFINITY);
-        g->th[t].max_done_committed = kr__key_at(-INFINITY);
+        g->th[t].gv.min_sent = kr__key_at(INFINITY);
+        g->th[t].gv.max_done_committed = kr__key_at(-INFINITY);
     }
 }
 
@@ -172,7 +172,7 @@ void tw_print_committed(struct tw_global *g, bool all)
     struct kr__key upto = kr__key_at(INFINITY);
     struct kr__outvec v = { 0 };
     for (unsigned t = 0; t < g->n; t++) {
-        struct kr__outsink *s = &g->th[t].sink;
+        struct kr__outsink *s = &g->th[t].cm.sink;
         pthread_mutex_lock(&s->mu);
         if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
         kr__outvec_move_before(&s->v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
@@ -181,17 +181,17 @@ void tw_print_committed(struct tw_global *g, bool all)
     }
     if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
     if (g->net.on) upto = tw_rank_print_upto(g, &v, upto); /* (the other ranks' output) */
-    pthread_mutex_lock(&g->err_mu);
-    if (g->err) { /* nothing after an error (the failed event's own output, yes) */
-        struct kr__key past = g->err_key;
+    pthread_mutex_lock(&g->end.err_mu);
+    if (g->end.err) { /* nothing after an error (the failed event's own output, yes) */
+        struct kr__key past = g->end.err_key;
         past.seq++;
         if (kr__key_lt(&past, &upto)) upto = past;
     }
-    pthread_mutex_unlock(&g->err_mu);
+    pthread_mutex_unlock(&g->end.err_mu);
     kr__outvec_emit_before(&v, &upto, tw_emit_committed, g);
     /* what is not printable yet goes back to thread 0's sink, to be merged next time */
     if (v.n) {
-        struct kr__outsink *s = &g->th[0].sink;
+        struct kr__outsink *s = &g->th[0].cm.sink;
         pthread_mutex_lock(&s->mu);
         kr__outvec_move_before(&v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
                                                       UINT64_MAX }, &s->v);
@@ -215,7 +215,7 @@ static void tw_salvage(void *arg)
 static void tw_stop_request(struct tw_global *g)
 {
     if (g->net.on) atomic_store(&g->net.want_stop, true); /* (all ranks, by a GVT round) */
-    else atomic_store_explicit(&g->stopping, 1, memory_order_relaxed);
+    else atomic_store_explicit(&g->end.stopping, 1, memory_order_relaxed);
 }
 
 /* The watcher's pause between looks: 10 ms, or until the last worker is out (a plain sleep
@@ -226,10 +226,10 @@ static void tw_watch_wait(struct tw_global *g)
     clock_gettime(CLOCK_MONOTONIC, &at);
     at.tv_nsec += 10 * 1000 * 1000;
     if (at.tv_nsec >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
-    pthread_mutex_lock(&g->end_mu);
-    while (atomic_load_explicit(&g->running, memory_order_acquire) > 0 &&
-           pthread_cond_timedwait(&g->end_cv, &g->end_mu, &at) == 0) {}
-    pthread_mutex_unlock(&g->end_mu);
+    pthread_mutex_lock(&g->end.mu);
+    while (atomic_load_explicit(&g->end.running, memory_order_acquire) > 0 &&
+           pthread_cond_timedwait(&g->end.cv, &g->end.mu, &at) == 0) {}
+    pthread_mutex_unlock(&g->end.mu);
 }
 
 static void tw_watch(struct kr__run *r, struct tw_global *g)
@@ -239,11 +239,11 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     bool others = g->net.on && g->net.rank; /* (rank 0 shows the progress and prints) */
     if (others) prog.on = false;
     uint64_t last = kr__clock_ns();
-    while (atomic_load_explicit(&g->running, memory_order_acquire) > 0) {
+    while (atomic_load_explicit(&g->end.running, memory_order_acquire) > 0) {
         tw_watch_wait(g);
         uint64_t now = kr__clock_ns();
         if (now - last > TW_PAUSE_NS) /* a 10 ms sleep took far longer: we stood still */
-            atomic_fetch_add_explicit(&g->paused_ns, now - last, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g->end.paused_ns, now - last, memory_order_relaxed);
         last = now;
         if (kr__interrupted()) tw_stop_request(g);
         if (others) tw_rank_output(g, false);
@@ -283,37 +283,37 @@ struct tw_global *tw_global_new(struct kr__run *r)
     g->lvt = malloc(g->nlocal * sizeof *g->lvt);
     if (!g->owner || !g->target || !g->lvt)
         kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
-    g->queries = r->model->query != NULL;
+    g->cf.queries = r->model->query != NULL;
     /* (queries: LPs stay where they are - a query finds its LP's thread by the table) */
-    g->balance = g->queries ? KR_BALANCE_OFF : r->cfg->tw.balance;
+    g->cf.balance = g->cf.queries ? KR_BALANCE_OFF : r->cfg->tw.balance;
     /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
-    g->chan_slots = g->balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
-    g->storm = r->cfg->seed;
+    g->cf.chan_slots = g->cf.balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
+    g->bl.storm = r->cfg->seed;
     atomic_init(&g->active, g->n);
-    g->trial_nact = g->n;
-    g->period_ns = (uint64_t)(r->cfg->tw.gvt_period_ms * 1e6);
-    g->ckpt_auto = r->cfg->tw.ckpt_interval == 0;
+    g->bl.trial_nact = g->n;
+    g->cf.period_ns = (uint64_t)(r->cfg->tw.gvt_period_ms * 1e6);
+    g->cf.ckpt_auto = r->cfg->tw.ckpt_interval == 0;
     const struct kr__state_ops *m = kr__state_ops(r->state_mode);
-    g->ckpt_full_every = m->incremental ? r->cfg->tw.ckpt_full_every : 1;
-    g->chained = m->incremental;
-    g->lazy = r->cfg->tw.cancel == KR_CANCEL_LAZY;
-    g->open_pages = m->open_pages;
-    g->round_events = TW_ROUND_EVENTS;
-    g->check = r->cfg->check;
+    g->cf.ckpt_full_every = m->incremental ? r->cfg->tw.ckpt_full_every : 1;
+    g->cf.chained = m->incremental;
+    g->cf.lazy = r->cfg->tw.cancel == KR_CANCEL_LAZY;
+    g->cf.open_pages = m->open_pages;
+    g->cf.round_events = TW_ROUND_EVENTS;
+    g->cf.check = r->cfg->check;
     g->horizon = kr__key_at(-INFINITY);
     g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
-    pthread_mutex_init(&g->err_mu, NULL);
+    pthread_mutex_init(&g->end.err_mu, NULL);
     pthread_mutex_init(&g->print_mu, NULL);
-    pthread_mutex_init(&g->end_mu, NULL);
+    pthread_mutex_init(&g->end.mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->end_cv, &ca);
+    pthread_cond_init(&g->end.cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&g->last_round_ns, kr__clock_ns());
-    g->bal_start_ns = kr__clock_ns();
-    kr__snapshot_first(r, &g->snap_at, &g->snap_wall);
+    g->bl.start_ns = kr__clock_ns();
+    kr__snapshot_first(r, &g->sn.at, &g->sn.wall);
     return g;
 }
 
@@ -322,32 +322,32 @@ void tw_global_end(struct kr__run *r, struct tw_global *g)
 {
     r->end_key = g->horizon;
     /* (interrupted: the last horizon is a time, gvt.c stop_point) */
-    kr__run_ended(r, g->by_done, g->horizon.ts);
+    kr__run_ended(r, g->end.by_done, g->horizon.ts);
     r->final_gvt = tw_gvt(g);
-    r->migrations = g->th[0].cnt->migrations;
-    r->balance_retired = g->cnt_retired;
-    r->balance_back = g->cnt_back;
-    r->balance_trials = g->cnt_trials;
-    r->balance_undone = g->cnt_undone;
-    r->balance_shares = g->cnt_part;
-    r->balance_shares_kept = g->cnt_part_kept;
+    r->bal.migrations = g->th[0].cnt->migrations;
+    r->bal.retired = g->bl.cnt_retired;
+    r->bal.back = g->bl.cnt_back;
+    r->bal.trials = g->bl.cnt_trials;
+    r->bal.undone = g->bl.cnt_undone;
+    r->bal.shares = g->bl.cnt_part;
+    r->bal.shares_kept = g->bl.cnt_part_kept;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         th->cnt->pool_bytes = th->pool->bytes;
         th->cnt->ckpt_peak_bytes = th->blobs.peak;
-        th->cnt->ckpt_interval_final = th->ckpt_interval;
+        th->cnt->ckpt_interval_final = th->ck.interval;
         th->cnt->window_final = th->win.limit;
         kr__heap_destroy(&th->heap);
         kr__bundle_free(&th->bund);
         kr__bundle_free(&th->cbund);
-        free(th->sendback);
+        free(th->mem.sendback);
         kr__blobs_destroy(&th->blobs);
-        kr__outvec_free(&th->sink.v);
-        free(th->work);
-        free(th->dirty);
-        free(th->open);
-        free(th->mig);
-        free(th->post);
+        kr__outvec_free(&th->cm.sink.v);
+        free(th->loc.work);
+        free(th->cm.dirty);
+        free(th->cm.open);
+        free(th->mg.ev);
+        free(th->out.chans);
     }
     tw_rank_free(g); /* (the threads' remote-id maps) */
     free(g->th);
@@ -359,9 +359,9 @@ void tw_global_end(struct kr__run *r, struct tw_global *g)
     free(g->owner);
     free(g->target);
     free(g->lvt);
-    free(g->moves);
-    free(g->err);
-    pthread_cond_destroy(&g->end_cv);
+    free(g->bl.moves);
+    free(g->end.err);
+    pthread_cond_destroy(&g->end.cv);
     free(g);
 }
 
@@ -382,14 +382,14 @@ static void tw_init_body(void *arg)
 static int tw_failure(struct kr__run *r, const struct tw_global *g)
 {
     bool other = g->net.on && !isinf(g->net.err.ts) &&
-                 (!g->err || kr__key_cmp(&g->err_key, &g->net.err) != 0);
+                 (!g->end.err || kr__key_cmp(&g->end.err_key, &g->net.err) != 0);
     if (other) {
         kr__net.defer = true;
         return kr__fail(&r->fail, KR_ERR_MODEL, "a model error on another rank, which "
                         "printed it");
     }
-    if (!g->err) return KR_OK;
-    return kr__fail(&r->fail, KR_ERR_MODEL, "%s", g->err);
+    if (!g->end.err) return KR_OK;
+    return kr__fail(&r->fail, KR_ERR_MODEL, "%s", g->end.err);
 }
 
 /* init runs here, in LP order, on this thread: a model error in it is the run's (no
@@ -450,9 +450,9 @@ static int tw_run(struct kr__run *r)
         return st;
     }
     kr__set_salvage(tw_salvage, g);
-    g->fast_threads = g->th[0].fast ? g->n : 0;
+    g->end.fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
-    atomic_store(&g->running, g->n);
+    atomic_store(&g->end.running, g->n);
     for (unsigned t = 0; t < g->n; t++)
         kr__thread_start_or_die(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb,
                                 "a worker");
@@ -464,7 +464,7 @@ static int tw_run(struct kr__run *r)
         tw_rank_end(r, g);
         tw_rank_stats(r, g);
     }
-    tw_print_committed(g, g->err == NULL);
+    tw_print_committed(g, g->end.err == NULL);
     for (kr_lp id = g->lo; r->lpstat && id < g->lo + g->nlocal; id++) /* (--lp-stats) */
         r->lpstat[id - r->lo].thread = g->owner[tw_lidx(g, id)];
     st = tw_failure(r, g);

@@ -27,16 +27,16 @@
 bool tw_snap_plan(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (!th->r->cfg->snap_dir || atomic_load_explicit(&g->stopping, memory_order_relaxed))
+    if (!th->r->cfg->snap_dir || atomic_load_explicit(&g->end.stopping, memory_order_relaxed))
         return false;
     /* (across ranks, each decides what the round's reduction saw of all ranks: all take
      * their snapshot at one horizon) */
     const struct kr__net_gvt *all = g->net.on ? &g->net.out : NULL;
-    if (!atomic_load_explicit(&g->snap_want, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&g->sn.want, memory_order_relaxed)) {
         bool wall = all ? all->flags & KR_NET_SNAP_DUE
-                        : g->snap_wall != UINT64_MAX && kr__clock_ns() >= g->snap_wall;
-        if (g->gvt.ts >= g->snap_at || wall)
-            atomic_store_explicit(&g->snap_want, 1, memory_order_relaxed);
+                        : g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
+        if (g->gvt.ts >= g->sn.at || wall)
+            atomic_store_explicit(&g->sn.want, 1, memory_order_relaxed);
         return false;
     }
     /* (as for a stop: every worker has turned safe events off, and GVT's time lies past
@@ -44,12 +44,12 @@ bool tw_snap_plan(struct tw_thread *th)
     if (all) {
         if (all->flags & KR_NET_UNACKED || !(g->gvt.ts > all->safe_hi.ts)) return false;
     } else {
-        if (atomic_load_explicit(&g->stop_acks, memory_order_acquire) < g->fast_threads)
+        if (atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads)
             return false;
-        uint64_t hi = atomic_load_explicit(&g->safe_hi, memory_order_relaxed);
+        uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
         if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false;
     }
-    atomic_store_explicit(&g->snap_req, 1, memory_order_relaxed); /* (published with it) */
+    atomic_store_explicit(&g->sn.req, 1, memory_order_relaxed); /* (published with it) */
     return true;
 }
 
@@ -62,10 +62,10 @@ static void roll_back(struct tw_thread *th, const struct kr__key *h)
         if (g->owner[tw_lidx(g, id)] != th->id) continue;
         struct kr__lp *lp = kr__lp_at(th->r, id);
         struct tw_lp *tl = tw_lp_of(lp);
-        if ((tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->nsusp && lp->ult))
+        if ((tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->ts.nsusp && lp->ult))
             tw_rollback(th, lp, h, true);
     }
-    for (size_t i = 0; g->lazy && i < th->heap.n; i++) {
+    for (size_t i = 0; g->cf.lazy && i < th->heap.n; i++) {
         struct kr__ev *e = th->heap.a[i].e;
         if (!(e->xflags & KR_EVX_LAZY)) continue;
         tw_cancel_children(th, e); /* (this thread's own: queued, taken in below) */
@@ -95,8 +95,8 @@ static void check_settled(struct tw_thread *th)
                                "state %d%s", th->id, (unsigned long long)e->dest, e->k.ts,
                                e->st, e->xflags & KR_EVX_LAZY ? " with kept sends" : "");
     }
-    if (th->wn) kr__internal_error("snapshot: thread %u has %zu deliveries queued", th->id,
-                                   th->wn);
+    if (th->loc.wn) kr__internal_error("snapshot: thread %u has %zu deliveries queued", th->id,
+                                   th->loc.wn);
 }
 
 /* The least key of this rank's pending events. */
@@ -136,12 +136,12 @@ static void write_it(struct tw_global *g, kr_time at)
         else kr__snapshot_send(g->r, pending, n, &link);
     }
     free(pending);
-    kr__snapshot_next(g->r, isinf(at) ? g->horizon.ts : at, &g->snap_at, &g->snap_wall);
+    kr__snapshot_next(g->r, isinf(at) ? g->horizon.ts : at, &g->sn.at, &g->sn.wall);
 }
 
 /* Across ranks, after the rollbacks: every worker sends what it has and takes in what
  * comes until nothing is on its way between any ranks; the least pending key of all of
- * them into g->snap_least. */
+ * them into g->sn.least. */
 static void settle_ranks(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -149,11 +149,11 @@ static void settle_ranks(struct tw_thread *th)
         tw_rank_turn(th, true);
         tw_quiesce(th); /* (ends with all threads through a barrier) */
         if (th->id == 0) {
-            g->snap_least = least_pending(g);
-            g->snap_more = !tw_rank_settled(g, &g->snap_least);
+            g->sn.least = least_pending(g);
+            g->sn.more = !tw_rank_settled(g, &g->sn.least);
         }
         tw_barrier(g, NULL);
-        if (!g->snap_more) break;
+        if (!g->sn.more) break;
     }
 }
 
@@ -165,29 +165,29 @@ static void settle_ranks(struct tw_thread *th)
 static void restart(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    if (!th->retired && !g->snap_skip) {
-        kr_time lo = g->horizon.ts + g->lookahead;
-        th->clock_sent = th->safe = th->safe_prev = lo;
+    if (!th->retired && !g->sn.skip) {
+        kr_time lo = g->horizon.ts + g->cf.lookahead;
+        th->clk.sent = th->clk.safe = th->clk.safe_prev = lo;
         atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
         atomic_store_explicit(&g->clock[th->id].rbits, kr__time_bits(lo), memory_order_release);
-        th->stamp_last = -INFINITY; /* (thread 0's stamps to other ranks start again) */
+        th->rk.stamp_last = -INFINITY; /* (thread 0's stamps to other ranks start again) */
     }
-    th->qbound = th->qfull = kr__key_at(-INFINITY);
-    th->qtop_max = -INFINITY;
-    th->qlast = UINT64_MAX;
-    if (g->snap_refast) th->fast = true;
+    th->clk.qbound = th->q.full = kr__key_at(-INFINITY);
+    th->clk.top_max = -INFINITY;
+    th->clk.last = UINT64_MAX;
+    if (g->sn.refast) th->fast = true;
 }
 
 /* Thread 0, inside: safe events back on (the acks counted afresh), unless a stop was asked
  * meanwhile - then they stay off, and its acks stand. */
 static void decide_after(struct tw_global *g)
 {
-    g->snap_refast = g->fast_threads && !atomic_load_explicit(&g->stopping, memory_order_acquire);
-    if (g->snap_refast) {
-        atomic_store_explicit(&g->stop_acks, 0, memory_order_relaxed);
-        atomic_store_explicit(&g->safe_hi, 0, memory_order_relaxed);
+    g->sn.refast = g->end.fast_threads && !atomic_load_explicit(&g->end.stopping, memory_order_acquire);
+    if (g->sn.refast) {
+        atomic_store_explicit(&g->end.stop_acks, 0, memory_order_relaxed);
+        atomic_store_explicit(&g->end.safe_hi, 0, memory_order_relaxed);
     }
-    atomic_store_explicit(&g->snap_want, 0, memory_order_relaxed);
+    atomic_store_explicit(&g->sn.want, 0, memory_order_relaxed);
 }
 
 /* (across ranks: any rank's - a model error found by this commit is only this rank's yet;
@@ -195,9 +195,9 @@ static void decide_after(struct tw_global *g)
  * file) */
 static bool run_failed(struct tw_global *g)
 {
-    pthread_mutex_lock(&g->err_mu);
-    bool failed = g->err != NULL;
-    pthread_mutex_unlock(&g->err_mu);
+    pthread_mutex_lock(&g->end.err_mu);
+    bool failed = g->end.err != NULL;
+    pthread_mutex_unlock(&g->end.err_mu);
     failed = failed || atomic_load_explicit(&g->stop, memory_order_acquire);
     if (!g->net.on) return failed;
     if (g->net.rank) tw_rank_output(g, false);
@@ -210,15 +210,15 @@ static void take_it(struct tw_thread *th)
     struct tw_global *g = th->g;
     tw_close_pages(th);
     /* (the antimessages about to come lie below what it took as safe or quiet) */
-    th->safe = th->safe_prev = -INFINITY;
-    th->qbound = th->qfull = kr__key_at(-INFINITY);
+    th->clk.safe = th->clk.safe_prev = -INFINITY;
+    th->clk.qbound = th->q.full = kr__key_at(-INFINITY);
     roll_back(th, &g->horizon);
     tw_barrier(g, NULL); /* (all rolled back before any drains: no straggler now) */
     if (g->net.on) settle_ranks(th);
     else tw_quiesce(th);
-    if (g->check) check_settled(th);
+    if (g->cf.check) check_settled(th);
     tw_barrier(g, NULL);
-    if (th->id == 0) write_it(g, g->net.on ? g->snap_least.ts : least_pending(g).ts);
+    if (th->id == 0) write_it(g, g->net.on ? g->sn.least.ts : least_pending(g).ts);
 }
 
 /* (Its cost in the summary and --stats is the whole pause, on thread 0's clock: the
@@ -227,28 +227,28 @@ void tw_snap_round(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     struct kr__run *r = th->r;
-    uint64_t t0 = kr__clock_ns(), snaps = r->snaps, ns = r->snap_ns;
+    uint64_t t0 = kr__clock_ns(), snaps = r->snap.written, ns = r->snap.ns;
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
     /* (one that had left its loop applies the horizon here: tw_stop_together; a retired
      * one has nothing to commit, and its sink stays open to the end) */
-    if (ep != th->seen_epoch && !th->retired) {
-        th->seen_epoch = ep;
+    if (ep != th->gv.seen_epoch && !th->retired) {
+        th->gv.seen_epoch = ep;
         tw_commit(th, &g->horizon);
     }
     tw_quiet_void(th);
-    if (g->queries) tw_query_settle(th); /* (an asker's answer: others answer meanwhile) */
-    tw_barrier(g, g->queries ? th : NULL);
-    if (th->id == 0) g->snap_skip = run_failed(g); /* (a stopping run: no snapshot) */
+    if (g->cf.queries) tw_query_settle(th); /* (an asker's answer: others answer meanwhile) */
+    tw_barrier(g, g->cf.queries ? th : NULL);
+    if (th->id == 0) g->sn.skip = run_failed(g); /* (a stopping run: no snapshot) */
     tw_barrier(g, NULL);
-    if (!g->snap_skip) take_it(th);
+    if (!g->sn.skip) take_it(th);
     if (th->id == 0) decide_after(g);
     tw_barrier(g, NULL);
     restart(th);
     tw_barrier(g, NULL);
     if (th->id == 0) {
-        if (g->net.on && !g->snap_skip) tw_rank_restart(g, g->horizon.ts + g->lookahead);
-        if (r->snaps != snaps) r->snap_ns = ns + (kr__clock_ns() - t0);
-        atomic_store_explicit(&g->snap_req, 0, memory_order_release);
+        if (g->net.on && !g->sn.skip) tw_rank_restart(g, g->horizon.ts + g->cf.lookahead);
+        if (r->snap.written != snaps) r->snap.ns = ns + (kr__clock_ns() - t0);
+        atomic_store_explicit(&g->sn.req, 0, memory_order_release);
     }
     tw_barrier(g, NULL);
 }

@@ -16,25 +16,25 @@ unsigned tw_post_publish(struct tw_thread *th)
     struct tw_global *g = th->g;
     size_t keep = 0;
     unsigned done = 0;
-    for (size_t i = 0; i < th->npost; i++) {
-        unsigned to = th->post[i];
+    for (size_t i = 0; i < th->out.n; i++) {
+        unsigned to = th->out.chans[i];
         struct kr__chan *c = tw_chan(g, th->id, to);
         unsigned d = kr__chan_publish(c, &g->arr[to]);
         done |= d;
-        if (d & KR_CHAN_KEPT) th->post[keep++] = to; /* (a full ring: the rest waits) */
+        if (d & KR_CHAN_KEPT) th->out.chans[keep++] = to; /* (a full ring: the rest waits) */
         else c->listed = false;
     }
-    th->npost = keep;
-    th->post_n = 0;
-    th->post_turns = 0;
+    th->out.n = keep;
+    th->out.msgs = 0;
+    th->out.turns = 0;
     return done;
 }
 
 struct kr__key tw_post_backlog_min(const struct tw_thread *th)
 {
     struct kr__key m = kr__key_at(INFINITY);
-    for (size_t i = 0; i < th->npost; i++) {
-        struct kr__key b = kr__chan_backlog_min(tw_chan(th->g, th->id, th->post[i]));
+    for (size_t i = 0; i < th->out.n; i++) {
+        struct kr__key b = kr__chan_backlog_min(tw_chan(th->g, th->id, th->out.chans[i]));
         if (kr__key_lt(&b, &m)) m = b;
     }
     return m;
@@ -47,16 +47,16 @@ static void tw_take(struct tw_thread *th, struct kr__ev *e)
         tw_sendback_take(th, e);
         return;
     }
-    if (th->g->check && e->k.ts < th->safe_prev)
+    if (th->g->cf.check && e->k.ts < th->clk.safe_prev)
         kr__internal_error("thread %u received a%s at time %.17g below its safe time "
                            "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
-                           "n antimessage" : " message", e->k.ts, th->safe_prev,
+                           "n antimessage" : " message", e->k.ts, th->clk.safe_prev,
                            (unsigned long long)e->dest);
-    if (th->g->check && tw_hop_lt(&e->k, &th->qbound))
+    if (th->g->cf.check && tw_hop_lt(&e->k, &th->clk.qbound))
         kr__internal_error("thread %u received a%s at (%.17g, %u hops) below its quiet bound "
                            "(%.17g, %u) (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
-                           "n antimessage" : " message", e->k.ts, e->k.gen, th->qbound.ts,
-                           th->qbound.gen, (unsigned long long)e->dest);
+                           "n antimessage" : " message", e->k.ts, e->k.gen, th->clk.qbound.ts,
+                           th->clk.qbound.gen, (unsigned long long)e->dest);
     if (e->flags & KR_EVF_REMOTE) {
         tw_rank_take(th, e);
     } else if (e->flags & KR_EVF_ANTI) {
@@ -81,7 +81,7 @@ void tw_drain(struct tw_thread *th)
         struct kr__chan *c = tw_chan(g, from, th->id);
         size_t n;
         while ((n = kr__chan_take(c, buf, TW_TAKE_MAX)) > 0) {
-            th->qtaken += n;
+            th->clk.qtaken += n;
             for (size_t i = 0; i < n && i < TW_TAKE_AHEAD; i++) __builtin_prefetch(buf[i]);
             for (size_t i = 0; i < n; i++) {
                 if (i + TW_TAKE_AHEAD < n) __builtin_prefetch(buf[i + TW_TAKE_AHEAD]);

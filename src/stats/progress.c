@@ -54,13 +54,13 @@ static void sample(struct kr__progress *p, double now, kr_time vt, uint64_t comm
                    uint64_t processed)
 {
     struct kr__run *r = p->r;
-    if (r->nseries == r->capseries) {
-        r->capseries = r->capseries ? r->capseries * 2 : 64;
-        double *s = realloc(r->series, r->capseries * KR_SERIES_COLS * sizeof *s);
+    if (r->series.n == r->series.cap) {
+        r->series.cap = r->series.cap ? r->series.cap * 2 : 64;
+        double *s = realloc(r->series.rows, r->series.cap * KR_SERIES_COLS * sizeof *s);
         if (!s) return; /* statistics only: a missing row is not worth failing the run */
-        r->series = s;
+        r->series.rows = s;
     }
-    double *row = r->series + r->nseries++ * KR_SERIES_COLS;
+    double *row = r->series.rows + r->series.n++ * KR_SERIES_COLS;
     row[0] = now - p->t0;
     row[1] = vt;
     row[2] = (double)committed;

@@ -31,7 +31,7 @@ static void configure(struct kr__config *c, int argc, char **argv)
 /* What tw_migrate leaves in the tables the planner reads: owners, LP counts, who is out. */
 static void apply(struct tw_global *g)
 {
-    for (size_t i = 0; i < g->nmoves; i++) g->owner[g->moves[i].lp] = g->moves[i].to;
+    for (size_t i = 0; i < g->bl.nmoves; i++) g->owner[g->bl.moves[i].lp] = g->bl.moves[i].to;
     unsigned active = 0;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
@@ -41,14 +41,14 @@ static void apply(struct tw_global *g)
         active += !th->retired;
     }
     atomic_store(&g->active, active);
-    g->nmoves = 0;
+    g->bl.nmoves = 0;
     atomic_store(&g->mig_req, 0);
 }
 
 /* Plan at `now` with `done` more events committed since the last call (thread 0's count). */
 static bool plan(struct tw_global *g, uint64_t now, uint64_t done)
 {
-    g->th[0].rep_committed += done;
+    g->th[0].bal.rep_committed += done;
     bool moved = tw_balance_plan_at(g, now);
     if (moved) apply(g);
     return moved;
@@ -65,44 +65,44 @@ static kr_lp owned_by_1(const struct tw_global *g)
 
 static void shared_core(struct tw_global *g)
 {
-    uint64_t t = g->bal_start_ns + 1000 * MS;
-    atomic_store(&g->th[0].cpu_share, 1.0);
-    atomic_store(&g->th[1].cpu_share, 0.5);
+    uint64_t t = g->bl.start_ns + 1000 * MS;
+    atomic_store(&g->th[0].bal.cpu_share, 1.0);
+    atomic_store(&g->th[1].bal.cpu_share, 0.5);
     CHECK(plan(g, t, 0)); /* shared: out at once */
-    CHECK(owned_by_1(g) == 0 && g->th[1].retired && g->cnt_retired == 1);
-    CHECK(g->part == TW_PART_BASE && !g->part_on);
+    CHECK(owned_by_1(g) == 0 && g->th[1].retired && g->bl.cnt_retired == 1);
+    CHECK(g->bl.part == TW_PART_BASE && !g->bl.part_on);
     CHECK(!plan(g, t += 40 * MS, 500)); /* (the window is not over) */
     CHECK(plan(g, t += TW_PART_NS, 1000)); /* a third of the LPs: [42, 64) */
     CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && !g->th[1].retired);
-    CHECK(g->part == TW_PART_TRY && g->part_on);
+    CHECK(g->bl.part == TW_PART_TRY && g->bl.part_on);
     CHECK(plan(g, t += 40 * MS, 100)); /* far less committed: out again at once */
-    CHECK(owned_by_1(g) == 0 && g->part == TW_PART_WAIT && !g->part_on);
-    CHECK(g->cnt_part == 1 && g->cnt_part_kept == 0);
+    CHECK(owned_by_1(g) == 0 && g->bl.part == TW_PART_WAIT && !g->bl.part_on);
+    CHECK(g->bl.cnt_part == 1 && g->bl.cnt_part_kept == 0);
     CHECK(!plan(g, t += TW_TRIAL_BACKOFF_NS / 2, 9000)); /* backoff */
     CHECK(!plan(g, t += TW_TRIAL_BACKOFF_NS / 2, 9000)); /* a new window as it is */
-    CHECK(g->part == TW_PART_BASE);
+    CHECK(g->bl.part == TW_PART_BASE);
     CHECK(plan(g, t += TW_PART_NS, 1000));
-    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->part == TW_PART_TRY);
-    atomic_store(&g->th[1].cpu_share, -1.0); /* (not measured since it came back) */
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->bl.part == TW_PART_TRY);
+    atomic_store(&g->th[1].bal.cpu_share, -1.0); /* (not measured since it came back) */
     CHECK(!plan(g, t += 40 * MS, 520)); /* (as much so far: the window goes on) */
     CHECK(!plan(g, t += 40 * MS, 580)); /* 10% more: kept */
-    CHECK(g->part == TW_PART_WAIT && g->part_on && g->cnt_part == 2 && g->cnt_part_kept == 1);
-    atomic_store(&g->th[1].cpu_share, 0.5);
+    CHECK(g->bl.part == TW_PART_WAIT && g->bl.part_on && g->bl.cnt_part == 2 && g->bl.cnt_part_kept == 1);
+    atomic_store(&g->th[1].bal.cpu_share, 0.5);
     CHECK(!plan(g, t += 2 * TW_TRIAL_BACKOFF_NS, 1000)); /* (the backoff doubled) */
-    CHECK(g->part == TW_PART_BASE);
+    CHECK(g->bl.part == TW_PART_BASE);
     CHECK(plan(g, t += TW_PART_NS, 1000)); /* asked again: out for a window */
-    CHECK(owned_by_1(g) == 0 && g->part == TW_PART_TRY && !g->part_on);
+    CHECK(owned_by_1(g) == 0 && g->bl.part == TW_PART_TRY && !g->bl.part_on);
     CHECK(plan(g, t += 40 * MS, 200)); /* far less: the share comes back at once */
-    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->part_on);
-    CHECK(g->cnt_part == 3 && g->cnt_part_kept == 2);
-    atomic_store(&g->th[1].cpu_share, 0.95);
-    atomic_store(&g->th[1].rq_shared, 1);
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->bl.part_on);
+    CHECK(g->bl.cnt_part == 3 && g->bl.cnt_part_kept == 2);
+    atomic_store(&g->th[1].bal.cpu_share, 0.95);
+    atomic_store(&g->th[1].bal.rq_shared, 1);
     CHECK(!plan(g, t += TW_PART_NS, 1000)); /* (but its run queue says shared) */
-    atomic_store(&g->th[1].rq_shared, 0);
+    atomic_store(&g->th[1].bal.rq_shared, 0);
     CHECK(plan(g, t += TW_PART_NS, 1000)); /* its core is free: the first mapping */
     for (kr_lp lp = 0; lp < LPS; lp++) CHECK(g->owner[lp] == kr__block_of(lp, LPS, 2));
-    CHECK(g->part == TW_PART_NONE && g->cnt_back == 1 && !g->th[1].bal_part);
-    CHECK(g->th[0].bal_weight == TW_WEIGHT_FULL && g->th[1].bal_weight == TW_WEIGHT_FULL);
+    CHECK(g->bl.part == TW_PART_NONE && g->bl.cnt_back == 1 && !g->th[1].bal.part);
+    CHECK(g->th[0].bal.weight == TW_WEIGHT_FULL && g->th[1].bal.weight == TW_WEIGHT_FULL);
 }
 
 int main(void)
@@ -115,7 +115,7 @@ int main(void)
     struct kr__error err = { 0 };
     CHECK(kr__run_setup(&r, &c, &err) == KR_OK);
     struct tw_global *g = tw_test_start(&r, 0);
-    CHECK(g->n == 2 && g->balance == KR_BALANCE_AUTO);
+    CHECK(g->n == 2 && g->cf.balance == KR_BALANCE_AUTO);
     shared_core(g);
     tw_test_end(&r, g);
     kr__run_finish(&r);

@@ -315,7 +315,7 @@ static void interval_grows(void)
     CHECK(tl->base == NULL && tl->head->ckpt != NULL); /* (no base: the first event's) */
     struct kr__ev *s = straggle(th, id, tl->head->k.ts / 2, UINT64_MAX / 2);
     CHECK(tl->head == NULL && state_hash(kr__lp_at(&r, id)) == h0[id]);
-    th->ckpt_interval = 16;
+    th->ck.interval = 16;
     for (unsigned i = 0; i < 1000 && s->st != KR_EV_PROCESSED; i++) CHECK(tw_test_step(th));
     CHECK(s->st == KR_EV_PROCESSED && tl->head == s && s->ckpt != NULL);
     straggle(th, id, s->k.ts / 2, UINT64_MAX / 2 + 1); /* (restores s's checkpoint) */
@@ -336,10 +336,10 @@ static void auto_from_medians(void)
     struct kr__run r;
     struct tw_global *g = one_thread(&c, &r, "auto");
     struct tw_thread *th = &g->th[0];
-    CHECK(g->ckpt_auto && th->ckpt_interval == 16);
+    CHECK(g->cf.ckpt_auto && th->ck.interval == 16);
     for (unsigned i = 0; i < TW_COST_SAMPLES; i++) {
-        tw_cost_add(&th->ck_cost, i < 2 ? 50000 : 100);
-        tw_cost_add(&th->ev_cost, 1000);
+        tw_cost_add(&th->ck.ck_cost, i < 2 ? 50000 : 100);
+        tw_cost_add(&th->ck.ev_cost, 1000);
     }
     struct kr__counters *n = th->cnt;
     n->processed += 100000;
@@ -349,7 +349,7 @@ static void auto_from_medians(void)
     n->events_timed += 16;
     n->event_ns_sampled += 16 * 1000;
     tw_tune_ckpt(th);
-    CHECK(th->ckpt_interval == 14);
+    CHECK(th->ck.interval == 14);
     tw_test_end(&r, g);
     kr__run_free(&r);
     kr__options_free(&c);
