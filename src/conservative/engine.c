@@ -173,11 +173,11 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
         kr__ctx.mode = KR_MODE_NONE;
     }
     struct kr__counters *cnt = &r->counters[0];
-    if (__builtin_expect((++cnt->cons_retired & 0xffff) == 0, 0)) {
+    if (__builtin_expect((++cnt->cons.retired & 0xffff) == 0, 0)) {
         /* (the progress line reads the published counts: the scheduler publishes the total
          * retired so far, the workers' own counts are summed at the end) */
-        atomic_store_explicit(&cnt->pub_committed, cnt->cons_retired, memory_order_relaxed);
-        atomic_store_explicit(&cnt->pub_processed, cnt->cons_retired, memory_order_relaxed);
+        atomic_store_explicit(&cnt->pub_committed, cnt->cons.retired, memory_order_relaxed);
+        atomic_store_explicit(&cnt->pub_processed, cnt->cons.retired, memory_order_relaxed);
         kr__progress_tick(prog, e->k.ts);
     }
     kr__pool_put(&r->pools[0], e);
@@ -308,7 +308,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
         size_t n = r->bundles ? j->bundle.n : 1;
         cnt->processed += n;
         cnt->committed += n;
-        cnt->cons_sched_ran++;
+        cnt->cons.sched_ran++;
         rr = retire_one(c, j, prog);
     } while (rr == CONS_RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
     w->job = NULL;
@@ -321,14 +321,14 @@ static bool may_offload(struct cons *c, const struct kr__ev *e)
 {
     struct kr__counters *cnt = &c->r->counters[0];
     if (c->lp_busy[e->dest]) { /* one event at a time per LP */
-        cnt->cons_lp_waits++;
+        cnt->cons.lp_waits++;
         return false;
     }
     /* With done(): each unretired event may make one more LP done; the event that makes the
      * last one done must have no later event running beside it. */
     if (c->r->model->done && c->nretire && c->ndone + c->nretire + 1 >= c->r->n) return false;
     if (!c->barrier_events && e->k.ts >= barrier(c)) {
-        cnt->cons_barrier_waits++;
+        cnt->cons.barrier_waits++;
         return false;
     }
     return true;
@@ -356,8 +356,8 @@ static struct cons_job *take(struct cons *c)
     inflight_add(c, j);
     c->lp_busy[e->dest] = 1;
     struct kr__counters *cnt = &c->r->counters[0];
-    cnt->cons_offloads++;
-    cnt->cons_inflight_sum += c->ninflight;
+    cnt->cons.offloads++;
+    cnt->cons.inflight_sum += c->ninflight;
     if (c->barrier_events) {
         struct kr__ev *b = kr__pool_get(&c->r->pools[0], sizeof j);
         b->k = kr__key_at(j->tc); /* the smallest key at tc: before every event at tc */
@@ -377,7 +377,7 @@ static bool pass_barrier(struct cons *c, struct kr__ev *b)
     struct cons_job *j;
     memcpy(&j, b->payload, sizeof j);
     if (!atomic_load_explicit(&j->complete, memory_order_acquire)) {
-        c->r->counters[0].cons_barrier_waits++;
+        c->r->counters[0].cons.barrier_waits++;
         return false;
     }
     kr__heap_pop(&c->heap);
@@ -414,7 +414,7 @@ static int dispatch(struct cons *c, struct kr__progress *prog, struct kr__ev *e,
     if (c->scheduler_works && run_here(c, e)) {
         if (c->nretire == 0) return run_direct(c, prog); /* (with barrier events: none left) */
         struct cons_job *j = take(c);
-        c->r->counters[0].cons_sched_ran++;
+        c->r->counters[0].cons.sched_ran++;
         cons_execute(c, &c->w[0], j);
         return CONS_RETIRE_MORE;
     }
@@ -424,7 +424,7 @@ static int dispatch(struct cons *c, struct kr__progress *prog, struct kr__ev *e,
         *held = j;
         return CONS_RETIRE_MORE;
     }
-    c->r->counters[0].cons_sched_ran++; /* every worker busy: run it here */
+    c->r->counters[0].cons.sched_ran++; /* every worker busy: run it here */
     cons_execute(c, &c->w[0], j);
     return CONS_RETIRE_MORE;
 }

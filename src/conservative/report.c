@@ -7,7 +7,7 @@
 
 static double mean_in_flight(const struct kr__counters *c)
 {
-    return c->cons_offloads ? (double)c->cons_inflight_sum / (double)c->cons_offloads : 0;
+    return c->cons.offloads ? (double)c->cons.inflight_sum / (double)c->cons.offloads : 0;
 }
 
 void cons_summary(const struct kr__run *r, FILE *f)
@@ -21,8 +21,8 @@ void cons_summary(const struct kr__run *r, FILE *f)
             r->cfg->cons.handoff_pull ? "pull" : "push",
             r->cfg->cons.barrier_events ? "event" : "event-free",
             r->cfg->cons.offload_always ? "always" : "auto", mean_in_flight(c),
-            (unsigned long long)c->cons_sched_ran, (unsigned long long)c->cons_barrier_waits,
-            (unsigned long long)c->cons_lp_waits);
+            (unsigned long long)c->cons.sched_ran, (unsigned long long)c->cons.barrier_waits,
+            (unsigned long long)c->cons.lp_waits);
 }
 
 void cons_json(const struct kr__run *r, FILE *f)
@@ -38,7 +38,7 @@ void cons_json(const struct kr__run *r, FILE *f)
             r->cfg->cons.barrier_events ? "events" : "free",
             r->cfg->cons.scheduler_works && !r->cfg->cons.handoff_pull ? "true" : "false",
             r->cfg->cons.offload_always ? "always" : "auto", r->cfg->cons.offload_us, r->lookahead,
-            (unsigned long long)c->cons_offloads, mean_in_flight(c),
-            (unsigned long long)c->cons_sched_ran, (unsigned long long)c->cons_barrier_waits,
-            (unsigned long long)c->cons_lp_waits);
+            (unsigned long long)c->cons.offloads, mean_in_flight(c),
+            (unsigned long long)c->cons.sched_ran, (unsigned long long)c->cons.barrier_waits,
+            (unsigned long long)c->cons.lp_waits);
 }

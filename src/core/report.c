@@ -194,14 +194,15 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 "%s\n    {\"thread\": %u, \"processed\": %llu, \"committed\": %llu, "
                 "\"rolled_back\": %llu, \"rollbacks\": %llu, \"antimessages\": %llu, "
                 "\"checkpoints\": %llu, \"checkpoint_bytes\": %llu, \"restores\": %llu, "
-                "\"coasted\": %llu, \"safe\": %llu, \"lone\": %llu, \"remote_sent\": %llu, \"fossil_freed\": %llu, "
+                "\"coasted\": %llu, \"safe\": %llu, \"lone\": %llu, \"remote_sent\": %llu, "
+                "\"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
                 "\"throttled\": %llu, \"window\": %llu, \"window_cuts\": %llu, "
                 "\"idle_sleeps\": %llu, \"yields\": %llu}",
                 i ? "," : "", i, (unsigned long long)c->processed, (unsigned long long)c->committed,
                 (unsigned long long)c->rolled_back, (unsigned long long)c->rollbacks,
-                (unsigned long long)c->antimessages, (unsigned long long)c->checkpoints,
-                (unsigned long long)c->ckpt_bytes, (unsigned long long)c->restores,
+                (unsigned long long)c->antimessages, (unsigned long long)c->ck.taken,
+                (unsigned long long)c->ck.bytes, (unsigned long long)c->ck.restores,
                 (unsigned long long)c->coasted, (unsigned long long)c->safe,
                 (unsigned long long)c->lone,
                 (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
@@ -285,7 +286,8 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
             "  \"lazy_kept\": %llu,\n"
             "  \"checkpoints\": %llu,\n  \"checkpoint_bytes\": %llu,\n  \"coasted_events\": %llu,\n"
-            "  \"safe_events\": %llu,\n  \"lone_events\": %llu,\n  \"migrated_lps\": %llu,\n  \"migrations\": %llu,\n"
+            "  \"safe_events\": %llu,\n  \"lone_events\": %llu,\n  \"migrated_lps\": %llu,\n"
+            "  \"migrations\": %llu,\n"
             "  \"retired_workers\": %llu,\n  \"worker_trials\": %llu,\n"
             "  \"worker_trials_undone\": %llu,\n  \"share_trials\": %llu,\n"
             "  \"share_trials_kept\": %llu,\n"

@@ -426,7 +426,8 @@ void kr__snapshot_first(const struct kr__run *r, kr_time *next, uint64_t *wall)
 {
     *next = INFINITY;
     *wall = UINT64_MAX;
-    if (r->cfg->snap_dir) kr__snapshot_next(r, r->snap.resume ? kr__snapshot_time(r) : 0, next, wall);
+    if (r->cfg->snap_dir)
+        kr__snapshot_next(r, r->snap.resume ? kr__snapshot_time(r) : 0, next, wall);
 }
 
 void kr__snapshot_next(const struct kr__run *r, kr_time at, kr_time *next, uint64_t *wall)

@@ -33,7 +33,8 @@ static inline bool tw_may_run(struct tw_thread *th, const struct kr__ev *e)
 
 void tw_work_push(struct tw_thread *th, struct kr__ev *e, int anti)
 {
-    if (th->loc.wn == th->loc.wcap) KR_GROW(th->loc.work, th->loc.wcap, th->loc.wn + 1, 256, "local delivery queue");
+    if (th->loc.wn == th->loc.wcap)
+        KR_GROW(th->loc.work, th->loc.wcap, th->loc.wn + 1, 256, "local delivery queue");
     th->loc.work[th->loc.wn].e = e;
     th->loc.work[th->loc.wn].anti = anti;
     th->loc.wn++;
@@ -626,7 +627,7 @@ static bool tw_query_aside(struct tw_thread *th, struct kr__ev *asker, kr_time e
     if (!run) return false;
     kr__heap_pop(&th->heap);
     kr__heap_push(&th->heap, asker);
-    th->cnt->query_aside++;
+    th->cnt->q.aside++;
     tw_process(th, e);
     return true;
 }

@@ -189,7 +189,8 @@ void tw_gvt_poll(struct tw_thread *th)
             if (g->net.on) tw_rank_turn(th, true);
             tw_drain(th);
             th->gv.report = local_min(th);
-            th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] - th->rk.recv[!(th->rk.nround & 1)]);
+            th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] -
+                                     th->rk.recv[!(th->rk.nround & 1)]);
             th->cnt->gvt_rounds++; /* every thread reports in every round */
             th->bal.rep_committed = th->cnt->committed;
             th->bal.rep_processed = th->cnt->processed;

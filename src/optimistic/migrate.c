@@ -389,8 +389,9 @@ static void plan_trial(struct tw_global *g, uint64_t now)
         cuts += g->th[t].bal.rep_cuts;
     }
     if (g->bl.win_t0 && now - g->bl.win_t0 < TW_TRIAL_NS) return;
-    double rate = g->bl.win_t0 ? (double)(c - g->bl.win_c0) * 1e9 / (double)(now - g->bl.win_t0) : 0;
-    double eff = p > g->bl.win_p0 ? 1.0 - (double)(rb - g->bl.win_r0) / (double)(p - g->bl.win_p0) : 1;
+    struct tw_balancer *b = &g->bl;
+    double rate = b->win_t0 ? (double)(c - b->win_c0) * 1e9 / (double)(now - b->win_t0) : 0;
+    double eff = p > b->win_p0 ? 1.0 - (double)(rb - b->win_r0) / (double)(p - b->win_p0) : 1;
     bool first = !g->bl.win_t0, coupled = eff < TW_TRIAL_EFF || cuts > g->bl.win_x0;
     g->bl.win_t0 = now, g->bl.win_c0 = c, g->bl.win_p0 = p, g->bl.win_r0 = rb, g->bl.win_x0 = cuts;
     if (first) return;
@@ -489,7 +490,8 @@ static void plan_part(struct tw_global *g, uint64_t now)
         part_window(g, TW_PART_TRY, now);
         return;
     }
-    double on = g->bl.part_on ? rate : g->bl.part_rate, off = g->bl.part_on ? g->bl.part_rate : rate;
+    double on = g->bl.part_on ? rate : g->bl.part_rate;
+    double off = g->bl.part_on ? g->bl.part_rate : rate;
     bool share = on >= off * TW_TRIAL_MORE;
     if (share != g->bl.part_on) part_switch(g, share);
     g->bl.cnt_part++;

@@ -41,7 +41,7 @@ static void snapshot(struct tw_window *w, const struct kr__counters *c, uint64_t
     w->t0 = now;
     w->committed = c->committed;
     w->safe = c->safe;
-    w->restore_ns = c->restore_ns;
+    w->restore_ns = c->ck.restore_ns;
     w->undone = c->rolled_back + c->coasted;
 }
 
@@ -217,7 +217,8 @@ static void sendback(struct tw_thread *th, size_t excess)
         unsigned owner = tw_owner(th->g, e->k.src);
         if (!(e->k.ts > from) || e->st != KR_EV_PENDING || tw_remote(th->g, owner)) continue;
         if (th->mem.nsendback == th->mem.capsendback)
-            KR_GROW(th->mem.sendback, th->mem.capsendback, th->mem.nsendback + 1, 64, "sendback list");
+            KR_GROW(th->mem.sendback, th->mem.capsendback, th->mem.nsendback + 1, 64,
+                    "sendback list");
         th->mem.sendback[th->mem.nsendback++] = e;
         n++;
     }
@@ -315,7 +316,7 @@ void tw_window_adapt(struct tw_thread *th)
     if (now - w->t0 < TW_WINDOW_NS || spec + undone < TW_WINDOW_EVENTS) return;
     double ev = c->events_timed ? (double)c->event_ns_sampled / (double)c->events_timed : 0;
     double gain = (double)spec * ev;
-    double cost = (double)(c->restore_ns - w->restore_ns) + (double)undone * ev;
+    double cost = (double)(c->ck.restore_ns - w->restore_ns) + (double)undone * ev;
     snapshot(w, c, now);
     judge(th, now, gain, cost);
 }

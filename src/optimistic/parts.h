@@ -314,7 +314,8 @@ struct tw_bal {
     uint64_t rep_committed, rep_processed, rep_rolled, rep_cuts;
 };
 
-/* The run's settings (setup.c), read-only once the workers run (lookahead: from the clocks' start). */
+/* The run's settings (setup.c), read-only once the workers run (lookahead: from the clocks'
+ * start). */
 struct tw_settings {
     uint64_t period_ns;                    /* start a GVT round at least this often... */
     uint64_t round_events;                 /* ...or when a thread processed this many events */

@@ -88,7 +88,7 @@ static void ts_entry(void *arg)
 static void arm(struct tw_thread *th, bool fine)
 {
     uint64_t now = kr__clock_ns();
-    if (th->ts.ticks_fine) th->cnt->tick_armed_ns += now - th->ts.armed_t0;
+    if (th->ts.ticks_fine) th->cnt->ts.tick_armed_ns += now - th->ts.armed_t0;
     th->ts.ticks_fine = fine;
     th->ts.armed_t0 = now;
     kr__tick_arm(fine ? th->ts.tick_ns : TW_SLICE_NS);
@@ -128,19 +128,19 @@ void tw_ts_thread_end(struct tw_thread *th)
         th->ts.ults_on = false;
         return;
     }
-    if (th->ts.ticks_fine) th->cnt->tick_armed_ns += kr__clock_ns() - th->ts.armed_t0;
+    if (th->ts.ticks_fine) th->cnt->ts.tick_armed_ns += kr__clock_ns() - th->ts.armed_t0;
     kr__tick_arm(0);
     kr__tick_thread_fini();
     const struct kr__ult_self *s = &kr__ult_self;
     struct kr__counters *c = th->cnt;
-    c->preempt_return = s->by_return;
-    c->preempt_tick = s->by_tick;
-    c->preempt_slice = s->by_slice;
-    c->switches = s->switches;
-    c->ticks = s->ticks;
-    c->ticks_platform = s->ticks_platform;
-    c->ticks_outside = s->ticks_outside;
-    c->stacks_peak = th->ts.ults.peak;
+    c->ts.preempt_return = s->by_return;
+    c->ts.preempt_tick = s->by_tick;
+    c->ts.preempt_slice = s->by_slice;
+    c->ts.switches = s->switches;
+    c->ts.ticks = s->ticks;
+    c->ts.ticks_platform = s->ticks_platform;
+    c->ts.ticks_outside = s->ticks_outside;
+    c->ts.stacks_peak = th->ts.ults.peak;
     c->de_ns = th->ts.de_ns;
     c->apms = th->ts.apms;
     kr__ult_pool_destroy(&th->ts.ults);
@@ -260,10 +260,10 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     struct kr__counters *c = th->cnt;
     if (u->preempted) {
         th->ts.nsusp--;
-        c->resumed++;
+        c->ts.resumed++;
         lp->ult = NULL;
     }
-    c->ult_events++;
+    c->ts.ult_events++;
     c->event_ns_sampled += u->run_ns;
     c->events_timed++;
     tw_cost_add(&th->ck.ev_cost, u->run_ns);
@@ -271,7 +271,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     th->ts.apms += TW_MEAN_W * ((double)u->calls - th->ts.apms);
     if (th->ts.preempt == KR_PREEMPT_ADAPTIVE) {
         kr__typetime_add(&th->ts.types, e->type, (float)u->run_ns);
-        if ((c->ult_events % TW_RULE_EVERY) == 0) adapt(th);
+        if ((c->ts.ult_events % TW_RULE_EVERY) == 0) adapt(th);
     }
     kr__ult_put(&th->ts.ults, u);
     tw_finish_event(th, lp, e);
@@ -299,7 +299,8 @@ static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
     /* Slices are timed by the wall clock: time the whole process stood still does not count.
      * The watcher notices such a pause only when it runs again, so an event over the limit
      * is judged again a little later before it is failed. */
-    uint64_t paused = atomic_load_explicit(&th->g->end.paused_ns, memory_order_relaxed) - u->paused0;
+    uint64_t paused =
+        atomic_load_explicit(&th->g->end.paused_ns, memory_order_relaxed) - u->paused0;
     uint64_t now = kr__clock_ns();
     if (u->run_ns < th->ts.timeout_ns + paused) {
         u->over_at = 0;
@@ -339,7 +340,7 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
     e->child = NULL; /* (its output goes with tw_rollback's: key >= k) */
     lp->ult = NULL;
     th->ts.nsusp--;
-    th->cnt->abandoned++;
+    th->cnt->ts.abandoned++;
     kr__ult_put(&th->ts.ults, u);
     struct kr__ckpt *c = e->ckpt;
     e->ckpt = NULL;

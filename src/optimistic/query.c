@@ -115,7 +115,7 @@ static void tw_query_rollback(struct tw_thread *th, struct kr__lp *lp, const str
     jmp_buf *cur = th->err.cur;
     bool armed = th->err.armed;
     tw_rollback(th, lp, k, true);
-    th->cnt->query_rollbacks++;
+    th->cnt->q.rollbacks++;
     memcpy(th->err.jmp, jb, sizeof jb);
     th->err.cur = cur;
     th->err.armed = armed;
@@ -176,7 +176,7 @@ static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest
         th->err.armed = false;
         longjmp(*th->err.cur, 1);
     }
-    th->cnt->queries++;
+    th->cnt->q.answered++;
     return n;
 }
 
@@ -288,13 +288,13 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
     if (kr__key_lt(&rq.k, &th->gv.min_sent)) th->gv.min_sent = rq.k;
     uint64_t t0 = kr__clock_ns();
     tw_query_post(th->g, owner, &rq);
-    th->cnt->queries_remote++;
+    th->cnt->q.remote++;
     bool stack = kr__ult_self.cur != NULL;
     if (stack) tw_query_await(th, &rq); /* (the event in query mode) */
     else tw_query_spin(th, &rq);
     int st = atomic_load_explicit(&rq.status, memory_order_acquire);
     uint64_t waited = kr__clock_ns() - t0;
-    th->cnt->query_wait_ns += waited;
+    th->cnt->q.wait_ns += waited;
     if (!stack && waited > TW_QUERY_LONG_NS && th->q.ev && !th->q.rq) /* (its own event) */
         th->q.wtypes |= 1ull << (th->q.ev->type & 63);                /* (tw_process_query) */
     if (st == TW_Q_ANSWERED) return rq.n;
@@ -393,7 +393,7 @@ void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     e->xflags |= KR_EVX_QUERY;
     th->q.types |= 1ull << (e->type & 63);
     tw_flush_local(th);
-    th->cnt->query_undone++;
+    th->cnt->q.undone++;
 }
 
 /* An event of a type that has waited long for a remote answer (past the spin of
@@ -431,7 +431,7 @@ void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
         tw_query_undo(th, lp, e);
         return;
     }
-    th->cnt->query_events++;
+    th->cnt->q.events++;
     if (th->lazy) tw_lazy_end(th);
     tw_finish_event(th, lp, e);
 }

@@ -398,7 +398,8 @@ void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *m
     pthread_mutex_unlock(&g->end.err_mu);
     /* (an interrupted run stops past every rank's safe events: gvt.c, stop_point) */
     uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
-    bool unacked = atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads;
+    bool unacked =
+        atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads;
     bool snap_due = g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
     net->in = (struct kr__net_gvt){ .min = *min, .err = err, .in_flight = white,
                                     .safe_hi = kr__key_at(hi ? tw_time_of(hi - 1) : -INFINITY),
@@ -551,7 +552,8 @@ bool tw_rank_settled(struct tw_global *g, struct kr__key *least)
     int64_t flight = 0;
     for (unsigned t = 0; t < g->n; t++) {
         const struct tw_thread *th = &g->th[t];
-        flight += (int64_t)(th->rk.sent[0] + th->rk.sent[1]) - (int64_t)(th->rk.recv[0] + th->rk.recv[1]);
+        flight += (int64_t)(th->rk.sent[0] + th->rk.sent[1]) -
+                  (int64_t)(th->rk.recv[0] + th->rk.recv[1]);
     }
     uint64_t flags = 0;
     if (net->rank == 0) {

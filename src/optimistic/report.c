@@ -16,20 +16,20 @@ static void totals(const struct kr__run *r, struct ts_totals *t)
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < r->nthreads; i++) {
         const struct kr__counters *c = &r->counters[i];
-        t->ult_events += c->ult_events;
-        t->by_return += c->preempt_return;
-        t->by_tick += c->preempt_tick;
-        t->by_slice += c->preempt_slice;
-        t->resumed += c->resumed;
-        t->abandoned += c->abandoned;
-        t->switches += c->switches;
-        t->ticks += c->ticks;
-        t->ticks_platform += c->ticks_platform;
-        t->ticks_outside += c->ticks_outside;
-        t->armed_ns += c->tick_armed_ns;
-        if (c->stacks_peak > t->stacks_peak) t->stacks_peak = c->stacks_peak;
-        t->de_ns += c->de_ns * (double)c->ult_events;
-        t->apms += c->apms * (double)c->ult_events;
+        t->ult_events += c->ts.ult_events;
+        t->by_return += c->ts.preempt_return;
+        t->by_tick += c->ts.preempt_tick;
+        t->by_slice += c->ts.preempt_slice;
+        t->resumed += c->ts.resumed;
+        t->abandoned += c->ts.abandoned;
+        t->switches += c->ts.switches;
+        t->ticks += c->ts.ticks;
+        t->ticks_platform += c->ts.ticks_platform;
+        t->ticks_outside += c->ts.ticks_outside;
+        t->armed_ns += c->ts.tick_armed_ns;
+        if (c->ts.stacks_peak > t->stacks_peak) t->stacks_peak = c->ts.stacks_peak;
+        t->de_ns += c->de_ns * (double)c->ts.ult_events;
+        t->apms += c->apms * (double)c->ts.ult_events;
     }
     if (t->ult_events) {
         t->de_ns /= (double)t->ult_events;

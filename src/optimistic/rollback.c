@@ -24,7 +24,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
      * cost PHOLD-std 10% at 4096 LPs. */
     struct kr__ckpt *tip = th->g->cf.chained ? tw_chain_tip(tl) : NULL;
     bool full = !tip || tl->ckpt_full_next || tip->depth + 1u >= th->g->cf.ckpt_full_every;
-    bool timed = (th->cnt->checkpoints & (TW_CKPT_SAMPLE - 1)) == 0;
+    bool timed = (th->cnt->ck.taken & (TW_CKPT_SAMPLE - 1)) == 0;
     uint64_t t0 = timed ? kr__clock_ns() : 0;
     uint64_t s0 = kr__trace_run ? kr__trace_now() : 0;
     struct kr__ckpt *c = kr__ckpt_take(&th->blobs, &lp->arena, w, tip, full);
@@ -33,19 +33,19 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
                        (uint32_t)c->bytes);
     if (timed) {
         uint64_t dt = kr__clock_ns() - t0;
-        th->cnt->ckpt_ns += dt;
-        th->cnt->ckpt_timed++;
+        th->cnt->ck.ns += dt;
+        th->cnt->ck.timed++;
         tw_cost_add(&th->ck.ck_cost, dt);
     }
     tl->ckpt_full_next = false;
-    th->cnt->checkpoints++;
+    th->cnt->ck.taken++;
     if (c->full) {
-        th->cnt->ckpt_full++;
-        th->cnt->ckpt_full_bytes += c->bytes;
+        th->cnt->ck.full++;
+        th->cnt->ck.full_bytes += c->bytes;
     } else {
-        th->cnt->ckpt_incr_bytes += c->bytes;
+        th->cnt->ck.incr_bytes += c->bytes;
     }
-    th->cnt->ckpt_bytes += c->bytes;
+    th->cnt->ck.bytes += c->bytes;
     tl->since_ckpt = 0;
     if (at) {
         at->ckpt = c;
@@ -75,9 +75,9 @@ static void restore(struct tw_thread *th, struct kr__lp *lp, const struct kr__ck
     uint64_t w[KR_CKPT_WORDS];
     uint64_t t0 = kr__clock_ns();
     kr__ckpt_restore(&lp->arena, c, w);
-    th->cnt->restore_ns += kr__clock_ns() - t0;
+    th->cnt->ck.restore_ns += kr__clock_ns() - t0;
     kr__lp_load_words(lp, w);
-    th->cnt->restores++;
+    th->cnt->ck.restores++;
 }
 
 /* Cancel an event this thread sent (the sender side of an antimessage). */
@@ -326,7 +326,7 @@ void tw_tune_ckpt(struct tw_thread *th)
     struct kr__counters *c = th->cnt;
     struct tw_tune *t = &th->ck.tune;
     uint64_t events = c->processed - t->processed;
-    if (events < 65536 || c->ckpt_timed == t->checkpoints || c->events_timed == t->timed) return;
+    if (events < 65536 || c->ck.timed == t->checkpoints || c->events_timed == t->timed) return;
     double cs = (double)cost_median(&th->ck.ck_cost), ce = (double)cost_median(&th->ck.ev_cost);
     if (!cs || !ce) return;
     double r = (double)(c->rollbacks - t->rollbacks) / (double)events;
@@ -335,5 +335,5 @@ void tw_tune_ckpt(struct tw_thread *th)
     k = k < lo ? lo : k > hi ? hi : k;
     k = k < 1 ? 1 : k > TW_CKPT_AUTO_MAX ? TW_CKPT_AUTO_MAX : k;
     th->ck.interval = (unsigned)(k + 0.5);
-    *t = (struct tw_tune){ c->processed, c->ckpt_timed, c->rollbacks, c->events_timed };
+    *t = (struct tw_tune){ c->processed, c->ck.timed, c->rollbacks, c->events_timed };
 }

@@ -182,7 +182,8 @@ static void restart(struct tw_thread *th)
  * meanwhile - then they stay off, and its acks stand. */
 static void decide_after(struct tw_global *g)
 {
-    g->sn.refast = g->end.fast_threads && !atomic_load_explicit(&g->end.stopping, memory_order_acquire);
+    g->sn.refast =
+        g->end.fast_threads && !atomic_load_explicit(&g->end.stopping, memory_order_acquire);
     if (g->sn.refast) {
         atomic_store_explicit(&g->end.stop_acks, 0, memory_order_relaxed);
         atomic_store_explicit(&g->end.safe_hi, 0, memory_order_relaxed);

@@ -270,7 +270,8 @@ static inline void tw_quiet_sent(struct tw_thread *th, const struct kr__ev *e)
 static inline void tw_transport_send(struct tw_thread *th, unsigned owner, struct kr__ev *e)
 {
     e->st = KR_EV_INFLIGHT;
-    if (kr__key_lt(&e->k, &th->gv.min_sent)) th->gv.min_sent = e->k; /* GVT: in flight since phase 1 */
+    if (kr__key_lt(&e->k, &th->gv.min_sent)) /* GVT: in flight since phase 1 */
+        th->gv.min_sent = e->k;
     tw_quiet_sent(th, e);
     struct kr__chan *c = tw_chan(th->g, th->id, owner);
     if (!c->listed) {

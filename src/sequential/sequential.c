@@ -136,7 +136,7 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
     bool opened = kr__recheck_reach(c->run, dest, true); /* (--check: within reach) */
     size_t n = kr__query_answer(c, dest, q, size, ans, cap);
     if (opened) kr__recheck_reach(c->run, dest, false);
-    c->run->counters[0].queries++;
+    c->run->counters[0].q.answered++;
     if (swap) {
         s->swapped = false;
         kr__lp_restore(lp, s->mid);

@@ -14,9 +14,9 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->rollbacks += c->rollbacks;
         t->antimessages += c->antimessages;
         t->lazy_kept += c->lazy_kept;
-        t->checkpoints += c->checkpoints;
-        t->ckpt_bytes += c->ckpt_bytes;
-        t->restores += c->restores;
+        t->checkpoints += c->ck.taken;
+        t->ckpt_bytes += c->ck.bytes;
+        t->restores += c->ck.restores;
         t->coasted += c->coasted;
         t->safe += c->safe;
         t->lone += c->lone;
@@ -25,13 +25,13 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->window_cuts += c->window_cuts;
         t->mem_rollbacks += c->mem_rollbacks;
         t->sendbacks += c->sendbacks;
-        t->queries += c->queries;
-        t->queries_remote += c->queries_remote;
-        t->query_events += c->query_events;
-        t->query_undone += c->query_undone;
-        t->query_rollbacks += c->query_rollbacks;
-        t->query_wait_ns += c->query_wait_ns;
-        t->query_aside += c->query_aside;
+        t->queries += c->q.answered;
+        t->queries_remote += c->q.remote;
+        t->query_events += c->q.events;
+        t->query_undone += c->q.undone;
+        t->query_rollbacks += c->q.rollbacks;
+        t->query_wait_ns += c->q.wait_ns;
+        t->query_aside += c->q.aside;
     }
     for (unsigned i = 0; i < n; i++) /* (each saw them all, but a retired worker) */
         if (all[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = all[i].gvt_rounds;
@@ -39,7 +39,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
 
 void kr__counters_add(struct kr__counters *into, const struct kr__counters *c)
 {
-    uint64_t wf = into->window_final, kf = into->ckpt_interval_final, sp = into->stacks_peak,
+    uint64_t wf = into->window_final, kf = into->ckpt_interval_final, sp = into->ts.stacks_peak,
              gr = into->gvt_rounds;
     /* (every field from `processed` up to the doubles is a count) */
     uint64_t *a = &into->processed;
@@ -49,6 +49,6 @@ void kr__counters_add(struct kr__counters *into, const struct kr__counters *c)
     for (size_t i = 0; i < n; i++) a[i] += b[i];
     into->window_final = wf > c->window_final ? wf : c->window_final;
     into->ckpt_interval_final = kf > c->ckpt_interval_final ? kf : c->ckpt_interval_final;
-    into->stacks_peak = sp > c->stacks_peak ? sp : c->stacks_peak;
+    into->ts.stacks_peak = sp > c->ts.stacks_peak ? sp : c->ts.stacks_peak;
     into->gvt_rounds = gr > c->gvt_rounds ? gr : c->gvt_rounds; /* (the same rounds) */
 }

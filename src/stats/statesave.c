@@ -10,14 +10,14 @@ void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < r->nthreads; i++) {
         const struct kr__counters *c = &r->counters[i];
-        t->checkpoints += c->checkpoints;
-        t->full += c->ckpt_full;
-        t->full_bytes += c->ckpt_full_bytes;
-        t->incr_bytes += c->ckpt_incr_bytes;
-        t->ckpt_ns += c->ckpt_ns;
-        t->ckpt_timed += c->ckpt_timed;
-        t->restores += c->restores;
-        t->restore_ns += c->restore_ns;
+        t->checkpoints += c->ck.taken;
+        t->full += c->ck.full;
+        t->full_bytes += c->ck.full_bytes;
+        t->incr_bytes += c->ck.incr_bytes;
+        t->ckpt_ns += c->ck.ns;
+        t->ckpt_timed += c->ck.timed;
+        t->restores += c->ck.restores;
+        t->restore_ns += c->ck.restore_ns;
         t->events_timed += c->events_timed;
         t->event_ns += c->event_ns_sampled;
         t->interval_mean += (double)c->ckpt_interval_final / r->nthreads;

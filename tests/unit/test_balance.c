@@ -86,7 +86,8 @@ static void shared_core(struct tw_global *g)
     atomic_store(&g->th[1].bal.cpu_share, -1.0); /* (not measured since it came back) */
     CHECK(!plan(g, t += 40 * MS, 520)); /* (as much so far: the window goes on) */
     CHECK(!plan(g, t += 40 * MS, 580)); /* 10% more: kept */
-    CHECK(g->bl.part == TW_PART_WAIT && g->bl.part_on && g->bl.cnt_part == 2 && g->bl.cnt_part_kept == 1);
+    CHECK(g->bl.part == TW_PART_WAIT && g->bl.part_on && g->bl.cnt_part == 2 &&
+          g->bl.cnt_part_kept == 1);
     atomic_store(&g->th[1].bal.cpu_share, 0.5);
     CHECK(!plan(g, t += 2 * TW_TRIAL_BACKOFF_NS, 1000)); /* (the backoff doubled) */
     CHECK(g->bl.part == TW_PART_BASE);

@@ -344,8 +344,8 @@ static void auto_from_medians(void)
     struct kr__counters *n = th->cnt;
     n->processed += 100000;
     n->rollbacks += 100;
-    n->ckpt_timed += 16;
-    n->ckpt_ns += 2 * 50000 + 14 * 100;
+    n->ck.timed += 16;
+    n->ck.ns += 2 * 50000 + 14 * 100;
     n->events_timed += 16;
     n->event_ns_sampled += 16 * 1000;
     tw_tune_ckpt(th);
