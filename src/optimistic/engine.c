@@ -249,7 +249,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
     struct tw_lp *tl = tw_lp_of(lp);
     if (tl->head || (!th->g->cf.chained && tl->base)) tw_drop_history(th, lp);
     tl->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
-    th->fast_hi = e->k.ts;
+    if (e->k.ts > th->fast_hi) th->fast_hi = e->k.ts; /* (the latest: tw_memory_floor) */
     e->child = NULL;
     e->flags = 0;
     size_t nout = kr__lp_out_n(lp);

@@ -140,7 +140,7 @@ static void lone_close(struct tw_thread *th)
 {
     kr__ctx.mode = KR_MODE_NONE;
     kr__ctx.ops = &tw_ops;
-    th->fast_hi = th->last_ts;
+    if (th->last_ts > th->fast_hi) th->fast_hi = th->last_ts;
     th->cnt->processed += th->lone.n;
     th->cnt->committed += th->lone.n;
     th->cnt->safe += th->lone.n;

@@ -251,7 +251,13 @@ void tw_migrate(struct tw_thread *th)
         }
         atomic_store_explicit(&g->active, active, memory_order_relaxed);
     }
+    /* (an LP arrives with uncommitted events whose sends its old owner may have run safe:
+     * every thread's own-accord rollbacks stay above every safe event run, tw_memory_floor) */
+    kr_time hi = th->fast_hi;
+    for (unsigned t = 0; t < g->n; t++)
+        if (g->th[t].fast_hi > hi) hi = g->th[t].fast_hi;
     tw_barrier(g, NULL);
+    th->fast_hi = hi;
     take_in(th);
     /* A thread that gained pending events may now send below its old clock, never below
      * the least clock of all (those events lay in some heap, at or above its floor): every

@@ -122,13 +122,17 @@ static bool window_held(struct tw_thread *th, uint64_t now)
 /* The least time a rollback of this thread's own accord may go back to: what it promised
  * the others stays true - its last GVT report (a round's GVT may be that low, and what the
  * thread runs again must lie above it), its clock (nothing sent below it: re-executions
- * from here send at or above it) and its quiet record (nothing pending below its key). A
- * straggler's rollback needs no such bound: the straggler came at or above all three. */
-static kr_time memory_floor(const struct tw_thread *th)
+ * from here send at or above it) and its quiet record (nothing pending below its key) - and
+ * what it committed at once itself: a safe event may have come from one of its own
+ * uncommitted events below the safe time (sent to another of its LPs), which must not be
+ * undone then (past the latest safe event run, every event's sends are later still). A
+ * straggler's rollback needs no such bound: the straggler came at or above all of them. */
+kr_time tw_memory_floor(const struct tw_thread *th)
 {
     const struct tw_global *g = th->g;
     kr_time lo = tw_gvt(g);
     if (nextafter(th->gv.report.ts, INFINITY) > lo) lo = nextafter(th->gv.report.ts, INFINITY);
+    if (nextafter(th->fast_hi, INFINITY) > lo) lo = nextafter(th->fast_hi, INFINITY);
     if (!th->fast) return lo; /* (no clock, no record) */
     if (th->clk.sent - g->cf.lookahead > lo) lo = th->clk.sent - g->cf.lookahead;
     /* (any record it wrote may have been read while valid: the latest time one named) */
@@ -141,7 +145,7 @@ static kr_time memory_floor(const struct tw_thread *th)
  * they sent. */
 static bool memory_rollback(struct tw_thread *th)
 {
-    kr_time lo = memory_floor(th), far = lo;
+    kr_time lo = tw_memory_floor(th), far = lo;
     for (size_t i = 0; i < th->cm.ndirty; i++) {
         const struct tw_lp *tl = tw_lp_of(kr__lp_at(th->r, th->cm.dirty[i]));
         if (tl->tail && tl->tail->k.ts > far) far = tl->tail->k.ts;
@@ -171,7 +175,7 @@ void tw_sendback_take(struct tw_thread *th, struct kr__ev *r)
 {
     struct kr__lp *lp = kr__lp_at(th->r, r->dest);
     struct tw_lp *tl = tw_lp_of(lp);
-    kr_time lo = memory_floor(th);
+    kr_time lo = tw_memory_floor(th);
     for (struct kr__ev *x = tl->tail; x && tl->first_unc; x = x->prev) {
         if (x->k.ts < lo || kr__key_lt(&x->k, &tl->first_unc->k)) break;
         for (const struct kr__ev *c = x->child; c; c = c->sib) {

@@ -417,6 +417,8 @@ void tw_window_adapt(struct tw_thread *th);
 /* --memory-max between commits, every 256 speculative events: past this thread's share of
  * the budget (th->mem.share), stop speculating until the next commit's check. */
 void tw_memory_quick(struct tw_thread *th);
+/* --memory-max: the least time a rollback of the thread's own accord may go back to. */
+kr_time tw_memory_floor(const struct tw_thread *th);
 /* --memory-max after init: what init left needs more than the budget? The run fails. */
 void tw_memory_init(struct tw_global *g);
 /* --memory-max: a sendback request reached the thread of the event's sender LP (r->dest):
