@@ -98,11 +98,6 @@ static void tw_send(struct kr__ctx *c, struct kr__ev *e)
     struct tw_thread *th = c->eng;
     struct tw_global *g = th->g;
     if (__builtin_expect(th->lazy != NULL, 0) && tw_lazy_keep(th, c->ev, e)) return;
-    if (th->alone && th->in_safe && th->plain) { /* (no straggler: pending at once) */
-        e->st = KR_EV_PENDING;
-        kr__heap_push(&th->heap, e);
-        return;
-    }
     /* (alone: not even the owner table, a random read per send with many LPs) */
     unsigned owner = th->alone ? th->id : tw_owner(g, e->dest);
     /* (children are kept for cancellation: init's and a safe event's are never undone) */
