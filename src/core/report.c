@@ -83,7 +83,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 (unsigned long long)t.sendbacks);
         if (r->mem_peak[3] > r->cfg->memory_max)
             fprintf(f, "  memory warning:   in use went past the budget (it is checked at "
-                    "intervals%s)\n", r->state_mode != KR_STATE_FULL
+                    "intervals%s)\n", kr__state_ops(r->state_mode)->region
                         ? "; every LP's base copy, kept by --state other than full, cannot be "
                           "given back" : "");
     }

@@ -134,7 +134,7 @@ static int check_slices(struct kr__run *r)
     r->check_slices = false;
     if (!cfg->check || cfg->engine->restores_state) return KR_OK;
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
-    if (kr__region_init(r->n, 2 * limit, KR_STATE_FULL)) {
+    if (kr__region_init(r->n, 2 * limit, kr__state_default())) {
         fprintf(stderr, "kairos: warning: --check cannot reserve address space for %llu LPs' "
                 "states apart (%s), so reads of another LP's state are not checked; a "
                 "lower --arena-max or fewer --lps lets it\n", (unsigned long long)r->n,
@@ -159,13 +159,13 @@ static int setup_state(struct kr__run *r, struct kr__error *err)
                         "from the model, or --state full", want->name, r->model->name);
     /* (sequential --check verifies the marks in the mode that needs them) */
     bool used = cfg->engine->restores_state || (want->marks && cfg->check);
-    const struct kr__state_ops *m = kr__state_ops(used ? want->id : KR_STATE_FULL);
+    const struct kr__state_ops *m = used ? want : kr__state_default();
     r->state_mode = m->id;
     kr__chunk_marking = m->marks;
     if (!m->region) return check_slices(r);
     size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
     size_t slice = 2 * limit + ((size_t)32 << 20);
-    int rc = kr__region_init(r->n, slice, m->id);
+    int rc = kr__region_init(r->n, slice, m);
     if (rc == -2)
         return kr__fail(err, KR_ERR_USAGE, "--state %s: the kernel's write tracking is not "
                         "available (%s): it needs Linux 6.7 or later with userfaultfd allowed; "

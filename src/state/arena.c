@@ -200,8 +200,8 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, uint32_t n, 
         *err = KR_ARENA_NOMEM;
         return NULL;
     }
-    struct kr__area *ar = a->mode != KR_STATE_FULL ? new_seg_area(a, cls, n, err)
-                                                   : new_heap_area(a, cls, n, err);
+    struct kr__area *ar = kr__arena_sliced(a) ? new_seg_area(a, cls, n, err)
+                                            : new_heap_area(a, cls, n, err);
     if (!ar) return NULL;
     atomic_fetch_add_explicit(&kr__area_bytes, (size_t)n * kr__arena_class_bytes(cls),
                               memory_order_relaxed); /* (rare: areas double as they grow) */
@@ -245,7 +245,7 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
         a->used += csz;
         char *p = ar->data + (size_t)idx * csz;
         memset(p, 0, csz);
-        if (a->mode == KR_STATE_CHUNK) KR_AREA_DIRTY(ar)[w] |= 1ull << bit;
+        if (kr__arena_marks(a)) KR_AREA_DIRTY(ar)[w] |= 1ull << bit;
         ar->flags |= KR_AF_META_DIRTY;
         return p;
     }
@@ -416,7 +416,7 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
 
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
 {
-    if (a->mode != KR_STATE_FULL || !a->n) return NULL; /* (tracked: in the LP's slice) */
+    if (kr__arena_sliced(a) || !a->n) return NULL; /* (tracked: in the LP's slice) */
     if (a->cap && !index_intact(a)) return NULL; /* (overwritten by another's overrun) */
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = kr__arena_area(a, i);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "state/mode.h"
 #include "state/seg.h"
 
 #define KR_ARENA_MIN_SHIFT 4      /* smallest chunk: 16 bytes */
@@ -62,7 +63,7 @@ struct kr__arena {
     size_t used;                  /* chunk bytes in use */
     size_t limit;                 /* on `used`; 0 = unlimited */
     struct kr__seg *seg;          /* tracked modes: the LP's slice, where areas are carved */
-    uint8_t mode;                 /* enum kr__state_mode */
+    uint8_t mode;                 /* enum kr__state_mode: its entry in the table (mode.h) */
     uint8_t first[KR_ARENA_CLASSES]; /* per class: creation index + 1 of its first area (0:
                                    * none); its next ones follow through `next` */
 };
@@ -70,7 +71,13 @@ struct kr__arena {
 /* The model marks its writes in this arena (chunk mode): it keeps dirty bits per chunk. */
 static inline bool kr__arena_marks(const struct kr__arena *a)
 {
-    return a->mode == KR_STATE_CHUNK;
+    return kr__state_ops(a->mode)->marks;
+}
+
+/* Its areas are carved from the LP's slice, in whole pages (the incremental modes). */
+static inline bool kr__arena_sliced(const struct kr__arena *a)
+{
+    return kr__state_ops(a->mode)->region;
 }
 
 /* The i-th area in creation order. */

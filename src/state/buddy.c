@@ -1,10 +1,13 @@
-/* buddy.c - buddy-partition planning and the start-up cost micro-benchmark (see buddy.h). */
+/* buddy.c - buddy-partition planning, the start-up cost micro-benchmark (see buddy.h) and
+ * the --state buddy entry of the mode table (mode.h). */
 #include "state/buddy.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include "core/error.h"
+#include "state/mode.h"
 
 static struct kr__buddy_costs costs;
 static char *volatile calib_page;
@@ -202,3 +205,41 @@ void kr__buddy_checkpoint(struct kr__seg *s)
     b->measuring = false;
     b->since_plan = 0;
 }
+
+/* ---- --state buddy: page tracking by these partitions ---- */
+
+static void buddy_summary(FILE *f, uint64_t faults, uint64_t mprotects)
+{
+    fprintf(f, "  page tracking:    %llu write faults, %llu mprotect calls, buddy partitions "
+            "re-planned\n", (unsigned long long)faults, (unsigned long long)mprotects);
+}
+
+/* The costs the planner measured at start-up. */
+static void buddy_json(FILE *f)
+{
+    fprintf(f, ", \"buddy_costs\": {\"fault_ns\": %.1f, \"mprotect_ns\": [", costs.fault_ns);
+    for (int k = 0; k < KR_BUDDY_CAL_ORDERS; k++)
+        fprintf(f, "%s%.1f", k ? ", " : "", costs.mprotect_ns[k]);
+    fputs("], \"copy_ns\": [", f);
+    for (int k = 0; k < KR_BUDDY_CAL_ORDERS; k++)
+        fprintf(f, "%s%.1f", k ? ", " : "", costs.copy_ns[k]);
+    fputs("]}", f);
+}
+
+static void buddy_lp_ready(struct kr__seg *seg)
+{
+    if (!seg->bud) kr__buddy_init(seg);
+}
+
+/* A checkpoint ends the interval before its dirty set clears. */
+static void buddy_before_take(struct kr__seg *seg)
+{
+    if (seg->bud) kr__buddy_checkpoint(seg);
+}
+
+const struct kr__state_ops kr__state_buddy = {
+    .name = "buddy", .id = KR_STATE_BUDDY, .region = true, .incremental = true,
+    .by_pages = true, .faults = true, .open_pages = true, .track = &kr__page_track,
+    .region_ready = kr__buddy_calibrate, .lp_ready = buddy_lp_ready,
+    .before_take = buddy_before_take, .summary = buddy_summary, .json = buddy_json,
+};

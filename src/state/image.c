@@ -278,7 +278,7 @@ static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_
     ar->bits[idx / 64] |= 1ull << (idx % 64);
     ar->nused++;
     ar->flags |= KR_AF_META_DIRTY;
-    if (a->mode == KR_STATE_CHUNK) KR_AREA_DIRTY(ar)[idx / 64] |= 1ull << (idx % 64);
+    if (kr__arena_marks(a)) KR_AREA_DIRTY(ar)[idx / 64] |= 1ull << (idx % 64);
     a->used += csz;
     uint32_t n = (uint32_t)kr__cursor_get(in, 4);
     for (uint32_t i = 0; i < n && !in->why; i++) {

@@ -1,12 +1,13 @@
-/* scan.c - kernel-side write tracking for --state scan (Linux >= 6.7): the whole region is
- * registered with userfaultfd in asynchronous write-protect mode, so the first write to a
- * protected page is resolved inside the kernel (a minor fault: no signal, no mprotect, no
- * split of the mapping), and the PAGEMAP_SCAN ioctl of /proc/self/pagemap returns the
- * pages written since the last scan and write-protects them again, in one call per
- * checkpoint. The same incremental checkpoints as page mode, without its per-page
- * signal + mprotect cost. The interface is declared here because Debian's kernel headers
- * predate it (the layouts are the kernel's stable ABI). */
+/* scan.c - kernel-side write tracking for --state scan (Linux >= 6.7), and its entry of the
+ * mode table (mode.h): the whole region is registered with userfaultfd in asynchronous
+ * write-protect mode, so the first write to a protected page is resolved inside the kernel
+ * (a minor fault: no signal, no mprotect, no split of the mapping), and the PAGEMAP_SCAN
+ * ioctl of /proc/self/pagemap returns the pages written since the last scan and
+ * write-protects them again, in one call per checkpoint. The same incremental checkpoints
+ * as page mode, without its per-page signal + mprotect cost. The interface is declared here
+ * because Debian's kernel headers predate it (the layouts are the kernel's stable ABI). */
 #include "state/scan.h"
+#include "state/mode.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -87,3 +88,17 @@ int64_t kr__scan_written(char *base, size_t bytes, void (*mark)(void *, uint32_t
     }
     return pages;
 }
+
+/* ---- --state scan ---- */
+
+static void scan_summary(FILE *f, uint64_t faults, uint64_t mprotects)
+{
+    (void)faults;
+    fprintf(f, "  page tracking:    by the kernel, %llu scans\n", (unsigned long long)mprotects);
+}
+
+const struct kr__state_ops kr__state_scan = {
+    .name = "scan", .id = KR_STATE_SCAN, .region = true, .incremental = true,
+    .by_pages = true, .track = &kr__page_track, .region_open = kr__scan_init,
+    .region_close = kr__scan_fini, .before_take = kr__seg_collect, .summary = scan_summary,
+};

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "state/buddy.h"
 #include "core/error.h"
+#include "state/mode.h"
 #include "state/scan.h"
 
 static struct {
@@ -15,11 +16,11 @@ static struct {
     size_t slice;
     unsigned shift;
     uint64_t n;
-    int mode;
+    const struct kr__state_ops *ops;
     struct kr__seg *segs;
 } region;
 
-int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
+int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *m)
 {
     unsigned shift = KR_PAGE_SHIFT + 4;
     while (((size_t)1 << shift) < slice_bytes) shift++;
@@ -34,7 +35,7 @@ int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
      * Chunk and scan tracking never change protections: the region is writable from the
      * start, one mapping however many LPs (an mprotect per LP split it in two per LP: 32 750
      * LPs at the usual limit of 65 530). */
-    int prot = mode == KR_STATE_PAGE || mode == KR_STATE_BUDDY ? PROT_READ : PROT_READ | PROT_WRITE;
+    int prot = m->faults ? PROT_READ : PROT_READ | PROT_WRITE;
     void *p = mmap(NULL, total, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return -1;
     region.segs = calloc(n, sizeof *region.segs);
@@ -47,8 +48,8 @@ int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
     region.slice = (size_t)1 << shift;
     region.shift = shift;
     region.n = n;
-    region.mode = mode;
-    if (mode == KR_STATE_SCAN && kr__scan_init(p, total)) {
+    region.ops = m;
+    if (m->region_open && m->region_open(p, total)) {
         int e = errno;
         munmap(p, total);
         free(region.segs);
@@ -58,9 +59,8 @@ int kr__region_init(uint64_t n, size_t slice_bytes, int mode)
     }
     for (uint64_t i = 0; i < n; i++) {
         region.segs[i].base = region.base + (i << shift);
-        region.segs[i].tracking = mode == KR_STATE_PAGE || mode == KR_STATE_BUDDY ||
-                                  mode == KR_STATE_SCAN;
-        region.segs[i].scan = mode == KR_STATE_SCAN;
+        region.segs[i].tracking = m->by_pages;
+        region.segs[i].scan = m->by_pages && !m->faults;
     }
     return 0;
 }
@@ -75,7 +75,7 @@ void kr__region_destroy(void)
         free(s->order);
         kr__buddy_free(s->bud);
     }
-    if (region.mode == KR_STATE_SCAN) kr__scan_fini();
+    if (region.ops->region_close) region.ops->region_close();
     munmap(region.base, (size_t)region.n << region.shift);
     free(region.segs);
     memset(&region, 0, sizeof region);
@@ -117,7 +117,6 @@ struct kr__seg *kr__region_seg(uint64_t lp)
 }
 
 size_t kr__region_slice(void) { return region.slice; }
-int kr__region_mode(void) { return region.mode; }
 
 /* The LP whose slice holds p, or NULL (used by the fault handler: no locks, no calls). */
 struct kr__seg *kr__region_find(const void *p, uint64_t *lp)

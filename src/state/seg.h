@@ -19,8 +19,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum kr__state_mode { KR_STATE_FULL, KR_STATE_CHUNK, KR_STATE_PAGE, KR_STATE_BUDDY, KR_STATE_SCAN };
-
 #define KR_PAGE_SHIFT 12
 #define KR_PAGE ((size_t)1 << KR_PAGE_SHIFT)
 
@@ -51,11 +49,11 @@ struct kr__seg {
 /* Reserve slices for n LPs of at most `slice_bytes` each (rounded up to a power of two).
  * Returns 0, or with errno set -1 (the address space cannot be reserved) or -2 (scan: the
  * kernel refused write tracking). */
-int kr__region_init(uint64_t n, size_t slice_bytes, int mode);
+struct kr__state_ops;
+int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *m);
 void kr__region_destroy(void);
 struct kr__seg *kr__region_seg(uint64_t lp);
 size_t kr__region_slice(void);
-int kr__region_mode(void);
 
 /* Whether address w lies in the region but past every area carved in its slice: no block
  * was ever there, so a state word equal to it is a number, not a pointer to another LP

@@ -6,7 +6,9 @@
  * an event holding a checkpoint is undone), and fossil trims. After every restore the
  * arena must equal, byte for byte, the reference copy recorded when that checkpoint was
  * taken. In page and buddy modes writes are tracked by the real fault handler, in scan
- * mode by the kernel. */
+ * mode by the kernel. A stub back end added at run time ("every": incremental checkpoints
+ * that save every live chunk, no tracking) passes the same test: a new mode is one file of
+ * struct kr__state_ops and struct kr__track_ops (state/mode.h) and one line of the table. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "core/core.h"
 #include "state/buddy.h"
 #include "state/ckpt.h"
+#include "state/ckptfmt.h"
 
 enum { SLOTS = 48, STEPS = 3000, MAXCK = 4096 };
 
@@ -44,8 +47,83 @@ static bool full_next;
 
 static void touch(void *p, size_t n) /* chunk mode: what kr_touch does */
 {
-    if (a->mode == KR_STATE_CHUNK) kr__arena_mark(a, p, n);
+    if (kr__arena_marks(a)) kr__arena_mark(a, p, n);
 }
+
+/* ---- the stub mode: its record is every area in use, {u32 area, bitmap, live chunks} ---- */
+
+static size_t every_size(const struct kr__arena *x)
+{
+    size_t bytes = 4;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const struct kr__area *ar = kr__arena_area(x, i);
+        if (ar->nused)
+            bytes += 4 + kr__ckpt_bitmap_bytes(ar) + ar->nused * kr__arena_class_bytes(ar->cls);
+    }
+    return bytes;
+}
+
+static void every_write(const struct kr__arena *x, unsigned char *o)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < x->n; i++) n += kr__arena_area(x, i)->nused != 0;
+    kr__ckpt_put32(&o, n);
+    for (uint32_t i = 0; i < x->n; i++) {
+        const struct kr__area *ar = kr__arena_area(x, i);
+        if (!ar->nused) continue;
+        kr__ckpt_put32(&o, i);
+        kr__ckpt_put(&o, ar->bits, kr__ckpt_bitmap_bytes(ar));
+        size_t csz = kr__arena_class_bytes(ar->cls);
+        for (size_t k = 0; k < kr__area_nchunks(ar); k++)
+            if (kr__ckpt_bit(ar->bits, k)) kr__ckpt_put(&o, ar->data + k * csz, csz);
+    }
+}
+
+static void every_apply(struct kr__arena *x, const unsigned char *in)
+{
+    for (uint32_t n = kr__ckpt_get32(&in); n; n--) {
+        struct kr__area *ar = kr__arena_area(x, kr__ckpt_get32(&in));
+        in = kr__ckpt_apply_chunks(x, ar, in, false);
+    }
+}
+
+static void every_redirty(struct kr__arena *x, const unsigned char *in)
+{
+    (void)x, (void)in; /* the next checkpoint saves everything anyway */
+}
+
+/* A chunk is copied from the newest checkpoint of the chain holding it (the restore walks
+ * newest-first): the area's mark bits say which are done. */
+static void every_copy(struct kr__arena *x, struct kr__area *ar, uint32_t idx,
+                       const unsigned char *src)
+{
+    (void)x;
+    uint64_t *mark = KR_AREA_MARK(ar);
+    if (kr__ckpt_bit(mark, idx)) return;
+    mark[idx / 64] |= 1ull << (idx % 64);
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    memcpy(ar->data + (size_t)idx * csz, src, csz);
+}
+
+static void every_nothing(struct kr__arena *x) { (void)x; }
+
+static void every_unmark(struct kr__arena *x)
+{
+    for (uint32_t i = 0; i < x->n; i++) {
+        struct kr__area *ar = kr__arena_area(x, i);
+        memset(KR_AREA_MARK(ar), 0, kr__ckpt_bitmap_bytes(ar));
+    }
+}
+
+static const struct kr__track_ops every_track = {
+    .size = every_size, .write = every_write, .apply = every_apply, .redirty = every_redirty,
+    .copy_chunk = every_copy, .restart = every_nothing, .restore_begin = every_unmark,
+};
+
+static const struct kr__state_ops every_mode = {
+    .name = "every", .id = KR_STATE_SCAN + 1, .region = true, .incremental = true,
+    .track = &every_track,
+};
 
 static size_t random_size(void)
 {
@@ -156,7 +234,8 @@ static void trim(struct kr__blobs *b, int k)
 
 static void run(int mode, unsigned F)
 {
-    if (mode != KR_STATE_FULL && kr__region_init(1, (size_t)64 << 20, mode)) {
+    const struct kr__state_ops *m = kr__state_ops(mode);
+    if (m->region && kr__region_init(1, (size_t)64 << 20, m)) {
         CHECK(mode == KR_STATE_SCAN); /* only the kernel feature may be missing */
         printf("scan mode not available here (%s): skipped\n", strerror(errno));
         return;
@@ -164,7 +243,7 @@ static void run(int mode, unsigned F)
     struct kr__seg *seg = kr__region_seg(0);
     memset(&lp, 0, sizeof lp);
     kr__arena_init(a, 0, mode, seg);
-    if (mode == KR_STATE_BUDDY) kr__buddy_init(seg);
+    if (m->lp_ready) m->lp_ready(seg);
     kr__ctx.lp = &lp; /* page modes: the fault handler accepts writes of the running LP */
     kr__ctx.mode = KR_MODE_EVENT;
     struct kr__blobs b;
@@ -199,7 +278,10 @@ int main(void)
     kr__fault_install();
     kr__buddy_calibrate();
     const unsigned every[] = { 1, 3, 10 };
-    for (int mode = KR_STATE_FULL; mode <= KR_STATE_SCAN; mode++)
+    int stub = kr__state_add(&every_mode);
+    CHECK(stub == KR_STATE_SCAN + 1 && kr__state_ops_find("every") == &every_mode);
+    CHECK(kr__state_add(&every_mode) == -1); /* (the same id or name twice) */
+    for (int mode = KR_STATE_FULL; mode <= stub; mode++)
         for (int f = 0; f < 3; f++) run(mode, every[f]);
     return check_done("chain");
 }

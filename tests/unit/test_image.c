@@ -159,7 +159,7 @@ static void damaged(const struct kr__bytes *img)
 /* Chunk mode, two LPs: LP 0's state holds a word into LP 1's slice. */
 static void other_slices(void)
 {
-    CHECK(kr__region_init(2, (size_t)64 << 20, KR_STATE_CHUNK) == 0);
+    CHECK(kr__region_init(2, (size_t)64 << 20, &kr__state_chunk) == 0);
     kr__addrmap_reset(); /* (the maps as they are now: the earlier look-ups used up the
                           * re-reads a miss may cause) */
     struct kr__arena a, b;
@@ -201,7 +201,7 @@ int main(void)
     load_into(&b, &img, &rb);
     same_state(&a, ra, &b, rb);
 
-    CHECK(kr__region_init(1, (size_t)64 << 20, KR_STATE_PAGE) == 0);
+    CHECK(kr__region_init(1, (size_t)64 << 20, &kr__state_page) == 0);
     kr__arena_init(&lp.arena, 0, KR_STATE_PAGE, kr__region_seg(0));
     kr__ctx.lp = &lp;
     kr__ctx.mode = KR_MODE_EVENT;
