@@ -292,8 +292,10 @@ void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 
 #define TW_JUDGE_AGAIN_NS (100u * 1000 * 1000)
 
-/* An event on the committed path that will not end: a model error at its key. */
-static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
+/* An event on the committed path that will not end: a model error at its key, and what it
+ * printed before - as the sequential engine prints it. */
+static bool timed_out(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                      struct kr__ult *u)
 {
     if (!th->ts.timeout_ns || u->run_ns < th->ts.timeout_ns) return false;
     /* Slices are timed by the wall clock: time the whole process stood still does not count.
@@ -314,6 +316,9 @@ static bool timed_out(struct tw_thread *th, struct kr__ev *e, struct kr__ult *u)
     }
     char msg[768];
     kr__timeout_message(msg, sizeof msg, th->r, e, -1, "");
+    /* (everything below e is committed and the LP runs nothing past it: what its buffer
+     * holds through e's key is e's own output) */
+    if (kr__lp_out_n(lp)) tw_output_through(th, lp, e);
     tw_fail_at_commit(th->g, msg, &e->k);
     return true;
 }
@@ -322,7 +327,7 @@ void tw_ts_resume(struct tw_thread *th, struct kr__ev *e)
 {
     struct kr__lp *lp = kr__lp_at(th->r, e->dest);
     struct kr__ult *u = lp->ult;
-    if (timed_out(th, e, u)) {
+    if (timed_out(th, lp, e, u)) {
         kr__heap_push(&th->heap, e); /* stays suspended; the run stops */
         return;
     }

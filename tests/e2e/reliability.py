@@ -370,13 +370,13 @@ def case_dying_runs():
         out, err = expect_fail(1, ["--event-timeout", "virtual time 10.", "an endless loop?"],
                                *args, *eng)
         timeout_output(f"timeout {eng}", out, ref)
-    # (on an event stack the engine fails the preempted event itself, without the line the
-    # event printed before its loop)
+    # On an event stack the engine fails the preempted event itself when it has run too
+    # long: what it printed before its loop prints too (it was lost, also in default runs
+    # beside a busy core, where adaptive time-sharing slices a long event: 1 run in 30)
     if KIND != "tsan":
-        out, err = expect_fail(1, ["--event-timeout", "virtual time 10."], *args, "--threads",
-                               "2", "--preempt", "tick")
-        if not ref.startswith(out) or len(out.splitlines()) < len(ref.splitlines()) - 1:
-            fail(f"timeout, --preempt tick: {len(out.splitlines())} lines of {len(ref.splitlines())}")
+        for eng in (["--threads", "2", "--preempt", "tick"], ["--threads", "1", "--preempt", "tick"]):
+            out, err = expect_fail(1, ["--event-timeout", "virtual time 10."], *args, *eng)
+            timeout_output(f"timeout {eng}", out, ref)
     # Issue 35, 6: kr_* from a thread the model started: named, exit 1, never a crash, and
     # the committed output kept on every engine (the optimistic engine printed none)
     for case, fn in ((10, "kr_printf"), (21, "kr_schedule"), (22, "kr_error(\"gave up")):
