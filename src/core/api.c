@@ -40,8 +40,8 @@ static _Noreturn void not_a_callback(const char *msg)
     kr__die(msg);
 }
 
-/* Calls that need an LP (state, RNG, memory). */
-static int need_lp(const char *fn)
+/* Calls that need an LP (state, RNG, memory), outside an event handler. */
+static __attribute__((noinline)) int need_lp_checked(const char *fn)
 {
     if (kr__in_lp()) {
         if (kr__ctx.mode == KR_MODE_DONE)
@@ -64,6 +64,14 @@ static int need_lp(const char *fn)
              "finish, or from a thread Kairos did not start: model calls are valid only in the "
              "model's callbacks, on the thread that runs them", r ? r->model->name : "?", fn);
     not_a_callback(msg);
+}
+
+/* Calls that need an LP. From an event handler - nearly every call - one test: an event
+ * runs with its LP in the context, where each call may do what it does. */
+static inline int need_lp(const char *fn)
+{
+    if (__builtin_expect(kr__ctx.mode == KR_MODE_EVENT, 1)) return 1;
+    return need_lp_checked(fn);
 }
 
 void kr_set_state(void *state)
@@ -307,11 +315,26 @@ static __attribute__((noinline, cold)) int payload_pointers(const char *fn, kr_l
     return -1;
 }
 
+/* A send from an event handler that every check of check_schedule passes, in fewer tests
+ * (there, now is finite and >= 0, and the mode is known); false: check_schedule says why. */
+static inline bool event_send_ok(kr_lp dest, kr_time t, size_t size, const void *payload)
+{
+    const struct kr__ctx *c = &kr__ctx;
+    const struct kr__run *r = c->run;
+    kr_time la = r->lookahead;
+    return c->mode == KR_MODE_EVENT && dest < r->n && t >= c->now && t < INFINITY &&
+           size <= KR_PAYLOAD_MAX && (payload || !size) &&
+           (t != c->now || c->gen < KR_MAX_ZERO_DELAY_HOPS) &&
+           !(la > 0 && dest != c->id && t < c->now + la);
+}
+
 /* kr_schedule and kr_schedule_span: `span` says the duration is the model's own. */
 static void schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, bool span, unsigned type,
                      const void *payload, size_t size)
 {
-    if (!check_schedule(fn, dest, t, size, payload)) return;
+    if (!__builtin_expect(event_send_ok(dest, t, size, payload), 1) &&
+        !check_schedule(fn, dest, t, size, payload))
+        return;
     struct kr__lp *lp = kr__ctx.lp;
     uint64_t seq = lp->seq++;
     if (kr__ctx.mode == KR_MODE_COAST) return; /* re-execution: the event exists already */
