@@ -88,7 +88,7 @@ lone_event(struct tw_thread *th, struct kr__run *r, struct kr__ev *e, const bool
 {
     kr__lp_prefetch_state(r, e->dest);
     kr__heap_pop(&th->heap);
-    kr__heap_prefetch_next(&th->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 2);
+    kr__heap_prefetch_next(&th->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
     struct kr__lp *lp = kr__lp_at(r, e->dest);
     th->last_ts = e->k.ts;
     e->child = NULL;
