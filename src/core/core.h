@@ -273,6 +273,10 @@ extern const struct kr__engine kr__seq_engine, kr__tw_engine, kr__cons_engine;
 /* The engine named `name`, or NULL; the default engine is the first of the table. */
 const struct kr__engine *kr__engine_find(const char *name);
 const struct kr__engine *kr__engine_default(void);
+/* Add an engine before options are read (a test's stub engine, tests/unit/test_engine.c):
+ * 0, or -1 if the table is full or the name taken. Built-in engines are lines of the
+ * table in engines.c instead. */
+int kr__engine_add(const struct kr__engine *e);
 /* The names, for messages: "optimistic, conservative or sequential". */
 const char *kr__engine_names(void);
 /* The engine's threads that run LPs' events on one core each: cfg->threads workers, at

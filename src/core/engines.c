@@ -3,10 +3,19 @@
 #include <string.h>
 #include "core/core.h"
 
-/* The first is the default. */
-static const struct kr__engine *const table[] = { &kr__tw_engine, &kr__cons_engine,
-                                                  &kr__seq_engine };
-#define NENGINES (sizeof table / sizeof table[0])
+/* The first is the default; then the engines added at run time (kr__engine_add). */
+#define KR_ENGINES_MAX 8
+static const struct kr__engine *table[KR_ENGINES_MAX] = { &kr__tw_engine, &kr__cons_engine,
+                                                          &kr__seq_engine };
+static size_t nengines = 3;
+#define NENGINES nengines
+
+int kr__engine_add(const struct kr__engine *e)
+{
+    if (nengines == KR_ENGINES_MAX || kr__engine_find(e->name)) return -1;
+    table[nengines++] = e;
+    return 0;
+}
 
 const struct kr__engine *kr__engine_find(const char *name)
 {
