@@ -107,8 +107,7 @@ static void close_phase2(struct tw_thread *th, uint64_t s)
     struct kr__key gvt = kr__key_at(INFINITY);
     for (unsigned t = 0; t < g->n; t++)
         if (kr__key_lt(&g->th[t].gv.report, &gvt)) gvt = g->th[t].gv.report;
-    if (g->net.on) tw_rank_gvt_start(th, s, &gvt); /* (the ranks' least: tw_gvt_found) */
-    else tw_gvt_found(th, s, gvt);
+    g->gvt_ops->start(th, s, &gvt);
 }
 
 /* GVT is known (of this process, or of all ranks): the done phase, or the horizon. */
@@ -141,8 +140,7 @@ static void close_phase3(struct tw_thread *th, uint64_t s)
         all = all && g->th[t].gv.all_done;
         if (kr__key_lt(&maxd, &g->th[t].gv.max_done)) maxd = g->th[t].gv.max_done;
     }
-    if (g->net.on) tw_rank_done_start(th, s, all, &maxd); /* (tw_gvt_done_found) */
-    else tw_gvt_done_found(th, s, all, maxd);
+    g->gvt_ops->start_done(th, s, all, &maxd);
 }
 
 /* Whether every LP is done at GVT, and since when: the end, or the horizon. */
@@ -158,6 +156,20 @@ void tw_gvt_done_found(struct tw_thread *th, uint64_t s, bool all, struct kr__ke
     }
     publish_gvt(th, s);
 }
+
+/* This process alone: its least report is GVT. */
+static void local_start(struct tw_thread *th, uint64_t s, const struct kr__key *least)
+{
+    tw_gvt_found(th, s, *least);
+}
+
+static void local_start_done(struct tw_thread *th, uint64_t s, bool all,
+                             const struct kr__key *maxd)
+{
+    tw_gvt_done_found(th, s, all, *maxd);
+}
+
+const struct tw_gvt_ops tw_gvt_local = { local_start, local_start_done, NULL, NULL };
 
 /* The lowest key this thread may still run or has sent into flight since phase 1. */
 static struct kr__key local_min(struct tw_thread *th)
@@ -186,7 +198,7 @@ void tw_gvt_poll(struct tw_thread *th)
             }
             break;
         case TW_PH_REPORT:
-            if (g->net.on) tw_rank_turn(th, true);
+            if (g->gvt_ops->report) g->gvt_ops->report(th);
             tw_drain(th);
             th->gv.report = local_min(th);
             th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] -
@@ -207,7 +219,7 @@ void tw_gvt_poll(struct tw_thread *th)
             break;
         }
     }
-    if ((s & TW_PH_MASK) >= TW_PH_NET) tw_rank_gvt_poll(th, s);
+    if ((s & TW_PH_MASK) >= TW_PH_NET && g->gvt_ops->poll) g->gvt_ops->poll(th, s);
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
     if (ep != th->gv.seen_epoch) {
         th->gv.seen_epoch = ep;

@@ -57,12 +57,27 @@ static double rank_clock(void *arg)
     return c;
 }
 
+static void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min);
+static void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all,
+                               const struct kr__key *maxd);
+static void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s);
+
+/* Before a thread's GVT report: what other ranks sent, taken in now. */
+static void rank_report(struct tw_thread *th)
+{
+    tw_rank_turn(th, true);
+}
+
+const struct tw_gvt_ops tw_gvt_ranks = { tw_rank_gvt_start, tw_rank_done_start, rank_report,
+                                         tw_rank_gvt_poll };
+
 void tw_rank_setup(struct tw_global *g)
 {
     struct tw_net *net = &g->net;
     net->err = kr__key_at(INFINITY);
     net->on = kr__net.size > 1;
     if (!net->on) return;
+    g->gvt_ops = &tw_gvt_ranks;
     net->rank = kr__net.rank;
     net->nranks = kr__net.size;
     if (g->n + (unsigned)net->nranks > UINT16_MAX)
@@ -387,7 +402,7 @@ static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
     atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | phase, memory_order_release);
 }
 
-void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min)
+static void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min)
 {
     struct tw_global *g = th->g;
     struct tw_net *net = &g->net;
@@ -410,7 +425,8 @@ void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *m
     reduce_start(g, s, TW_PH_NET);
 }
 
-void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all, const struct kr__key *maxd)
+static void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all,
+                               const struct kr__key *maxd)
 {
     struct tw_net *net = &th->g->net;
     net->in.done = all;
@@ -454,7 +470,7 @@ static void gvt_result(struct tw_thread *th, uint64_t s)
     tw_gvt_found(th, s, net->out.min);
 }
 
-void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s)
+static void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s)
 {
     struct tw_net *net = &th->g->net;
     if (!reduce_test(net)) return;

@@ -50,9 +50,7 @@ void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent);
 void tw_rank_take(struct tw_thread *th, struct kr__ev *e);
 void tw_rank_turn(struct tw_thread *th, bool now);
 void tw_rank_fossil(struct tw_thread *th, kr_time t);
-void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min);
-void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all, const struct kr__key *maxd);
-void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s);
+/* (GVT across ranks: tw_gvt_ranks, the reduction's table, tw.h) */
 void tw_rank_output(struct tw_global *g, bool all);
 struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, struct kr__key upto);
 void tw_rank_end(struct kr__run *r, struct tw_global *g);

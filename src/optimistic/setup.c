@@ -268,6 +268,7 @@ struct tw_global *tw_global_new(struct kr__run *r)
     if (!g) kr__fatal_oom("engine", sizeof *g);
     g->r = r;
     g->n = r->nthreads;
+    g->gvt_ops = &tw_gvt_local; /* (across ranks: tw_rank_setup) */
     g->th = aligned_alloc(64, g->n * sizeof *g->th);
     g->chan = aligned_alloc(64, (size_t)g->n * g->n * sizeof *g->chan);
     g->arr = aligned_alloc(64, g->n * sizeof *g->arr);

@@ -101,6 +101,21 @@ struct tw_lp {
 
 _Static_assert(sizeof(struct tw_lp) == 64, "an LP's Time Warp bookkeeping is one line");
 
+/* A GVT round's reduction (gvt.c): each thread reports the least key it may still run or
+ * has in flight; the last thread through starts the reduction with this process's least,
+ * which then ends - here at once, or once every rank has reported (ranks.c) - in
+ * tw_gvt_found (tw_gvt_done_found for the done phase). The cross-rank reduction is one
+ * table: nothing in gvt.c asks whether there are ranks. */
+struct tw_gvt_ops {
+    void (*start)(struct tw_thread *th, uint64_t s, const struct kr__key *least);
+    void (*start_done)(struct tw_thread *th, uint64_t s, bool all, const struct kr__key *maxd);
+    /* Before a thread reports: take in what the reduction brought (NULL: nothing). */
+    void (*report)(struct tw_thread *th);
+    /* A turn in the phases past this process's own (TW_PH_NET...; NULL: none). */
+    void (*poll)(struct tw_thread *th, uint64_t s);
+};
+extern const struct tw_gvt_ops tw_gvt_local, tw_gvt_ranks;
+
 struct tw_global {
     struct kr__run *r;
     unsigned n;
@@ -138,6 +153,7 @@ struct tw_global {
     struct tw_mempub *mem;                 /* per thread (--memory-max: optimism.c) */
     struct tw_snapping sn;                 /* --snapshot (snapshot.c) */
     struct tw_net net;
+    const struct tw_gvt_ops *gvt_ops;      /* this process alone, or across ranks */
 };
 
 /* GVT round phases (gvt.c): state = round * TW_ROUND + phase. */
