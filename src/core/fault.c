@@ -30,18 +30,16 @@
 
 static __thread void *alt_stack;
 
-/* A tracking fault: a write to a protected page of the running LP's own state. */
+/* A tracking fault: a write to a protected page of the running LP's own state, which its
+ * state mode takes (state/mode.h: write_fault). */
 static bool tracking_fault(const siginfo_t *si)
 {
     if (si->si_code != SEGV_ACCERR || !kr__in_lp()) return false;
+    const struct kr__arena *a = &kr__ctx.lp->arena;
+    const struct kr__state_ops *m = kr__state_ops(a->mode);
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
-    if (!s || !s->tracking || s->scan || s != kr__ctx.lp->arena.seg) return false;
-    int64_t p = kr__seg_page(s, si->si_addr);
-    if (p < 0 || (s->pg[p] & KR_PG_DIRTY)) return false;
-    s->faults++;
-    kr__seg_open_page(s, (uint32_t)p);
-    return true;
+    return m->write_fault && s && s == a->seg && m->write_fault(s, si->si_addr);
 }
 
 static const char *sig_name(int sig)

@@ -241,5 +241,6 @@ const struct kr__state_ops kr__state_buddy = {
     .name = "buddy", .id = KR_STATE_BUDDY, .region = true, .incremental = true,
     .by_pages = true, .faults = true, .open_pages = true, .track = &kr__page_track,
     .region_ready = kr__buddy_calibrate, .lp_ready = buddy_lp_ready,
-    .before_take = buddy_before_take, .summary = buddy_summary, .json = buddy_json,
+    .before_take = buddy_before_take, .write_fault = kr__page_write_fault,
+    .summary = buddy_summary, .json = buddy_json,
 };

@@ -66,6 +66,10 @@ struct kr__state_ops {
     void (*lp_ready)(struct kr__seg *seg);   /* an LP's slice is set up (NULL: nothing) */
     void (*before_take)(struct kr__seg *seg); /* a checkpoint is about to read the written
                                               * set (NULL: nothing) */
+    /* A write fault at addr in the running LP's own slice: true if it was the mode's
+     * tracking (the write resumes), false if it is the model's crash. Runs in the signal
+     * handler (NULL: no mode faults). */
+    bool (*write_fault)(struct kr__seg *seg, void *addr);
     /* Its line of the summary from the run's write faults and mprotect calls (or kernel
      * scans), and its extra members of --stats "state_saving" (NULL: none). */
     void (*summary)(FILE *f, uint64_t faults, uint64_t mprotects);
@@ -75,8 +79,10 @@ struct kr__state_ops {
 /* The entries (each in its mode's file). */
 extern const struct kr__state_ops kr__state_chunk, kr__state_page, kr__state_buddy,
     kr__state_scan;
-/* The page-granular part shared by page, buddy and scan (page.c). */
+/* The page-granular part shared by page, buddy and scan (page.c), and the write fault of
+ * page and buddy. */
 extern const struct kr__track_ops kr__page_track;
+bool kr__page_write_fault(struct kr__seg *s, void *addr);
 
 /* Indexed by id; NULL past the modes there are. Read on allocation and at every
  * checkpoint, so it is a table, not a call. `id` is a mode's (every id kept anywhere came

@@ -135,6 +135,16 @@ const struct kr__track_ops kr__page_track = {
     .restore_end = page_restore_end,
 };
 
+/* The first write to a closed page: its partition opens (one mprotect), marked dirty. */
+bool kr__page_write_fault(struct kr__seg *s, void *addr)
+{
+    int64_t p = kr__seg_page(s, addr);
+    if (!s->tracking || s->scan || p < 0 || (s->pg[p] & KR_PG_DIRTY)) return false;
+    s->faults++;
+    kr__seg_open_page(s, (uint32_t)p);
+    return true;
+}
+
 static void page_summary(FILE *f, uint64_t faults, uint64_t mprotects)
 {
     fprintf(f, "  page tracking:    %llu write faults, %llu mprotect calls\n",
@@ -144,5 +154,5 @@ static void page_summary(FILE *f, uint64_t faults, uint64_t mprotects)
 const struct kr__state_ops kr__state_page = {
     .name = "page", .id = KR_STATE_PAGE, .region = true, .incremental = true,
     .by_pages = true, .faults = true, .open_pages = true, .track = &kr__page_track,
-    .summary = page_summary,
+    .write_fault = kr__page_write_fault, .summary = page_summary,
 };
