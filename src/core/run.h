@@ -8,7 +8,7 @@
 
 /* Model, parameters, LP table, counters, pools, state region: KR_OK or err. */
 int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err);
-/* Everything kr__run_setup and the LPs' set-up allocated. */
+/* Everything kr__run_setup and the LPs' set-up allocated, and the watcher thread it started. */
 void kr__run_free(struct kr__run *r);
 
 #endif
