@@ -32,7 +32,7 @@ const struct kr__engine *kr__engine_default(void)
 const char *kr__engine_names(void)
 {
     static char buf[128];
-    if (buf[0]) return buf;
+    buf[0] = 0; /* (rebuilt each time: an engine added since is named too) */
     for (size_t i = 0; i < NENGINES; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s",
                  i == 0 ? "" : i + 1 == NENGINES ? " or " : ", ", table[i]->name);

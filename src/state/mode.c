@@ -36,7 +36,7 @@ const struct kr__state_ops *kr__state_ops_find(const char *name)
 const char *kr__state_mode_names(void)
 {
     static char buf[96];
-    if (buf[0]) return buf;
+    buf[0] = 0; /* (rebuilt each time: a mode added since is named too) */
     for (size_t i = 0; i < NMODES; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s",
                  i == 0 ? "" : i + 1 == NMODES ? " or " : ", ", modes[i]->name);

@@ -281,6 +281,7 @@ int main(void)
     int stub = kr__state_add(&every_mode);
     CHECK(stub == KR_STATE_SCAN + 1 && kr__state_ops_find("every") == &every_mode);
     CHECK(kr__state_add(&every_mode) == -1); /* (the same id or name twice) */
+    CHECK(strstr(kr__state_mode_names(), "or every") != NULL); /* (what --state's lists) */
     for (int mode = KR_STATE_FULL; mode <= stub; mode++)
         for (int f = 0; f < 3; f++) run(mode, every[f]);
     return check_done("chain");

@@ -170,6 +170,7 @@ int main(void)
     CHECK(kr__engine_add(&stub_engine) == 0);
     CHECK(kr__engine_add(&stub_engine) == -1); /* (the name is taken) */
     CHECK(kr__engine_find("stub") == &stub_engine);
+    CHECK(strstr(kr__engine_names(), "or stub") != NULL); /* (what --sync's error lists) */
     char *phold[] = { "--end", "200" };
     char *queueing[] = { "--end", "100" };
     char *pcs[] = { "--end", "2" };
