@@ -8,7 +8,6 @@
 static const struct kr__engine *table[KR_ENGINES_MAX] = { &kr__tw_engine, &kr__cons_engine,
                                                           &kr__seq_engine };
 static size_t nengines = 3;
-#define NENGINES nengines
 
 int kr__engine_add(const struct kr__engine *e)
 {
@@ -19,7 +18,7 @@ int kr__engine_add(const struct kr__engine *e)
 
 const struct kr__engine *kr__engine_find(const char *name)
 {
-    for (size_t i = 0; i < NENGINES; i++)
+    for (size_t i = 0; i < nengines; i++)
         if (!strcmp(table[i]->name, name)) return table[i];
     return NULL;
 }
@@ -33,8 +32,8 @@ const char *kr__engine_names(void)
 {
     static char buf[128];
     buf[0] = 0; /* (rebuilt each time: an engine added since is named too) */
-    for (size_t i = 0; i < NENGINES; i++)
+    for (size_t i = 0; i < nengines; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s",
-                 i == 0 ? "" : i + 1 == NENGINES ? " or " : ", ", table[i]->name);
+                 i == 0 ? "" : i + 1 == nengines ? " or " : ", ", table[i]->name);
     return buf;
 }

@@ -57,20 +57,6 @@ static double rank_clock(void *arg)
     return c;
 }
 
-static void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min);
-static void tw_rank_done_start(struct tw_thread *th, uint64_t s, bool all,
-                               const struct kr__key *maxd);
-static void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s);
-
-/* Before a thread's GVT report: what other ranks sent, taken in now. */
-static void rank_report(struct tw_thread *th)
-{
-    tw_rank_turn(th, true);
-}
-
-const struct tw_gvt_ops tw_gvt_ranks = { tw_rank_gvt_start, tw_rank_done_start, rank_report,
-                                         tw_rank_gvt_poll };
-
 void tw_rank_setup(struct tw_global *g)
 {
     struct tw_net *net = &g->net;
@@ -480,6 +466,15 @@ static void tw_rank_gvt_poll(struct tw_thread *th, uint64_t s)
     else tw_gvt_done_found(th, s, th->g->net.out.done == (uint64_t)th->g->net.nranks,
                            th->g->net.out.max_done);
 }
+
+/* Before a thread's GVT report: what other ranks sent, taken in now. */
+static void rank_report(struct tw_thread *th)
+{
+    tw_rank_turn(th, true);
+}
+
+const struct tw_gvt_ops tw_gvt_ranks = { tw_rank_gvt_start, tw_rank_done_start, rank_report,
+                                         tw_rank_gvt_poll };
 
 /* ---- committed output to rank 0 ---- */
 

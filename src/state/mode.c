@@ -13,14 +13,12 @@ const struct kr__state_ops *kr__state_modes[KR_STATE_MAX] = {
     [KR_STATE_BUDDY] = &kr__state_buddy,
     [KR_STATE_SCAN] = &kr__state_scan,
 };
-#define modes kr__state_modes
 static size_t nmodes = KR_STATE_SCAN + 1;
-#define NMODES nmodes
 
 int kr__state_add(const struct kr__state_ops *m)
 {
     if (nmodes == KR_STATE_MAX || m->id != (int)nmodes || kr__state_ops_find(m->name)) return -1;
-    modes[nmodes++] = m;
+    kr__state_modes[nmodes++] = m;
     return m->id;
 }
 
@@ -28,8 +26,8 @@ const struct kr__state_ops *kr__state_default(void) { return &full; }
 
 const struct kr__state_ops *kr__state_ops_find(const char *name)
 {
-    for (size_t i = 0; i < NMODES; i++)
-        if (!strcmp(modes[i]->name, name)) return modes[i];
+    for (size_t i = 0; i < nmodes; i++)
+        if (!strcmp(kr__state_modes[i]->name, name)) return kr__state_modes[i];
     return NULL;
 }
 
@@ -37,8 +35,8 @@ const char *kr__state_mode_names(void)
 {
     static char buf[96];
     buf[0] = 0; /* (rebuilt each time: a mode added since is named too) */
-    for (size_t i = 0; i < NMODES; i++)
+    for (size_t i = 0; i < nmodes; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s",
-                 i == 0 ? "" : i + 1 == NMODES ? " or " : ", ", modes[i]->name);
+                 i == 0 ? "" : i + 1 == nmodes ? " or " : ", ", kr__state_modes[i]->name);
     return buf;
 }

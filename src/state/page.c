@@ -139,7 +139,7 @@ const struct kr__track_ops kr__page_track = {
 bool kr__page_write_fault(struct kr__seg *s, void *addr)
 {
     int64_t p = kr__seg_page(s, addr);
-    if (!s->tracking || s->scan || p < 0 || (s->pg[p] & KR_PG_DIRTY)) return false;
+    if (p < 0 || (s->pg[p] & KR_PG_DIRTY)) return false;
     s->faults++;
     kr__seg_open_page(s, (uint32_t)p);
     return true;
