@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/report.h"
+#include "run/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

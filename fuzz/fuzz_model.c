@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/core.h"
-#include "core/error.h"
-#include "core/options.h"
+#include "base/error.h"
+#include "run/options.h"
 #include "core/snapshot.h"
 
 #ifndef FUZZ_MODEL_PATH

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/options.h"
+#include "run/options.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/digest.h"
+#include "base/digest.h"
 #include "core/snapshot.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include "core/bundle.h"
 #include "core/core.h"
-#include "core/typetime.h"
+#include "base/typetime.h"
 #include "core/watchdog.h"
 #include "queue/heap.h"
 

@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "conservative/cons.h"
-#include "core/grow.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/interrupt.h"
 #include "core/snapshot.h"
-#include "stats/progress.h"
+#include "core/progress.h"
 
 extern const struct kr__engine_ops kr__cons_ops;
 

@@ -19,9 +19,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "conservative/cons.h"
-#include "core/grow.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 static void cons_send(struct kr__ctx *x, struct kr__ev *e)
 {

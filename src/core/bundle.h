@@ -11,7 +11,7 @@
 #define KR_CORE_BUNDLE_H
 
 #include "core/core.h"
-#include "core/grow.h"
+#include "base/grow.h"
 #include "queue/heap.h"
 #include <stdlib.h>
 

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "kairos.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/lp.h"
-#include "core/digest.h"
+#include "base/digest.h"
 #include "core/trace.h"
 #include "msg/pool.h"
 #include "state/addrmap.h"
@@ -40,7 +40,7 @@ struct kr__config {
     double end;
     uint64_t seed;
     const char *stats_path;
-    const char *lp_stats_path;  /* --lp-stats: a CSV row per LP (core/report.c) */
+    const char *lp_stats_path;  /* --lp-stats: a CSV row per LP (run/report.c) */
     const char *trace_path;     /* --trace: the committed history (core/trace.c) */
     uint64_t trace_limit;       /* --trace-limit: its first this many events */
     int trace_mode;             /* --trace-mode: 0 committed, 1 run */

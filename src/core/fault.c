@@ -9,7 +9,7 @@
  * The handler runs on an alternate stack (a model's stack overflow must be reportable) and
  * with SA_NODEFER, because deferred errors leave it by longjmp to the engine. */
 #define _GNU_SOURCE /* REG_RSP, dladdr1 */
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/watchdog.h"
 #include "state/buddy.h"
 #include "state/seg.h"

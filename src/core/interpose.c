@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "ult/ult.h"
-#include "core/error.h"
-#include "core/sanitize.h"
+#include "base/error.h"
+#include "base/sanitize.h"
 
 /* While a model is loaded or a run is in progress, the call is the model's: a model error
  * (deferred by the engines that defer errors, which then unwind and never return here), or

@@ -3,8 +3,8 @@
  * threads, outside signal context. */
 #include "core/interrupt.h"
 #include "core/core.h"
-#include "core/error.h"
-#include "core/sanitize.h"
+#include "base/error.h"
+#include "base/sanitize.h"
 #include <signal.h>
 #include <string.h>
 #include <time.h>

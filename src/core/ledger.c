@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/core.h"
-#include "core/error.h"
-#include "core/grow.h"
+#include "base/error.h"
+#include "base/grow.h"
 
 /* In the hook, kr_printf goes straight out: the hook runs where committed output is printed. */
 static void send_refused(struct kr__ctx *c, struct kr__ev *e)

@@ -13,8 +13,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "core/core.h"
-#include "core/digest.h"
-#include "core/error.h"
+#include "base/digest.h"
+#include "base/error.h"
 #include "core/interrupt.h"
 #include "core/snapshot.h"
 #include "core/trace.h"

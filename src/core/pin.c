@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 #include <unistd.h>
 #include "core/core.h"
 #include "ult/ult.h"

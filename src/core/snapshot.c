@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "core/clock.h"
-#include "core/digest.h"
+#include "base/clock.h"
+#include "base/digest.h"
 #include "core/lp.h"
 #include "msg/pool.h"
 #include "net/net.h"

@@ -10,7 +10,7 @@
 #define KR_CORE_SNAPSHOT_H
 
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Across MPI ranks one file is written, by rank 0: each other rank sends it its part (its
  * LPs' records, then its pending events) in pieces, which rank 0 puts in place. The engine

@@ -2,15 +2,15 @@
  * (kr__lp_commit_event), or (--trace-mode run) spans of what each thread did when. Each thread that commits keeps the `limit` least keys it has
  * committed in a max-heap of its own (no lock, no shared line per event); at the end the
  * threads' heaps together hold the run's `limit` least committed keys, whatever thread
- * committed them and in whatever order (core/report.c sorts and writes them). */
+ * committed them and in whatever order (run/report.c sorts and writes them). */
 #include "core/trace.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "state/addrmap.h"
-#include "core/clock.h"
-#include "core/digest.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/digest.h"
+#include "base/error.h"
 
 struct trace_buf {
     struct kr__trace_rec *a;  /* max-heap by key */

@@ -1,6 +1,6 @@
 /* trace.h - --trace FILE: the run's committed history, the same on every engine and
  * thread count (each committed event's key, LP, type and payload), for `kairos trace-diff`
- * and trace viewers (core/report.c writes it). */
+ * and trace viewers (run/report.c writes it). */
 #ifndef KR_CORE_TRACE_H
 #define KR_CORE_TRACE_H
 

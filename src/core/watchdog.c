@@ -1,7 +1,7 @@
 /* watchdog.c - see watchdog.h. */
 #define _GNU_SOURCE /* syscall, SYS_rt_tgsigqueueinfo */
 #include "core/watchdog.h"
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -11,9 +11,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* A thread that was signalled and has not ended its callback after this long is stuck
  * where it cannot be unwound: the process ends. */

@@ -1,7 +1,7 @@
 /* match.c - the remote-id map (see match.h). */
 #include "msg/match.h"
 #include <stdlib.h>
-#include "core/error.h"
+#include "base/error.h"
 
 #define MATCH_FIRST 256
 

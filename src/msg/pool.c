@@ -2,8 +2,8 @@
 #include "msg/pool.h"
 #include <stdbool.h>
 #include <stdlib.h>
-#include "core/grow.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/error.h"
 
 /* Event sizes per class: 96-byte header + payload (class 0: up to 32 bytes of payload in two
  * cache lines; class 3: KR_PAYLOAD_MAX); KR_POOL_TINY: the first line alone. */

@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "msg/event.h"
 
 #define KR_NET_ABI 5

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 
 #define XPORT_POLL_MAX 16   /* messages taken in per turn at most: the turn stays short */
 

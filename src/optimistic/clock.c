@@ -7,7 +7,7 @@
 #include "optimistic/tw.h"
 #include "optimistic/clock.h"
 #include "optimistic/ranks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Before draining: the least of the other threads' clocks. A message drained after this
  * was pushed after its sender published the clock read here, so it lies at or above it. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include "optimistic/tw.h"
 #include "optimistic/ranks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Keep at most this many committed events on an LP whose history is all committed; past it
  * the events are freed (page-tracked modes: the current state becomes the base checkpoint;

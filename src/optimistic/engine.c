@@ -1,7 +1,7 @@
 /* engine.c - the optimistic engine's worker loop: take in messages, take part in GVT, run
  * the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
 #define _GNU_SOURCE
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <fcntl.h>
 #include <math.h>
 #include <sched.h>
@@ -14,8 +14,8 @@
 #include "optimistic/preempt.h"
 #include "optimistic/balance.h"
 #include "optimistic/ranks.h"
-#include "core/grow.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/error.h"
 
 /* May thread th run e now? Within its window (optimism.c), or e lies below the safe time
  * (no rollback can reach it: it holds memory only until the next commit), or e is at GVT:

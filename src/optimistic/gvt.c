@@ -22,7 +22,7 @@
 #include "optimistic/tw.h"
 #include "optimistic/balance.h"
 #include "optimistic/ranks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 static void report_done(struct tw_thread *th, const struct kr__key *gvt);
 

@@ -12,7 +12,7 @@
  * not touched: with many LPs a cache line an event). */
 #include <setjmp.h>
 #include "optimistic/tw.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* A burst lasts about this long: cheap events run thousands between turns, a long one
  * alone; the turns keep GVT rounds and the balancer's decisions near their period. */

@@ -29,8 +29,8 @@
 #include "optimistic/clock.h"
 #include "optimistic/query.h"
 #include "optimistic/balance.h"
-#include "core/grow.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/error.h"
 
 /* ---- barrier (all n workers; spins, then sleeps: a worker may be descheduled) ---- */
 

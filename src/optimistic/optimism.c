@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include "optimistic/tw.h"
 #include "optimistic/ranks.h"
-#include "core/grow.h"
+#include "base/grow.h"
 #include "state/arena.h"
 
 #define TW_WINDOW_NS (20u * 1000 * 1000)    /* a decision at most this often... */

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include "core/core.h"
-#include "core/typetime.h"
+#include "base/typetime.h"
 #include "msg/match.h"
 #include "stats/output.h"
 #include "ult/ult.h"

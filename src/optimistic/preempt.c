@@ -26,7 +26,7 @@
 #include "optimistic/tw.h"
 #include "optimistic/query.h"
 #include "optimistic/preempt.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* The liveness slice: an event holding the CPU this long gives the platform a turn (drain,
  * GVT, the timeout check) and is resumed at once if it is still the lowest. */

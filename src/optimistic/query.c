@@ -34,7 +34,7 @@
 #include "optimistic/tw.h"
 #include "optimistic/query.h"
 #include "optimistic/preempt.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* The running event asked outside query mode, or a nested answer was refused: unwind to
  * it (tw_execute), which then is undone. */

@@ -32,10 +32,10 @@
 #include "optimistic/clock.h"
 #include "optimistic/ranks.h"
 #include "msg/wire.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/snapshot.h"
 #include "state/addrmap.h"
-#include "stats/progress.h"
+#include "core/progress.h"
 
 static _Noreturn void net_broken(const char *what)
 {

@@ -1,9 +1,9 @@
 /* report.c - the optimistic engine's part of the summary (rollbacks, safe events, the
  * window, balance, state saving, time-sharing) and of the --stats JSON ("time_sharing";
- * "state_saving" is every engine's, stats/statesave.c). */
+ * "state_saving" is every engine's, core/statesave.c). */
 #include <string.h>
 #include "optimistic/tw.h"
-#include "stats/statesave.h"
+#include "core/statesave.h"
 
 struct ts_totals {
     uint64_t ult_events, by_return, by_tick, by_slice, resumed, abandoned, switches;

@@ -9,7 +9,7 @@
 #include "optimistic/tw.h"
 #include "optimistic/preempt.h"
 #include "optimistic/ranks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);
 

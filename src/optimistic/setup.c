@@ -3,7 +3,7 @@
  * interrupts, event timeouts), the run's failure and its end; one worker alone handed to
  * the sequential engine's core (tw_alone); the engine's descriptor. */
 #define _GNU_SOURCE
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +14,9 @@
 #include "optimistic/balance.h"
 #include "optimistic/ranks.h"
 #include "state/mode.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/snapshot.h"
-#include "stats/progress.h"
+#include "core/progress.h"
 
 /* A watcher loop that took this long means the process was stopped (or the machine
  * suspended): the time does not count towards --event-timeout of events on stacks. */

@@ -20,8 +20,8 @@
 #include "optimistic/query.h"
 #include "optimistic/balance.h"
 #include "optimistic/ranks.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/snapshot.h"
 
 bool tw_snap_plan(struct tw_thread *th)

@@ -9,7 +9,7 @@
  * is counted by its sender instead (tw_post_backlog_min). */
 #include "optimistic/tw.h"
 #include "optimistic/ranks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 unsigned tw_post_publish(struct tw_thread *th)
 {

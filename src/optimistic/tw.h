@@ -8,8 +8,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include "core/clock.h"
-#include "core/typetime.h"
+#include "base/clock.h"
+#include "base/typetime.h"
 #include "core/bundle.h"
 #include "core/core.h"
 #include "core/interrupt.h"

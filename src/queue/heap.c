@@ -1,8 +1,8 @@
 /* heap.c - growth and teardown of the event heap (the hot operations are inline in heap.h). */
 #include "queue/heap.h"
 #include <stdlib.h>
-#include "core/grow.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/error.h"
 
 void kr__heap_init(struct kr__heap *h)
 {

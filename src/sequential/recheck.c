@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include "core/trace.h"
-#include "core/grow.h"
-#include "core/digest.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/digest.h"
+#include "base/error.h"
 #include "state/ckpt.h"
 
 /* ---- the model's global memory ---- */

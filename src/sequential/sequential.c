@@ -6,16 +6,16 @@
 #include <string.h>
 #include <time.h>
 #include "core/bundle.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/interrupt.h"
 #include "core/snapshot.h"
 #include "core/watchdog.h"
 #include "queue/heap.h"
 #include "sequential/recheck.h"
 #include "state/arena.h"
-#include "stats/progress.h"
+#include "core/progress.h"
 
 struct seq {
     struct kr__heap heap;

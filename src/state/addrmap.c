@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "core/digest.h"
-#include "core/error.h"
-#include "core/sanitize.h"
+#include "base/digest.h"
+#include "base/error.h"
+#include "base/sanitize.h"
 #include "state/seg.h"
 
 #define MAX_RELOADS 64   /* re-reads of the maps after a miss (memory mapped since) */

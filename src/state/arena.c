@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include "core/digest.h"
+#include "base/digest.h"
 #include "state/addrmap.h"
 
 #define AREA_MAX_BYTES (1u << 20)   /* areas grow by doubling up to this, then stay */

@@ -1,7 +1,7 @@
 /* blob.c - see blob.h. Free buffers are chained through their first word. */
 #include "state/blob.h"
 #include <stdlib.h>
-#include "core/error.h"
+#include "base/error.h"
 
 void kr__blobs_init(struct kr__blobs *b)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "state/mode.h"
 
 static struct kr__buddy_costs costs;

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "state/buddy.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "state/mode.h"
 #include "state/scan.h"
 

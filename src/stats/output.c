@@ -1,8 +1,8 @@
 /* output.c - see output.h. */
 #include "stats/output.h"
 #include <stdlib.h>
-#include "core/grow.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/error.h"
 
 static void reserve(struct kr__outvec *v, size_t more)
 {

@@ -25,7 +25,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include "ult/ult.h"
-#include "core/clock.h"
+#include "base/clock.h"
 
 #define MAX_RANGES 16
 

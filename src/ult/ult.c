@@ -8,7 +8,7 @@
  * interrupted CPU state in the signal frame (see ult.h). A new ULT starts from a boot frame
  * laid out exactly as kr__ult_swap leaves a stack, returning into kr__ult_boot. */
 #define _GNU_SOURCE
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,8 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "ult/ult.h"
-#include "core/grow.h"
-#include "core/error.h"
+#include "base/grow.h"
+#include "base/error.h"
 
 #if defined(KR_ASAN)
 #include <sanitizer/asan_interface.h>

@@ -19,7 +19,7 @@
 #ifndef KR_ULT_ULT_H
 #define KR_ULT_ULT_H
 
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>

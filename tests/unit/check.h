@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 
 static unsigned check_count;
 

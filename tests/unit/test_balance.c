@@ -11,9 +11,9 @@
  *    back. */
 #include "check.h"
 #include "core/core.h"
-#include "core/options.h"
+#include "run/options.h"
 #include "core/place.h"
-#include "core/run.h"
+#include "run/run.h"
 #include "optimistic/balance.h"
 
 #define LPS 64

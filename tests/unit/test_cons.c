@@ -15,8 +15,8 @@
 #include "check.h"
 #include "conservative/cons.h"
 #include "core/core.h"
-#include "core/options.h"
-#include "core/run.h"
+#include "run/options.h"
+#include "run/run.h"
 
 #define WORKERS 3
 

@@ -1,7 +1,7 @@
 /* test_engine.c - the engine interface (core/core.h, struct kr__engine) is enough to write an
  * engine: a stub engine of one file - one heap, every event run and committed in key order,
  * for models without done(), queries, bundles or a commit hook - added to the table at run
- * time (kr__engine_add; a built-in engine is a line of the table in core/engines.c), chosen
+ * time (kr__engine_add; a built-in engine is a line of the table in run/engines.c), chosen
  * by --sync, commits the sequential engine's history on built-in models (run digest), and
  * refuses what it cannot run: options through its descriptor's validate, queries through
  * no_queries, and done(), bundles or a commit hook when its run sees the model. Adding an
@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include "check.h"
 #include "core/core.h"
-#include "core/options.h"
-#include "core/run.h"
+#include "run/options.h"
+#include "run/run.h"
 #include "queue/heap.h"
 
 /* ---- the stub engine ---- */

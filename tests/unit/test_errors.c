@@ -1,4 +1,4 @@
-/* test_errors.c - the library's error contract (src/core/error.h): a failure comes back to
+/* test_errors.c - the library's error contract (src/base/error.h): a failure comes back to
  * the caller as a status and a message, and the process goes on; the library can then run
  * again. Before the engine starts (options, model, parameters), after it ends (--stats), and
  * a model error on the committed path during the run, on every engine: in init, in an event
@@ -7,8 +7,8 @@
 #include <math.h>
 #include "check.h"
 #include "core/core.h"
-#include "core/error.h"
-#include "core/options.h"
+#include "base/error.h"
+#include "run/options.h"
 
 static struct kr__config config(const char *model, int argc, char **argv)
 {

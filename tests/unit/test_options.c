@@ -1,12 +1,12 @@
-/* test_options.c - what the option table (src/core/options.c) makes: --help lines within
+/* test_options.c - what the option table (src/run/options.c) makes: --help lines within
  * the width, every option parsed back from its own default, the --stats "config" members
  * with the values set, and errors that name the option. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include "check.h"
 #include "core/core.h"
-#include "core/error.h"
-#include "core/options.h"
+#include "base/error.h"
+#include "run/options.h"
 
 static char *help_text(void)
 {

@@ -20,9 +20,9 @@
 #include <math.h>
 #include "check.h"
 #include "core/core.h"
-#include "core/digest.h"
-#include "core/options.h"
-#include "core/run.h"
+#include "base/digest.h"
+#include "run/options.h"
+#include "run/run.h"
 #include "optimistic/tw.h"
 #include "state/addrmap.h"
 

@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "ult/ult.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "calibrate.h"
 #include "cmd.h"
 

@@ -3,7 +3,7 @@
 #ifndef KR_TOOLS_CMD_H
 #define KR_TOOLS_CMD_H
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* Print err ("kairos: error: ..." and, for usage errors, where to find help) and return the
  * documented exit status for it. */

@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/interrupt.h"
-#include "core/options.h"
+#include "run/options.h"
 #include "core/snapshot.h"
 #include "net/net.h"
 #include "calibrate.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "cmd.h"
 #include "new.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
-#include "core/error.h"
+#include "base/error.h"
 
 #ifndef KAIROS_TOOLS_DIR
 #error "KAIROS_TOOLS_DIR comes from CMakeLists.txt (the source tree's tools/)"

@@ -1,5 +1,5 @@
 /* trace_diff.c - `kairos trace-diff A B`: the first committed event where two --trace files
- * differ. Both list the committed history one event a line in key order (core/report.c),
+ * differ. Both list the committed history one event a line in key order (run/report.c),
  * so the first line that differs is the first event the two runs did not commit alike -
  * where to look when two engines' digests differ (a model that is not rollback-safe). A
  * file that is not a regular file, or that holds fewer events than its header says or lacks
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cmd.h"
-#include "core/error.h"
+#include "base/error.h"
 
 struct trace_file {
     const char *path;

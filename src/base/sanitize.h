@@ -4,8 +4,8 @@
  * without the event stacks' annotations: a stack unmapped with its redzones still poisoned
  * was later reported as an underflow in whatever memory the kernel mapped there next (a
  * snapshot being resumed; found by fuzz_model). */
-#ifndef KR_CORE_SANITIZE_H
-#define KR_CORE_SANITIZE_H
+#ifndef KR_BASE_SANITIZE_H
+#define KR_BASE_SANITIZE_H
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KR_ASAN 1

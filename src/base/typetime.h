@@ -2,8 +2,8 @@
  * run times per event type (type modulo KR_TYPES), for engines that decide per kind of
  * event how to run it (time-sharing: on an event stack or not; conservative: hand it to a
  * worker or not). A model's few long events among many short ones keep their own mean. */
-#ifndef KR_CORE_TYPETIME_H
-#define KR_CORE_TYPETIME_H
+#ifndef KR_BASE_TYPETIME_H
+#define KR_BASE_TYPETIME_H
 
 #include <stdbool.h>
 #include <stdint.h>

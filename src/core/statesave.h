@@ -1,7 +1,7 @@
 /* statesave.h - statistics of state saving (checkpoints, restores, page tracking, buddy
  * plans) for the summary and the --stats JSON "state_saving" object. */
-#ifndef KR_STATS_STATESAVE_H
-#define KR_STATS_STATESAVE_H
+#ifndef KR_CORE_STATESAVE_H
+#define KR_CORE_STATESAVE_H
 
 #include <stdio.h>
 #include "core/core.h"

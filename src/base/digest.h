@@ -1,6 +1,6 @@
 /* digest.h - the 64-bit mixing used by run digests (determinism checks, not cryptography). */
-#ifndef KR_CORE_DIGEST_H
-#define KR_CORE_DIGEST_H
+#ifndef KR_BASE_DIGEST_H
+#define KR_BASE_DIGEST_H
 
 #include <stdint.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* grow.h - the one way an engine's array grows: its capacity at least doubles, the byte
  * count is checked for overflow, and running out of memory ends the run naming what was
  * being grown (kr__fatal_oom). A leaf of the base layer: anything above may use it. */
-#ifndef KR_CORE_GROW_H
-#define KR_CORE_GROW_H
+#ifndef KR_BASE_GROW_H
+#define KR_BASE_GROW_H
 
 #include <stddef.h>
 

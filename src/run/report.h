@@ -1,7 +1,7 @@
 /* report.h - the end-of-run summary (stderr) and the --stats JSON file (schema in
  * docs/stats-schema.md; version 1). */
-#ifndef KR_CORE_REPORT_H
-#define KR_CORE_REPORT_H
+#ifndef KR_RUN_REPORT_H
+#define KR_RUN_REPORT_H
 
 #include <stdio.h>
 #include "core/core.h"

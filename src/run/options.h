@@ -2,12 +2,12 @@
  * field of struct kr__config, how its value is read and checked, its default, the engines it
  * is for, its help text and its name in the --stats "config" object. Parsing, defaults,
  * --help and that object are all made from the table, so an option is written once. */
-#ifndef KR_CORE_OPTIONS_H
-#define KR_CORE_OPTIONS_H
+#ifndef KR_RUN_OPTIONS_H
+#define KR_RUN_OPTIONS_H
 
 #include <stdio.h>
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Each returns KR_OK or fills err (error.h). */
 

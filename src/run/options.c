@@ -1,7 +1,7 @@
 /* options.c - the table of 'kairos run' options (options.h) and what is made from it. */
-#include "core/options.h"
-#include "core/report.h"
-#include "core/sanitize.h"
+#include "run/options.h"
+#include "run/report.h"
+#include "base/sanitize.h"
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "state/mode.h"
 #include "ult/ult.h"
 

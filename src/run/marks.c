@@ -7,7 +7,7 @@
  * Every store of the model then calls __asan_storeN_noabort(address), which marks the
  * chunk when the address is in the running LP's state (stack and other stores cost a range
  * test). In other modes every call is a test and a return. */
-#include "core/sanitize.h"
+#include "base/sanitize.h"
 #include <string.h>
 #include "core/core.h"
 
@@ -56,7 +56,7 @@ char *kr_strdup(const char *s)
 }
 
 /* Store callbacks of the instrumented build. Not in sanitizer builds of Kairos itself,
- * where the AddressSanitizer runtime defines these names (core/sanitize.h). */
+ * where the AddressSanitizer runtime defines these names (base/sanitize.h). */
 #if !defined(KR_ASAN)
 static inline void store(const void *p, size_t n)
 {

@@ -4,7 +4,7 @@
  * stuck inside stdio); past it the message is written with write(2) alone and the process
  * exits all the same. Nothing on this path allocates. A leaf: it knows nothing of runs or
  * LPs (kr__model_error, which does, is in lp.c). */
-#include "core/error.h"
+#include "base/error.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* progress.h - the live progress line on a terminal: virtual time %, committed events/s,
  * efficiency, memory. Silent when stderr is not a terminal (unless --progress on). */
-#ifndef KR_STATS_PROGRESS_H
-#define KR_STATS_PROGRESS_H
+#ifndef KR_CORE_PROGRESS_H
+#define KR_CORE_PROGRESS_H
 
 #include <stdbool.h>
 #include "core/core.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 
 const struct kr_model *kr_builtin_phold(void);
 const struct kr_model *kr_builtin_queueing(void);

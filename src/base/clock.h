@@ -1,7 +1,7 @@
 /* clock.h - the monotonic clock in nanoseconds, for timing events, checkpoints, ticks and
  * timeouts (a vDSO call: safe in signal handlers). */
-#ifndef KR_CORE_CLOCK_H
-#define KR_CORE_CLOCK_H
+#ifndef KR_BASE_CLOCK_H
+#define KR_BASE_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>

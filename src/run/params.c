@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 
 static const struct kr__config *cur_cfg;
 static const struct kr_model *cur_model;

@@ -7,8 +7,8 @@
  * the C library or engine code, a heap the model corrupted, memory exhausted inside the
  * engine, a failed invariant (docs/design.md, section 7). Usage errors exit 2, model,
  * run-time and resource errors 1, internal errors 3. */
-#ifndef KR_CORE_ERROR_H
-#define KR_CORE_ERROR_H
+#ifndef KR_BASE_ERROR_H
+#define KR_BASE_ERROR_H
 
 #include <stddef.h>
 #include <stdbool.h>

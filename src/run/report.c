@@ -1,5 +1,5 @@
 /* report.c - see report.h. */
-#include "core/report.h"
+#include "run/report.h"
 #include "core/snapshot.h"
 #include "core/trace.h"
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include "core/error.h"
-#include "stats/statesave.h"
-#include "core/options.h"
+#include "base/error.h"
+#include "core/statesave.h"
+#include "run/options.h"
 #include "net/net.h"
 #include "state/image.h"
 

@@ -1,5 +1,5 @@
 /* statesave.c - see statesave.h. */
-#include "stats/statesave.h"
+#include "core/statesave.h"
 #include <string.h>
 #include "state/buddy.h"
 #include "state/mode.h"

@@ -1,12 +1,12 @@
 /* progress.c - see progress.h. */
-#include "stats/progress.h"
+#include "core/progress.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/error.h"
+#include "base/error.h"
 
 double kr__wall_now(void)
 {

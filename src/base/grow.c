@@ -1,8 +1,8 @@
 /* grow.c - see grow.h. */
-#include "core/grow.h"
+#include "base/grow.h"
 #include <stdint.h>
 #include <stdlib.h>
-#include "core/error.h"
+#include "base/error.h"
 
 void *kr__grow(void *p, size_t *cap, size_t need, size_t elem, size_t first, const char *what)
 {

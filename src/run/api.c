@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/core.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "state/addrmap.h"
 #include "state/arena.h"
 #include "ult/ult.h"
