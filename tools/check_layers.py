@@ -36,8 +36,6 @@ LAYERS = {
 }
 # Files whose layer is not their folder's, each with its reason (the list only shrinks).
 FILES = {
-    # each engine's options: the run's configuration holds them (core/core.h)
-    "src/optimistic/options.h": 0, "src/conservative/options.h": 0,
 }
 ENGINES = ("src/sequential/", "src/optimistic/", "src/conservative/")
 # The CMake object target of each layer of the library (CMakeLists.txt, KR_LAYERS).

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include "core/bundle.h"
 #include "core/core.h"
+#include "conservative/options.h"
 #include "base/typetime.h"
 #include "core/watchdog.h"
 #include "queue/heap.h"

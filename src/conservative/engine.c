@@ -473,11 +473,12 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     c->taken_ts = -INFINITY;
     kr__snapshot_first(r, &c->snap_at, &c->snap_wall);
     c->nw = r->nthreads - 1;
-    c->push = !r->cfg->cons.handoff_pull;
-    c->barrier_events = r->cfg->cons.barrier_events;
-    c->scheduler_works = r->cfg->cons.scheduler_works && c->push;
-    c->offload_auto = !r->cfg->cons.offload_always;
-    c->offload_ns = (float)(r->cfg->cons.offload_us * 1000.0);
+    const struct kr__cons_options *o = cons_options(r->cfg);
+    c->push = !o->handoff_pull;
+    c->barrier_events = o->barrier_events;
+    c->scheduler_works = o->scheduler_works && c->push;
+    c->offload_auto = !o->offload_always;
+    c->offload_ns = (float)(o->offload_us * 1000.0);
     kr__typetime_init(&c->types);
     kr__heap_init(&c->heap);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
@@ -671,4 +672,6 @@ const struct kr__engine kr__cons_engine = {
     .run = cons_run,
     .summary = cons_summary,
     .json = cons_json,
+    .options = cons_option_rows,
+    .options_size = sizeof(struct kr__cons_options),
 };

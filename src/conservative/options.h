@@ -1,10 +1,11 @@
 /* options.h - the conservative engine's options (--handoff, --barriers, --scheduler-works,
- * --offload, --offload-us): its part of the run's configuration. A leaf header, so that the
- * configuration can hold it without seeing the engine. */
+ * --offload, --offload-us): its record in the run's configuration, written by its rows of
+ * the option table (options.c). */
 #ifndef KR_CONSERVATIVE_OPTIONS_H
 #define KR_CONSERVATIVE_OPTIONS_H
 
 #include <stdbool.h>
+#include "core/core.h"
 
 struct kr__cons_options {
     bool scheduler_works;       /* the scheduler runs an event when every worker is busy */
@@ -13,5 +14,17 @@ struct kr__cons_options {
     bool offload_always;        /* hand out even events too short to pay */
     double offload_us;          /* offload auto: "too short" means under this */
 };
+
+_Static_assert(sizeof(struct kr__cons_options) <= KR_ENGINE_OPTS_BYTES,
+               "the conservative engine's options outgrow their room in struct kr__config");
+
+/* Its rows of the option table. */
+extern const struct kr__opt cons_option_rows[];
+
+/* The run's conservative options. */
+static inline const struct kr__cons_options *cons_options(const struct kr__config *cfg)
+{
+    return kr__engine_opts(cfg, &kr__cons_engine);
+}
 
 #endif

@@ -13,14 +13,15 @@ static double mean_in_flight(const struct kr__counters *c)
 void cons_summary(const struct kr__run *r, FILE *f)
 {
     const struct kr__counters *c = &r->counters[0];
+    const struct kr__cons_options *o = cons_options(r->cfg);
     fprintf(f,
             "  conservative:     %u worker%s + scheduler, %s handoff, %s barriers, offload %s; "
             "%.2f events in flight on average; scheduler ran %llu itself, held %llu times at "
             "the barrier and %llu by a busy LP\n",
             r->nthreads - 1, r->nthreads == 2 ? "" : "s",
-            r->cfg->cons.handoff_pull ? "pull" : "push",
-            r->cfg->cons.barrier_events ? "event" : "event-free",
-            r->cfg->cons.offload_always ? "always" : "auto", mean_in_flight(c),
+            o->handoff_pull ? "pull" : "push",
+            o->barrier_events ? "event" : "event-free",
+            o->offload_always ? "always" : "auto", mean_in_flight(c),
             (unsigned long long)c->cons.sched_ran, (unsigned long long)c->cons.barrier_waits,
             (unsigned long long)c->cons.lp_waits);
 }
@@ -28,16 +29,17 @@ void cons_summary(const struct kr__run *r, FILE *f)
 void cons_json(const struct kr__run *r, FILE *f)
 {
     const struct kr__counters *c = &r->counters[0];
+    const struct kr__cons_options *o = cons_options(r->cfg);
     fprintf(f,
             "  \"conservative\": {\"workers\": %u, \"handoff\": \"%s\", \"barriers\": \"%s\", "
             "\"scheduler_works\": %s, \"offload\": \"%s\", \"offload_us\": %.17g, \"lookahead\": "
             "%.17g, \"offloaded\": %llu, "
             "\"mean_in_flight\": %.4f, \"scheduler_ran\": %llu, \"barrier_waits\": %llu, "
             "\"busy_lp_waits\": %llu},\n",
-            r->nthreads - 1, r->cfg->cons.handoff_pull ? "pull" : "push",
-            r->cfg->cons.barrier_events ? "events" : "free",
-            r->cfg->cons.scheduler_works && !r->cfg->cons.handoff_pull ? "true" : "false",
-            r->cfg->cons.offload_always ? "always" : "auto", r->cfg->cons.offload_us, r->lookahead,
+            r->nthreads - 1, o->handoff_pull ? "pull" : "push",
+            o->barrier_events ? "events" : "free",
+            o->scheduler_works && !o->handoff_pull ? "true" : "false",
+            o->offload_always ? "always" : "auto", o->offload_us, r->lookahead,
             (unsigned long long)c->cons.offloads, mean_in_flight(c),
             (unsigned long long)c->cons.sched_ran, (unsigned long long)c->cons.barrier_waits,
             (unsigned long long)c->cons.lp_waits);

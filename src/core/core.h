@@ -17,8 +17,7 @@
 #include "msg/pool.h"
 #include "state/addrmap.h"
 #include "stats/counters.h"
-#include "optimistic/options.h"
-#include "conservative/options.h"
+#include "core/optdef.h"
 
 struct kr__kv {
     const char *key;
@@ -32,6 +31,10 @@ struct kr__error;
 #define KR_THREADS_MAX 1024
 
 /* The run's configuration: what every engine reads, then each engine's own options. */
+/* Engines in the table (run/engines.c), and the most bytes of options one may keep. */
+#define KR_ENGINES_MAX 8
+#define KR_ENGINE_OPTS_BYTES 128
+
 struct kr__config {
     const char *model;          /* built-in name or path to a .so */
     const struct kr__engine *engine;   /* --sync */
@@ -50,10 +53,15 @@ struct kr__config {
     bool check;                 /* verify engine invariants while running (slower) */
     size_t stack_kb;            /* stack for model code (engine threads, event stacks) */
     double event_timeout;       /* seconds an event may run on the committed path; 0: none */
-    struct kr__tw_options tw;   /* --sync optimistic */
-    struct kr__cons_options cons; /* --sync conservative */
-    const char *engine_opt[2];  /* the first option given that only the optimistic [0] or
-                                 * the conservative [1] engine reads (NULL: none) */
+    int state_mode;             /* --state: enum kr__state_mode (state/mode.h), read by
+                                 * engines that restore LP state */
+    bool state_given;           /* --state was given (kr__options_unread) */
+    /* Each engine's options: slot i is the record of engine opt_engine[i] (set by
+     * kr__options_defaults from the engine table), written by the engine's rows of the
+     * option table and read by the engine through kr__engine_opts. */
+    const struct kr__engine *opt_engine[KR_ENGINES_MAX];
+    _Alignas(16) unsigned char opt_rec[KR_ENGINES_MAX][KR_ENGINE_OPTS_BYTES];
+    const char *opt_given[KR_ENGINES_MAX]; /* the first option of that engine given */
     struct kr__kv *params;
     size_t nparams;
     const char *snap_dir;       /* --snapshot: where snapshots go (NULL: none)... */
@@ -111,6 +119,10 @@ struct kr__run {
     struct kr__counters *counters;    /* one per thread */
     struct kr__pool *pools;           /* one per thread (sequential: one) */
     int state_mode;                   /* in effect (sequential: always full) */
+    struct kr__ckpt_plan {            /* checkpoints, set by an engine that takes them: */
+        bool interval_auto;           /* K tuned at run time (--ckpt-interval auto) */
+        unsigned full_every;          /* a full one every this many (0: none taken) */
+    } ckpt;
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
     bool lookahead_declared;          /* kr_set_lookahead was called */
     bool alone;                       /* optimistic, one worker: the sequential core ran
@@ -267,12 +279,29 @@ struct kr__engine {
      * none). */
     void (*summary)(const struct kr__run *r, FILE *f);
     void (*json)(const struct kr__run *r, FILE *f);
+    /* Its options: rows of the option table (optdef.h), ended by a row without a name,
+     * whose fields are in a record of options_size bytes (at most KR_ENGINE_OPTS_BYTES),
+     * which options_init completes after the rows' defaults (NULL: nothing to do). */
+    const struct kr__opt *options;
+    size_t options_size;
+    void (*options_init)(void *rec);
 };
+
+/* The record of e's options in cfg (kr__engine.options), or NULL if e has none there. */
+static inline const void *kr__engine_opts(const struct kr__config *cfg,
+                                          const struct kr__engine *e)
+{
+    for (unsigned i = 0; i < KR_ENGINES_MAX; i++)
+        if (cfg->opt_engine[i] == e) return cfg->opt_rec[i];
+    return NULL;
+}
 
 extern const struct kr__engine kr__seq_engine, kr__tw_engine, kr__cons_engine;
 /* The engine named `name`, or NULL; the default engine is the first of the table. */
 const struct kr__engine *kr__engine_find(const char *name);
 const struct kr__engine *kr__engine_default(void);
+/* The i-th engine of the table, or NULL past its end. */
+const struct kr__engine *kr__engine_at(size_t i);
 /* Add an engine before options are read (a test's stub engine, tests/unit/test_engine.c):
  * 0, or -1 if the table is full or the name taken. Built-in engines are lines of the
  * table in engines.c instead. */

@@ -47,7 +47,7 @@ void kr__state_summary(const struct kr__run *r, FILE *f)
     uint64_t incr = t.checkpoints - t.full;
     fprintf(f, "  state saving:     %s, K %s%.0f, %llu full (mean %.1f KiB), %llu incremental "
             "(mean %.1f KiB), checkpoint %.2f us, restore %.2f us, event %.2f us\n",
-            m->name, r->cfg->tw.ckpt_interval ? "" : "auto ~",
+            m->name, r->ckpt.interval_auto ? "auto ~" : "",
             t.interval_mean, (unsigned long long)t.full, per(t.full_bytes, t.full) / 1024,
             (unsigned long long)incr, per(t.incr_bytes, incr) / 1024,
             per(t.ckpt_ns, t.ckpt_timed) / 1e3, per(t.restore_ns, t.restores) / 1e3,
@@ -71,8 +71,8 @@ void kr__state_json(const struct kr__run *r, FILE *f)
             "\"mean_restore_ns\": %.1f, \"events_timed\": %llu, \"mean_event_ns\": %.1f, "
             "\"write_faults\": %llu, \"mprotect_calls\": %llu, \"partitions\": %llu, "
             "\"plans\": %llu, \"mean_state_bytes\": %.1f",
-            m->name, r->cfg->tw.ckpt_interval ? "false" : "true", t.interval_mean,
-            m->incremental ? r->cfg->tw.ckpt_full_every : 1u, (unsigned long long)t.full,
+            m->name, r->ckpt.interval_auto ? "true" : "false", t.interval_mean,
+            r->ckpt.full_every ? r->ckpt.full_every : 1u, (unsigned long long)t.full,
             (unsigned long long)incr, (unsigned long long)t.full_bytes,
             (unsigned long long)t.incr_bytes, per(t.full_bytes, t.full), per(t.incr_bytes, incr),
             (unsigned long long)(per(t.ckpt_ns, t.ckpt_timed) * (double)t.checkpoints),

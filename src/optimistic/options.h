@@ -1,11 +1,12 @@
-/* options.h - the optimistic engine's options (--state, --ckpt-*, --gvt-period, --balance,
- * --window, --safe, --cancel, --preempt and the time-sharing knobs): its part of the run's
- * configuration. A leaf header, so that the configuration can hold it without seeing the
- * engine. */
+/* options.h - the optimistic engine's options (--ckpt-*, --gvt-period, --balance, --window,
+ * --safe, --cancel, --preempt and the time-sharing knobs): its record in the run's
+ * configuration, written by its rows of the option table (options.c). (--state is the
+ * run's: core.h.) */
 #ifndef KR_OPTIMISTIC_OPTIONS_H
 #define KR_OPTIMISTIC_OPTIONS_H
 
 #include <stdbool.h>
+#include "core/core.h"
 
 /* --preempt: plain Time Warp, or events on their own stacks preempted at model-call returns
  * (return), also by extra ticks always (tick) or while the adaptive rule says so. */
@@ -24,7 +25,6 @@ struct kr__tw_options {
     bool ckpt_given;            /* --ckpt-interval was given: K holds (else the default
                                  * falls to 1 for costly events: tw_ckpt_by_cost) */
     unsigned ckpt_full_every;   /* every F-th checkpoint is full (tracked modes) */
-    int state_mode;             /* enum kr__state_mode: how LP state is saved */
     double gvt_period_ms;
     int balance;                /* enum kr__balance: LP migration */
     int cancel;                 /* enum kr__cancel */
@@ -37,5 +37,18 @@ struct kr__tw_options {
     const char *tick_from;      /* where tick_us came from: option, calibration or default */
     double alpha;               /* adaptive rule: ticks while Δe/(APMS+1) >= (1+alpha) ΔET */
 };
+
+_Static_assert(sizeof(struct kr__tw_options) <= KR_ENGINE_OPTS_BYTES,
+               "the optimistic engine's options outgrow their room in struct kr__config");
+
+/* Its rows of the option table. */
+extern const struct kr__opt tw_option_rows[];
+void tw_options_init(void *rec);
+
+/* The run's optimistic options. */
+static inline const struct kr__tw_options *tw_options(const struct kr__config *cfg)
+{
+    return kr__engine_opts(cfg, &kr__tw_engine);
+}
 
 #endif

@@ -320,6 +320,9 @@ struct tw_settings {
     uint64_t period_ns;                    /* start a GVT round at least this often... */
     uint64_t round_events;                 /* ...or when a thread processed this many events */
     bool ckpt_auto;                        /* --ckpt-interval auto: threads tune their K */
+    bool ckpt_by_cost;                     /* no --ckpt-interval: K is ckpt_interval, or 1
+                                            * for costly events (tw_ckpt_by_cost) */
+    unsigned ckpt_interval;                /* --ckpt-interval K */
     unsigned ckpt_full_every;              /* a full checkpoint every this many */
     bool open_pages;                       /* page/buddy: safe events leave written pages
                                             * open (tw_keep_open) */

@@ -97,11 +97,12 @@ static void arm(struct tw_thread *th, bool fine)
 void tw_ts_thread_start(struct tw_thread *th)
 {
     const struct kr__config *cfg = th->r->cfg;
+    const struct kr__tw_options *o = tw_options(cfg);
     /* (a bundle runs on the worker's stack: its members are gathered from the heap, and a
      * late one must find it processed or pending, never half-run) */
     /* (nor an event of a model that answers queries: one that asks runs whole once it is
      * the run's least, query.c) */
-    th->ts.preempt = th->bundles || th->g->cf.queries ? KR_PREEMPT_OFF : (uint8_t)cfg->tw.preempt;
+    th->ts.preempt = th->bundles || th->g->cf.queries ? KR_PREEMPT_OFF : (uint8_t)o->preempt;
     /* (a model that answers queries: its event in query mode waits for remote answers on a
      * stack, query.c - one at a time per thread, never preempted) */
     if (th->ts.preempt == KR_PREEMPT_OFF && !th->g->cf.queries) return;
@@ -112,13 +113,13 @@ void tw_ts_thread_start(struct tw_thread *th)
     s->bh_min = &th->g->arr[th->id].bh_min;
     if (th->ts.preempt == KR_PREEMPT_OFF) return;
     s->slice_ns = TW_SLICE_NS;
-    th->ts.tick_ns = (uint64_t)(cfg->tw.tick_us * 1000.0);
+    th->ts.tick_ns = (uint64_t)(o->tick_us * 1000.0);
     th->ts.timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
-    th->ts.rule_ns = (1.0 + cfg->tw.alpha) * (double)th->ts.tick_ns;
+    th->ts.rule_ns = (1.0 + o->alpha) * (double)th->ts.tick_ns;
     kr__typetime_init(&th->ts.types); /* (each type on stacks until timed) */
     if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
     arm(th, th->ts.preempt == KR_PREEMPT_TICK ||
-                (th->ts.preempt == KR_PREEMPT_ADAPTIVE && cfg->tw.alpha <= -1));
+                (th->ts.preempt == KR_PREEMPT_ADAPTIVE && o->alpha <= -1));
 }
 
 void tw_ts_thread_end(struct tw_thread *th)

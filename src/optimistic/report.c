@@ -41,14 +41,15 @@ static void totals(const struct kr__run *r, struct ts_totals *t)
  * time, event time and model calls per event. */
 static void timeshare_summary(const struct kr__run *r, FILE *f)
 {
-    if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
+    const struct kr__tw_options *o = tw_options(r->cfg);
+    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
     struct ts_totals t;
     totals(r, &t);
     uint64_t pre = t.by_return + t.by_tick + t.by_slice;
     fprintf(f, "  time sharing:     %s, tick %g us%s, %llu preemptions (%llu at model calls, %llu "
             "by ticks, %llu slices), %llu resumed, %llu rolled back; ticks armed %.3f s; "
-            "event %.2f us, %.1f calls/event\n", kr__preempt_name(r->cfg->tw.preempt),
-            r->cfg->tw.tick_us, strcmp(r->cfg->tw.tick_from, "default") ? "" :
+            "event %.2f us, %.1f calls/event\n", kr__preempt_name(o->preempt),
+            o->tick_us, strcmp(o->tick_from, "default") ? "" :
             " (uncalibrated default: run 'kairos calibrate')", (unsigned long long)pre,
             (unsigned long long)t.by_return,
             (unsigned long long)t.by_tick, (unsigned long long)t.by_slice,
@@ -109,7 +110,8 @@ void tw_json(const struct kr__run *r, FILE *f)
 {
     fprintf(f, "  \"sequential_core\": %s,\n", r->alone ? "true" : "false");
     if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
-    if (r->cfg->tw.preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
+    const struct kr__tw_options *o = tw_options(r->cfg);
+    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
     struct ts_totals t;
     totals(r, &t);
     fprintf(f,
@@ -121,8 +123,8 @@ void tw_json(const struct kr__run *r, FILE *f)
             "\"ticks_in_platform\": %llu, \"ticks_outside_model\": %llu, "
             "\"ticks_armed_seconds\": %.6f, \"event_us_mean\": %.4f, \"calls_per_event\": %.4f, "
             "\"stacks_peak\": %llu},\n",
-            kr__preempt_name(r->cfg->tw.preempt), r->cfg->tw.tick_us, r->cfg->tw.tick_from,
-            r->cfg->tw.alpha, r->cfg->stack_kb, (unsigned long long)t.ult_events,
+            kr__preempt_name(o->preempt), o->tick_us, o->tick_from,
+            o->alpha, r->cfg->stack_kb, (unsigned long long)t.ult_events,
             (unsigned long long)t.by_return, (unsigned long long)t.by_tick,
             (unsigned long long)t.by_slice, (unsigned long long)t.resumed,
             (unsigned long long)t.abandoned, (unsigned long long)t.switches,
@@ -157,7 +159,7 @@ void tw_summary(const struct kr__run *r, FILE *f)
             "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
             (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
             (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
-    if (r->cfg->tw.cancel == KR_CANCEL_LAZY)
+    if (tw_options(r->cfg)->cancel == KR_CANCEL_LAZY)
         fprintf(f, "  lazy cancel:      %llu sends of undone events kept (sent alike again)\n",
                 (unsigned long long)t.lazy_kept);
     fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",

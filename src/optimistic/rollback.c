@@ -311,7 +311,7 @@ void tw_ckpt_by_cost(struct tw_thread *th)
 {
     uint64_t cs = cost_median(&th->ck.ck_cost), ce = cost_median(&th->ck.ev_cost);
     if (!cs || !ce) return;
-    th->ck.interval = ce >= TW_CKPT_CHEAP * cs ? 1 : th->r->cfg->tw.ckpt_interval;
+    th->ck.interval = ce >= TW_CKPT_CHEAP * cs ? 1 : th->g->cf.ckpt_interval;
 }
 
 /* --ckpt-interval auto. Per event, checkpointing every K events costs C_s / K, and each

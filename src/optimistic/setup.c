@@ -52,17 +52,17 @@ void tw_setup_threads(struct kr__run *r, struct tw_global *g)
         atomic_init(&th->bal.wants_back, 0);
         th->bal.weight = TW_WEIGHT_FULL;
         th->gv.min_sent = kr__key_at(INFINITY);
-        th->ck.interval = g->cf.ckpt_auto ? TW_CKPT_AUTO_START : r->cfg->tw.ckpt_interval;
+        th->ck.interval = g->cf.ckpt_auto ? TW_CKPT_AUTO_START : g->cf.ckpt_interval;
         /* (done() decides the end only later; queries need the bounds, and run no safe
          * event: tw_is_safe) */
-        th->fast = (r->cfg->tw.safe_events && !r->model->done) || g->cf.queries;
+        th->fast = (tw_options(r->cfg)->safe_events && !r->model->done) || g->cf.queries;
         th->q.full = kr__key_at(-INFINITY);
         th->alone = g->n == 1 && !g->net.on;
         th->bundles = r->bundles;
         th->queries = g->cf.queries;
         th->plain = !th->bundles && !g->cf.queries && !g->cf.lazy && !g->net.on;
         th->lone.ok = th->plain && !g->cf.check && !g->cf.open_pages && !kr__trace_run;
-        tw_window_init(th, r->cfg->tw.window);
+        tw_window_init(th, tw_options(r->cfg)->window);
         th->clk.safe = th->clk.safe_prev = th->clk.sent = th->fast_hi = -INFINITY;
         th->clk.qbound = kr__key_at(-INFINITY);
         th->clk.seq = 1; /* (void until first written) */
@@ -239,6 +239,11 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     bool others = g->net.on && g->net.rank; /* (rank 0 shows the progress and prints) */
     if (others) prog.on = false;
     uint64_t last = kr__clock_ns();
+    const char *why = tw_options(r->cfg)->preempt == KR_PREEMPT_OFF ?
+        " (with --preempt off an event cannot be preempted: if it loops only on a wrong "
+        "speculative path, --preempt return or tick breaks the loop)" :
+        " (it ran on the worker's stack, where events shorter than 5 us on average run under "
+        "--preempt adaptive: --preempt return or tick preempts every event)";
     while (atomic_load_explicit(&g->end.running, memory_order_acquire) > 0) {
         tw_watch_wait(g);
         uint64_t now = kr__clock_ns();
@@ -250,13 +255,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
         else tw_print_committed(g, false);
         kr__progress_tick(&prog, tw_gvt(g));
         for (unsigned t = 0; t < g->n; t++)
-            kr__watch_poll(&g->th[t].watch, r, r->cfg->tw.preempt == KR_PREEMPT_OFF ?
-                           " (with --preempt off an event cannot be preempted: if it loops only "
-                           "on a wrong speculative path, --preempt return or tick breaks the "
-                           "loop)" :
-                           " (it ran on the worker's stack, where events shorter than 5 us on "
-                           "average run under --preempt adaptive: --preempt return or tick "
-                           "preempts every event)");
+            kr__watch_poll(&g->th[t].watch, r, why);
     }
     kr__progress_stop(&prog);
 }
@@ -286,18 +285,22 @@ struct tw_global *tw_global_new(struct kr__run *r)
         kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
     g->cf.queries = r->model->query != NULL;
     /* (queries: LPs stay where they are - a query finds its LP's thread by the table) */
-    g->cf.balance = g->cf.queries ? KR_BALANCE_OFF : r->cfg->tw.balance;
+    const struct kr__tw_options *o = tw_options(r->cfg);
+    g->cf.balance = g->cf.queries ? KR_BALANCE_OFF : o->balance;
     /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
     g->cf.chan_slots = g->cf.balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
     g->bl.storm = r->cfg->seed;
     atomic_init(&g->active, g->n);
     g->bl.trial_nact = g->n;
-    g->cf.period_ns = (uint64_t)(r->cfg->tw.gvt_period_ms * 1e6);
-    g->cf.ckpt_auto = r->cfg->tw.ckpt_interval == 0;
+    g->cf.period_ns = (uint64_t)(o->gvt_period_ms * 1e6);
+    g->cf.ckpt_auto = o->ckpt_interval == 0;
+    g->cf.ckpt_by_cost = !g->cf.ckpt_auto && !o->ckpt_given;
+    g->cf.ckpt_interval = o->ckpt_interval;
     const struct kr__state_ops *m = kr__state_ops(r->state_mode);
-    g->cf.ckpt_full_every = m->incremental ? r->cfg->tw.ckpt_full_every : 1;
+    g->cf.ckpt_full_every = m->incremental ? o->ckpt_full_every : 1;
+    r->ckpt = (struct kr__ckpt_plan){ g->cf.ckpt_auto, g->cf.ckpt_full_every };
     g->cf.chained = m->incremental;
-    g->cf.lazy = r->cfg->tw.cancel == KR_CANCEL_LAZY;
+    g->cf.lazy = o->cancel == KR_CANCEL_LAZY;
     g->cf.open_pages = m->open_pages;
     g->cf.round_events = TW_ROUND_EVENTS;
     g->cf.check = r->cfg->check;
@@ -421,7 +424,7 @@ static bool tw_alone(const struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
     const char *keep = getenv("KAIROS_TEST_TIME_WARP");
-    return r->nthreads == 1 && kr__net.size <= 1 && cfg->tw.safe_events && !cfg->check &&
+    return r->nthreads == 1 && kr__net.size <= 1 && tw_options(cfg)->safe_events && !cfg->check &&
            !kr__state_ops(r->state_mode)->region && !(keep && !strcmp(keep, "1"));
 }
 
@@ -442,7 +445,8 @@ static int tw_run(struct kr__run *r)
                         "--sync sequential", r->model->name);
     if (tw_alone(r)) return tw_run_alone(r);
     struct tw_global *g = tw_global_new(r);
-    if (r->cfg->tw.preempt != KR_PREEMPT_OFF) kr__tick_install((const void *)r->model->event);
+    if (tw_options(r->cfg)->preempt != KR_PREEMPT_OFF)
+        kr__tick_install((const void *)r->model->event);
     tw_rank_setup(g);
     tw_setup_threads(r, g);
     int st = tw_init_all(r, g);
@@ -484,10 +488,10 @@ static unsigned tw_default_threads(unsigned ncpu)
 static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 {
 #if defined(KR_TSAN)
-    if (cfg->tw.preempt != KR_PREEMPT_OFF)
+    if (tw_options(cfg)->preempt != KR_PREEMPT_OFF)
         return kr__fail(err, KR_ERR_USAGE, "--preempt %s is not available in a ThreadSanitizer "
                         "build (it defers signals); use --preempt off, or a normal build",
-                        kr__preempt_name(cfg->tw.preempt));
+                        kr__preempt_name(tw_options(cfg)->preempt));
 #else
     (void)cfg;
     (void)err;
@@ -505,4 +509,7 @@ const struct kr__engine kr__tw_engine = {
     .run = tw_run,
     .summary = tw_summary,
     .json = tw_json,
+    .options = tw_option_rows,
+    .options_size = sizeof(struct kr__tw_options),
+    .options_init = tw_options_init,
 };

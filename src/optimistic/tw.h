@@ -24,6 +24,7 @@
 #include "core/watchdog.h"
 #include "optimistic/ranks.h"
 #include "optimistic/parts.h"
+#include "optimistic/options.h"
 
 struct tw_global;
 

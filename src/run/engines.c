@@ -4,7 +4,6 @@
 #include "core/core.h"
 
 /* The first is the default; then the engines added at run time (kr__engine_add). */
-#define KR_ENGINES_MAX 8
 static const struct kr__engine *table[KR_ENGINES_MAX] = { &kr__tw_engine, &kr__cons_engine,
                                                           &kr__seq_engine };
 static size_t nengines = 3;
@@ -21,6 +20,11 @@ const struct kr__engine *kr__engine_find(const char *name)
     for (size_t i = 0; i < nengines; i++)
         if (!strcmp(table[i]->name, name)) return table[i];
     return NULL;
+}
+
+const struct kr__engine *kr__engine_at(size_t i)
+{
+    return i < nengines ? table[i] : NULL;
 }
 
 const struct kr__engine *kr__engine_default(void)

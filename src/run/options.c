@@ -11,48 +11,6 @@
 #include <string.h>
 #include "base/error.h"
 #include "state/mode.h"
-#include "ult/ult.h"
-
-/* How a value is read, and the field it goes to. */
-enum opt_kind {               /* (the numeric kinds first: numeric()) */
-    K_UINT,    /* unsigned: a whole number in [min, max]; with `autoz`, "auto" is 0 */
-    K_U64,     /* uint64_t: a whole number in [min, max] */
-    K_SIZE,    /* size_t: a whole number in [min, max] */
-    K_BYTES,   /* size_t: a size with a K, M or G suffix */
-    K_TIME,    /* double: a positive number or inf, in [min, max] */
-    K_REAL,    /* double: a finite number >= min */
-    K_CHOICE,  /* int: one of `names`, the value its index (or `values`) */
-    K_SWITCH,  /* bool: two names, false and true (or as `values` says) */
-    K_FLAG,    /* bool: no value, set true */
-    K_STRING,  /* const char *: taken as it is */
-    K_ENGINE,  /* const struct kr__engine *: by name (engines.c) */
-    K_STATE,   /* int: a state-saving mode by name (state/mode.c) */
-};
-
-/* Engines an option is for (its help says so), none: every engine. */
-enum { E_TW = 1, E_CONS = 2 };
-
-struct opt {
-    const char *name;          /* "--threads" */
-    const char *arg;           /* what its value looks like in --help ("N"), NULL: a flag */
-    enum opt_kind kind;
-    size_t off;                /* of its field in struct kr__config */
-    const char *def;           /* default, read like a command-line value; NULL: set in code */
-    double min, max;
-    const char *const *names;  /* K_CHOICE, K_SWITCH: NULL-terminated */
-    const int *values;         /* K_CHOICE, K_SWITCH: each name's value (NULL: its index) */
-    unsigned names_shown;      /* K_CHOICE: names listed in messages (the rest are for tests) */
-    bool autoz;                /* K_UINT: "auto" is 0 */
-    bool json_auto;            /* K_UINT: 0 is "auto" in --stats */
-    const char *what;          /* K_REAL: what a value must be; K_TIME: the unit and why of
-                                * its range (for messages) */
-    void (*after)(struct kr__config *c);   /* after the command line set it */
-    unsigned engines;          /* E_*; 0: every engine */
-    bool local;                /* may differ between MPI ranks (kr__options_identity) */
-    const char *json;          /* member of --stats "config", NULL: none */
-    const char *help;          /* prose, wrapped by kr__options_help; a line that starts
-                                * with two spaces is a table row, kept as it is */
-};
 
 #define F(field) offsetof(struct kr__config, field)
 
@@ -74,54 +32,30 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void bad(const char *fmt,
     longjmp(reading->back, 1);
 }
 
-/* (an on/off switch is a JSON boolean; other switches write their names) */
-static const char *const on_off[] = { "on", "off", NULL };
-static const int on_off_values[] = { 1, 0 };
-static const char *const balance_names[] = { "off", "auto", "storm", NULL };
-static const char *const cancel_names[] = { "aggressive", "lazy", NULL };
-static const char *const preempt_names[] = { "off", "return", "tick", "adaptive", NULL };
 static const char *const progress_names[] = { "auto", "on", "off", NULL };
 static const char *const trace_mode_names[] = { "committed", "run", NULL };
 static const int progress_values[] = { -1, 1, 0 };
-static const char *const handoff_names[] = { "push", "pull", NULL };
-static const char *const barrier_names[] = { "free", "events", NULL };
-static const char *const offload_names[] = { "auto", "always", NULL };
 
-static void tick_given(struct kr__config *c)
-{
-    c->tw.tick_from = "option";
-}
-
-static void ckpt_given(struct kr__config *c)
-{
-    c->tw.ckpt_given = true;
-}
-
-/* ThreadSanitizer builds cannot run time-sharing (tw_validate). */
-#if defined(KR_TSAN)
-#define PREEMPT_DEFAULT "off"
-#else
-#define PREEMPT_DEFAULT "adaptive"
-#endif
-
-static const struct opt table[] = {
-    { "--sync", "ENGINE", K_ENGINE, F(engine), "optimistic", .json = "sync",
+/* The run's rows: the head, then each engine's rows (kr__engine.options), then the tail
+ * (kairos --help, --stats "config" and the ranks' identity list them in that order). */
+static const struct kr__opt head[] = {
+    { "--sync", "ENGINE", KR_OPT_ENGINE, F(engine), "optimistic", .json = "sync",
       .help = "optimistic (Time Warp, default), conservative (Horizon:\n"
               "events that overlap in virtual time run in parallel, never\n"
               "rolled back; needs event durations or a lookahead) or\n"
               "sequential" },
-    { "--threads", "N", K_UINT, F(threads), NULL, 1, KR_THREADS_MAX, .json = "threads",
+    { "--threads", "N", KR_OPT_UINT, F(threads), NULL, 1, KR_THREADS_MAX, .json = "threads",
       .help = "worker threads (default: all cores; conservative: N workers\n"
               "beside the scheduler thread, default cores - 1; under mpirun:\n"
               "per rank, default the cores shared by the ranks on the machine)" },
-    { "--lps", "N", K_U64, F(lps), "1024", 1, UINT32_MAX, .json = "lps",
+    { "--lps", "N", KR_OPT_U64, F(lps), "1024", 1, UINT32_MAX, .json = "lps",
       .help = "number of logical processes (default 1024)" },
-    { "--end", "T", K_TIME, F(end), "1000", 0, INFINITY, .json = "end",
+    { "--end", "T", KR_OPT_TIME, F(end), "1000", 0, INFINITY, .json = "end",
       .help = "end of virtual time: events at T or later do not run\n"
               "(default 1000; 'inf' runs until the model's done() holds)" },
-    { "--seed", "S", K_U64, F(seed), "1", 0, (double)UINT64_MAX, .json = "seed",
+    { "--seed", "S", KR_OPT_U64, F(seed), "1", 0, (double)UINT64_MAX, .json = "seed",
       .help = "seed of every LP's random stream (default 1)" },
-    { "--state", "MODE", K_STATE, F(tw.state_mode), "full", .engines = E_TW, .json = "state",
+    { "--state", "MODE", KR_OPT_STATE, F(state_mode), "full", .json = "state",
       .help = "how LP state is saved (default full):\n"
               "  full   copy every live block at each checkpoint\n"
               "  chunk  incremental: blocks marked written (kr_touch,\n"
@@ -131,166 +65,123 @@ static const struct opt table[] = {
               "         planned from measured write patterns and costs\n"
               "  scan   like page, written pages tracked by the kernel\n"
               "         (userfaultfd write-protect + PAGEMAP_SCAN, Linux 6.7+)" },
-    { "--ckpt-interval", "K", K_UINT, F(tw.ckpt_interval), "16", 1, 1000000, .autoz = true,
-      .engines = E_TW, .json = "ckpt_interval", .after = ckpt_given,
-      .help = "checkpoint an LP every K events it processes, or 'auto':\n"
-              "tuned at run time from checkpoint and coasting costs. Default\n"
-              "16, or 1 while an event costs over 64 checkpoints (a rollback\n"
-              "then re-runs nothing, for at most 1/64 more work)" },
-    { "--ckpt-full-every", "F", K_UINT, F(tw.ckpt_full_every), "10", 1, 65535, .engines = E_TW,
-      .json = "ckpt_full_every",
-      .help = "with chunk/page/buddy/scan, every F-th checkpoint is full\n"
-              "and the others incremental (default 10)" },
-    { "--gvt-period", "MS", K_TIME, F(tw.gvt_period_ms), "5", 0, 60000, .engines = E_TW,
-      .json = "gvt_period_ms", .what = "milliseconds",
-      .help = "milliseconds between GVT rounds (default 5, at most 60000)" },
-    { "--balance", "MODE", K_CHOICE, F(tw.balance), "auto", .names = balance_names,
-      .names_shown = 3, .engines = E_TW, .json = "balance",
-      .help = "moving LPs between worker threads: off, storm (for testing:\n"
-              "random LPs move at GVT rounds, and now and then all go to\n"
-              "one worker), or auto\n"
-              "(default: a worker whose core another process keeps busy\n"
-              "hands its LPs to the others until the core is free again,\n"
-              "and is tried with a share in proportion to the CPU it gets;\n"
-              "when rollbacks undo much of the work or speculation does\n"
-              "not pay (--window), one worker fewer is tried and kept\n"
-              "while it commits as much per second)" },
-    { "--safe", "on|off", K_SWITCH, F(tw.safe_events), "on", .names = on_off,
-      .values = on_off_values, .engines = E_TW,
-      .json = "safe",
-      .help = "an event that no straggler can reach any more (below what\n"
-              "every other thread may still send, from their next events\n"
-              "plus the lookahead) runs without a checkpoint and commits at\n"
-              "once (default on; off: plain Time Warp)" },
-    { "--cancel", "MODE", K_CHOICE, F(tw.cancel), "aggressive", .names = cancel_names,
-      .names_shown = 2, .engines = E_TW, .json = "cancel",
-      .help = "what a rollback does with the events the undone events sent:\n"
-              "  aggressive  cancels them at once (default)\n"
-              "  lazy        keeps them until the event runs again; one it\n"
-              "              sends again alike (destination, time, type,\n"
-              "              payload) stays, the others are cancelled\n"
-              "              (events to other ranks: always at once)" },
-    { "--window", "N|auto", K_UINT, F(tw.window), "auto", 1, 1u << 30, .autoz = true,
-      .json_auto = true, .engines = E_TW, .json = "window",
-      .help = "speculative events a thread may hold uncommitted before it\n"
-              "waits for GVT (default auto: up to 8192, cut to safe events\n"
-              "only while its rollbacks - restores, undone and coasted\n"
-              "events - take over 4x the time of what its speculation\n"
-              "committed, two periods in a row)" },
-    { "--preempt", "MODE", K_CHOICE, F(tw.preempt), PREEMPT_DEFAULT, .names = preempt_names,
-      .names_shown = 4, .engines = E_TW, .json = "preempt",
-      .help = "time-sharing (event preemption):\n"
-              "  off       plain Time Warp: an event runs to its end\n"
-              "  return    events on their own stacks, preempted when a\n"
-              "            model call returns and earlier work has arrived\n"
-              "  tick      also preempted by extra ticks every --tick-us\n"
-              "  adaptive  ticks only while events are long next to the\n"
-              "            gaps between model calls; events under 5 us\n"
-              "            on average are not preempted (default)" },
-    { "--tick-us", "US", K_TIME, F(tw.tick_us), NULL, KR_TICK_US_MIN, 1e6, .engines = E_TW,
-      .json = "tick_us", .after = tick_given, .local = true, /* (calibrated per machine) */
-      .what = "microseconds (shorter ticks leave the worker no time between them)",
-      .help = "extra-tick period (default: from 'kairos calibrate', else 1000)" },
-    { "--alpha", "A", K_REAL, F(tw.alpha), "-0.5", -1, .engines = E_TW, .json = "alpha",
-      .what = "a number of at least -1 (-1: ticks always on)",
-      .help = "adaptive rule: ticks while mean event time / (model calls per\n"
-              "event + 1) >= (1 + A) x tick (default -0.5; -1: always)" },
-    { "--stack-kb", "N", K_SIZE, F(stack_kb), "8192", 16, 1u << 20, .json = "stack_kb",
+};
+
+static const struct kr__opt tail[] = {
+    { "--stack-kb", "N", KR_OPT_SIZE, F(stack_kb), "8192", 16, 1u << 20, .json = "stack_kb",
       .help = "stack for model code, the same on every engine and on the\n"
               "event stacks of time-sharing and of events that wait for a\n"
               "query's answer (default 8192); a deeper stack is reported as\n"
               "a stack overflow" },
-    { "--event-timeout", "S", K_REAL, F(event_timeout), "60", 0, .json = "event_timeout",
+    { "--event-timeout", "S", KR_OPT_REAL, F(event_timeout), "60", 0, .json = "event_timeout",
       .what = "seconds (0: no limit)",
       .help = "an event on the committed path still running after S seconds\n"
               "is reported as a model error (default 60; 0: never)" },
-    { "--handoff", "MODE", K_SWITCH, F(cons.handoff_pull), "push", .names = handoff_names,
-      .engines = E_CONS, .json = "handoff",
-      .help = "push (the scheduler writes each job into a worker's\n"
-              "two-slot buffer, which the worker spins on; default) or pull\n"
-              "(a locked work queue; the baseline of paper 003)" },
-    { "--barriers", "MODE", K_SWITCH, F(cons.barrier_events), "free", .names = barrier_names,
-      .engines = E_CONS, .json = "barriers",
-      .help = "free (the scheduler tracks the earliest completion, default)\n"
-              "or events (a barrier event queued at each event's\n"
-              "completion; the baseline)" },
-    { "--scheduler-works", "on|off", K_SWITCH, F(cons.scheduler_works), "on", .names = on_off,
-      .values = on_off_values, .engines = E_CONS, .json = "scheduler_works",
-      .help = "with push, the scheduler runs an event itself\n"
-              "when no worker has room for it (default on)" },
-    { "--offload", "MODE", K_SWITCH, F(cons.offload_always), "auto", .names = offload_names,
-      .engines = E_CONS, .json = "offload",
-      .help = "auto (default: event types that take under --offload-us on\n"
-              "average run on the scheduler, where they cost less than a\n"
-              "hand-out; needs --scheduler-works on) or always" },
-    { "--offload-us", "US", K_REAL, F(cons.offload_us), "2", 0, .engines = E_CONS,
-      .json = "offload_us", .what = "microseconds (0: hand out every event)",
-      .help = "the bound of --offload auto (default 2)" },
-    { "--arena-max", "BYTES", K_BYTES, F(arena_max), "64M", 16, (double)((size_t)1 << 40),
+    { "--arena-max", "BYTES", KR_OPT_BYTES, F(arena_max), "64M", 16, (double)((size_t)1 << 40),
       .json = "arena_max",
       .help = "limit on one LP's state in use (kr_malloc, rounded up to\n"
               "powers of two), suffix K, M or G (default 64M)" },
-    { "--memory-max", "BYTES", K_BYTES, F(memory_max), "0", 0, (double)((size_t)1 << 50),
+    { "--memory-max", "BYTES", KR_OPT_BYTES, F(memory_max), "0", 0, (double)((size_t)1 << 50),
       .json = "memory_max",
       .help = "budget for events, checkpoints and LP states together, per\n"
               "process (per rank under MPI), suffix K, M or G (default 0:\n"
               "none); the optimistic engine stops speculating, rolls back and\n"
               "sends pending events back to stay near it; a budget below what\n"
               "the run needs is an error" },
-    { "--snapshot", "DIR", K_STRING, F(snap_dir), NULL,
+    { "--snapshot", "DIR", KR_OPT_STRING, F(snap_dir), NULL,
       .help = "write whole-run snapshots into directory DIR, each replacing\n"
               "the last once complete, for 'kairos resume DIR' (with\n"
               "--snapshot-every and/or --snapshot-seconds); every engine\n"
               "writes them and resumes from them, under mpirun too (rank 0\n"
               "writes the file)" },
-    { "--snapshot-every", "T", K_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
+    { "--snapshot-every", "T", KR_OPT_REAL, F(snap_every), "0", 0, .json = "snapshot_every",
       .what = "a virtual time (0: none)",
       .help = "a snapshot each T of virtual time (default 0: none)" },
-    { "--snapshot-seconds", "S", K_REAL, F(snap_seconds), "0", 0,
+    { "--snapshot-seconds", "S", KR_OPT_REAL, F(snap_seconds), "0", 0,
       .json = "snapshot_seconds", .what = "seconds (0: none)",
       .help = "a snapshot each S seconds of wall time (default 0: none)" },
-    { "--stats", "FILE", K_STRING, F(stats_path), NULL,
+    { "--stats", "FILE", KR_OPT_STRING, F(stats_path), NULL,
       .help = "write run statistics as JSON (schema: docs/stats-schema.md)" },
-    { "--lp-stats", "FILE", K_STRING, F(lp_stats_path), NULL,
+    { "--lp-stats", "FILE", KR_OPT_STRING, F(lp_stats_path), NULL,
       .help = "write a CSV row per LP: committed and processed events,\n"
               "rollbacks, events undone, state bytes, rank and thread\n"
               "(docs/stats-schema.md)" },
-    { "--trace", "FILE", K_STRING, F(trace_path), NULL,
+    { "--trace", "FILE", KR_OPT_STRING, F(trace_path), NULL,
       .help = "write a trace (Chrome trace-event JSON, for Perfetto or\n"
               "chrome://tracing) of the run: see --trace-mode" },
-    { "--trace-mode", "MODE", K_CHOICE, F(trace_mode), "committed",
+    { "--trace-mode", "MODE", KR_OPT_CHOICE, F(trace_mode), "committed",
       .names = trace_mode_names,
       .help = "committed (default): the committed history, one event a line,\n"
               "virtual time on its axis, the same bytes on every engine and\n"
               "thread count ('kairos trace-diff A B' compares two); run: what\n"
               "each thread did on the wall clock - events run, rollbacks and\n"
               "their depth, GVT rounds, checkpoints, preemptions" },
-    { "--trace-limit", "N", K_U64, F(trace_limit), "1000000", 1, 1e9,
+    { "--trace-limit", "N", KR_OPT_U64, F(trace_limit), "1000000", 1, 1e9,
       .help = "--trace keeps the first N committed events (run: the first N\n"
               "records of each thread; default 1000000)" },
-    { "--progress", "WHEN", K_CHOICE, F(progress), "auto", .names = progress_names,
+    { "--progress", "WHEN", KR_OPT_CHOICE, F(progress), "auto", .names = progress_names,
       .values = progress_values, .names_shown = 3,
       .help = "live progress line: auto (on a terminal), on, off" },
-    { "--check", NULL, K_FLAG, F(check), NULL,
+    { "--check", NULL, KR_OPT_FLAG, F(check), NULL,
       .help = "slower, for testing: the sequential engine runs every event\n"
               "twice and checks the model is re-executable and touches no\n"
               "global or other LP's state; the optimistic engine verifies\n"
               "its own invariants (GVT, commitment)" },
 };
-#define NOPTS (sizeof table / sizeof table[0])
+#define NHEAD (sizeof head / sizeof head[0])
+#define NTAIL (sizeof tail / sizeof tail[0])
 
-static void *field(struct kr__config *c, const struct opt *o)
+/* One row of the whole table, and whose record it writes. */
+struct row {
+    const struct kr__opt *o;
+    const struct kr__engine *e;  /* the engine whose row it is; NULL: the run's */
+    unsigned slot;               /* e's slot in struct kr__config (its table index) */
+};
+
+/* The rows in order: the head, each engine's rows in the engine table's order, the tail;
+ * *k counts the rows walked (0 at the start). */
+static bool next_row(struct row *w, size_t *k)
 {
-    return (char *)c + o->off;
+    size_t at = (*k)++;
+    if (at < NHEAD) {
+        *w = (struct row){ &head[at], NULL, 0 };
+        return true;
+    }
+    at -= NHEAD;
+    for (unsigned s = 0; s < KR_ENGINES_MAX; s++) {
+        const struct kr__engine *e = kr__engine_at(s);
+        if (!e) break;
+        size_t n = 0;
+        while (e->options && e->options[n].name) n++;
+        if (at < n) {
+            *w = (struct row){ &e->options[at], e, s };
+            return true;
+        }
+        at -= n;
+    }
+    if (at >= NTAIL) return false;
+    *w = (struct row){ &tail[at], NULL, 0 };
+    return true;
 }
 
-static const void *cfield(const struct kr__config *c, const struct opt *o)
+/* The record a row writes. */
+static void *record(struct kr__config *c, const struct row *w)
 {
-    return (const char *)c + o->off;
+    return w->e ? (void *)c->opt_rec[w->slot] : (void *)c;
+}
+
+static void *field(struct kr__config *c, const struct row *w)
+{
+    return (char *)record(c, w) + w->o->off;
+}
+
+static const void *cfield(const struct kr__config *c, const struct row *w)
+{
+    return field((struct kr__config *)c, w);
 }
 
 /* A whole number from min to max, in decimal; nothing is truncated or wrapped. */
-static uint64_t read_whole(const struct opt *o, const char *v)
+static uint64_t read_whole(const struct kr__opt *o, const char *v)
 {
     char *end;
     errno = 0;
@@ -305,7 +196,7 @@ static uint64_t read_whole(const struct opt *o, const char *v)
     return x;
 }
 
-static double read_time(const struct opt *o, const char *v)
+static double read_time(const struct kr__opt *o, const char *v)
 {
     char *end;
     errno = 0;
@@ -318,7 +209,7 @@ static double read_time(const struct opt *o, const char *v)
     return x;
 }
 
-static double read_real(const struct opt *o, const char *v)
+static double read_real(const struct kr__opt *o, const char *v)
 {
     char *end;
     errno = 0;
@@ -329,7 +220,7 @@ static double read_real(const struct opt *o, const char *v)
 }
 
 /* A size with an optional K, M or G suffix. */
-static size_t read_bytes(const struct opt *o, const char *v)
+static size_t read_bytes(const struct kr__opt *o, const char *v)
 {
     char *end;
     errno = 0;
@@ -350,7 +241,7 @@ static size_t read_bytes(const struct opt *o, const char *v)
 }
 
 /* "a, b or c": the first n names. */
-static const char *list_names(const struct opt *o, unsigned n, char *buf, size_t cap)
+static const char *list_names(const struct kr__opt *o, unsigned n, char *buf, size_t cap)
 {
     buf[0] = 0;
     for (unsigned k = 0; k < n; k++)
@@ -359,7 +250,7 @@ static const char *list_names(const struct opt *o, unsigned n, char *buf, size_t
     return buf;
 }
 
-static unsigned count_names(const struct opt *o)
+static unsigned count_names(const struct kr__opt *o)
 {
     unsigned n = 0;
     while (o->names[n]) n++;
@@ -367,7 +258,7 @@ static unsigned count_names(const struct opt *o)
 }
 
 /* The index of v among o's names. */
-static unsigned read_choice(const struct opt *o, const char *v)
+static unsigned read_choice(const struct kr__opt *o, const char *v)
 {
     for (unsigned k = 0; o->names[k]; k++)
         if (!strcmp(v, o->names[k])) return k;
@@ -376,64 +267,78 @@ static unsigned read_choice(const struct opt *o, const char *v)
     bad("%s must be %s, got '%s'", o->name, list_names(o, shown, buf, sizeof buf), v);
 }
 
-static void set_engine(struct kr__config *c, const char *v)
+static const struct kr__engine *read_engine(const char *v)
 {
     const struct kr__engine *e = kr__engine_find(v);
     if (!e) bad("--sync must be %s, got '%s'", kr__engine_names(), v);
-    c->engine = e;
+    return e;
 }
 
-static void set_state(struct kr__config *c, const char *v)
+static int read_state(const char *v)
 {
     const struct kr__state_ops *m = kr__state_ops_find(v);
     if (!m) bad("--state must be %s, got '%s'", kr__state_mode_names(), v);
-    c->tw.state_mode = m->id;
+    return m->id;
 }
 
-static bool numeric(const struct opt *o)
+static bool numeric(const struct kr__opt *o)
 {
-    return o->kind <= K_REAL;
+    return o->kind <= KR_OPT_REAL;
 }
 
-/* Set o's numeric field from the text v. */
-static void set_number(struct kr__config *c, const struct opt *o, const char *v)
+/* Set o's numeric field p from the text v. */
+static void set_number(void *p, const struct kr__opt *o, const char *v)
 {
-    void *p = field(c, o);
     switch (o->kind) {
-    case K_UINT:
+    case KR_OPT_UINT:
         *(unsigned *)p = o->autoz && !strcmp(v, "auto") ? 0 : (unsigned)read_whole(o, v);
         break;
-    case K_U64: *(uint64_t *)p = read_whole(o, v); break;
-    case K_SIZE: *(size_t *)p = (size_t)read_whole(o, v); break;
-    case K_BYTES: *(size_t *)p = read_bytes(o, v); break;
-    case K_TIME: *(double *)p = read_time(o, v); break;
+    case KR_OPT_U64: *(uint64_t *)p = read_whole(o, v); break;
+    case KR_OPT_SIZE: *(size_t *)p = (size_t)read_whole(o, v); break;
+    case KR_OPT_BYTES: *(size_t *)p = read_bytes(o, v); break;
+    case KR_OPT_TIME: *(double *)p = read_time(o, v); break;
     default: *(double *)p = read_real(o, v); break;
     }
 }
 
-/* Set o's field from the text v (a command-line value or the default). */
-static void set(struct kr__config *c, const struct opt *o, const char *v)
+/* Set the row's field from the text v (a command-line value or the default). */
+static void set(struct kr__config *c, const struct row *w, const char *v)
 {
+    const struct kr__opt *o = w->o;
+    void *p = field(c, w);
     if (numeric(o)) {
-        set_number(c, o, v);
+        set_number(p, o, v);
         return;
     }
-    void *p = field(c, o);
     switch (o->kind) {
-    case K_CHOICE: {
+    case KR_OPT_CHOICE: {
         unsigned k = read_choice(o, v);
         *(int *)p = o->values ? o->values[k] : (int)k;
         break;
     }
-    case K_SWITCH: {
+    case KR_OPT_SWITCH: {
         unsigned k = read_choice(o, v);
         *(bool *)p = (o->values ? o->values[k] : (int)k) != 0;
         break;
     }
-    case K_FLAG: *(bool *)p = true; break;
-    case K_STRING: *(const char **)p = v; break;
-    case K_ENGINE: set_engine(c, v); break;
-    default: set_state(c, v); break;
+    case KR_OPT_FLAG: *(bool *)p = true; break;
+    case KR_OPT_STRING: *(const char **)p = v; break;
+    case KR_OPT_ENGINE: *(const struct kr__engine **)p = read_engine(v); break;
+    default: *(int *)p = read_state(v); break;
+    }
+}
+
+/* Each engine's slot: its record, cleared (kr__engine_opts finds it). */
+static void engine_slots(struct kr__config *c)
+{
+    for (unsigned s = 0; s < KR_ENGINES_MAX; s++) {
+        const struct kr__engine *e = kr__engine_at(s);
+        c->opt_engine[s] = e;
+        c->opt_given[s] = NULL;
+        memset(c->opt_rec[s], 0, sizeof c->opt_rec[s]);
+        if (e && e->options_size > sizeof c->opt_rec[s])
+            bad("the %s engine's options take %zu bytes, over KR_ENGINE_OPTS_BYTES", e->name,
+                e->options_size);
     }
 }
 
@@ -445,9 +350,13 @@ int kr__options_defaults(struct kr__config *c, struct kr__error *err)
         err->status = KR_ERR_INTERNAL;
         return err->status;
     }
-    for (size_t k = 0; k < NOPTS; k++)
-        if (table[k].def) set(c, &table[k], table[k].def);
-    c->tw.tick_us = kr__calibrated_tick_us(&c->tw.tick_from);
+    engine_slots(c);
+    size_t k = 0;
+    for (struct row w; next_row(&w, &k);)
+        if (w.o->def) set(c, &w, w.o->def);
+    for (unsigned s = 0; s < KR_ENGINES_MAX; s++)
+        if (c->opt_engine[s] && c->opt_engine[s]->options_init)
+            c->opt_engine[s]->options_init(c->opt_rec[s]);
     return KR_OK;
 }
 
@@ -479,13 +388,15 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
         add_param(c, a[2] ? a + 2 : need_value(argc, argv, i));
         return KR_OK;
     }
-    for (size_t k = 0; k < NOPTS; k++) {
-        const struct opt *o = &table[k];
+    size_t k = 0;
+    for (struct row w; next_row(&w, &k);) {
+        const struct kr__opt *o = w.o;
         if (strcmp(a, o->name)) continue;
-        set(c, o, o->kind == K_FLAG ? "" : need_value(argc, argv, i));
-        if (o->after) o->after(c);
-        if (o->engines && !c->engine_opt[o->engines == E_CONS]) /* (for kr__options_unread) */
-            c->engine_opt[o->engines == E_CONS] = o->name;
+        set(c, &w, o->kind == KR_OPT_FLAG ? "" : need_value(argc, argv, i));
+        if (o->after) o->after(record(c, &w));
+        /* (for kr__options_unread) */
+        if (w.e && !c->opt_given[w.slot]) c->opt_given[w.slot] = o->name;
+        if (o->kind == KR_OPT_STATE) c->state_given = true;
         return KR_OK;
     }
     bad("unknown option '%s' for 'kairos run'", a);
@@ -522,18 +433,33 @@ int kr__options_finish(struct kr__config *c, unsigned ncpu, struct kr__error *er
     return KR_OK;
 }
 
+/* The engines that roll LP state back, the readers of --state ("optimistic"). */
+static const char *restoring(char *buf, size_t cap)
+{
+    buf[0] = 0;
+    for (size_t i = 0; kr__engine_at(i); i++)
+        if (kr__engine_at(i)->restores_state)
+            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? "/" : "",
+                     kr__engine_at(i)->name);
+    return buf;
+}
+
 /* An option given for another engine than the run's (a script that switches --sync keeps
  * them, so it is a note, not an error): NULL, or the note. */
 const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap)
 {
-    static const char *const owner[2] = { "optimistic", "conservative" };
-    for (int e = 0; e < 2; e++) {
-        if (!c->engine_opt[e] || !strcmp(c->engine->name, owner[e])) continue;
-        if (c->check && !strcmp(c->engine_opt[e], "--state") &&
-            !strcmp(c->engine->name, "sequential"))
-            continue; /* (sequential --check runs each event twice under that state mode) */
+    char who[64];
+    /* (--check runs each event twice under that state mode, whichever engine runs) */
+    if (c->state_given && !c->engine->restores_state && !c->check) {
+        snprintf(buf, cap, "--state is an option of the %s engine; this run uses the %s "
+                 "engine, which does not read it", restoring(who, sizeof who), c->engine->name);
+        return buf;
+    }
+    for (unsigned s = 0; s < KR_ENGINES_MAX; s++) {
+        if (!c->opt_given[s] || c->opt_engine[s] == c->engine) continue;
         snprintf(buf, cap, "%s is an option of the %s engine; this run uses the %s engine, "
-                 "which does not read it", c->engine_opt[e], owner[e], c->engine->name);
+                 "which does not read it", c->opt_given[s], c->opt_engine[s]->name,
+                 c->engine->name);
         return buf;
     }
     return NULL;
@@ -595,17 +521,27 @@ static void help_text(struct help_line *h, const char *text)
     }
 }
 
+/* What kairos --help says before a row's text: whose option it is ("optimistic:"). */
+static const char *help_owner(const struct row *w, char *buf, size_t cap)
+{
+    char who[64];
+    if (w->e) snprintf(buf, cap, "%s:", w->e->name);
+    else if (w->o->kind == KR_OPT_STATE) snprintf(buf, cap, "%s:", restoring(who, sizeof who));
+    else buf[0] = 0;
+    return buf;
+}
+
 void kr__options_help(FILE *f)
 {
-    for (size_t k = 0; k < NOPTS; k++) {
-        const struct opt *o = &table[k];
-        char head[64];
+    size_t k = 0;
+    for (struct row w; next_row(&w, &k);) {
+        const struct kr__opt *o = w.o;
+        char head[64], owner[80];
         snprintf(head, sizeof head, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
         int pad = (int)strlen(head) <= HELP_COL - 2 ? HELP_COL - (int)strlen(head) : 2;
         fprintf(f, "%s%*s", head, pad, "");
         struct help_line h = { f, (int)strlen(head) + pad, true };
-        help_text(&h, o->engines == E_TW ? "optimistic:" : o->engines == E_CONS ? "conservative:"
-                                                                               : "");
+        help_text(&h, help_owner(&w, owner, sizeof owner));
         help_text(&h, o->help);
         fputc('\n', f);
     }
@@ -613,44 +549,45 @@ void kr__options_help(FILE *f)
 }
 
 /* The name of an int choice's value. */
-static const char *choice_name(const struct opt *o, int v)
+static const char *choice_name(const struct kr__opt *o, int v)
 {
     for (unsigned k = 0; o->names[k]; k++)
         if ((o->values ? o->values[k] : (int)k) == v) return o->names[k];
     return "?";
 }
 
-static void json_number(FILE *f, const struct opt *o, const void *p)
+static void json_number(FILE *f, const struct kr__opt *o, const void *p)
 {
     switch (o->kind) {
-    case K_UINT:
+    case KR_OPT_UINT:
         if (o->json_auto && !*(const unsigned *)p) fputs("\"auto\"", f);
         else fprintf(f, "%u", *(const unsigned *)p);
         break;
-    case K_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p); break;
-    case K_SIZE:
-    case K_BYTES: fprintf(f, "%zu", *(const size_t *)p); break;
+    case KR_OPT_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case KR_OPT_SIZE:
+    case KR_OPT_BYTES: fprintf(f, "%zu", *(const size_t *)p); break;
     default: kr__json_num(f, *(const double *)p); break;
     }
 }
 
-static void json_value(FILE *f, const struct kr__config *c, const struct opt *o)
+static void json_value(FILE *f, const struct kr__config *c, const struct row *w)
 {
-    const void *p = cfield(c, o);
+    const struct kr__opt *o = w->o;
+    const void *p = cfield(c, w);
     if (numeric(o)) {
         json_number(f, o, p);
         return;
     }
     switch (o->kind) {
-    case K_CHOICE: kr__json_str(f, choice_name(o, *(const int *)p)); break;
-    case K_SWITCH: /* (an on/off switch is a boolean) */
-        if (o->names == on_off) fputs(*(const bool *)p ? "true" : "false", f);
+    case KR_OPT_CHOICE: kr__json_str(f, choice_name(o, *(const int *)p)); break;
+    case KR_OPT_SWITCH: /* (an on/off switch is a boolean) */
+        if (o->json_bool) fputs(*(const bool *)p ? "true" : "false", f);
         else kr__json_str(f, choice_name(o, *(const bool *)p));
         break;
-    case K_FLAG: fputs(*(const bool *)p ? "true" : "false", f); break;
-    case K_STRING: kr__json_str(f, *(const char *const *)p); break;
-    case K_ENGINE: kr__json_str(f, c->engine->name); break;
-    default: kr__json_str(f, kr__state_ops(c->tw.state_mode)->name); break;
+    case KR_OPT_FLAG: fputs(*(const bool *)p ? "true" : "false", f); break;
+    case KR_OPT_STRING: kr__json_str(f, *(const char *const *)p); break;
+    case KR_OPT_ENGINE: kr__json_str(f, (*(const struct kr__engine *const *)p)->name); break;
+    default: kr__json_str(f, kr__state_ops(*(const int *)p)->name); break;
     }
 }
 
@@ -658,10 +595,11 @@ void kr__options_json(FILE *f, const struct kr__config *c)
 {
     fputs("\"model\": ", f);
     kr__json_str(f, c->model);
-    for (size_t k = 0; k < NOPTS; k++) {
-        if (!table[k].json) continue;
-        fprintf(f, ", \"%s\": ", table[k].json);
-        json_value(f, c, &table[k]);
+    size_t k = 0;
+    for (struct row w; next_row(&w, &k);) {
+        if (!w.o->json) continue;
+        fprintf(f, ", \"%s\": ", w.o->json);
+        json_value(f, c, &w);
     }
     fputs(", \"params\": {", f);
     for (size_t i = 0; i < c->nparams; i++) {
@@ -680,10 +618,11 @@ static int kv_by_key(const void *a, const void *b)
 
 void kr__options_identity(FILE *f, const struct kr__config *c)
 {
-    for (size_t k = 0; k < NOPTS; k++) {
-        if (!table[k].json || table[k].local) continue;
-        fprintf(f, "%s ", table[k].name);
-        json_value(f, c, &table[k]);
+    size_t k = 0;
+    for (struct row w; next_row(&w, &k);) {
+        if (!w.o->json || w.o->local) continue;
+        fprintf(f, "%s ", w.o->name);
+        json_value(f, c, &w);
         fputc('\n', f);
     }
     struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv); /* (sorted: -P in any order) */

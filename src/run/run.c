@@ -151,7 +151,7 @@ static int check_slices(struct kr__run *r)
 static int setup_state(struct kr__run *r, struct kr__error *err)
 {
     const struct kr__config *cfg = r->cfg;
-    const struct kr__state_ops *want = kr__state_ops(cfg->tw.state_mode);
+    const struct kr__state_ops *want = kr__state_ops(cfg->state_mode);
     if (want->marks && !(r->model->flags & KR_MODEL_MARKS_WRITES))
         return kr__fail(err, KR_ERR_USAGE, "--state %s: model '%s' does not declare that it "
                         "marks its writes (KR_MODEL_MARKS_WRITES), so incremental checkpoints "

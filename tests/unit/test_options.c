@@ -7,6 +7,8 @@
 #include "core/core.h"
 #include "base/error.h"
 #include "run/options.h"
+#include "optimistic/options.h"
+#include "conservative/options.h"
 
 static char *help_text(void)
 {
@@ -65,8 +67,10 @@ int main(void)
                     "--ckpt-interval", "auto", "--arena-max", "2M", "--progress", "off",
                     "--sync", "sequential", "--end", "inf", "-P", "mean=2", "-Plookahead=1" };
     parse(&c, sizeof set / sizeof set[0], set);
-    CHECK(c.tw.window == 64 && !c.tw.safe_events && c.cons.handoff_pull);
-    CHECK(c.tw.ckpt_interval == 0 && c.arena_max == 2u << 20 && c.progress == 0);
+    const struct kr__tw_options *tw = tw_options(&c);
+    CHECK(tw->window == 64 && !tw->safe_events && cons_options(&c)->handoff_pull);
+    CHECK(tw->ckpt_interval == 0 && c.arena_max == 2u << 20 && c.progress == 0);
+    CHECK(c.state_given && c.opt_given[0] && !strcmp(c.opt_given[0], "--window"));
     CHECK(c.nparams == 2 && !strcmp(c.params[1].key, "lookahead"));
     json = json_text(&c);
     CHECK(strstr(json, "\"window\": 64") && strstr(json, "\"ckpt_interval\": 0"));
