@@ -67,7 +67,6 @@ void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
 bool tw_balance_plan_at(struct tw_global *g, uint64_t now); /* (now: kr__clock_ns) */
 void tw_balance_start(struct tw_thread *th);
-void tw_balance_sample(struct tw_thread *th);
 void tw_retired_wait(struct tw_thread *th);
 
 #endif

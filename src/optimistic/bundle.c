@@ -54,3 +54,11 @@ void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp)
         kr__pool_put(th->pool, x);
     }
 }
+
+static void bundles_end(struct tw_thread *th)
+{
+    kr__bundle_free(&th->bund);
+    kr__bundle_free(&th->cbund);
+}
+
+const struct tw_module tw_mod_bundles = { .name = "bundles", .end = bundles_end };

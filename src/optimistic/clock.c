@@ -186,3 +186,30 @@ void tw_clock_start(struct tw_global *g)
                               memory_order_relaxed);
     }
 }
+
+/* Safe events on or off, and its clock and quiet record at their start. */
+static void clocks_init(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    const struct kr__run *r = th->r;
+    unsigned t = th->id;
+    /* (done() decides the end only later; queries need the bounds, and run no safe
+     * event: tw_is_safe) */
+    th->fast = (tw_options(r->cfg)->safe_events && !r->model->done) || g->cf.queries;
+    th->clk.safe = th->clk.safe_prev = th->clk.sent = th->fast_hi = -INFINITY;
+    th->clk.qbound = kr__key_at(-INFINITY);
+    th->clk.seq = 1; /* (void until first written) */
+    th->clk.top_max = -INFINITY;
+    th->clk.last = UINT64_MAX;
+    th->clk.turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
+    atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
+    atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
+    atomic_init(&g->clock[t].seq, 1);
+    atomic_init(&g->clock[t].top_gen, 0);
+    atomic_init(&g->clock[t].top_bits, kr__time_bits(-INFINITY));
+    atomic_init(&g->clock[t].sent, 0);
+    atomic_init(&g->clock[t].taken, 0);
+    atomic_init(&g->clock[t].rbits, kr__time_bits(-INFINITY));
+}
+
+const struct tw_module tw_mod_clocks = { .name = "clocks", .init = clocks_init };

@@ -304,3 +304,28 @@ void tw_keep_open(struct tw_thread *th, struct kr__lp *lp, kr_lp id)
     th->cm.open[th->cm.nopen++] = id;
     if (th->cm.nopen >= TW_OPEN_MAX / th->g->n) tw_close_pages(th);
 }
+
+/* Where its committed output goes until printed, and how far it has committed. */
+static void commit_init(struct tw_thread *th)
+{
+    pthread_mutex_init(&th->cm.sink.mu, NULL);
+    th->cm.sink.upto = kr__key_at(-INFINITY);
+    th->cm.applied = kr__key_at(-INFINITY);
+}
+
+/* A new horizon: commit what lies below it. */
+static void commit_on_gvt(struct tw_thread *th)
+{
+    tw_commit(th, &th->g->horizon);
+}
+
+static void commit_end(struct tw_thread *th)
+{
+    kr__outvec_free(&th->cm.sink.v);
+    free(th->cm.dirty);
+    free(th->cm.open);
+}
+
+const struct tw_module tw_mod_commit = {
+    .name = "commit", .init = commit_init, .on_gvt = commit_on_gvt, .end = commit_end,
+};

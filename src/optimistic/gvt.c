@@ -204,11 +204,7 @@ void tw_gvt_poll(struct tw_thread *th)
             th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] -
                                      th->rk.recv[!(th->rk.nround & 1)]);
             th->cnt->gvt_rounds++; /* every thread reports in every round */
-            th->bal.rep_committed = th->cnt->committed;
-            th->bal.rep_processed = th->cnt->processed;
-            th->bal.rep_rolled = th->cnt->rolled_back;
-            th->bal.rep_cuts = th->cnt->window_cuts;
-            tw_balance_sample(th);
+            for (unsigned i = 0; i < g->hk.nreport; i++) g->hk.report[i](th);
             if (last_through(g)) close_phase2(th, s);
             break;
         case TW_PH_DONE:
@@ -223,10 +219,7 @@ void tw_gvt_poll(struct tw_thread *th)
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
     if (ep != th->gv.seen_epoch) {
         th->gv.seen_epoch = ep;
-        tw_commit(th, &g->horizon);
-        tw_window_adapt(th);
-        if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
-        if (atomic_load_explicit(&g->sn.req, memory_order_acquire)) tw_snap_round(th);
+        for (unsigned i = 0; i < g->hk.ngvt; i++) g->hk.gvt[i](th);
     }
 }
 
@@ -267,3 +260,10 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
                                (unsigned long long)th->gv.ndone);
     }
 }
+
+static void gvt_init(struct tw_thread *th)
+{
+    th->gv.min_sent = kr__key_at(INFINITY);
+}
+
+const struct tw_module tw_mod_gvt = { .name = "gvt", .init = gvt_init };

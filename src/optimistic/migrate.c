@@ -621,7 +621,7 @@ void tw_balance_start(struct tw_thread *th)
 /* At each GVT round this worker takes part in: over the last window, the share of the
  * wall time it was not sleeping that it actually ran. Near 1 on a core of its own; near
  * 1/2 when another busy process shares the core. */
-void tw_balance_sample(struct tw_thread *th)
+static void balance_sample(struct tw_thread *th)
 {
     if (th->g->cf.balance != KR_BALANCE_AUTO) return;
     uint64_t now = kr__clock_ns();
@@ -655,3 +655,39 @@ void tw_retired_wait(struct tw_thread *th)
     if (th->bal.free_probes >= 3)
         atomic_store_explicit(&th->bal.wants_back, 1, memory_order_relaxed);
 }
+
+/* Its CPU share unknown yet, at full weight. */
+static void balance_init(struct tw_thread *th)
+{
+    atomic_init(&th->bal.cpu_share, -1.0);
+    atomic_init(&th->bal.rq_shared, 0);
+    atomic_init(&th->bal.wants_back, 0);
+    th->bal.weight = TW_WEIGHT_FULL;
+}
+
+/* Its report in a GVT round: its counters then (the thread-count trials compare them)
+ * and its CPU share. */
+static void balance_on_report(struct tw_thread *th)
+{
+    th->bal.rep_committed = th->cnt->committed;
+    th->bal.rep_processed = th->cnt->processed;
+    th->bal.rep_rolled = th->cnt->rolled_back;
+    th->bal.rep_cuts = th->cnt->window_cuts;
+    balance_sample(th);
+}
+
+/* Moves planned with this horizon: every worker enters the migration. */
+static void balance_on_gvt(struct tw_thread *th)
+{
+    if (atomic_load_explicit(&th->g->mig_req, memory_order_acquire)) tw_migrate(th);
+}
+
+static void balance_end(struct tw_thread *th)
+{
+    free(th->mg.ev);
+}
+
+const struct tw_module tw_mod_balance = {
+    .name = "balance", .init = balance_init, .on_report = balance_on_report,
+    .on_gvt = balance_on_gvt, .end = balance_end,
+};

@@ -45,8 +45,10 @@ static void snapshot(struct tw_window *w, const struct kr__counters *c, uint64_t
     w->undone = c->rolled_back + c->coasted;
 }
 
-void tw_window_init(struct tw_thread *th, unsigned fixed)
+/* --window N, or auto: its limit at the start and how much memory it may fill. */
+static void window_init(struct tw_thread *th)
 {
+    unsigned fixed = tw_options(th->r->cfg)->window;
     struct tw_window *w = &th->win;
     memset(w, 0, sizeof *w);
     w->fixed = fixed != 0;
@@ -307,7 +309,7 @@ void tw_memory_quick(struct tw_thread *th)
 }
 
 /* At each commit: judge the last period's speculation and set the window for the next. */
-void tw_window_adapt(struct tw_thread *th)
+static void window_on_gvt(struct tw_thread *th)
 {
     struct tw_window *w = &th->win;
     if (th->r->cfg->memory_max && memory_short(th)) return;
@@ -324,3 +326,28 @@ void tw_window_adapt(struct tw_thread *th)
     snapshot(w, c, now);
     judge(th, now, gain, cost);
 }
+
+static void window_end(struct tw_thread *th)
+{
+    th->cnt->window_final = th->win.limit;
+}
+
+const struct tw_module tw_mod_window = {
+    .name = "window", .init = window_init, .on_gvt = window_on_gvt, .end = window_end,
+};
+
+/* --memory-max: what it publishes of its memory, and its sendback list. */
+static void memory_init(struct tw_thread *th)
+{
+    struct tw_mempub *m = &th->g->mem[th->id];
+    atomic_init(&m->events, 0);
+    atomic_init(&m->ckpts, 0);
+    atomic_init(&m->pending, 0);
+}
+
+static void memory_end(struct tw_thread *th)
+{
+    free(th->mem.sendback);
+}
+
+const struct tw_module tw_mod_memory = { .name = "memory", .init = memory_init, .end = memory_end };

@@ -435,3 +435,18 @@ void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     if (th->lazy) tw_lazy_end(th);
     tw_finish_event(th, lp, e);
 }
+
+/* No query asked or awaited yet. */
+static void queries_init(struct tw_thread *th)
+{
+    struct tw_qline *ql = &th->g->qline[th->id];
+    th->q.full = kr__key_at(-INFINITY);
+    atomic_init(&ql->in, NULL);
+    atomic_init(&ql->tie, 0);
+    atomic_init(&ql->src, 0);
+    atomic_init(&ql->seq, 0);
+    atomic_init(&ql->wait_bits, kr__time_bits(INFINITY));
+    th->q.wait = th->q.wait_own = INFINITY;
+}
+
+const struct tw_module tw_mod_queries = { .name = "queries", .init = queries_init };

@@ -770,3 +770,13 @@ void tw_rank_stats(struct kr__run *r, struct tw_global *g)
     }
     free(all);
 }
+
+/* Nothing buffered for other ranks yet; flushed every turn until the turns are timed. */
+static void ranks_init(struct tw_thread *th)
+{
+    th->rk.buf_min = INFINITY;
+    th->rk.stamp_last = -INFINITY;
+    th->rk.every = 1;
+}
+
+const struct tw_module tw_mod_ranks = { .name = "ranks", .init = ranks_init };

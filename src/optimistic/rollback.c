@@ -337,3 +337,19 @@ void tw_tune_ckpt(struct tw_thread *th)
     th->ck.interval = (unsigned)(k + 0.5);
     *t = (struct tw_tune){ c->processed, c->ck.timed, c->rollbacks, c->events_timed };
 }
+
+/* Its checkpoint interval at the start, and where its checkpoints' blocks come from. */
+static void ckpt_init(struct tw_thread *th)
+{
+    th->ck.interval = th->g->cf.ckpt_auto ? TW_CKPT_AUTO_START : th->g->cf.ckpt_interval;
+    kr__blobs_init(&th->blobs);
+}
+
+static void ckpt_end(struct tw_thread *th)
+{
+    th->cnt->ckpt_peak_bytes = th->blobs.peak;
+    th->cnt->ckpt_interval_final = th->ck.interval;
+    kr__blobs_destroy(&th->blobs);
+}
+
+const struct tw_module tw_mod_ckpt = { .name = "checkpoints", .init = ckpt_init, .end = ckpt_end };

@@ -27,78 +27,68 @@ static bool tw_page_tracked(const struct kr__run *r)
     return kr__state_ops(r->state_mode)->by_pages;
 }
 
+/* The engine's mechanisms, in the order their hooks run: at a new horizon the commit comes
+ * first (the window judges the period it ends; a migration and a snapshot need the LPs'
+ * histories committed). */
+static const struct tw_module *const tw_modules[] = {
+    &tw_mod_transport, &tw_mod_clocks, &tw_mod_gvt, &tw_mod_ckpt, &tw_mod_commit,
+    &tw_mod_window, &tw_mod_memory, &tw_mod_balance, &tw_mod_queries, &tw_mod_ranks,
+    &tw_mod_bundles, &tw_mod_snapshots,
+};
+#define TW_NMODULES (sizeof tw_modules / sizeof tw_modules[0])
+_Static_assert(TW_NMODULES <= TW_HOOKS_MAX, "more modules than hooks");
+
+static bool tw_module_used(const struct tw_global *g, const struct tw_module *m)
+{
+    return !m->used || m->used(g);
+}
+
+/* The per-round hooks of the modules this run uses. */
+static void tw_hooks_setup(struct tw_global *g)
+{
+    struct tw_hooks *h = &g->hk;
+    h->nreport = h->ngvt = 0;
+    for (size_t i = 0; i < TW_NMODULES; i++) {
+        const struct tw_module *m = tw_modules[i];
+        if (!tw_module_used(g, m)) continue;
+        if (m->on_report) h->report[h->nreport++] = m->on_report;
+        if (m->on_gvt) h->gvt[h->ngvt++] = m->on_gvt;
+    }
+}
+
+/* A thread's own record: what it is and owns; then each module's part. */
+static void tw_setup_thread(struct kr__run *r, struct tw_global *g, unsigned t)
+{
+    struct tw_thread *th = &g->th[t];
+    memset(th, 0, sizeof *th);
+    th->id = t;
+    th->r = r;
+    th->g = g;
+    th->pool = &r->pools[t];
+    th->cnt = &r->counters[t];
+    kr_lp lo = r->lo + kr__block_first(t, r->hi - r->lo, g->n),
+          hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
+    th->nlps = hi - lo;
+    for (kr_lp id = lo; id < hi; id++) {
+        g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
+        g->lvt[tw_lidx(g, id)] = -INFINITY;
+    }
+    th->alone = g->n == 1 && !g->net.on;
+    th->bundles = r->bundles;
+    th->queries = g->cf.queries;
+    th->plain = !th->bundles && !g->cf.queries && !g->cf.lazy && !g->net.on;
+    th->lone.ok = th->plain && !g->cf.check && !g->cf.open_pages && !kr__trace_run;
+    th->pace.every = 1;
+    th->last_ts = -INFINITY;
+    kr__heap_init(&th->heap);
+    for (size_t i = 0; i < TW_NMODULES; i++)
+        if (tw_modules[i]->init && tw_module_used(g, tw_modules[i])) tw_modules[i]->init(th);
+}
+
 void tw_setup_threads(struct kr__run *r, struct tw_global *g)
 {
-    for (unsigned t = 0; t < g->n; t++) {
-        struct tw_thread *th = &g->th[t];
-        memset(th, 0, sizeof *th);
-        th->id = t;
-        th->r = r;
-        th->g = g;
-        th->pool = &r->pools[t];
-        th->cnt = &r->counters[t];
-        kr_lp lo = r->lo + kr__block_first(t, r->hi - r->lo, g->n),
-              hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
-        th->nlps = hi - lo;
-        for (kr_lp id = lo; id < hi; id++) {
-            g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
-            g->lvt[tw_lidx(g, id)] = -INFINITY;
-        }
-        atomic_init(&g->mem[t].events, 0);
-        atomic_init(&g->mem[t].ckpts, 0);
-        atomic_init(&g->mem[t].pending, 0);
-        atomic_init(&th->bal.cpu_share, -1.0);
-        atomic_init(&th->bal.rq_shared, 0);
-        atomic_init(&th->bal.wants_back, 0);
-        th->bal.weight = TW_WEIGHT_FULL;
-        th->gv.min_sent = kr__key_at(INFINITY);
-        th->ck.interval = g->cf.ckpt_auto ? TW_CKPT_AUTO_START : g->cf.ckpt_interval;
-        /* (done() decides the end only later; queries need the bounds, and run no safe
-         * event: tw_is_safe) */
-        th->fast = (tw_options(r->cfg)->safe_events && !r->model->done) || g->cf.queries;
-        th->q.full = kr__key_at(-INFINITY);
-        th->alone = g->n == 1 && !g->net.on;
-        th->bundles = r->bundles;
-        th->queries = g->cf.queries;
-        th->plain = !th->bundles && !g->cf.queries && !g->cf.lazy && !g->net.on;
-        th->lone.ok = th->plain && !g->cf.check && !g->cf.open_pages && !kr__trace_run;
-        tw_window_init(th, tw_options(r->cfg)->window);
-        th->clk.safe = th->clk.safe_prev = th->clk.sent = th->fast_hi = -INFINITY;
-        th->clk.qbound = kr__key_at(-INFINITY);
-        th->clk.seq = 1; /* (void until first written) */
-        th->clk.top_max = -INFINITY;
-        th->clk.last = UINT64_MAX;
-        th->clk.turn = TW_CLOCK_TURNS - 1; /* the first turn publishes */
-        th->out.every = th->rk.every = 1; /* (until the turns are timed) */
-        th->pace.every = 1;
-        atomic_init(&g->clock[t].bits, kr__time_bits(-INFINITY));
-        atomic_init(&g->clock[t].now_bits, kr__time_bits(-INFINITY));
-        atomic_init(&g->clock[t].seq, 1);
-        atomic_init(&g->clock[t].top_gen, 0);
-        atomic_init(&g->clock[t].top_bits, kr__time_bits(-INFINITY));
-        atomic_init(&g->clock[t].sent, 0);
-        atomic_init(&g->clock[t].taken, 0);
-        atomic_init(&g->clock[t].rbits, kr__time_bits(-INFINITY));
-        atomic_init(&g->qline[t].in, NULL);
-        atomic_init(&g->qline[t].tie, 0);
-        atomic_init(&g->qline[t].src, 0);
-        atomic_init(&g->qline[t].seq, 0);
-        atomic_init(&g->qline[t].wait_bits, kr__time_bits(INFINITY));
-        th->q.wait = th->q.wait_own = INFINITY;
-        th->rk.buf_min = INFINITY;
-        th->rk.stamp_last = -INFINITY;
-        th->last_ts = -INFINITY;
-        kr__heap_init(&th->heap);
-        kr__blobs_init(&th->blobs);
-        pthread_mutex_init(&th->cm.sink.mu, NULL);
-        th->cm.sink.upto = kr__key_at(-INFINITY);
-        th->cm.applied = kr__key_at(-INFINITY);
-        kr__arrivals_init(&g->arr[t]);
-        for (unsigned from = 0; from < g->n; from++)
-            kr__chan_init(tw_chan(g, from, t), g->cf.chan_slots);
-        th->out.chans = malloc(g->n * sizeof *th->out.chans);
-        if (!th->out.chans) kr__fatal_oom("channels", g->n * sizeof *th->out.chans);
-    }
+    tw_hooks_setup(g);
+    for (unsigned t = 0; t < g->n; t++) tw_setup_thread(r, g, t);
 }
 
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
@@ -338,20 +328,10 @@ void tw_global_end(struct kr__run *r, struct tw_global *g)
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         th->cnt->pool_bytes = th->pool->bytes;
-        th->cnt->ckpt_peak_bytes = th->blobs.peak;
-        th->cnt->ckpt_interval_final = th->ck.interval;
-        th->cnt->window_final = th->win.limit;
         kr__heap_destroy(&th->heap);
-        kr__bundle_free(&th->bund);
-        kr__bundle_free(&th->cbund);
-        free(th->mem.sendback);
-        kr__blobs_destroy(&th->blobs);
-        kr__outvec_free(&th->cm.sink.v);
         free(th->loc.work);
-        free(th->cm.dirty);
-        free(th->cm.open);
-        free(th->mg.ev);
-        free(th->out.chans);
+        for (size_t i = 0; i < TW_NMODULES; i++)
+            if (tw_modules[i]->end && tw_module_used(g, tw_modules[i])) tw_modules[i]->end(th);
     }
     tw_rank_free(g); /* (the threads' remote-id maps) */
     free(g->th);

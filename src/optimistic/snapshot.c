@@ -253,3 +253,18 @@ void tw_snap_round(struct tw_thread *th)
     }
     tw_barrier(g, NULL);
 }
+
+static bool snapshots_used(const struct tw_global *g)
+{
+    return g->r->cfg->snap_dir != NULL;
+}
+
+/* A snapshot due at this horizon: every worker takes part. */
+static void snapshots_on_gvt(struct tw_thread *th)
+{
+    if (atomic_load_explicit(&th->g->sn.req, memory_order_acquire)) tw_snap_round(th);
+}
+
+const struct tw_module tw_mod_snapshots = {
+    .name = "snapshots", .used = snapshots_used, .on_gvt = snapshots_on_gvt,
+};

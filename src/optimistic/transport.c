@@ -9,6 +9,7 @@
  * is counted by its sender instead (tw_post_backlog_min). */
 #include "optimistic/tw.h"
 #include "optimistic/ranks.h"
+#include <stdlib.h>
 #include "base/error.h"
 
 unsigned tw_post_publish(struct tw_thread *th)
@@ -92,3 +93,24 @@ void tw_drain(struct tw_thread *th)
     }
     tw_flush_local(th);
 }
+
+/* Its channels from every thread, where they arrive, and its list of channels to publish. */
+static void transport_init(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    kr__arrivals_init(&g->arr[th->id]);
+    for (unsigned from = 0; from < g->n; from++)
+        kr__chan_init(tw_chan(g, from, th->id), g->cf.chan_slots);
+    th->out.chans = malloc(g->n * sizeof *th->out.chans);
+    if (!th->out.chans) kr__fatal_oom("channels", g->n * sizeof *th->out.chans);
+    th->out.every = 1; /* (until the turns are timed) */
+}
+
+static void transport_end(struct tw_thread *th)
+{
+    free(th->out.chans);
+}
+
+const struct tw_module tw_mod_transport = {
+    .name = "transport", .init = transport_init, .end = transport_end,
+};

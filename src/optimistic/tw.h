@@ -117,6 +117,33 @@ struct tw_gvt_ops {
 };
 extern const struct tw_gvt_ops tw_gvt_local, tw_gvt_ranks;
 
+/* A mechanism of the engine and its life cycle: what it sets up for each thread before
+ * init runs (on the setting-up thread), what it does on the worker when the thread reports
+ * in a GVT round and when a new horizon is published, and what it leaves in the results
+ * and frees after the run. The table (setup.c, tw_modules) is walked in its order; a hook
+ * is NULL where a mechanism has nothing to do, and `used` (NULL: every run) leaves a
+ * mechanism out of runs that do not need it, chosen once at set-up (tw_hooks). */
+struct tw_module {
+    const char *name;
+    bool (*used)(const struct tw_global *g);
+    void (*init)(struct tw_thread *th);
+    void (*on_report)(struct tw_thread *th);
+    void (*on_gvt)(struct tw_thread *th);
+    void (*end)(struct tw_thread *th);
+};
+
+#define TW_HOOKS_MAX 16
+/* The run's per-round hooks, from the modules it uses (tw_hooks_setup). */
+struct tw_hooks {
+    void (*report[TW_HOOKS_MAX])(struct tw_thread *th);
+    void (*gvt[TW_HOOKS_MAX])(struct tw_thread *th);
+    unsigned nreport, ngvt;
+};
+
+extern const struct tw_module tw_mod_transport, tw_mod_clocks, tw_mod_ckpt, tw_mod_commit,
+    tw_mod_gvt, tw_mod_window, tw_mod_memory, tw_mod_balance, tw_mod_queries, tw_mod_ranks,
+    tw_mod_bundles, tw_mod_snapshots;
+
 struct tw_global {
     struct kr__run *r;
     unsigned n;
@@ -155,6 +182,7 @@ struct tw_global {
     struct tw_snapping sn;                 /* --snapshot (snapshot.c) */
     struct tw_net net;
     const struct tw_gvt_ops *gvt_ops;      /* this process alone, or across ranks */
+    struct tw_hooks hk;                    /* the modules' per-round hooks */
 };
 
 /* GVT round phases (gvt.c): state = round * TW_ROUND + phase. */
@@ -429,8 +457,6 @@ void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
 void tw_tune_ckpt(struct tw_thread *th);
 void tw_ckpt_by_cost(struct tw_thread *th);
 /* optimism.c */
-void tw_window_init(struct tw_thread *th, unsigned fixed);
-void tw_window_adapt(struct tw_thread *th);
 /* --memory-max between commits, every 256 speculative events: past this thread's share of
  * the budget (th->mem.share), stop speculating until the next commit's check. */
 void tw_memory_quick(struct tw_thread *th);
