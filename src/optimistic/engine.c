@@ -521,7 +521,8 @@ static void tw_housekeeping(struct tw_thread *th, bool over, unsigned turns)
     tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
                                th->g->cf.round_events);
     if (th->g->cf.ckpt_auto) tw_tune_ckpt(th);
-    else if (th->g->cf.ckpt_by_cost) tw_ckpt_by_cost(th);
+    else if (th->g->cf.ckpt_by_cost && !th->lone.on) tw_ckpt_by_cost(th); /* (lone: no new
+                                                                            * samples) */
     /* More threads than cores: take turns often, or a descheduled thread's messages arrive
      * as stragglers far in everyone's past. (Yielding when another process shares the core
      * was measured too, and is much worse: it hands that process our time slice.) */

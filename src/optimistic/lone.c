@@ -91,7 +91,9 @@ lone_event(struct tw_thread *th, struct kr__run *r, struct kr__ev *e, const bool
     kr__heap_prefetch_next(&th->heap, r->lp_mem + KR_LP_HOT, r->lp_bytes, 1);
     struct kr__lp *lp = kr__lp_at(r, e->dest);
     th->last_ts = e->k.ts;
-    e->child = NULL;
+    /* (e->child is not cleared: a lone send links no child, and e is freed at its commit -
+     * the field lies on the event's second line, a write miss an event; lone_failed clears
+     * it for the one event that lives on) */
     e->flags = 0;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     uint64_t t0 = timed ? kr__clock_ns() : 0;
@@ -153,6 +155,7 @@ static void lone_failed(struct tw_thread *th)
 {
     struct kr__ev *e = (struct kr__ev *)kr__ctx.ev;
     struct kr__lp *lp = kr__ctx.lp;
+    e->child = NULL; /* (it sent no child the general path knows of) */
     tw_keep_error(th, lp, e);
     kr__watch_end(&th->watch);
     th->err.armed = false;
