@@ -181,6 +181,30 @@ double kr_random(void);          /* uniform in [0, 1) */
 uint64_t kr_random_u64(void);    /* uniform 64-bit */
 double kr_expo(double mean);     /* exponential with the given mean */
 
+/* Distributions on the LP's stream: rolled back with the LP and the same on every engine,
+ * thread and rank count (the stream, not a generator of their own; the values depend only
+ * on the LP, the seed and the draws before). Each follows one published method: inversion
+ * (kr_uniform, kr_weibull, kr_geometric, kr_discrete: one draw); the polar method of
+ * Marsaglia and Bray (1964) for normals (kr_normal, kr_lognormal: two draws or more, the
+ * pair's second normal discarded); Marsaglia and Tsang (2000) for gamma (kr_gamma,
+ * kr_erlang); for Poisson the product of uniforms (Knuth) below a mean of 10, else
+ * Hörmann's PTRS (1993); for binomial inversion (Kachitvichyanukul and Schmeiser's BINV,
+ * 1988) while n min(p, 1 - p) < 10, else Hörmann's BTRS (1993). Bad arguments are a model
+ * error naming the call and its values. Where: init, an event, finish. Cost: a few draws
+ * and a logarithm or two (kr_discrete: n steps). */
+double kr_uniform(double a, double b);           /* uniform on [a, b), a <= b */
+double kr_normal(double mean, double sd);        /* normal (Gaussian), sd >= 0 */
+double kr_lognormal(double mu, double sigma);    /* exp of a normal(mu, sigma) */
+double kr_gamma(double shape, double scale);     /* gamma: mean shape x scale */
+double kr_weibull(double shape, double scale);   /* Weibull: P(X > x) = exp(-(x/scale)^shape) */
+double kr_erlang(unsigned k, double mean);       /* sum of k exponentials, total mean `mean` */
+uint64_t kr_poisson(double mean);                /* Poisson count, mean from 0 to 2^53 */
+uint64_t kr_binomial(uint64_t n, double p);      /* successes in n trials of probability p */
+uint64_t kr_geometric(double p);                 /* trials up to the first success: 1, 2, ...
+                                                  * (mean 1/p), 0 < p <= 1 */
+unsigned kr_discrete(const double *weights, unsigned n); /* index i with probability
+                                                  * weights[i] / their sum (weights >= 0) */
+
 /* Memory of the calling LP's arena (checkpointed and restored by the engine). Fresh memory
  * is zero-filled so that runs are reproducible byte for byte. Where: init, an event,
  * finish. Cost: a size-class allocation in the LP's arena; what the engine pays later is

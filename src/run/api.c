@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "base/error.h"
+#include "run/random.h"
 #include "state/addrmap.h"
 #include "state/arena.h"
 #include "ult/ult.h"
@@ -399,7 +400,7 @@ void kr_set_lookahead(kr_time lookahead)
     KR_API_LEAVE();
 }
 
-static uint64_t random_u64(const char *fn)
+uint64_t kr__random_u64(const char *fn)
 {
     KR_API_ENTER();
     need_lp(fn);
@@ -412,12 +413,12 @@ static uint64_t random_u64(const char *fn)
 
 uint64_t kr_random_u64(void)
 {
-    return random_u64("kr_random_u64");
+    return kr__random_u64("kr_random_u64");
 }
 
 double kr_random(void)
 {
-    return (double)(random_u64("kr_random") >> 11) * 0x1.0p-53;
+    return (double)(kr__random_u64("kr_random") >> 11) * 0x1.0p-53;
 }
 
 double kr_expo(double mean)

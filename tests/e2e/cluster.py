@@ -199,6 +199,8 @@ def same_as_sequential():
                              "-P", "case=17"],
         # (commit hooks: rank 0 calls them with every rank's records, in key order)
         "ledger": [os.path.join(build, "libledger.so"), "--lps", "32", "--end", "30"],
+        # (every distribution of the model API, drawn by every event)
+        "dists": [os.path.join(build, "libdists.so"), "--lps", "64", "--end", "30"],
     }
     # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)

@@ -11,6 +11,7 @@ kairos, build = sys.argv[1], sys.argv[2]
 ring = os.path.join(build, "libring.so")
 ticks = os.path.join(build, "libticks.so")
 chaos = os.path.join(build, "libchaos.so")
+dists = os.path.join(build, "libdists.so")
 t = Tally()
 
 configs = {
@@ -38,6 +39,8 @@ configs = {
     "datastore": ["datastore", "--lps", "16", "--end", "10", "-P", "op_us=1"],
     # queries: commanders ask readiness down the tree, across threads (issue 16)
     "commo": ["commo", "--lps", "300", "--end", "60"],
+    # every distribution of the model API drawn by every event (tests/models/dists.c)
+    "dists": [dists, "--lps", "64", "--end", "30"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in pick((1, 2), (1, 2, 3, 4))]
 
