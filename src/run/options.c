@@ -52,7 +52,8 @@ static const struct kr__opt head[] = {
       .help = "number of logical processes (default 1024)" },
     { "--end", "T", KR_OPT_TIME, F(end), "1000", 0, INFINITY, .json = "end",
       .help = "end of virtual time: events at T or later do not run\n"
-              "(default 1000; 'inf' runs until the model's done() holds)" },
+              "(default 1000; 'inf' runs until the model's done() holds\n"
+              "for every LP, or until no event is left)" },
     { "--seed", "S", KR_OPT_U64, F(seed), "1", 0, (double)UINT64_MAX, .json = "seed",
       .help = "seed of every LP's random stream (default 1)" },
     { "--state", "MODE", KR_OPT_STATE, F(state_mode), "full", .json = "state",

@@ -54,7 +54,8 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
                 r->end_key.ts);
     else
         fprintf(f, "  ended:            %s\n",
-                r->ended_by_done ? "done() holds for every LP" : "end time reached");
+                r->ended_by_done ? "done() holds for every LP" :
+                isinf(r->cfg->end) ? "no event left" : "end time reached");
     fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed,
             rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
@@ -248,7 +249,7 @@ static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__er
 static void json_ended(FILE *f, const struct kr__run *r)
 {
     fprintf(f, "  \"ended_by\": \"%s\",\n", r->rc ? "error" : r->interrupted ? "interrupted" :
-            r->ended_by_done ? "done" : "end_time");
+            r->ended_by_done ? "done" : isinf(r->cfg->end) ? "no_events" : "end_time");
     if (!r->rc) return;
     fputs("  \"error\": ", f);
     kr__json_str(f, r->fail.msg);

@@ -27,7 +27,6 @@ expect(2, ["option --seed needs a value"], "run", "phold", "--seed")
 expect(2, ["no parameter 'bogus'", "kairos run phold --help"], "run", "phold", "-P", "bogus=1")
 expect(2, ["must be an integer", "'x12'"], "run", "phold", "-P", "population=x12")
 expect(2, ["-P needs name=value"], "run", "phold", "-P", "population")
-expect(2, ["--end inf needs a model with a done()"], "run", "phold", "--end", "inf")
 # an option the run's engine does not read: a note naming it (a script that switches --sync
 # keeps its options, so the run goes on), and none where the engine reads it
 for sync, opt, owner in [("sequential", ["--state", "chunk"], "optimistic"),

@@ -201,6 +201,8 @@ def same_as_sequential():
         "ledger": [os.path.join(build, "libledger.so"), "--lps", "32", "--end", "30"],
         # (every distribution of the model API, drawn by every event)
         "dists": [os.path.join(build, "libdists.so"), "--lps", "64", "--end", "30"],
+        # (--end inf without done(): the ranks end once no event is left on any)
+        "finite": [os.path.join(build, "libfinite.so"), "--lps", "64", "--end", "inf"],
     }
     # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)

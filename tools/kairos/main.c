@@ -165,13 +165,6 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
     note_unread(c);
     if (check_paths(c, err)) return err->status;
-    if (isinf(c->end)) {
-        const struct kr_model *m = kr__model_load(c->model, err);
-        if (!m) return err->status;
-        if (!m->done)
-            return kr__fail(err, KR_ERR_USAGE, "--end inf needs a model with a done() test, "
-                            "and model '%s' has none; give a finite --end", m->name);
-    }
     return KR_OK;
 }
 
