@@ -47,7 +47,7 @@ struct kr_param {
 /* The layout of this header's structures. A model built against another layout is refused
  * when it is loaded (rebuild it) rather than misread. Every file that includes this header
  * defines the same weak symbol, so each model carries the version it was built with. */
-#define KR_ABI_VERSION 4
+#define KR_ABI_VERSION 5
 #ifdef __cplusplus
 extern
 #endif
@@ -93,6 +93,12 @@ struct kr_model {
      * one LP. (Added in KR_ABI_VERSION 4; a model built against 2 or 3 has none.) */
     void (*commit)(void *ledger, kr_lp me, kr_time now, const void *record, size_t size);
     size_t ledger_size;
+    /* Optional names of the event types, indexed by type and ended by NULL:
+     * { "ARRIVAL", "DEPARTURE", NULL }. Error messages, --trace files (and so trace-diff)
+     * and --stats name a type by them; a type past the list keeps its number. A name is 1
+     * to 63 printable characters without quotes or backslashes. (Added in KR_ABI_VERSION
+     * 5; a model built against an older version has none.) */
+    const char *const *type_names;
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/

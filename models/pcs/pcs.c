@@ -389,8 +389,12 @@ static void pcs_finish(kr_lp me, void *state)
               (unsigned long long)t->dropped, util, t->sir_n ? t->sir_sum / (double)t->sir_n : 0);
 }
 
+static const char *const pcs_types[] = { "ARRIVAL", "COMPLETION", "LEAVE", "HANDOFF", "FADING",
+                                          NULL };
+
 static const struct kr_model pcs_model = {
     .name = "pcs",
+    .type_names = pcs_types,
     .init = pcs_init,
     .event = pcs_event,
     .finish = pcs_finish,

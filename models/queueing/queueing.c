@@ -254,8 +254,11 @@ static void queueing_finish(kr_lp me, void *state)
     kr_printf("\n");
 }
 
+static const char *const queueing_types[] = { "GENERATE", "ARRIVAL", "END_SERVICE", NULL };
+
 static const struct kr_model queueing_model = {
     .name = "queueing",
+    .type_names = queueing_types,
     .init = queueing_init,
     .event = queueing_event,
     .finish = queueing_finish,

@@ -417,6 +417,10 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len);
 /* The hash of committed output (kr__run.out_hash): from KR_OUT_HASH0, byte by byte. */
 #define KR_OUT_HASH0 0xcbf29ce484222325ull
 uint64_t kr__out_hash(uint64_t h, const char *p, size_t n);
+/* The name of event type `type` (struct kr_model.type_names), or NULL: none given. At most
+ * KR_TYPE_NAMES_MAX names (run/models.c checks them when the model is loaded). */
+#define KR_TYPE_NAMES_MAX 4096u
+const char *kr__type_name(const struct kr_model *m, unsigned type);
 /* Commit hooks (ledger.c). The most a model's ledger may hold. */
 #define KR_LEDGER_MAX (256u << 20)
 /* Call the model's commit hook for one record of LP lp's event at now that has committed,

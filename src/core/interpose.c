@@ -171,7 +171,7 @@ void kr__interpose_reset(void)
 static void stdout_use(const char *fn)
 {
     if (!kr__in_lp() || !kr__run_current || atomic_flag_test_and_set(&stdout_warned)) return;
-    char where[256];
+    char where[320];
     kr__ctx_where(where, sizeof where);
     fprintf(stderr, "kairos: warning: %s: %s writes to stdout directly: that text is not "
             "committed output (an event rolled back prints it too, out of order, and engines "

@@ -45,7 +45,7 @@ void kr__ctx_where(char *buf, size_t cap)
     if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev) {
         kr__event_where(buf, cap, c->run, c->ev);
     } else if (c->mode == KR_MODE_DONE && c->ev) {
-        char ev[224];
+        char ev[320];
         kr__event_where(ev, sizeof ev, c->run, c->ev);
         snprintf(buf, cap, "%s, in done() after the event", ev);
     } else if (c->mode == KR_MODE_COMMIT) {
@@ -64,10 +64,20 @@ void kr__ctx_where(char *buf, size_t cap)
                  mode_name(c->mode));
 }
 
+const char *kr__type_name(const struct kr_model *m, unsigned type)
+{
+    if (!m || !m->type_names) return NULL;
+    for (unsigned i = 0; m->type_names[i]; i++)
+        if (i == type) return m->type_names[i];
+    return NULL;
+}
+
 void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e)
 {
-    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u",
-             r && r->model ? r->model->name : "?", (unsigned long long)e->dest, e->k.ts, e->type);
+    const char *name = kr__type_name(r ? r->model : NULL, e->type);
+    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u%s%s%s",
+             r && r->model ? r->model->name : "?", (unsigned long long)e->dest, e->k.ts, e->type,
+             name ? " (" : "", name ? name : "", name ? ")" : "");
 }
 
 
@@ -334,7 +344,7 @@ void kr__alien_report(const struct kr__run *r, kr_lp id, const struct kr__alien 
 {
     static _Atomic bool said;
     if (atomic_exchange(&said, true)) return; /* one warning a run */
-    char where[256];
+    char where[320];
     if (kr__ctx.mode == KR_MODE_EVENT) kr__ctx_where(where, sizeof where);
     else
         snprintf(where, sizeof where, "model '%s', LP %llu", r->model->name,
@@ -381,7 +391,7 @@ size_t kr__query_answer(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
  * malloc leaves its lock held. Engines that keep the message copy it. */
 _Noreturn void kr__model_error(const char *fmt, ...)
 {
-    static __thread char where[256], what[1024], msg[1312];
+    static __thread char where[320], what[1024], msg[1376];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);

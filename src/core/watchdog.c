@@ -32,7 +32,7 @@ static void timeout_what(char *buf, size_t cap, const struct kr__run *r, long ca
 void kr__timeout_message(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e,
                          long call, const char *hint)
 {
-    char where[256], what[512];
+    char where[320], what[512];
     kr__event_where(where, sizeof where, r, e);
     timeout_what(what, sizeof what, r, call);
     snprintf(buf, cap, "%s: %s%s", where, what, hint);

@@ -35,11 +35,9 @@ static void snapshot_lines(const struct kr__run *r, FILE *f, const struct kr__to
     fputc('\n', f);
 }
 
-void kr__report_summary(const struct kr__run *r, FILE *f)
+/* What the run was, and how it ended. */
+static void summary_head(const struct kr__run *r, FILE *f)
 {
-    struct kr__totals t;
-    kr__totals(r->counters, r->nthreads, &t);
-    double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
     char ranks[32] = "";
     if (r->nranks > 1) snprintf(ranks, sizeof ranks, "%u ranks x ", r->nranks);
     fprintf(f, "kairos: model %s, engine %s, %s%u thread%s, %llu LPs, end time %g, seed %llu\n",
@@ -56,38 +54,52 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
         fprintf(f, "  ended:            %s\n",
                 r->ended_by_done ? "done() holds for every LP" :
                 isinf(r->cfg->end) ? "no event left" : "end time reached");
+}
+
+static void summary_queries(const struct kr__run *r, const struct kr__totals *t, FILE *f)
+{
+    fprintf(f, "  queries:          %llu answered (%llu asked of another thread)",
+            (unsigned long long)t->queries, (unsigned long long)t->queries_remote);
+    if (r->cfg->engine->restores_state) /* (optimistic/query.c) */
+        fprintf(f, "; %llu events ran as the least event, to ask, %llu were undone to "
+                "wait for that, %llu LPs rolled back to answer, %.3f s waited for answers "
+                "(%llu other events ran meanwhile)",
+                (unsigned long long)t->query_events, (unsigned long long)t->query_undone,
+                (unsigned long long)t->query_rollbacks, (double)t->query_wait_ns / 1e9,
+                (unsigned long long)t->query_aside);
+    fputc('\n', f);
+}
+
+static void summary_memory(const struct kr__run *r, const struct kr__totals *t, FILE *f)
+{
+    const double mib = 1024.0 * 1024.0;
+    fprintf(f, "  memory budget:    %.1f MiB; peak in use %.1f MiB (events %.1f, "
+            "checkpoints %.1f, LP states %.1f); %llu memory-limited rollbacks, %llu "
+            "sendbacks\n",
+            (double)r->cfg->memory_max / mib, (double)r->mem_peak[3] / mib,
+            (double)r->mem_peak[0] / mib, (double)r->mem_peak[1] / mib,
+            (double)r->mem_peak[2] / mib, (unsigned long long)t->mem_rollbacks,
+            (unsigned long long)t->sendbacks);
+    if (r->mem_peak[3] > r->cfg->memory_max)
+        fprintf(f, "  memory warning:   in use went past the budget (it is checked at "
+                "intervals%s)\n", kr__state_ops(r->state_mode)->region
+                    ? "; every LP's base copy, kept by --state other than full, cannot be "
+                      "given back" : "");
+}
+
+void kr__report_summary(const struct kr__run *r, FILE *f)
+{
+    struct kr__totals t;
+    kr__totals(r->counters, r->nthreads, &t);
+    double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
+    summary_head(r, f);
     fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed,
             rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
-    if (r->model->query) {
-        fprintf(f, "  queries:          %llu answered (%llu asked of another thread)",
-                (unsigned long long)t.queries, (unsigned long long)t.queries_remote);
-        if (r->cfg->engine->restores_state) /* (optimistic/query.c) */
-            fprintf(f, "; %llu events ran as the least event, to ask, %llu were undone to "
-                    "wait for that, %llu LPs rolled back to answer, %.3f s waited for answers "
-                    "(%llu other events ran meanwhile)",
-                    (unsigned long long)t.query_events, (unsigned long long)t.query_undone,
-                    (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9,
-                    (unsigned long long)t.query_aside);
-        fputc('\n', f);
-    }
-    if (r->cfg->memory_max) {
-        const double mib = 1024.0 * 1024.0;
-        fprintf(f, "  memory budget:    %.1f MiB; peak in use %.1f MiB (events %.1f, "
-                "checkpoints %.1f, LP states %.1f); %llu memory-limited rollbacks, %llu "
-                "sendbacks\n",
-                (double)r->cfg->memory_max / mib, (double)r->mem_peak[3] / mib,
-                (double)r->mem_peak[0] / mib, (double)r->mem_peak[1] / mib,
-                (double)r->mem_peak[2] / mib, (unsigned long long)t.mem_rollbacks,
-                (unsigned long long)t.sendbacks);
-        if (r->mem_peak[3] > r->cfg->memory_max)
-            fprintf(f, "  memory warning:   in use went past the budget (it is checked at "
-                    "intervals%s)\n", kr__state_ops(r->state_mode)->region
-                        ? "; every LP's base copy, kept by --state other than full, cannot be "
-                          "given back" : "");
-    }
+    if (r->model->query) summary_queries(r, &t, f);
+    if (r->cfg->memory_max) summary_memory(r, &t, f);
     snapshot_lines(r, f, &t);
     fprintf(f, "  wall time:        %.3f s, peak memory %.1f MiB\n", r->wall_seconds,
             (double)r->peak_rss / (1024.0 * 1024.0));
@@ -245,6 +257,22 @@ static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__er
                     "summary above is complete", what, path, strerror(e ? e : EIO));
 }
 
+/* "type_names": the model's names of its event types, or null. */
+static void json_type_names(FILE *f, const struct kr_model *m)
+{
+    fputs("  \"type_names\": ", f);
+    if (!m->type_names) {
+        fputs("null,\n", f);
+        return;
+    }
+    fputc('[', f);
+    for (unsigned i = 0; m->type_names[i]; i++) {
+        fputs(i ? ", " : "", f);
+        kr__json_str(f, m->type_names[i]);
+    }
+    fputs("],\n", f);
+}
+
 /* "ended_by", and for a failed run its message. */
 static void json_ended(FILE *f, const struct kr__run *r)
 {
@@ -279,6 +307,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)r->n);
     kr__json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n", (unsigned long long)r->cfg->seed);
+    json_type_names(f, r->model);
     json_ended(f, r);
     fputs("  \"final_gvt\": ", f);
     kr__json_num(f, r->final_gvt);
@@ -431,14 +460,22 @@ static int trace_cmp(const void *a, const void *b)
 /* One event a line, in key order; nothing in it depends on the engine, threads or timing,
  * so two runs' files are equal byte for byte when their histories are (trace-diff). The
  * axis (ts, microseconds for a viewer) is virtual time x 1e6. */
-static void trace_body(FILE *f, const struct kr__trace_rec *a, size_t n)
+static void trace_body(FILE *f, const struct kr_model *m, const struct kr__trace_rec *a,
+                       size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const struct kr__trace_rec *x = &a[i];
-        fprintf(f, "%c{\"name\":\"type %u\",\"ph\":\"i\",\"s\":\"t\",\"pid\":0,\"tid\":%llu,"
-                "\"ts\":%.17g,\"args\":{\"t\":%.17g,\"gen\":%u,\"src\":%llu,\"seq\":%llu,"
-                "\"size\":%u,\"payload\":\"%016llx\"}}\n", i ? ',' : ' ', x->type,
-                (unsigned long long)x->dest, x->k.ts * 1e6, x->k.ts, x->k.gen,
+        const char *name = kr__type_name(m, x->type); /* (checked: no quote, no backslash) */
+        char number[24];
+        if (!name) {
+            snprintf(number, sizeof number, "type %u", x->type);
+            name = number;
+        }
+        fprintf(f, "%c{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":0,\"tid\":%llu,"
+                "\"ts\":%.17g,\"args\":{\"t\":%.17g,\"type\":%u,\"gen\":%u,\"src\":%llu,"
+                "\"seq\":%llu,\"size\":%u,\"payload\":\"%016llx\"}}\n", i ? ',' : ' ',
+                name,
+                (unsigned long long)x->dest, x->k.ts * 1e6, x->k.ts, x->type, x->k.gen,
                 (unsigned long long)x->k.src, (unsigned long long)x->k.seq, x->size,
                 (unsigned long long)x->payload);
     }
@@ -461,9 +498,24 @@ static void json_vt(FILE *f, kr_time t)
     else fputs("null", f);
 }
 
+/* A span's own argument: a rollback's depth, a checkpoint's bytes, an event's type (and its
+ * name, if the model names it). */
+static void span_arg(FILE *f, const struct kr_model *m, const struct kr__span *x)
+{
+    if (x->kind == KR_SPAN_ROLLBACK) {
+        fprintf(f, ",\"depth\":%u", x->arg);
+    } else if (x->kind == KR_SPAN_CKPT) {
+        fprintf(f, ",\"bytes\":%u", x->arg);
+    } else if (x->kind != KR_SPAN_GVT) {
+        const char *name = kr__type_name(m, x->arg);
+        fprintf(f, ",\"type\":%u", x->arg);
+        if (name) fprintf(f, ",\"type_name\":\"%s\"", name);
+    }
+}
+
 /* One span: events and checkpoints last (ph X), the others are instants on their thread's
  * track (GVT on all of them); ts and dur in microseconds of wall time. */
-static void span_line(FILE *f, const struct kr__span *x, bool first)
+static void span_line(FILE *f, const struct kr_model *m, const struct kr__span *x, bool first)
 {
     const char *name = span_names[x->kind];
     bool lasts = x->kind == KR_SPAN_EVENT || x->kind == KR_SPAN_COAST ||
@@ -478,9 +530,7 @@ static void span_line(FILE *f, const struct kr__span *x, bool first)
     fputs(x->kind == KR_SPAN_ROLLBACK ? "\"to\":" : x->kind == KR_SPAN_GVT ? "\"gvt\":" : "\"t\":",
           f);
     json_vt(f, x->vt);
-    if (x->kind == KR_SPAN_ROLLBACK) fprintf(f, ",\"depth\":%u", x->arg);
-    else if (x->kind == KR_SPAN_CKPT) fprintf(f, ",\"bytes\":%u", x->arg);
-    else if (x->kind != KR_SPAN_GVT) fprintf(f, ",\"type\":%u", x->arg);
+    span_arg(f, m, x);
     fputs("}}\n", f);
 }
 
@@ -496,7 +546,7 @@ static void trace_run_body(FILE *f, const struct kr__run *r)
     fprintf(f, ",\"engine\":\"%s\",\"threads\":%u,\"lps\":%llu,\"records\":%zu,"
             "\"dropped_at_limit\":%llu},\n\"traceEvents\":[\n", r->cfg->engine->name,
             r->nthreads, (unsigned long long)r->n, n, (unsigned long long)dropped);
-    for (size_t i = 0; i < n; i++) span_line(f, &a[i], i == 0);
+    for (size_t i = 0; i < n; i++) span_line(f, r->model, &a[i], i == 0);
     fputs("]}\n", f);
     free(a);
 }
@@ -532,7 +582,7 @@ int kr__report_trace(const struct kr__run *r, const char *path, struct kr__error
     fprintf(f, ",\"lps\":%llu,\"seed\":%llu,\"events\":%zu,\"cut_at_limit\":%s},\n"
             "\"traceEvents\":[\n", (unsigned long long)r->n, (unsigned long long)r->cfg->seed,
             n, cut ? "true" : "false");
-    trace_body(f, a, n);
+    trace_body(f, r->model, a, n);
     fputs("]}\n", f);
     free(a);
     return stats_close(f, path, tmp, err, "the trace");

@@ -27,6 +27,8 @@ expect(2, ["option --seed needs a value"], "run", "phold", "--seed")
 expect(2, ["no parameter 'bogus'", "kairos run phold --help"], "run", "phold", "-P", "bogus=1")
 expect(2, ["must be an integer", "'x12'"], "run", "phold", "-P", "population=x12")
 expect(2, ["-P needs name=value"], "run", "phold", "-P", "population")
+expect(2, ["model 'finite': type_names[1] is not a name"], "run",
+       os.path.join(build, "libbadnames.so"))
 # an option the run's engine does not read: a note naming it (a script that switches --sync
 # keeps its options, so the run goes on), and none where the engine reads it
 for sync, opt, owner in [("sequential", ["--state", "chunk"], "optimistic"),

@@ -203,7 +203,7 @@ BAD = ["kr_uniform(2, 1)", "kr_normal(0, -1)", "kr_lognormal(0, nan)", "kr_gamma
        "kr_geometric(0)", "kr_discrete: the 2 weights sum to 0"]
 for k, needle in enumerate(BAD, start=1):
     for eng in (["--sync", "sequential"], ["--threads", "2"]):
-        expect_exit(kairos, t, 1, [needle, "model 'dists'"], "run", dists, "--lps", "4",
-                    "--end", "5", "-P", f"bad={k}", *eng)
+        expect_exit(kairos, t, 1, [needle, "model 'dists'", "event type 0 (DRAW)"], "run", dists,
+                    "--lps", "4", "--end", "5", "-P", f"bad={k}", *eng)
 t.ok("each bad argument is a model error naming the call")
 t.finish()

@@ -162,6 +162,29 @@ def bad_use():
          "a shorter history")
 
 
+def type_names():
+    """A model's type_names name its events in both trace modes and in --stats; the number
+    stays in args.type (pcs names its five types)."""
+    want = ["ARRIVAL", "COMPLETION", "LEAVE", "HANDOFF", "FADING"]
+    path, err = trace_of("pcs-names", ["pcs", "--lps", "16", "--end", "0.2"], SEQ)
+    ev = json.load(open(path))["traceEvents"]
+    if err.stats["type_names"] != want:
+        fail(f"--stats type_names: {err.stats['type_names']}, want {want}")
+    if any(e["name"] != want[e["args"]["type"]] for e in ev) or \
+            {e["name"] for e in ev} - set(want):
+        fail("the committed trace does not name pcs's event types by type_names")
+    path = os.path.join(tmp, "names-run.json")
+    run(kairos, "run", "pcs", "--lps", "16", "--end", "0.2", "--threads", "2", "--trace", path,
+        "--trace-mode", "run")
+    ev = [e for e in json.load(open(path))["traceEvents"] if e["name"] == "event"]
+    if not ev or any(e["args"]["type_name"] != want[e["args"]["type"]] for e in ev):
+        fail("--trace-mode run: an event span without its type's name")
+    _, _, err = run(kairos, "run", "phold", "--end", "1")
+    if err.stats["type_names"] is not None:
+        fail(f"phold names no type, --stats says {err.stats['type_names']}")
+    t.ok("type_names name the events of both trace modes and are in --stats")
+
+
 def run_mode():
     chaos = os.path.join(build, "libchaos.so")
     kind = build_kind(kairos)
@@ -217,6 +240,7 @@ def run_mode():
 
 same_everywhere()
 run_mode()
+type_names()
 limited()
 resumed()
 unsafe()

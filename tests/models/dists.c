@@ -130,8 +130,11 @@ static void dists_finish(kr_lp me, void *state)
               (unsigned long long)s->events, (unsigned long long)s->hash, s->sum);
 }
 
+static const char *const dists_types[] = { "DRAW", NULL };
+
 static const struct kr_model dists_model = {
     .name = "dists", .init = dists_init, .event = dists_event, .finish = dists_finish,
+    .type_names = dists_types,
     .lookahead = 0.1, .params = dists_params,
 };
 

@@ -56,9 +56,16 @@ static void finite_finish(kr_lp me, void *state)
               (unsigned long long)s->seen, (unsigned long long)s->hash);
 }
 
+/* (built a second time with BAD_TYPE_NAMES: a name the loader must refuse, bad_input.py) */
+#ifdef BAD_TYPE_NAMES
+static const char *const finite_types[] = { "HOP", "a \"quoted\" name", NULL };
+#else
+static const char *const finite_types[] = { "HOP", NULL };
+#endif
+
 static const struct kr_model finite_model = {
     .name = "finite", .init = finite_init, .event = finite_event, .finish = finite_finish,
-    .lookahead = 1, .params = finite_params,
+    .lookahead = 1, .params = finite_params, .type_names = finite_types,
 };
 
 KR_MODEL_EXPORT(finite, finite_model)
