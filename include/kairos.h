@@ -99,6 +99,17 @@ struct kr_model {
      * to 63 printable characters without quotes or backslashes. (Added in KR_ABI_VERSION
      * 5; a model built against an older version has none.) */
     const char *const *type_names;
+    /* Optional, with `commit`: the ledger's size chosen at run time instead of
+     * `ledger_size` (which must then be 0): called once before any init, the same on every
+     * rank, where kr_param_int/kr_param_double, kr_lp_count, kr_seed and kr_end_time may be
+     * read - a counter per LP, a bin per day up to --end. (Added in KR_ABI_VERSION 5.) */
+    size_t (*ledger_bytes)(void);
+    /* Optional, with `commit`: called once after the last committed event and its hook
+     * calls, before any `finish`, with the ledger - the place to reduce it and kr_printf the
+     * run's summary (on every engine alike; across ranks on rank 0, where the hooks run;
+     * also at the end of a resumed run). It may kr_error; it sees no LP state. (Added in
+     * KR_ABI_VERSION 5.) */
+    void (*commit_end)(void *ledger);
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/

@@ -158,7 +158,8 @@ struct kr__run {
     struct kr__snapstate snap;        /* snapshots written, and the one resumed from */
     struct kr__lpstat *lpstat;        /* --lp-stats: this rank's LPs (id - lo), else NULL */
     void *ledger;                     /* the model's commit ledger (ledger_size bytes; where
-                                       * hooks run: one process, or rank 0) */
+                                       * hooks run: one process, or rank 0)... */
+    size_t ledger_size;               /* ...of kr_model.ledger_size or ledger_bytes() */
 };
 
 /* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
@@ -430,6 +431,9 @@ const char *kr__type_name(const struct kr_model *m, unsigned type);
  * the engine to end the run (across ranks, all of them). */
 bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *data,
                         size_t size, bool catch);
+/* The model's commit_end, if it has one, with the ledger, in the hooks' context (virtual
+ * time +inf): KR_OK, or the status of its failure (the message in r->fail). */
+int kr__commit_end(struct kr__run *r);
 /* Records of one event held until it commits (the sequential engine's, a conservative
  * job's): each u32 size, u64 LP, the bytes. */
 struct kr__recbuf {

@@ -4,6 +4,7 @@
  * output buffers of stats/output.h) and deliver them where that output is printed, after
  * the event's text: so the hook's calls, and what it prints, are in the same order on every
  * engine, thread and rank count. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,22 @@ bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *da
     r->model->commit(r->ledger, lp, now, data, size);
     kr__ctx = was;
     return true;
+}
+
+int kr__commit_end(struct kr__run *r)
+{
+    if (!r->model->commit_end || !r->ledger) return KR_OK;
+    struct kr__ctx was = kr__ctx;
+    jmp_buf bail;
+    kr__ctx = (struct kr__ctx){ .run = r, .now = INFINITY, .mode = KR_MODE_COMMIT,
+                                .ops = &commit_ops, .pool = was.pool, .bail = &bail };
+    if (setjmp(bail)) {
+        kr__ctx = was;
+        return r->fail.status;
+    }
+    r->model->commit_end(r->ledger);
+    kr__ctx = was;
+    return KR_OK;
 }
 
 void kr__recbuf_add(struct kr__recbuf *b, kr_lp lp, const void *data, size_t size)

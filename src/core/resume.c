@@ -375,11 +375,11 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
                         "%s has changed since: resume with the model it was taken of",
                         s->model_name, s->model_path, s->model_path);
-    size_t ledger = r->ledger ? r->model->ledger_size : 0;
+    size_t ledger = r->ledger ? r->ledger_size : 0;
     if (s->ledger_size != ledger)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot holds a commit ledger of %llu bytes, "
-                        "and model '%s' declares %zu (ledger_size): resume with the model it "
-                        "was taken of", (unsigned long long)s->ledger_size, r->model->name,
+                        "and model '%s' asks for %zu (ledger_size or ledger_bytes): resume with "
+                        "the model and parameters it was taken of", (unsigned long long)s->ledger_size, r->model->name,
                         ledger);
     if (ledger) memcpy(r->ledger, s->ledger, ledger); /* (before index_body hands it back) */
     if (index_body(s, &in, r->lo, r->hi, err)) return err->status;

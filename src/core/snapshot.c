@@ -310,7 +310,7 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     put_f64(b, r->lookahead);
     uint8_t declared = r->lookahead_declared;
     kr__bytes_put(b, &declared, 1);
-    size_t ledger = r->ledger ? r->model->ledger_size : 0;
+    size_t ledger = r->ledger ? r->ledger_size : 0;
     put_u64(b, ledger);
     if (ledger) kr__bytes_put(b, r->ledger, ledger);
     if (!put_lps(o, r, why, cap) && !o->err) o->err = EINVAL; /* (the rest is dropped) */

@@ -72,10 +72,13 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
                  "and an event handler", from);
     else if (m->lookahead < 0 || m->lookahead != m->lookahead)
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares a negative or NaN lookahead", m->name);
-    else if (m->ledger_size && !m->commit)
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes and no "
-                 "commit hook, the one place a ledger is used: set .commit, or drop the "
-                 "ledger", m->name, m->ledger_size);
+    else if ((m->ledger_size || m->ledger_bytes || m->commit_end) && !m->commit)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger (ledger_size, ledger_bytes "
+                 "or commit_end) and no commit hook, the one place a ledger is written: set "
+                 ".commit, or drop the ledger", m->name);
+    else if (m->ledger_size && m->ledger_bytes)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares both ledger_size and ledger_bytes: "
+                 "give the size one way (ledger_bytes when it depends on parameters)", m->name);
     else if (m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER))
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares flags 0x%x that this Kairos does not "
                  "know (KR_MODEL_MARKS_WRITES, KR_MODEL_BUNDLES, KR_MODEL_TYPE_ORDER are 0x7): "

@@ -104,7 +104,9 @@ int kr__run_finish(struct kr__run *r)
     char *out = NULL;
     size_t outlen = 0;
     if (ranks && kr__net.rank > 0) kr__emit_file = open_memstream(&out, &outlen);
-    int st = kr__guarded(r, finish_all, r);
+    /* (the hooks' end first: where they run, one process or rank 0, before any finish) */
+    int st = !ranks || kr__net.rank == 0 ? kr__commit_end(r) : KR_OK;
+    if (!st) st = kr__guarded(r, finish_all, r);
     if (kr__emit_file) fclose(kr__emit_file);
     kr__emit_file = NULL;
     /* (every rank takes part, failed or not: the others wait in the collectives) */
@@ -245,13 +247,32 @@ static void warn_output_passed_on(const struct kr__run *r)
             "'exec kairos run ... >> FILE' (docs/cluster.md)\n");
 }
 
-/* Commit hooks: the model's ledger, zeroed (a resumed run's comes from the snapshot). */
+/* struct kr_model.ledger_bytes, where a model call may read the run (kr_lp_count, ...). */
+static void ledger_size_of(void *arg)
+{
+    struct kr__run *r = arg;
+    kr__ctx.run = r;
+    r->ledger_size = r->model->ledger_bytes();
+    kr__ctx.run = NULL;
+}
+
+/* Commit hooks: the model's ledger, zeroed (a resumed run's comes from the snapshot), of
+ * ledger_size bytes or what ledger_bytes says for this run. */
 static int ledger_setup(struct kr__run *r, struct kr__error *err)
 {
-    size_t n = r->model->ledger_size;
-    if (r->model->commit && !(r->ledger = calloc(1, n ? n : 1)))
+    const struct kr_model *m = r->model;
+    if (!m->commit) return KR_OK;
+    r->ledger_size = m->ledger_size;
+    if (m->ledger_bytes && kr__guarded(r, ledger_size_of, r))
+        return kr__fail(err, r->fail.status, "%s (in ledger_bytes)", r->fail.msg);
+    if (r->ledger_size > KR_LEDGER_MAX)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s': ledger_bytes asks for a ledger of %zu "
+                        "bytes; at most %u are allowed (it is kept in memory and in every "
+                        "snapshot): keep large tables in LP states", m->name, r->ledger_size,
+                        KR_LEDGER_MAX);
+    if (!(r->ledger = calloc(1, r->ledger_size ? r->ledger_size : 1)))
         return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating the model's %zu-byte "
-                        "ledger (struct kr_model .ledger_size)", n);
+                        "ledger", r->ledger_size);
     return KR_OK;
 }
 

@@ -97,6 +97,38 @@ def hook_errors():
          "output, no snapshot of a half-updated ledger; the last one, resumed, meets it again")
 
 
+def commit_end():
+    """ledger_bytes sizes the ledger at run time (a count per LP: it follows --lps), and
+    commit_end reduces it once after the last commit, before finish's lines, on every
+    engine; a kr_error there is the run's model error."""
+    for lps in (8, 64):
+        base = ["run", LEDGER, "--lps", str(lps), "--end", "20"]
+        _, ref, err = run(kairos, *base, *SEQ)
+        lines = ref.splitlines()
+        ends = [i for i, ln in enumerate(lines) if ln.startswith("commit_end:")]
+        first_finish = next(i for i, ln in enumerate(lines) if ln.startswith("lp 0:"))
+        if len(ends) != 1 or "per LP adds up" not in lines[ends[0]] or \
+                ends[0] != first_finish - 1 or any(ln.startswith("ledger ")
+                                                   for ln in lines[ends[0]:]):
+            fail(f"{lps} LPs: want one commit_end line, after every hook line and right before "
+                 f"finish's, adding up\n{ref[-600:]}")
+        for lay in (["--threads", "2"], ["--sync", "conservative", "--threads", "2"]):
+            _, out, e = run(kairos, *base, *lay)
+            if out != ref or digest(e) != digest(err):
+                fail(f"commit_end {lps} LPs {' '.join(lay)}: the output differs")
+    for lay in (SEQ, ["--threads", "2"], ["--sync", "conservative", "--threads", "2"]):
+        rc, out, e = run(kairos, "run", LEDGER, "--lps", "8", "--end", "10", "-P", "end_fail=1",
+                         *lay, check=False)
+        if rc != 1 or "model 'ledger', in commit_end, after the last commit: commit_end " \
+                      "refuses" not in e or "lp 0:" in out:
+            fail(f"end_fail {' '.join(lay)}: want exit 1, the message and no finish line\n{e}")
+    rc, _, e = run(kairos, "run", os.path.join(build, "libledger_both.so"), check=False)
+    if rc != 2 or "declares both ledger_size and ledger_bytes" not in e:
+        fail(f"a ledger sized two ways: want exit 2 and the refusal\n{e}")
+    t.ok("commit_end: once after the last commit and before finish, with a ledger sized by "
+         "ledger_bytes for 8 and 64 LPs, on 3 engines; its kr_error is the run's error")
+
+
 def misuse():
     cases = {1: "kr_schedule in the commit hook", 2: "kr_commit in init",
              3: "a record is at most 1024 bytes", 4: "in the commit hook",
@@ -160,6 +192,7 @@ def life():
 
 same_everywhere()
 hook_errors()
+commit_end()
 misuse()
 resumed()
 life()
