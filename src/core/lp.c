@@ -48,8 +48,9 @@ void kr__ctx_where(char *buf, size_t cap)
         char ev[320];
         kr__event_where(ev, sizeof ev, c->run, c->ev);
         snprintf(buf, cap, "%s, in done() after the event", ev);
-    } else if (c->mode == KR_MODE_COMMIT && c->now == INFINITY) {
-        snprintf(buf, cap, "model '%s', in commit_end, after the last commit", model);
+    } else if (c->mode == KR_MODE_COMMIT && isinf(c->now)) {
+        snprintf(buf, cap, "model '%s', in %s", model, c->now > 0 ?
+                 "commit_end, after the last commit" : "ledger_bytes, before init");
     } else if (c->mode == KR_MODE_COMMIT) {
         snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its commit hook", model,
                  (unsigned long long)c->id, c->now);

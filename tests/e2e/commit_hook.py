@@ -122,6 +122,10 @@ def commit_end():
         if rc != 1 or "model 'ledger', in commit_end, after the last commit: commit_end " \
                       "refuses" not in e or "lp 0:" in out:
             fail(f"end_fail {' '.join(lay)}: want exit 1, the message and no finish line\n{e}")
+    rc, out, e = run(kairos, "run", LEDGER, "--lps", "8", "-P", "end_fail=2", check=False)
+    if rc != 1 or "model 'ledger', in ledger_bytes, before init: no ledger for 8 LPs" not in e \
+            or out:
+        fail(f"a kr_error in ledger_bytes: want exit 1, the message and no output\n{e}")
     rc, _, e = run(kairos, "run", os.path.join(build, "libledger_both.so"), check=False)
     if rc != 2 or "declares both ledger_size and ledger_bytes" not in e:
         fail(f"a ledger sized two ways: want exit 2 and the refusal\n{e}")

@@ -10,7 +10,7 @@
  *   -P grain=G    timestamps are multiples of G (0: continuous): ties when G is coarse
  *   -P unsafe=1   a job's hop count also counts a static variable's calls: not rollback-
  *                 safe, so the optimistic engine commits other payloads (trace-diff)
- *   -P end_fail=1 commit_end stops the run (kr_error)
+ *   -P end_fail=1 commit_end stops the run (kr_error); 2: ledger_bytes does
  * The ledger's size is chosen at run time (ledger_bytes: a record count per LP after the
  * totals), and commit_end reduces it: the busiest LP and a check that the counts add up. */
 #include <math.h>
@@ -41,7 +41,8 @@ static const struct kr_param ledger_params[] = {
       "time", 0, INFINITY },
     { "misuse", KR_PARAM_INT, "0", "a call that is not allowed (see the file's comment)", 0, 5 },
     { "unsafe", KR_PARAM_INT, "0", "1: a static variable changes the payloads", 0, 1 },
-    { "end_fail", KR_PARAM_INT, "0", "1: commit_end stops the run", 0, 1 },
+    { "end_fail", KR_PARAM_INT, "0", "1: commit_end stops the run, 2: ledger_bytes does", 0,
+      2 },
     { 0 },
 };
 
@@ -126,13 +127,16 @@ static void ledger_commit(void *book, kr_lp me, kr_time now, const void *record,
 
 static size_t ledger_bytes(void)
 {
+    if (kr_param_int("end_fail", 0) == 2)
+        kr_error("no ledger for %llu LPs (-P end_fail=2)", (unsigned long long)kr_lp_count());
     return sizeof(struct ledger) + kr_lp_count() * sizeof(uint64_t);
 }
 
 static void ledger_end(void *book)
 {
     const struct ledger *l = book;
-    if (kr_param_int("end_fail", 0)) kr_error("commit_end refuses to sum up (-P end_fail)");
+    if (kr_param_int("end_fail", 0) == 1)
+        kr_error("commit_end refuses to sum up (-P end_fail)");
     uint64_t sum = 0, most = 0;
     kr_lp busiest = 0;
     for (kr_lp i = 0; i < kr_lp_count(); i++) {
