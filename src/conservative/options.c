@@ -35,5 +35,5 @@ const struct kr__opt cons_option_rows[] = {
     { "--offload-us", "US", KR_OPT_REAL, OFF(offload_us), "2", 0,
       .json = "offload_us", .what = "microseconds (0: hand out every event)",
       .help = "the bound of --offload auto (default 2)" },
-    { NULL },
+    { 0 },
 };

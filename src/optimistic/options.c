@@ -94,7 +94,7 @@ const struct kr__opt tw_option_rows[] = {
       .what = "a number of at least -1 (-1: ticks always on)",
       .help = "adaptive rule: ticks while mean event time / (model calls per\n"
               "event + 1) >= (1 + A) x tick (default -0.5; -1: always)" },
-    { NULL },
+    { 0 },
 };
 
 /* The extra-tick period when --tick-us is not given: 'kairos calibrate''s, else the
