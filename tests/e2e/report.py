@@ -26,6 +26,19 @@ def report(*args):
                           timeout=300)
 
 
+def efficiency_bounded():
+    """The efficiency plot never goes above 1: per interval it did (commits lag)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tools"))
+    import kairos_report
+    rows = [{"wall_seconds": 0.1 * i, "processed": p, "committed": c}
+            for i, (p, c) in enumerate([(0, 0), (1000, 100), (1500, 1400), (2000, 2010)])]
+    pts = kairos_report.efficiency(rows)
+    if len(pts) != 3 or max(v for _, v in pts) > 1 or abs(pts[1][1] - 1400 / 1500) > 1e-12:
+        fail(f"the efficiency plot's points: {pts}")
+    t.ok("efficiency in the report: committed / processed so far, never above 1")
+
+
 def have_matplotlib():
     q = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True)
     return q.returncode == 0
@@ -119,6 +132,7 @@ def output_is_input():
 
 
 output_is_input()
+efficiency_bounded()
 if not have_matplotlib():
     if required:
         fail("KAIROS_REQUIRE_BROWSER=1 and no matplotlib for this Python")
