@@ -112,13 +112,25 @@ def thread_plots(runs, names):
     for n, r in zip(names, runs):
         threads = r.get("threads_detail") or []
         if threads:
+            tid = [f"thread {t['thread']}" for t in threads]
             figs.append((f"Threads of {n}", bars(
-                f"per thread: {n}",
-                {f"thread {t['thread']}": {"committed": t.get("committed", 0),
-                                           "rolled back": t.get("rolled_back", 0),
-                                           "throttled": t.get("throttled", 0),
-                                           "idle sleeps": t.get("idle_sleeps", 0)}
-                 for t in threads}, "count")))
+                f"events per thread: {n}",
+                {k: {"committed": t.get("committed", 0), "rolled back": t.get("rolled_back", 0)}
+                 for k, t in zip(tid, threads)}, "events")))
+            # (turns of the loop, not events: a throttled turn waited for GVT to let it
+            # speculate further, an idle sleep found no work at all)
+            figs.append((f"Loop turns of {n}", bars(
+                f"turns that ran no event, per thread: {n}",
+                {k: {"throttled (window full)": t.get("throttled", 0),
+                     "idle sleeps": t.get("idle_sleeps", 0)}
+                 for k, t in zip(tid, threads)}, "turns")))
+            # (a flat GVT curve while CPU seconds fall short of the wall time: the process
+            # was not running - another process had the core - not a hang)
+            figs.append((f"CPU time of {n}", bars(
+                f"CPU seconds per thread against the run's wall time: {n}",
+                {k: {"CPU seconds": t.get("cpu_seconds", 0),
+                     "wall seconds": r.get("wall_seconds", 0)}
+                 for k, t in zip(tid, threads)}, "seconds")))
         ranks = r.get("per_rank") or []
         if ranks:
             figs.append((f"Ranks of {n}", bars(

@@ -592,6 +592,7 @@ static int cons_run(struct kr__run *r)
     int rc;
     if (!(st = cons_main(r, &c, &rc))) cons_ended(&c, rc);
     cons_teardown(&c);
+    r->counters[0].cpu_ns = kr__thread_cpu_ns(); /* (the scheduler: the run's thread) */
     return st;
 }
 

@@ -237,6 +237,7 @@ static void *worker_main(void *arg)
     else pull_loop(c, w);
     kr__pool_flush(&r->pools[w->id]);
     r->counters[w->id].pool_bytes = r->pools[w->id].bytes;
+    r->counters[w->id].cpu_ns = kr__thread_cpu_ns();
     kr__fault_thread_fini();
     return NULL;
 }

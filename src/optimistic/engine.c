@@ -666,6 +666,7 @@ static void tw_thread_epilogue(struct tw_thread *th)
 static void tw_worker_end(struct tw_thread *th)
 {
     tw_thread_epilogue(th);
+    th->cnt->cpu_ns = kr__thread_cpu_ns();
     if (th->g->net.on && kr__xport_flush(&th->g->net.x, th->id)) /* (ranks.c: tw_rank_end) */
         kr__die("MPI failed while a worker sent its last messages; the run cannot go on");
     tw_ts_thread_end(th);

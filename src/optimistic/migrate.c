@@ -573,13 +573,6 @@ bool tw_balance_plan_at(struct tw_global *g, uint64_t now)
 
 /* ---- measuring: CPU time against wall time, per worker ---- */
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* This thread's time waiting on a run queue so far (ns), from the kernel's schedstat; the
  * last value when it cannot be read (so a window without it shows no wait). */
 static uint64_t thread_waited_ns(const struct tw_thread *th)
@@ -613,7 +606,7 @@ static void publish_share(struct tw_thread *th, double s, bool queued)
 void tw_balance_start(struct tw_thread *th)
 {
     th->bal.wall = kr__clock_ns();
-    th->bal.cpu = thread_cpu_ns();
+    th->bal.cpu = kr__thread_cpu_ns();
     th->bal.waited = thread_waited_ns(th);
     th->bal.slept = th->bal.slept_ns;
 }
@@ -626,7 +619,7 @@ static void balance_sample(struct tw_thread *th)
     if (th->g->cf.balance != KR_BALANCE_AUTO) return;
     uint64_t now = kr__clock_ns();
     if (now - th->bal.wall < TW_BALANCE_NS / 2) return;
-    uint64_t cpu = thread_cpu_ns(), waited = thread_waited_ns(th);
+    uint64_t cpu = kr__thread_cpu_ns(), waited = thread_waited_ns(th);
     uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
     if (th->bal.wall && wall > slept + TW_BALANCE_NS / 4) {
         double s = (double)(cpu - th->bal.cpu) / (double)(wall - slept);
@@ -648,9 +641,9 @@ void tw_retired_wait(struct tw_thread *th)
     uint64_t now = kr__clock_ns();
     if (now - th->bal.wall < TW_PROBE_EVERY_NS) return;
     th->bal.wall = now;
-    uint64_t c0 = thread_cpu_ns(), w0 = kr__clock_ns();
+    uint64_t c0 = kr__thread_cpu_ns(), w0 = kr__clock_ns();
     while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
-    double s = (double)(thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
+    double s = (double)(kr__thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
     th->bal.free_probes = s >= TW_FREE_SHARE ? th->bal.free_probes + 1 : 0;
     if (th->bal.free_probes >= 3)
         atomic_store_explicit(&th->bal.wants_back, 1, memory_order_relaxed);

@@ -170,13 +170,6 @@ void tw_ts_sampled(struct tw_thread *th, unsigned type, uint64_t event_ns)
     if (th->ts.ticks_fine && !tw_ts_on_stack(th, type) && !any_type_on_stacks(th)) arm(th, false);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Back in the heap, its LP marked, until it is resumed (or abandoned). */
 static void suspended(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                       struct kr__ult *u)
@@ -243,14 +236,14 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
      * --event-timeout, by the thread's CPU clock: a machine loaded by other processes, a
      * stop or a stall must not turn a long event into a timeout. */
     bool cpu = th->ts.timeout_ns && u->run_ns >= th->ts.timeout_ns / 2;
-    uint64_t c0 = cpu ? thread_cpu_ns() : 0;
+    uint64_t c0 = cpu ? kr__thread_cpu_ns() : 0;
     kr__arrivals_listen(&th->g->arr[th->id], true); /* (check-and-switch) */
     kr__watch_begin(&th->watch, e); /* (a slice that never ends: blocked, or a loop with no
                                      * model call under --preempt return) */
     kr__ult_run(u);
     kr__watch_end(&th->watch);
     kr__arrivals_listen(&th->g->arr[th->id], false);
-    u->run_ns += cpu ? thread_cpu_ns() - c0 : kr__clock_ns() - t0;
+    u->run_ns += cpu ? kr__thread_cpu_ns() - c0 : kr__clock_ns() - t0;
     u->calls += s->returns - calls0;
     th->err.armed = false;
     kr__ctx.mode = KR_MODE_NONE;

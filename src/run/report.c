@@ -211,7 +211,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 "\"fossil_freed\": %llu, "
                 "\"event_pool_bytes\": %llu, \"checkpoint_peak_bytes\": %llu, "
                 "\"throttled\": %llu, \"window\": %llu, \"window_cuts\": %llu, "
-                "\"idle_sleeps\": %llu, \"yields\": %llu}",
+                "\"idle_sleeps\": %llu, \"yields\": %llu, \"cpu_seconds\": %.6f}",
                 i ? "," : "", i, (unsigned long long)c->processed, (unsigned long long)c->committed,
                 (unsigned long long)c->rolled_back, (unsigned long long)c->rollbacks,
                 (unsigned long long)c->antimessages, (unsigned long long)c->ck.taken,
@@ -222,7 +222,7 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
                 (unsigned long long)c->throttled, (unsigned long long)c->window_final,
                 (unsigned long long)c->window_cuts, (unsigned long long)c->idle_sleeps,
-                (unsigned long long)c->yields);
+                (unsigned long long)c->yields, (double)c->cpu_ns / 1e9);
     }
     fputs("\n  ]\n", f);
 }

@@ -417,6 +417,7 @@ static int seq_run(struct kr__run *r)
     r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
     r->counters[0].committed = r->counters[0].processed;
     r->counters[0].pool_bytes = r->pools[0].bytes;
+    r->counters[0].cpu_ns = kr__thread_cpu_ns(); /* (the run's thread: its set-up too) */
     seq_free(&s);
     return KR_OK;
 }

@@ -80,6 +80,7 @@ struct kr__counters {
     uint64_t window_final;               /* the window at the end (optimism.c) */
     uint64_t idle_sleeps;                /* times the thread slept or yielded for lack of work */
     uint64_t yields;                     /* turns given up because threads outnumber cores */
+    uint64_t cpu_ns;                     /* CPU time the thread ran (set at its end) */
     uint64_t ckpt_interval_final;        /* K in effect at the end (tuned if auto) */
     uint64_t pool_bytes;
     uint64_t ckpt_peak_bytes;

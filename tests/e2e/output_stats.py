@@ -77,6 +77,18 @@ def lp_stats(d):
 
 
 with tempfile.TemporaryDirectory() as d:
+    # each thread's CPU seconds: some for every thread that ran events, none past what
+    # its process had (the wall time, plus the set-up before it on the run's thread)
+    for eng in (["--sync", "sequential"], ["--threads", "2"], ["--sync", "conservative"]):
+        path = os.path.join(d, "cpu.json")
+        run(kairos, "run", "phold", "--end", "500", "--stats", path, *eng)
+        s = json.load(open(path))
+        cpu = [x["cpu_seconds"] for x in s["threads_detail"]]
+        ran = [x["processed"] > 0 for x in s["threads_detail"]]
+        if any(r and c <= 0 for r, c in zip(ran, cpu)) or max(cpu) > 2 * s["wall_seconds"] + 1:
+            fail(f"{' '.join(eng)}: cpu_seconds {cpu} for a run of {s['wall_seconds']} s")
+    t.ok("threads_detail cpu_seconds: each thread's CPU time (sequential, optimistic, "
+         "conservative)")
     for eng in (["--sync", "sequential"], ["--threads", "2"]):
         path = os.path.join(d, "s.json")
         rc, out, err = run(kairos, "run", "phold", "--end", "1500", "--stats", path, *eng, "-P", "mean=0.9")
