@@ -94,11 +94,25 @@ def time_plots(runs, names):
     return figs
 
 
+def speedups(runs):
+    """Each run's committed rate over that of a sequential run among them that committed
+    the same history (the same run_digest), or None where there is none."""
+    seq = {r.get("run_digest"): r.get("committed_per_second") for r in runs
+           if r.get("engine") == "sequential" and r.get("committed_per_second")}
+    return [r.get("committed_per_second", 0) / seq[r["run_digest"]]
+            if r.get("run_digest") in seq else None for r in runs]
+
+
 def run_plots(runs, names):
     figs = [("Committed rate of each run", bars(
         "committed events per second (whole run)",
         {n: {"M events/s": r.get("committed_per_second", 0) / 1e6}
          for n, r in zip(names, runs)}, "M events/s"))]
+    ups = speedups(runs)
+    if any(u is not None and r.get("engine") != "sequential" for u, r in zip(ups, runs)):
+        figs.append(("Speed-up against the sequential run", bars(
+            "committed rate / the sequential run's of the same history",
+            {n: {"speed-up": u} for n, u in zip(names, ups) if u is not None}, "x")))
     figs.append(("Work per run", bars(
         "events", {n: {"committed": r.get("committed_events", 0),
                        "rolled back": r.get("rolled_back_events", 0),
@@ -176,6 +190,10 @@ def table(runs, names):
     for k in keys:
         body += f"<tr><td>{k}</td>" + "".join(
             f"<td>{html.escape(cell(r, k))}</td>" for r in runs) + "</tr>\n"
+    ups = speedups(runs)
+    if any(u is not None for u in ups):
+        body += "<tr><td>speed-up against the sequential run</td>" + "".join(
+            f"<td>{'' if u is None else f'{u:.2f}x'}</td>" for u in ups) + "</tr>\n"
     conf = ""
     for k in sorted({k for r in runs for k in (r.get("config") or {})}):
         conf += f"<tr><td>{k}</td>" + "".join(

@@ -70,6 +70,13 @@ def written(paths):
         fail(f"the page holds {plots} plots, the command said {m.group(1)}")
     if re.search(r'(src|href)="(?!data:)', text) or "http://" in text or "https://" in text:
         fail("the page refers to something outside itself")
+    # (opt1, opt2 and seq commit one history: each gets its speed-up; life, none)
+    ups = re.search(r"<tr><td>speed-up against the sequential run</td>(.*?)</tr>", text)
+    cells = re.findall(r"<td>([^<]*)</td>", ups.group(1)) if ups else []
+    if len(cells) != 4 or cells[2] != "1.00x" or cells[3] != "" or \
+            not all(re.fullmatch(r"\d+\.\d\dx", c) for c in cells[:3]) or \
+            "Speed-up against the sequential run" not in text:
+        fail(f"the speed-up row and plot: {cells}")
     t.ok(f"kairos report of 4 runs on 3 engines: one self-contained page with {plots} plots")
     return out, plots
 
