@@ -434,6 +434,9 @@ bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *da
 /* The model's commit_end, if it has one, with the ledger, in the hooks' context (virtual
  * time +inf): KR_OK, or the status of its failure (the message in r->fail). */
 int kr__commit_end(struct kr__run *r);
+/* The model's ledger_bytes() in the same context (time -inf, before init): KR_OK with
+ * *bytes, or the status of its failure (the message in r->fail). */
+int kr__ledger_bytes(struct kr__run *r, size_t *bytes);
 /* Records of one event held until it commits (the sequential engine's, a conservative
  * job's): each u32 size, u64 LP, the bytes. */
 struct kr__recbuf {

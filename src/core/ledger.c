@@ -22,14 +22,23 @@ static void send_refused(struct kr__ctx *c, struct kr__ev *e)
 static const struct kr__engine_ops commit_ops = { send_refused, kr__emit_direct, NULL, NULL,
                                                   NULL };
 
+/* The hooks' context for LP lp at now (commit_end: +inf, ledger_bytes: -inf), replacing the
+ * caller's, which it returns: kr_printf straight out, no LP; a model error unwinds to bail
+ * (NULL: it ends the process). */
+static struct kr__ctx hooks_enter(struct kr__run *r, kr_lp lp, kr_time now, jmp_buf *bail)
+{
+    struct kr__ctx was = kr__ctx;
+    kr__ctx = (struct kr__ctx){ .run = r, .id = lp, .now = now, .mode = KR_MODE_COMMIT,
+                                .ops = &commit_ops, .pool = was.pool, .fatal = !bail,
+                                .bail = bail };
+    return was;
+}
+
 bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *data,
                         size_t size, bool catch)
 {
-    struct kr__ctx was = kr__ctx;
     jmp_buf bail;
-    kr__ctx = (struct kr__ctx){ .run = r, .id = lp, .now = now, .mode = KR_MODE_COMMIT,
-                                .ops = &commit_ops, .pool = was.pool, .fatal = !catch,
-                                .bail = catch ? &bail : NULL };
+    struct kr__ctx was = hooks_enter(r, lp, now, catch ? &bail : NULL);
     if (catch && setjmp(bail)) {
         kr__ctx = was;
         return false;
@@ -42,15 +51,26 @@ bool kr__commit_deliver(struct kr__run *r, kr_lp lp, kr_time now, const void *da
 int kr__commit_end(struct kr__run *r)
 {
     if (!r->model->commit_end || !r->ledger) return KR_OK;
-    struct kr__ctx was = kr__ctx;
     jmp_buf bail;
-    kr__ctx = (struct kr__ctx){ .run = r, .now = INFINITY, .mode = KR_MODE_COMMIT,
-                                .ops = &commit_ops, .pool = was.pool, .bail = &bail };
+    struct kr__ctx was = hooks_enter(r, 0, INFINITY, &bail);
     if (setjmp(bail)) {
         kr__ctx = was;
         return r->fail.status;
     }
     r->model->commit_end(r->ledger);
+    kr__ctx = was;
+    return KR_OK;
+}
+
+int kr__ledger_bytes(struct kr__run *r, size_t *bytes)
+{
+    jmp_buf bail;
+    struct kr__ctx was = hooks_enter(r, 0, -INFINITY, &bail);
+    if (setjmp(bail)) {
+        kr__ctx = was;
+        return r->fail.status;
+    }
+    *bytes = r->model->ledger_bytes();
     kr__ctx = was;
     return KR_OK;
 }

@@ -1,8 +1,9 @@
 /* optdef.h - one row of the 'kairos run' option table: an option's name, the field it sets,
  * how its value is read and checked, its default, its help and its --stats name. The run's
  * rows are in run/options.c; each engine brings the rows of its own options in its
- * descriptor (struct kr__engine: options, noptions), fields of its own record, which the
- * configuration holds without seeing its type (core.h, kr__engine_opts). */
+ * descriptor (struct kr__engine: options, ended by a row without a name), fields of its
+ * own record, which the configuration holds without seeing its type (core.h,
+ * kr__engine_opts). */
 #ifndef KR_CORE_OPTDEF_H
 #define KR_CORE_OPTDEF_H
 

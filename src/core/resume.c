@@ -379,8 +379,8 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
     if (s->ledger_size != ledger)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot holds a commit ledger of %llu bytes, "
                         "and model '%s' asks for %zu (ledger_size or ledger_bytes): resume with "
-                        "the model and parameters it was taken of", (unsigned long long)s->ledger_size, r->model->name,
-                        ledger);
+                        "the model and parameters it was taken of",
+                        (unsigned long long)s->ledger_size, r->model->name, ledger);
     if (ledger) memcpy(r->ledger, s->ledger, ledger); /* (before index_body hands it back) */
     if (index_body(s, &in, r->lo, r->hi, err)) return err->status;
     r->out.bytes = s->out_bytes;

@@ -1,8 +1,9 @@
 /* trace.c - --trace: the committed history, collected where every engine commits an event
- * (kr__lp_commit_event), or (--trace-mode run) spans of what each thread did when. Each thread that commits keeps the `limit` least keys it has
- * committed in a max-heap of its own (no lock, no shared line per event); at the end the
- * threads' heaps together hold the run's `limit` least committed keys, whatever thread
- * committed them and in whatever order (run/report.c sorts and writes them). */
+ * (kr__lp_commit_event), or (--trace-mode run) spans of what each thread did when. Each
+ * thread that commits keeps the `limit` least keys it has committed in a max-heap of its own
+ * (no lock, no shared line per event); at the end the threads' heaps together hold the run's
+ * `limit` least committed keys, whatever thread committed them and in whatever order
+ * (run/report.c sorts and writes them). */
 #include "core/trace.h"
 #include <pthread.h>
 #include <stdlib.h>

@@ -247,19 +247,6 @@ static void warn_output_passed_on(const struct kr__run *r)
             "'exec kairos run ... >> FILE' (docs/cluster.md)\n");
 }
 
-/* struct kr_model.ledger_bytes, in the hooks' context before init (time -inf): it may read
- * the run (kr_lp_count, kr_param_*, ...) and nothing of an LP. */
-static void ledger_size_of(void *arg)
-{
-    struct kr__run *r = arg;
-    struct kr__ctx was = kr__ctx;
-    kr__ctx.run = r;
-    kr__ctx.now = -INFINITY;
-    kr__ctx.mode = KR_MODE_COMMIT;
-    r->ledger_size = r->model->ledger_bytes();
-    kr__ctx = was;
-}
-
 /* Commit hooks: the model's ledger, zeroed (a resumed run's comes from the snapshot), of
  * ledger_size bytes or what ledger_bytes says for this run. */
 static int ledger_setup(struct kr__run *r, struct kr__error *err)
@@ -267,7 +254,7 @@ static int ledger_setup(struct kr__run *r, struct kr__error *err)
     const struct kr_model *m = r->model;
     if (!m->commit) return KR_OK;
     r->ledger_size = m->ledger_size;
-    if (m->ledger_bytes && kr__guarded(r, ledger_size_of, r))
+    if (m->ledger_bytes && kr__ledger_bytes(r, &r->ledger_size))
         return kr__fail(err, r->fail.status, "%s", r->fail.msg);
     if (r->ledger_size > KR_LEDGER_MAX)
         return kr__fail(err, KR_ERR_USAGE, "model '%s': ledger_bytes asks for a ledger of %zu "

@@ -35,5 +35,6 @@ with tempfile.TemporaryDirectory() as d:
             rc, out, err = run(kairos, "run", lib, *args, *eng)
             if digest(err) != ref or out != ref_out:
                 fail(f"{name} {eng}: digest {digest(err)} (sequential {ref}) or output differs")
-        t.ok(f"the guide's example '{name}' builds and runs alike on the sequential and optimistic engines: {ref}")
+        t.ok(f"the guide's example '{name}' builds and runs alike on the sequential and "
+             f"optimistic engines: {ref}")
 t.finish()
