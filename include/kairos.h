@@ -184,6 +184,26 @@ void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *siz
 void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
                       const void *payload, size_t size);
 
+/* Timers: an event the calling LP schedules for itself and may cancel before it runs (a
+ * time-out, a retry, a shift's end). kr_timer_set sends it as kr_schedule to the calling LP
+ * would (at t >= kr_now()) and returns a plain value to keep in the LP's state (copy it freely; a zeroed
+ * kr_timer is no timer). kr_timer_cancel(&t) cancels it if it is still pending and returns
+ * true; false if it already ran, was cancelled, or t is zeroed. It zeroes t either way.
+ * kr_timer_pending says whether it is still to run. The LP's pending timers are part of its
+ * state: rolled back, kept by snapshots, the same on every engine. A cancelled timer's
+ * event still reaches its time (it is counted and hashed in the history, and shown as
+ * cancelled in a trace) but the handler never sees it. Not with KR_MODEL_BUNDLES.
+ * Where: init or an event (kr_timer_pending also in finish). Cost: a send; the set and each
+ * cancel or firing keep a sorted list of the LP's pending timers in its arena (a search
+ * and a move of the later ones), none in a model that sets none. */
+typedef struct {
+    uint64_t id;                  /* the engine's (0: none) */
+    kr_time at;                   /* when it runs (if it still does) */
+} kr_timer;
+kr_timer kr_timer_set(kr_time t, unsigned type, const void *payload, size_t size);
+bool kr_timer_cancel(kr_timer *timer);
+bool kr_timer_pending(const kr_timer *timer);
+
 /* Only in init: every event this LP sends to another LP will be at least `lookahead` after
  * kr_now() (a run-time alternative to struct kr_model.lookahead, e.g. read from a parameter).
  * The run's lookahead is the smallest value declared (with the model's, if not 0). Declaring

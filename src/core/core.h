@@ -18,6 +18,7 @@
 #include "state/addrmap.h"
 #include "stats/counters.h"
 #include "core/optdef.h"
+#include "core/timer.h"
 
 struct kr__kv {
     const char *key;
@@ -351,6 +352,10 @@ void kr__lp_run_init(struct kr__run *r, kr_lp id);
 /* Set up and init every LP in id order on the calling thread; returns how many are done()
  * already (engines whose init runs on one thread: sequential, conservative). */
 uint64_t kr__lps_init_all(struct kr__run *r);
+/* The digest's fold of e's payload when its pflags say more than bytes: pointers into the
+ * program image named, a timer's event marked cancelled - and counted, in the committing
+ * thread's counters (lp.c). */
+uint64_t kr__lp_mix_flagged(uint64_t h, const struct kr__ev *e);
 /* Fold a committed event into its LP's digest (inline: every engine's commit path). */
 static inline void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e)
 {
@@ -358,7 +363,7 @@ static inline void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e
     memcpy(&t, &e->k.ts, sizeof t);
     uint64_t h = kr__mix(lp->digest, t);
     h = kr__mix(h, e->type);
-    lp->digest = __builtin_expect(e->pflags, 0) ? kr__addrmap_mix_payload(h, e->payload, e->size)
+    lp->digest = __builtin_expect(e->pflags, 0) ? kr__lp_mix_flagged(h, e)
                                                 : kr__mix_bytes(h, e->payload, e->size);
     lp->committed++;
     if (__builtin_expect(kr__trace_on, 0)) kr__trace_commit(e);
@@ -475,12 +480,14 @@ extern void *volatile kr__empty_payload;
 void kr__interpose_init(void);
 void kr__interpose_reset(void);
 /* Call the model's event handler for e on lp (the single place an event runs: the seam
- * where time-sharing later switches to the LP's own stack). */
+ * where time-sharing later switches to the LP's own stack) - unless e is a timer that was
+ * cancelled (core/timer.h). */
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
 /* ...for a loop chosen where no --trace-mode run trace is taken. */
 static inline void kr__run_event_untraced(const struct kr__run *r, struct kr__lp *lp,
                                           struct kr__ev *e)
 {
+    if (__builtin_expect(e->pflags & KR_PAYLOAD_TIMER, 0) && !kr__timer_fires(lp, e)) return;
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
     if (__builtin_expect(atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed), 0))
         kr__foreign_raise();

@@ -182,6 +182,7 @@ void kr__foreign_reset(void)
 
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
+    if ((e->pflags & KR_PAYLOAD_TIMER) && !kr__timer_fires(lp, e)) return;
     unsigned kind = kr__ctx.mode == KR_MODE_COAST ? KR_SPAN_COAST : KR_SPAN_EVENT;
     uint64_t t0 = kr__trace_now();
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
@@ -193,6 +194,16 @@ void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr_
     atomic_signal_fence(memory_order_seq_cst);
     kr__ult_self.app = app;
     if (atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed)) kr__foreign_raise();
+}
+
+uint64_t kr__lp_mix_flagged(uint64_t h, const struct kr__ev *e)
+{
+    h = e->pflags & KR_PAYLOAD_IMAGE ? kr__addrmap_mix_payload(h, e->payload, e->size)
+                                     : kr__mix_bytes(h, e->payload, e->size);
+    if (!(e->pflags & KR_PAYLOAD_CANCELLED)) return h;
+    struct kr__run *r = kr__ctx.run; /* (each thread commits with its own pool in context) */
+    r->counters[kr__ctx.pool - r->pools].timers_cancelled++;
+    return kr__mix(h, 0xCA4CE1ull);
 }
 
 FILE *kr__emit_file;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "kairos.h"
+#include "core/timer.h"
 #include "msg/event.h"
 #include "state/arena.h"
 #include "state/ckpt.h"
@@ -33,7 +34,8 @@ struct kr__lp {
 } __attribute__((aligned(64)));
 
 /* Two cache lines an LP (PHOLD at 1 M LPs, sequential: 594 -> 530 bytes per LP from four
- * lines, then 416 -> 352 from three). */
+ * lines, then 416 -> 352 from three). Its fourth rolled-back word, the list of its pending
+ * timers, lives outside it (core/timer.h): no model without timers pays a byte for it. */
 _Static_assert(sizeof(struct kr__lp) == 128, "an LP is two cache lines");
 _Static_assert(offsetof(struct kr__lp, rng) == 64, "the hot part is the second line");
 #define KR_LP_HOT 64              /* offset of the hot line (prefetched per event) */
@@ -57,7 +59,7 @@ static inline void kr__lp_save_words(const struct kr__lp *lp, uint64_t w[KR_CKPT
     w[0] = lp->rng;
     w[1] = lp->seq;
     w[2] = (uint64_t)(uintptr_t)lp->root;
-    w[3] = 0; /* spare */
+    w[3] = kr__timers_word(lp); /* (0 but in a model that sets timers) */
 }
 
 static inline void kr__lp_load_words(struct kr__lp *lp, const uint64_t w[KR_CKPT_WORDS])
@@ -65,6 +67,7 @@ static inline void kr__lp_load_words(struct kr__lp *lp, const uint64_t w[KR_CKPT
     lp->rng = w[0];
     lp->seq = w[1];
     lp->root = (void *)(uintptr_t)w[2];
+    kr__timers_set_word(lp, w[3]);
 }
 
 /* A full checkpoint of lp now, outside any chain (its arena and words), and bringing lp

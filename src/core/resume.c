@@ -445,7 +445,8 @@ static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp 
         e->size = size;
         e->flags = (uint8_t)(flags & KR_EVF_SPAN);
         e->xflags = 0;
-        e->pflags = table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN;
+        e->pflags = (uint8_t)((table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN) |
+                              (flags & SNAP_EV_TIMER ? KR_PAYLOAD_TIMER : 0));
         kr__ev_tail_init(e, dur);
         if (size) memcpy(e->payload, payload, size);
         uint64_t missing = 0;
@@ -472,11 +473,12 @@ void kr__snapshot_apply(struct kr__run *r, kr_lp id)
     lp->done_seen = (bool)kr__cursor_get(&in, 1);
     uint64_t len = kr__cursor_get(&in, 8);
     const char *why = NULL;
-    void *root = NULL;
-    if (!kr__image_load(&lp->arena, in.p, len, &root, &why))
+    void *root = NULL, *timers = NULL;
+    if (!kr__image_load(&lp->arena, in.p, len, &root, &timers, &why))
         kr__model_error("resuming: LP %llu's state cannot be loaded: %s",
                         (unsigned long long)id, why);
     lp->root = root;
+    kr__timers_set_word(lp, (uint64_t)(uintptr_t)timers);
     send_pending(r, s, id);
     /* (LPs load in order, and their events lie in order: what lies before is done with) */
     drop_behind(s, s->buf + s->lp_at[id - s->lo]);

@@ -91,7 +91,8 @@ static bool put_lp(struct kr__bytes *b, const struct kr__run *r, kr_lp id,
     size_t len_at = b->n;
     put_u64(b, 0);
     size_t start = b->n;
-    if (!kr__image_save(&lp->arena, lp->root, b, alien)) return false;
+    const void *timers = (const void *)(uintptr_t)kr__timers_word(lp);
+    if (!kr__image_save(&lp->arena, lp->root, timers, b, alien)) return false;
     uint64_t len = b->n - start;
     if (!b->oom) memcpy(b->p + len_at, &len, 8);
     return true;
@@ -116,10 +117,11 @@ static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time looka
     put_u64(b, e->k.seq);
     put_u64(b, e->dest);
     put_u32(b, e->type);
-    put_u32(b, (e->flags & KR_EVF_SPAN) | (e->pflags ? SNAP_EV_PTRS : 0));
+    put_u32(b, (e->flags & KR_EVF_SPAN) | (e->pflags & KR_PAYLOAD_IMAGE ? SNAP_EV_PTRS : 0) |
+                   (e->pflags & KR_PAYLOAD_TIMER ? SNAP_EV_TIMER : 0));
     put_f64(b, kr__ev_has_tail(e) ? e->dur : lookahead);
     put_u32(b, e->size);
-    if (!e->pflags) {
+    if (!(e->pflags & KR_PAYLOAD_IMAGE)) {
         kr__bytes_put(b, e->payload, e->size);
         return;
     }

@@ -101,8 +101,10 @@ void kr__trace_commit(const struct kr__ev *e)
 {
     struct trace_buf *b = my_buf();
     struct kr__trace_rec r = { e->k, e->dest, e->type, e->size,
-                               e->pflags ? kr__addrmap_mix_payload(0x7EACE, e->payload, e->size)
-                                         : kr__mix_bytes(0x7EACE, e->payload, e->size) };
+                               e->pflags & KR_PAYLOAD_IMAGE
+                                   ? kr__addrmap_mix_payload(0x7EACE, e->payload, e->size)
+                                   : kr__mix_bytes(0x7EACE, e->payload, e->size),
+                               e->pflags };
     if (b->n == limit) { /* (full: keep it only if it is below the greatest kept) */
         b->dropped++;
         if (!kr__key_lt(&r.k, &b->a[0].k)) return;

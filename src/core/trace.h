@@ -14,6 +14,7 @@ struct kr__trace_rec {
     uint64_t dest;
     uint32_t type, size;
     uint64_t payload;  /* hash of the payload's bytes */
+    uint32_t pflags;   /* the event's (state/addrmap.h): a timer's, cancelled or not */
 };
 
 /* --trace-mode run: what each thread did and when (wall clock), for a trace viewer. */

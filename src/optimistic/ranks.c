@@ -129,7 +129,8 @@ void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct
 {
     int to = (int)(owner - th->g->n);
     uint64_t rid = next_rid(th);
-    if (__builtin_expect(e->pflags, 0)) { /* (pointers into the image: named) */
+    if (__builtin_expect(e->pflags & KR_PAYLOAD_IMAGE, 0)) { /* (pointers into the image:
+                                                             * named) */
         unsigned char copy[KR_PAYLOAD_MAX], table[KR_ADDR_TABLE_BYTES(KR_PAYLOAD_MAX)];
         memcpy(copy, e->payload, e->size);
         size_t tn = kr__addrmap_export(copy, e->size, table);

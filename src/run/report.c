@@ -97,6 +97,9 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
             rate / 1e6);
     fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
             t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
+    if (t.timers_cancelled)
+        fprintf(f, "  timers:           %llu of the committed events were cancelled timers "
+                "(their handler never ran)\n", (unsigned long long)t.timers_cancelled);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
     if (r->model->query) summary_queries(r, &t, f);
     if (r->cfg->memory_max) summary_memory(r, &t, f);
@@ -311,6 +314,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     json_ended(f, r);
     fputs("  \"final_gvt\": ", f);
     kr__json_num(f, r->final_gvt);
+    fprintf(f, ",\n  \"timers_cancelled\": %llu", (unsigned long long)t.timers_cancelled);
     fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
@@ -460,6 +464,13 @@ static int trace_cmp(const void *a, const void *b)
 /* One event a line, in key order; nothing in it depends on the engine, threads or timing,
  * so two runs' files are equal byte for byte when their histories are (trace-diff). The
  * axis (ts, microseconds for a viewer) is virtual time x 1e6. */
+/* A timer's event in the committed trace: whether it ran. */
+static const char *timer_arg(uint32_t pflags)
+{
+    if (!(pflags & KR_PAYLOAD_TIMER)) return "";
+    return pflags & KR_PAYLOAD_CANCELLED ? ",\"timer\":\"cancelled\"" : ",\"timer\":\"ran\"";
+}
+
 static void trace_body(FILE *f, const struct kr_model *m, const struct kr__trace_rec *a,
                        size_t n)
 {
@@ -473,11 +484,11 @@ static void trace_body(FILE *f, const struct kr_model *m, const struct kr__trace
         }
         fprintf(f, "%c{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":0,\"tid\":%llu,"
                 "\"ts\":%.17g,\"args\":{\"t\":%.17g,\"type\":%u,\"gen\":%u,\"src\":%llu,"
-                "\"seq\":%llu,\"size\":%u,\"payload\":\"%016llx\"}}\n", i ? ',' : ' ',
+                "\"seq\":%llu,\"size\":%u,\"payload\":\"%016llx\"%s}}\n", i ? ',' : ' ',
                 name,
                 (unsigned long long)x->dest, x->k.ts * 1e6, x->k.ts, x->type, x->k.gen,
                 (unsigned long long)x->k.src, (unsigned long long)x->k.seq, x->size,
-                (unsigned long long)x->payload);
+                (unsigned long long)x->payload, timer_arg(x->pflags));
     }
 }
 

@@ -304,6 +304,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
                         "table; reduce --lps or run on a machine with more memory",
                         (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
+    kr__timers_start(r->lp_mem, r->lp_bytes, r->lo, r->hi - r->lo);
     if (extras_setup(r, err)) return err->status;
     kr__foreign_reset();
     kr__interpose_reset();
@@ -332,6 +333,7 @@ void kr__run_free(struct kr__run *r)
         free(lp->out);
     }
     kr__region_destroy();
+    kr__timers_end();
     if (r->pools) kr__pools_free(r->pools, r->nthreads);
     free(r->series.rows);
     free(r->rank_stats);

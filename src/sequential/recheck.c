@@ -195,7 +195,7 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
     c->nsent = 0;
     c->nout = 0;
     c->rec.n = 0;
-    if (e->size || !c->empty || kr__trace_run) {
+    if (e->size || !c->empty || kr__trace_run || e->pflags) {
         kr__run_event(r, lp, e);
     } else { /* (an empty payload is a read-only page: a write through it is named) */
         r->model->event(e->dest, e->k.ts, e->type, c->empty, 0, lp->root);

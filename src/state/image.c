@@ -5,7 +5,9 @@
  *   per class, ascending:  u8 class, u32 slots, u32 live
  *     per live chunk, by ordinal:  u32 ordinal, the chunk's bytes (its pointer words 0),
  *                                  u32 pointers, per pointer {u32 word, word value}
- *   the root, a word value
+ *   the root, a word value; in a "KRI2" image (magic IMAGE_MAGIC2) a second one, the
+ *   engine's (the LP's pending timers, core/timer.h), which KRI1 images of states without
+ *   it leave out
  * A word value is u8 kind, u64 a, u64 b: a number (a), an arena position (class a,
  * position b) or a program-image address (module name hash a, offset b). `slots` covers
  * every live chunk and every position a pointer names (a pointer may dangle past the last
@@ -16,7 +18,8 @@
 #include <string.h>
 #include "state/addrmap.h"
 
-#define IMAGE_MAGIC 0x3149524Bu /* "KRI1" */
+#define IMAGE_MAGIC 0x3149524Bu  /* "KRI1" */
+#define IMAGE_MAGIC2 0x3249524Bu /* "KRI2" */
 /* A damaged count must not make the loader reserve terabytes (the fuzz build, less). */
 #ifndef KR_IMAGE_MAX_BYTES
 #define KR_IMAGE_MAX_BYTES (1ull << 36)
@@ -164,17 +167,20 @@ static void save_chunk(const struct kr__arena *a, const struct kr__area *ar, uin
     if (!out->oom) memcpy(out->p + count_at, &n, 4);
 }
 
-bool kr__image_save(const struct kr__arena *a, const void *root, struct kr__bytes *out,
-                    struct kr__alien *alien)
+bool kr__image_save(const struct kr__arena *a, const void *root, const void *aux,
+                    struct kr__bytes *out, struct kr__alien *alien)
 {
     uint32_t slots[KR_ARENA_CLASSES] = { 0 }, nlive[KR_ARENA_CLASSES] = { 0 };
-    struct word r;
-    if (!classify(a, (uint64_t)(uintptr_t)root, &r, alien)) return false;
+    struct word r, x;
+    if (!classify(a, (uint64_t)(uintptr_t)root, &r, alien) ||
+        !classify(a, (uint64_t)(uintptr_t)aux, &x, alien))
+        return false;
     cover(&r, slots);
+    cover(&x, slots);
     if (!extent(a, slots, nlive, alien)) return false;
     uint32_t ncls = 0;
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) ncls += slots[cls] > 0;
-    put32(out, IMAGE_MAGIC);
+    put32(out, aux ? IMAGE_MAGIC2 : IMAGE_MAGIC);
     put32(out, ncls);
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) {
         if (!slots[cls]) continue;
@@ -187,6 +193,7 @@ bool kr__image_save(const struct kr__arena *a, const void *root, struct kr__byte
                 if (live(ar, c)) save_chunk(a, ar, c, out);
     }
     put_word(out, &r);
+    if (aux) put_word(out, &x);
     return !out->oom;
 }
 
@@ -288,12 +295,14 @@ static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_
     }
 }
 
-/* Pass 1: the classes' areas and the chunks' bytes. */
-static void load_classes(struct kr__arena *a, struct kr__cursor *in)
+/* Pass 1: the classes' areas and the chunks' bytes; returns the roots that follow them
+ * (0: not an image). */
+static unsigned load_classes(struct kr__arena *a, struct kr__cursor *in)
 {
-    if (kr__cursor_get(in, 4) != IMAGE_MAGIC) {
+    uint64_t magic = kr__cursor_get(in, 4);
+    if (magic != IMAGE_MAGIC && magic != IMAGE_MAGIC2) {
         kr__cursor_fail(in, "this is not a state image");
-        return;
+        return 0;
     }
     uint32_t ncls = (uint32_t)kr__cursor_get(in, 4);
     int64_t last = -1;
@@ -303,17 +312,18 @@ static void load_classes(struct kr__arena *a, struct kr__cursor *in)
         if (cls <= last || cls >= KR_ARENA_CLASSES || !slots || nlive > slots ||
             (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) > KR_IMAGE_MAX_BYTES) {
             kr__cursor_fail(in, "the state image is damaged (a class record)");
-            return;
+            return 0;
         }
         last = cls;
         if (!reserve(a, (uint32_t)cls, slots)) {
             kr__cursor_fail(in, "no memory for the state's blocks");
-            return;
+            return 0;
         }
         int64_t prev = -1;
         for (uint32_t i = 0; i < nlive && !in->why; i++)
             load_chunk(a, (uint32_t)cls, slots, &prev, in);
     }
+    return magic == IMAGE_MAGIC2 ? 2 : 1;
 }
 
 /* The address a word value names here. */
@@ -364,16 +374,18 @@ static void load_pointers(struct kr__arena *a, struct kr__cursor *in)
 }
 
 size_t kr__image_load(struct kr__arena *a, const unsigned char *in, size_t n, void **root,
-                      const char **why)
+                      void **aux, const char **why)
 {
     struct kr__cursor c = { in, in + n, NULL };
-    load_classes(a, &c);
-    struct word r = get_word(&c);
+    unsigned roots = load_classes(a, &c);
+    struct word r = get_word(&c), x = { W_NUMBER, 0, 0 };
+    if (roots == 2) x = get_word(&c);
     size_t used = (size_t)(c.p - in);
     if (!c.why) {
         struct kr__cursor again = { in, in + used, NULL };
         load_pointers(a, &again);
         *root = (void *)(uintptr_t)address(a, &r, &again);
+        *aux = (void *)(uintptr_t)address(a, &x, &again);
         c.why = again.why;
     }
     if (!c.why && a->limit && a->used > a->limit)

@@ -41,16 +41,18 @@ const unsigned char *kr__cursor_take(struct kr__cursor *in, size_t n);
 /* The next n (<= 8) bytes as a number (0 once past the end). */
 uint64_t kr__cursor_get(struct kr__cursor *in, size_t n);
 
-/* Append the image of arena a with state root `root` to out. False if a live word points
- * into memory no image can name (`alien` says which and where), or out->oom. */
-bool kr__image_save(const struct kr__arena *a, const void *root, struct kr__bytes *out,
-                    struct kr__alien *alien);
+/* Append the image of arena a with state root `root` and the engine's root `aux` (NULL:
+ * none; core/timer.h) to out. False if a live word points into memory no image can name
+ * (`alien` says which and where), or out->oom. */
+bool kr__image_save(const struct kr__arena *a, const void *root, const void *aux,
+                    struct kr__bytes *out, struct kr__alien *alien);
 
 /* Load the image at the start of in[0, n) into a, which must hold nothing yet; *root gets
  * the state root. Returns the bytes the image took, or 0 with *why set: a damaged or
  * truncated image, a module it points into that is not loaded here, a state over the
- * arena's limit, or no memory. After a failure a holds part of the state: destroy it. */
+ * arena's limit, or no memory. After a failure a holds part of the state: destroy it.
+ * *aux gets the engine's root (NULL if the image has none). */
 size_t kr__image_load(struct kr__arena *a, const unsigned char *in, size_t n, void **root,
-                      const char **why);
+                      void **aux, const char **why);
 
 #endif

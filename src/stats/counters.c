@@ -32,6 +32,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->query_rollbacks += c->q.rollbacks;
         t->query_wait_ns += c->q.wait_ns;
         t->query_aside += c->q.aside;
+        t->timers_cancelled += c->timers_cancelled;
     }
     for (unsigned i = 0; i < n; i++) /* (each saw them all, but a retired worker) */
         if (all[i].gvt_rounds > t->gvt_rounds) t->gvt_rounds = all[i].gvt_rounds;

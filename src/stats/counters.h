@@ -84,6 +84,8 @@ struct kr__counters {
     uint64_t ckpt_interval_final;        /* K in effect at the end (tuned if auto) */
     uint64_t pool_bytes;
     uint64_t ckpt_peak_bytes;
+    uint64_t timers_cancelled;           /* committed events that were cancelled timers
+                                          * (kr_timer_cancel: their handler never ran) */
     struct kr__cnt_ts ts;                /* time-sharing (--preempt) */
     double de_ns, apms;                  /* final means: event time, model calls per event */
     struct kr__cnt_cons cons;            /* conservative engine (the scheduler's line) */
@@ -111,7 +113,7 @@ struct kr__totals {
     uint64_t processed, committed, rolled_back, rollbacks, antimessages, lazy_kept, checkpoints,
         ckpt_bytes, restores, coasted, remote_sent, gvt_rounds, safe, lone, migrated, window_cuts,
         mem_rollbacks, sendbacks, queries, queries_remote, query_events, query_undone,
-        query_rollbacks, query_wait_ns, query_aside;
+        query_rollbacks, query_wait_ns, query_aside, timers_cancelled;
 };
 void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t);
 /* Add c's counts into `into` (the same thread of another rank: its counts summed, its

@@ -203,6 +203,8 @@ def same_as_sequential():
         "dists": [os.path.join(build, "libdists.so"), "--lps", "64", "--end", "30"],
         # (--end inf without done(): the ranks end once no event is left on any)
         "finite": [os.path.join(build, "libfinite.so"), "--lps", "64", "--end", "inf"],
+        # (timers: each LP's pending list in its state, cancelled ones skipped alike)
+        "timers": [os.path.join(build, "libtimers.so"), "--lps", "64", "--end", "150"],
     }
     # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)

@@ -41,6 +41,8 @@ MODELS = [
     ("life-blocks", ["life", "--lps", "16", "-P", "width=16", "-P", "height=16", "-P", "block=4",
                      "-P", "generations=20"], {"spans": None}),
     ("commo", ["commo", "--lps", "120", "--end", "40"], {}),
+    ("timers", ["{build}/libtimers.so", "--lps", "16", "--end", "60"],
+     {"spans": "zero=0", "chunk": True}),
     ("query", ["{build}/libquery.so", "--lps", "12", "--end", "30.5", "-P", "every=4", "-P",
                "noise=1"], {}),
 ]

@@ -41,6 +41,8 @@ configs = {
     "commo": ["commo", "--lps", "300", "--end", "60"],
     # every distribution of the model API drawn by every event (tests/models/dists.c)
     "dists": [dists, "--lps", "64", "--end", "30"],
+    # timers set, cancelled, re-set and fired, some at the current time (tests/models/timers.c)
+    "timers": [os.path.join(build, "libtimers.so"), "--lps", "32", "--end", "150"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in pick((1, 2), (1, 2, 3, 4))]
 
@@ -79,6 +81,7 @@ state_configs = {
     "queueing-spans": (configs["queueing-spans"], ["chunk", "buddy"]),
     "pcs-spans": (configs["pcs-spans"], ["chunk", "page"]),
     "datastore": (configs["datastore"], ["chunk", "page", "buddy", "scan"]),
+    "timers": (configs["timers"], ["chunk", "page", "buddy", "scan"]),
 }
 # plain C heap calls, made transparent by -include kairos/transparent.h or by --wrap
 for variant in ("t", "wrap"):

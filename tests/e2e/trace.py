@@ -25,6 +25,8 @@ MODELS = {  # name: (arguments, the layouts it runs on besides the sequential en
     "life": (["life", "-P", "width=64", "-P", "height=64", "-P", "generations=20", "--lps",
               "64", "--end", "inf"], ["opt", "cons"]),
     "chaos": ([os.path.join(build, "libchaos.so"), "--lps", "64", "--end", "30"], ["opt"]),
+    # (timers' events say whether they ran or were cancelled)
+    "timers": ([os.path.join(build, "libtimers.so"), "--lps", "32", "--end", "100"], ["opt"]),
 }
 LAYOUTS = {"opt": [["--threads", "1"], ["--threads", "2"], ["--threads", "3", "--state", "page"],
                    ["--threads", "2", "--cancel", "lazy"]],

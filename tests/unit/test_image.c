@@ -113,15 +113,16 @@ static struct kr__bytes save(const struct kr__arena *a, const void *root)
 {
     struct kr__bytes img = { 0 };
     struct kr__alien al = { 0 };
-    CHECK(kr__image_save(a, root, &img, &al) && !al.found && img.n > 3000);
+    CHECK(kr__image_save(a, root, NULL, &img, &al) && !al.found && img.n > 3000);
     return img;
 }
 
 static void load_into(struct kr__arena *b, const struct kr__bytes *img, struct root **rb)
 {
     const char *why = "unset";
-    void *r = NULL;
-    CHECK(kr__image_load(b, img->p, img->n, &r, &why) == img->n && why == NULL);
+    void *r = NULL, *x = (void *)1;
+    CHECK(kr__image_load(b, img->p, img->n, &r, &x, &why) == img->n && why == NULL);
+    CHECK(x == NULL); /* (saved without an engine's root) */
     *rb = r;
 }
 
@@ -132,9 +133,9 @@ static void damaged(const struct kr__bytes *img)
     for (size_t n = 0; n < img->n; n += 1 + n / 64) {
         struct kr__arena b;
         kr__arena_init(&b, 0, KR_STATE_FULL, NULL);
-        void *r;
+        void *r, *x;
         const char *why = NULL;
-        CHECK(kr__image_load(&b, img->p, n, &r, &why) == 0 && why != NULL);
+        CHECK(kr__image_load(&b, img->p, n, &r, &x, &why) == 0 && why != NULL);
         refused++;
         kr__arena_destroy(&b);
     }
@@ -147,9 +148,9 @@ static void damaged(const struct kr__bytes *img)
         copy[(s >> 33) % img->n] ^= (unsigned char)(1u << (s >> 20) % 8);
         struct kr__arena b;
         kr__arena_init(&b, 0, KR_STATE_FULL, NULL);
-        void *r;
+        void *r, *x;
         const char *why = NULL;
-        refused += kr__image_load(&b, copy, img->n, &r, &why) == 0;
+        refused += kr__image_load(&b, copy, img->n, &r, &x, &why) == 0;
         kr__arena_destroy(&b);
     }
     free(copy);
@@ -171,11 +172,11 @@ static void other_slices(void)
     struct kr__alien al = { 0 };
     /* (past every area LP 1 carved: nothing ever lived there, so it is only a number) */
     ra->foreign = (uint64_t)(uintptr_t)(kr__region_seg(1)->base + ((size_t)48 << 20));
-    CHECK(kr__image_save(&a, ra, &img, &al) && !al.found);
+    CHECK(kr__image_save(&a, ra, NULL, &img, &al) && !al.found);
     (void)hash(&a, ra);
     kr__bytes_free(&img);
     ra->foreign = (uint64_t)(uintptr_t)theirs; /* (another LP's block: cannot be named) */
-    CHECK(!kr__image_save(&a, ra, &img, &al) && al.found && al.word == ra->foreign);
+    CHECK(!kr__image_save(&a, ra, NULL, &img, &al) && al.found && al.word == ra->foreign);
     kr__bytes_free(&img);
     al = (struct kr__alien){ 0 };
     (void)kr__arena_hash(&a, ra, &al);
@@ -183,6 +184,28 @@ static void other_slices(void)
     kr__arena_destroy(&a);
     kr__arena_destroy(&b);
     kr__region_destroy();
+}
+
+/* A second root (the engine's: an LP's pending timers) names its block in the loaded
+ * arena, which holds the same words. */
+static void second_root(struct kr__arena *a)
+{
+    uint64_t *list = alloc(a, 7 * sizeof *list);
+    for (int i = 0; i < 7; i++) list[i] = 1000u + (uint64_t)i;
+    struct kr__bytes img = { 0 };
+    struct kr__alien al = { 0 };
+    CHECK(kr__image_save(a, NULL, list, &img, &al) && !al.found);
+    struct kr__arena b;
+    kr__arena_init(&b, 0, KR_STATE_FULL, NULL);
+    void *r = (void *)1, *x = NULL;
+    const char *why = "unset";
+    CHECK(kr__image_load(&b, img.p, img.n, &r, &x, &why) == img.n && why == NULL);
+    CHECK(r == NULL && x != NULL && x != list && kr__arena_chunk_size(&b, x) >= 56);
+    CHECK(x && memcmp(x, list, 7 * sizeof *list) == 0);
+    CHECK(hash(a, list) == hash(&b, x));
+    kr__arena_destroy(&b);
+    kr__bytes_free(&img);
+    kr__arena_free(a, list);
 }
 
 static struct kr__lp lp; /* page mode: the fault handler takes writes of the running LP */
@@ -215,6 +238,7 @@ int main(void)
     kr__region_destroy();
 
     other_slices();
+    second_root(&a);
     damaged(&img);
     kr__bytes_free(&img);
 
@@ -222,7 +246,7 @@ int main(void)
     ra->foreign = (uint64_t)(uintptr_t)heap;
     struct kr__bytes bad = { 0 };
     struct kr__alien al = { 0 };
-    CHECK(!kr__image_save(&a, ra, &bad, &al) && al.found && al.word == ra->foreign);
+    CHECK(!kr__image_save(&a, ra, NULL, &bad, &al) && al.found && al.word == ra->foreign);
     kr__bytes_free(&bad);
     free(heap);
     kr__arena_destroy(&a);
