@@ -47,7 +47,7 @@ struct kr_param {
 /* The layout of this header's structures. A model built against another layout is refused
  * when it is loaded (rebuild it) rather than misread. Every file that includes this header
  * defines the same weak symbol, so each model carries the version it was built with. */
-#define KR_ABI_VERSION 5
+#define KR_ABI_VERSION 6
 #ifdef __cplusplus
 extern
 #endif
@@ -110,6 +110,10 @@ struct kr_model {
      * also at the end of a resumed run). It may kr_error; it sees no LP state. (Added in
      * KR_ABI_VERSION 5.) */
     void (*commit_end)(void *ledger);
+    /* Optional names of the model's metrics, ended by NULL: { "wait", "queue", NULL }.
+     * kr_metric(name, value) records a value of one of them; the same rules as type_names.
+     * (Added in KR_ABI_VERSION 6.) */
+    const char *const *metrics;
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/
@@ -275,6 +279,50 @@ int kr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * or the hook itself). Cost: a copy kept with the event's key until it commits, like
  * kr_printf's text (across ranks, sent to rank 0), and the hook's call there. */
 void kr_commit(const void *record, size_t size);
+
+/* Model metrics over virtual time: record `value` of the metric `name` (one of struct
+ * kr_model.metrics) at the event's time, when the event commits. The run reduces each
+ * metric into bins of virtual time - count, sum, min, max, and the 50th, 90th and 99th
+ * percentiles from a mergeable log-bucket sketch (within 1% of the value) - in the commit
+ * order, so the results are the same bits on every engine, thread and rank count and after
+ * a resume; the summary prints each metric's totals, --stats its bins (model_metrics) and
+ * kairos report draws one plot per metric. A bin is the end time / 100 wide (with --end
+ * inf: 1, doubled as time passes so that at most 100 are kept). A NaN or infinite value,
+ * or a name not declared, is a model error. Where: an event. Cost: a name lookup, a
+ * 16-byte record kept with the event until it commits, and its reduction then. */
+void kr_metric(const char *name, double value);
+
+/* Statistics a model keeps in its LP state (zero-initialised, plain values: rolled back with
+ * it; each call marks its writes for --state chunk). A tally: count, mean, variance (Welford's
+ * update), min, max. A histogram: `bins` equal bins over [lo, hi), and the values below and
+ * above (kr_histogram_init sets it up; KR_HISTOGRAM_BINS at most). A time average: the
+ * time-weighted mean of a level (a queue length, busy servers) that kr_timeavg_set changes
+ * at `now`, from the first set on (a set in init counts from time 0; kr_timeavg_mean at an
+ * infinite time, as in finish, means up to the last change). Where: anywhere model code runs. Cost: a few arithmetic
+ * operations (a histogram's quantile: a walk over its bins). */
+#define KR_HISTOGRAM_BINS 64
+struct kr_tally {
+    uint64_t n;
+    double mean, m2, min, max;
+};
+void kr_tally_add(struct kr_tally *t, double x);
+double kr_tally_var(const struct kr_tally *t);   /* sample variance (0 below 2 values) */
+struct kr_histogram {
+    double lo, hi;
+    unsigned bins;
+    uint64_t n, below, above, count[KR_HISTOGRAM_BINS];
+};
+void kr_histogram_init(struct kr_histogram *h, double lo, double hi, unsigned bins);
+void kr_histogram_add(struct kr_histogram *h, double x);
+double kr_histogram_quantile(const struct kr_histogram *h, double q); /* interpolated in
+                                                  * its bin; lo or hi for values outside */
+struct kr_timeavg {
+    kr_time start, last;
+    double level, area;
+    bool started;
+};
+void kr_timeavg_set(struct kr_timeavg *a, kr_time now, double level);
+double kr_timeavg_mean(const struct kr_timeavg *a, kr_time now); /* up to now */
 
 /* Stop the run with a model error: the message gets the model, LP, virtual time and event
  * type prefixed; the exit status is 1. In a speculative event it takes effect only if that

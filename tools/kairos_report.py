@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """kairos report RUN.json [RUN.json ...] -o report.html: one self-contained HTML page (no
-network: plots are PNG images inside it) from the --stats files of one or more runs - their
-configuration and digest, GVT and committed rate over wall time, rollbacks and efficiency,
+network: plots are PNG images inside it) from the --stats files of one or more runs - the
+model's own metrics over virtual time first (kr_metric), then the runs' configuration and
+digest, GVT and committed rate over wall time, rollbacks and efficiency,
 memory, per-thread and per-rank work, idle and throttling, state saving and time sharing.
 Several runs are drawn side by side (thread scaling, state modes). `kairos report` runs
 this script; the plots come from kairos_plots.py, which bench/ scripts use too."""
@@ -91,6 +92,39 @@ def time_plots(runs, names):
         [("resident memory", {n: [(x["wall_seconds"], x["rss_bytes"] / MIB) for x in r]
                               for n, r in rows.items()})],
         "wall time (s)", "MiB")))
+    return figs
+
+
+def metric_series(metric, runs, names):
+    """Per run (one of each history) the metric's levels and counts per bin, at its
+    middle."""
+    levels, counts, seen = {}, {}, set()
+    for n, r in zip(names, runs):
+        m = (r.get("model_metrics") or {}).get(metric)
+        if not m or not m.get("bins") or r.get("run_digest") in seen:
+            continue
+        seen.add(r.get("run_digest"))
+        bins = m["bins"]
+        mid = [b["t"] + m["bin_width"] / 2 for b in bins]
+        for key in ("mean", "p50", "p90", "p99"):
+            levels[f"{n} {key}" if len(runs) > 1 else key] = \
+                [(x, b[key]) for x, b in zip(mid, bins) if b[key] is not None]
+        counts[n] = [(x, b["count"]) for x, b in zip(mid, bins)]
+    return levels, counts
+
+
+def metric_plots(runs, names):
+    """The model's own metrics (kr_metric), one figure each, first on the page: per bin of
+    virtual time its mean and percentiles, and how many values it holds. Runs of the same
+    history would draw the same lines (the metrics are the same bits on every engine): the
+    first of them stands for the others."""
+    figs = []
+    for metric in sorted({m for r in runs for m in (r.get("model_metrics") or {})}):
+        levels, counts = metric_series(metric, runs, names)
+        if levels:
+            figs.append((f"Model metric '{metric}' over virtual time", line_panels(
+                [(f"{metric}: mean and percentiles per bin", levels),
+                 (f"{metric}: values per bin", counts)], "virtual time", "")))
     return figs
 
 
@@ -215,8 +249,8 @@ window.addEventListener('load', function () {
 
 
 def page(runs, names):
-    figs = (time_plots(runs, names) + run_plots(runs, names) + thread_plots(runs, names) +
-            saving_plots(runs, names))
+    figs = (metric_plots(runs, names) + time_plots(runs, names) + run_plots(runs, names) +
+            thread_plots(runs, names) + saving_plots(runs, names))
     parts = []
     for title, fig in figs:
         parts.append(f'<figure><img class="plot" alt="{html.escape(title)}" '

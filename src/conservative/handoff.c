@@ -80,10 +80,10 @@ static void cons_emit(struct kr__ctx *x, const char *text, size_t len)
 }
 
 /* Records wait in the job, in the direct path too: they reach the hook as it retires. */
-static void cons_record(struct kr__ctx *x, const void *data, size_t size)
+static void cons_record(struct kr__ctx *x, uint64_t tag, const void *data, size_t size)
 {
     struct cons_worker *w = x->eng;
-    kr__recbuf_add(&w->job->rec, x->id, data, size);
+    kr__recbuf_add(&w->job->rec, tag, data, size);
 }
 
 /* A model error in an event: kept in the job, reported when the job retires (so the error

@@ -19,6 +19,7 @@
 #include "stats/counters.h"
 #include "core/optdef.h"
 #include "core/timer.h"
+#include "core/metrics.h"
 
 struct kr__kv {
     const char *key;
@@ -161,6 +162,8 @@ struct kr__run {
     void *ledger;                     /* the model's commit ledger (ledger_size bytes; where
                                        * hooks run: one process, or rank 0)... */
     size_t ledger_size;               /* ...of kr_model.ledger_size or ledger_bytes() */
+    struct kr__metrics *metrics;      /* the model's metrics, reduced where hooks run (NULL:
+                                       * it declares none) */
 };
 
 /* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
@@ -203,9 +206,10 @@ struct kr__engine_ops {
      * kr__query_answer. NULL: dest's state in memory is the one (finish). */
     size_t (*query)(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,
                     size_t cap);
-    /* kr_commit (checked) in the current event: keep the record with the event's output,
-     * for the model's commit hook once the event commits (after its text). */
-    void (*record)(struct kr__ctx *c, const void *data, size_t size);
+    /* kr_commit or kr_metric (checked) in the current event: keep the record with the
+     * event's output, for where it goes once the event commits (after its text): `tag` is
+     * the LP (the model's commit hook) or KR_REC_METRIC (core/metrics.h). */
+    void (*record)(struct kr__ctx *c, uint64_t tag, const void *data, size_t size);
 };
 
 struct kr__ctx {
@@ -448,11 +452,11 @@ struct kr__recbuf {
     unsigned char *b;
     size_t n, cap;
 };
-void kr__recbuf_add(struct kr__recbuf *b, kr_lp lp, const void *data, size_t size);
+void kr__recbuf_add(struct kr__recbuf *b, uint64_t tag, const void *data, size_t size);
 /* Deliver (kr__commit_deliver) and forget every record held, the event's time now. */
 void kr__recbuf_deliver(struct kr__run *r, struct kr__recbuf *b, kr_time now);
-/* A record in a committed-output buffer (stats/output.h, KR_OUT_RECORD) is a u64 LP and
- * the bytes: deliver it, its event's time now. */
+/* A record in a committed-output buffer (stats/output.h, KR_OUT_RECORD) is a u64 tag (the
+ * LP, or KR_REC_METRIC) and the bytes: deliver it, its event's time now. */
 bool kr__record_deliver(struct kr__run *r, kr_time now, const char *rec, size_t len,
                         bool catch);
 /* Where kr__emit_direct writes (NULL: stdout): a buffer while a rank other than 0 runs

@@ -1,5 +1,6 @@
 /* ledger.c - commit hooks: the records events hand to kr_commit reach the model's hook when
- * their event commits, in commit order, with the model's ledger (struct kr_model.commit).
+ * their event commits, in commit order, with the model's ledger (struct kr_model.commit);
+ * kr_metric's records, tagged KR_REC_METRIC, reach the metrics' reduction (metrics.c).
  * Engines keep records with the event's output (a record buffer here, or the committed-
  * output buffers of stats/output.h) and deliver them where that output is printed, after
  * the event's text: so the hook's calls, and what it prints, are in the same order on every
@@ -75,12 +76,21 @@ int kr__ledger_bytes(struct kr__run *r, size_t *bytes)
     return KR_OK;
 }
 
-void kr__recbuf_add(struct kr__recbuf *b, kr_lp lp, const void *data, size_t size)
+/* kr_metric's record: reduced where commit hooks run, in the same order. */
+static void metric_deliver(struct kr__run *r, kr_time now, const void *rec, size_t len)
+{
+    struct kr__mrec m;
+    if (len != sizeof m) kr__internal_error("a metric record of %zu bytes", len);
+    memcpy(&m, rec, sizeof m);
+    kr__metric_add(r->metrics, now, &m);
+}
+
+void kr__recbuf_add(struct kr__recbuf *b, uint64_t tag, const void *data, size_t size)
 {
     size_t need = b->n + 4 + 8 + size;
     if (need > b->cap) KR_GROW(b->b, b->cap, need, 256, "kr_commit records");
     uint32_t n = (uint32_t)size;
-    uint64_t id = lp;
+    uint64_t id = tag;
     memcpy(b->b + b->n, &n, 4);
     memcpy(b->b + b->n + 4, &id, 8);
     if (size) memcpy(b->b + b->n + 12, data, size);
@@ -96,7 +106,8 @@ void kr__recbuf_deliver(struct kr__run *r, struct kr__recbuf *b, kr_time now)
         uint64_t id;
         memcpy(&n, b->b + at, 4);
         memcpy(&id, b->b + at + 4, 8);
-        kr__commit_deliver(r, (kr_lp)id, now, b->b + at + 12, n, false);
+        if (id == KR_REC_METRIC) metric_deliver(r, now, b->b + at + 12, n);
+        else kr__commit_deliver(r, (kr_lp)id, now, b->b + at + 12, n, false);
         at += 12 + (size_t)n;
     }
 }
@@ -107,5 +118,9 @@ bool kr__record_deliver(struct kr__run *r, kr_time now, const char *rec, size_t 
     uint64_t id;
     if (len < 8) kr__internal_error("a kr_commit record of %zu bytes", len);
     memcpy(&id, rec, 8);
+    if (id == KR_REC_METRIC) {
+        metric_deliver(r, now, rec + 8, len - 8);
+        return true;
+    }
     return kr__commit_deliver(r, (kr_lp)id, now, rec + 8, len - 8, catch);
 }

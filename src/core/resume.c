@@ -33,8 +33,10 @@ struct kr__snapshot {
     bool declared;
     const unsigned char *ledger; /* (in buf) */
     uint64_t ledger_size;
+    const unsigned char *metrics; /* (in buf; NULL: a version 2 snapshot has none) */
+    uint64_t metrics_size;
     struct kr__kv *params;
-    uint32_t nparams;
+    uint32_t nparams, version;
     uint64_t lo, hi;    /* the LPs indexed (a rank's own) */
     size_t *lp_at;      /* offset of each one's record (from lo) */
     size_t *ev_at;      /* offsets of their pending events, grouped by destination... */
@@ -155,9 +157,22 @@ static int read_file(const char *dir, struct kr__snapshot *s, struct kr__error *
     return check_sum(s, path, err);
 }
 
+/* The model's ledger and (from version 3) its metrics, left in the buffer. */
+static void read_tables(struct kr__snapshot *s, struct kr__cursor *in)
+{
+    s->ledger_size = kr__cursor_get(in, 8);
+    s->ledger = s->ledger_size <= KR_LEDGER_MAX ? kr__cursor_take(in, s->ledger_size) : NULL;
+    if (!s->ledger && s->ledger_size) kr__cursor_fail(in, "the ledger");
+    if (s->version < 3) return;
+    s->metrics_size = kr__cursor_get(in, 8);
+    s->metrics = s->metrics_size < s->n ? kr__cursor_take(in, s->metrics_size) : NULL;
+    if (!s->metrics) kr__cursor_fail(in, "the metrics");
+}
+
 static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
 {
-    if (kr__cursor_get(in, 4) != SNAP_VERSION)
+    s->version = (uint32_t)kr__cursor_get(in, 4);
+    if (s->version != SNAP_VERSION && s->version != 2)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was written by another version of "
                         "Kairos");
     s->model_path = rd_str(in);
@@ -181,9 +196,7 @@ static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct k
     s->out_hash = kr__cursor_get(in, 8);
     s->lookahead = rd_f64(in);
     s->declared = kr__cursor_get(in, 1);
-    s->ledger_size = kr__cursor_get(in, 8);
-    s->ledger = s->ledger_size <= KR_LEDGER_MAX ? kr__cursor_take(in, s->ledger_size) : NULL;
-    if (!s->ledger && s->ledger_size) kr__cursor_fail(in, "the ledger");
+    read_tables(s, in);
     if (in->why || !s->model_path || !s->model_name || !s->lps)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
     return KR_OK;
@@ -382,6 +395,10 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
                         "the model and parameters it was taken of",
                         (unsigned long long)s->ledger_size, r->model->name, ledger);
     if (ledger) memcpy(r->ledger, s->ledger, ledger); /* (before index_body hands it back) */
+    struct kr__cursor mc = { s->metrics, s->metrics + s->metrics_size, NULL };
+    if (s->metrics && !kr__metrics_load(r->metrics, &mc))
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot's model metrics cannot be read (%s): "
+                        "resume with the model it was taken of", mc.why);
     if (index_body(s, &in, r->lo, r->hi, err)) return err->status;
     r->out.bytes = s->out_bytes;
     r->out.hash = s->out_hash;

@@ -8,7 +8,8 @@
  *   u64 --arena-max; f64 the snapshot's time, u64 output bytes, u64 output hash, f64 the
  *   run's lookahead, u8 whether init declared it (kr_set_lookahead: a resumed run runs no
  *   init); u64 the model's ledger bytes and the ledger (commit hooks: at the snapshot's
- *   time every record before it has reached the hook)
+ *   time every record before it has reached the hook); u64 bytes and the model's metrics
+ *   so far (core/metrics.h: kr__metrics_save; version 3 on)
  *   per LP: u64 RNG, send count, history hash, committed events; u8 done_init, done_seen;
  *           u64 image length, the state image (state/image.h; its second root, where
  *           the LP has one, is the list of its pending timers: core/timer.h)
@@ -22,7 +23,7 @@
 #define KR_CORE_SNAPFILE_H
 
 #define SNAP_MAGIC "KRSNAP01"
-#define SNAP_VERSION 2u
+#define SNAP_VERSION 3u /* (2, without the metrics, still resumes) */
 #define SNAP_HEAD 24 /* magic, length, checksum */
 /* (an event record's flags beside KR_EVF_SPAN: a table of payload pointers follows; the
  * event is a timer's, kr_timer_set) */

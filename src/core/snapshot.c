@@ -315,6 +315,11 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     size_t ledger = r->ledger ? r->ledger_size : 0;
     put_u64(b, ledger);
     if (ledger) kr__bytes_put(b, r->ledger, ledger);
+    size_t mlen_at = b->n;
+    put_u64(b, 0);
+    kr__metrics_save(r->metrics, b);
+    uint64_t mlen = b->n - mlen_at - 8;
+    if (!b->oom) memcpy(b->p + mlen_at, &mlen, 8);
     if (!put_lps(o, r, why, cap) && !o->err) o->err = EINVAL; /* (the rest is dropped) */
     int others = l ? l->nranks : 1;
     uint64_t total = n;

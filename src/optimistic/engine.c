@@ -124,13 +124,13 @@ void tw_emit(struct kr__ctx *c, const char *text, size_t len)
     kr__outvec_add(kr__lp_out(c->lp), &c->ev->k, text, len);
 }
 
-/* A kr_commit record joins the event's output (a u64 LP, the bytes): rolled back, moved at
- * commit, sent to rank 0 and printed - that is, given to the hook - in key order with it. */
-void tw_record(struct kr__ctx *c, const void *data, size_t size)
+/* A kr_commit or kr_metric record joins the event's output (a u64 tag, the bytes): rolled
+ * back, moved at commit, sent to rank 0 and printed - that is, given to the hook or the
+ * metrics - in key order with it. */
+void tw_record(struct kr__ctx *c, uint64_t tag, const void *data, size_t size)
 {
     char rec[8 + KR_PAYLOAD_MAX];
-    uint64_t id = c->id;
-    memcpy(rec, &id, 8);
+    memcpy(rec, &tag, 8);
     if (size) memcpy(rec + 8, data, size);
     kr__outvec_add_record(kr__lp_out(c->lp), &c->ev->k, rec, 8 + size);
 }

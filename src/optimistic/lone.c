@@ -36,10 +36,10 @@ static void lone_emit(struct kr__ctx *c, const char *text, size_t len)
     tw_emit(c, text, len);
 }
 
-static void lone_record(struct kr__ctx *c, const void *data, size_t size)
+static void lone_record(struct kr__ctx *c, uint64_t tag, const void *data, size_t size)
 {
     ((struct tw_thread *)c->eng)->lone.out = true;
-    tw_record(c, data, size);
+    tw_record(c, tag, data, size);
 }
 
 static const struct kr__engine_ops lone_ops = { lone_send, lone_emit, tw_fail, NULL,

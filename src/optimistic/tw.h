@@ -386,7 +386,7 @@ uint64_t tw_lone_burst(struct tw_thread *th, kr_time end);
 /* engine.c: the general path's engine operations, and those lone mode shares with it. */
 extern const struct kr__engine_ops tw_ops;
 void tw_emit(struct kr__ctx *c, const char *text, size_t len);
-void tw_record(struct kr__ctx *c, const void *data, size_t size);
+void tw_record(struct kr__ctx *c, uint64_t tag, const void *data, size_t size);
 void tw_fail(struct kr__ctx *c, const char *msg);
 struct kr__ev *tw_top_drop(struct tw_thread *th);
 

@@ -603,7 +603,42 @@ void kr_commit(const void *record, size_t size)
         kr__model_error("kr_commit(%p, %zu): a record is at most %u bytes, and not NULL if it "
                         "has any", record, size, KR_PAYLOAD_MAX);
     else if (m == KR_MODE_EVENT) /* (coasting re-runs an event whose records are kept) */
-        kr__ctx.ops->record(&kr__ctx, record, size);
+        kr__ctx.ops->record(&kr__ctx, kr__ctx.id, record, size);
+    KR_API_LEAVE();
+}
+
+/* (a name the model did not declare: the message lists the ones it did) */
+static __attribute__((noinline)) void metric_unknown(const struct kr_model *m, const char *name)
+{
+    char list[512] = "";
+    for (unsigned i = 0; m->metrics && m->metrics[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+                 m->metrics[i]);
+    kr__model_error("kr_metric(\"%.63s\"): not one of model '%s''s metrics (%s); declare it "
+                    "in struct kr_model .metrics", name ? name : "(null)", m->name,
+                    list[0] ? list : "it declares none");
+}
+
+void kr_metric(const char *name, double value)
+{
+    KR_API_ENTER();
+    need_lp("kr_metric");
+    uint8_t m = kr__ctx.mode;
+    const struct kr__run *r = kr__ctx.run;
+    int id = name ? kr__metric_id(r->metrics, name) : -1;
+    if (m != KR_MODE_EVENT && m != KR_MODE_COAST)
+        kr__model_error("kr_metric in %s: a value is recorded at its event's time when that "
+                        "event commits; call it in the event handler", m == KR_MODE_INIT
+                        ? "init" : m == KR_MODE_FINISH ? "finish" : "this callback");
+    else if (id < 0)
+        metric_unknown(r->model, name);
+    else if (!isfinite(value))
+        kr__model_error("kr_metric(\"%s\", %g): the value must be a finite number", name,
+                        value);
+    else if (m == KR_MODE_EVENT) { /* (coasting re-runs an event whose records are kept) */
+        struct kr__mrec rec = { (uint32_t)id, 0, value };
+        kr__ctx.ops->record(&kr__ctx, KR_REC_METRIC, &rec, sizeof rec);
+    }
     KR_API_LEAVE();
 }
 

@@ -43,24 +43,35 @@ void kr__models_list(FILE *f)
         fprintf(f, "  %-10s %s\n", builtins[i].name, builtins[i].what);
 }
 
-/* type_names: each 1 to 63 printable characters without quotes or backslashes (they go
- * into JSON and messages as they are), at most KR_TYPE_NAMES_MAX of them (a list without
- * its NULL would be read past its end). */
-static int bad_type_names(const struct kr_model *m, struct kr__error *err)
+/* type_names and metrics: each 1 to 63 printable characters without quotes or
+ * backslashes (they go into JSON and messages as they are), at most `max` of them (a list
+ * without its NULL would be read past its end); metrics' names also differ. */
+static int bad_names(const struct kr_model *m, const char *const *list, const char *what,
+                     unsigned max, bool distinct, struct kr__error *err)
 {
-    for (unsigned i = 0; m->type_names && m->type_names[i]; i++) {
-        const char *s = m->type_names[i];
+    for (unsigned i = 0; list && list[i]; i++) {
+        const char *s = list[i];
         size_t n = strlen(s);
-        bool ok = n >= 1 && n <= 63 && i < KR_TYPE_NAMES_MAX;
+        bool ok = n >= 1 && n <= 63 && i < max;
         for (size_t k = 0; ok && k < n; k++) ok = s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' &&
                                                      s[k] != '\\';
         if (!ok)
-            return kr__fail(err, KR_ERR_USAGE, "model '%s': type_names[%u] is not a name of 1 "
-                            "to 63 printable characters without quotes or backslashes (or the "
-                            "list lacks its NULL end within %u names)", m->name, i,
-                            KR_TYPE_NAMES_MAX);
+            return kr__fail(err, KR_ERR_USAGE, "model '%s': %s[%u] is not a name of 1 to 63 "
+                            "printable characters without quotes or backslashes (or the list "
+                            "lacks its NULL end within %u names)", m->name, what, i, max);
+        for (unsigned j = 0; distinct && j < i; j++)
+            if (!strcmp(list[j], s))
+                return kr__fail(err, KR_ERR_USAGE, "model '%s': %s[%u] and [%u] are both "
+                                "\"%s\": each metric needs a name of its own", m->name, what,
+                                j, i, s);
     }
     return KR_OK;
+}
+
+static int bad_lists(const struct kr_model *m, struct kr__error *err)
+{
+    if (bad_names(m, m->type_names, "type_names", KR_TYPE_NAMES_MAX, false, err)) return err->status;
+    return bad_names(m, m->metrics, "metrics", KR_METRICS_MAX, true, err);
 }
 
 static const struct kr_model *check(const struct kr_model *m, const char *from,
@@ -88,7 +99,7 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes; at most "
                  "%u are allowed (it is kept in memory and in every snapshot): keep large "
                  "tables in LP states", m->name, m->ledger_size, KR_LEDGER_MAX);
-    else if (bad_type_names(m, err) == KR_OK)
+    else if (bad_lists(m, err) == KR_OK)
         return m;
     return NULL;
 }
@@ -108,8 +119,8 @@ static const struct kr_model *builtin(const char *name, struct kr__error *err)
 }
 
 /* A model built against an older KR_ABI_VERSION: struct kr_model ended before `query`
- * (2), before `commit` (3) or before `type_names` (4); read with its own layout, the fields
- * after are zero. */
+ * (2), before `commit` (3), before `type_names` (4) or before `metrics` (5); read with its
+ * own layout, the fields after are zero. */
 static struct kr_model old_model;
 static size_t old_size; /* (0: this version's layout) */
 
@@ -119,7 +130,8 @@ static bool same_layout(void *h, const char *name, struct kr__error *err)
     const unsigned *abi = dlsym(h, "kr_abi_version");
     old_size = !abi ? 0 : *abi == 2 ? offsetof(struct kr_model, query)
                         : *abi == 3 ? offsetof(struct kr_model, commit)
-                        : *abi == 4 ? offsetof(struct kr_model, type_names) : 0;
+                        : *abi == 4 ? offsetof(struct kr_model, type_names)
+                        : *abi == 5 ? offsetof(struct kr_model, metrics) : 0;
     if (abi && (*abi == KR_ABI_VERSION || old_size)) return true;
     char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
     if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);

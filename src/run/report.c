@@ -87,6 +87,20 @@ static void summary_memory(const struct kr__run *r, const struct kr__totals *t, 
                       "given back" : "");
 }
 
+/* A line per model metric: its values over the whole run. */
+static void summary_metrics(const struct kr__metrics *ms, FILE *f)
+{
+    for (unsigned i = 0; ms && i < ms->n; i++) {
+        const struct kr__mstat *a = &ms->m[i].all;
+        fprintf(f, "  metric %-9s %llu values", ms->m[i].name, (unsigned long long)a->n);
+        if (a->n)
+            fprintf(f, ", mean %.6g, p50 %.6g, p99 %.6g (min %.6g, max %.6g)",
+                    a->sum / (double)a->n, kr__mstat_quantile(a, 0.5),
+                    kr__mstat_quantile(a, 0.99), a->min, a->max);
+        fputc('\n', f);
+    }
+}
+
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
@@ -100,6 +114,7 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
     if (t.timers_cancelled)
         fprintf(f, "  timers:           %llu of the committed events were cancelled timers "
                 "(their handler never ran)\n", (unsigned long long)t.timers_cancelled);
+    summary_metrics(r->metrics, f);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
     if (r->model->query) summary_queries(r, &t, f);
     if (r->cfg->memory_max) summary_memory(r, &t, f);
@@ -276,6 +291,53 @@ static void json_type_names(FILE *f, const struct kr_model *m)
     fputs("],\n", f);
 }
 
+/* One bin's (or the whole run's) values: count, sum, mean, min, max, percentiles. */
+static void json_mstat(FILE *f, const struct kr__mstat *s)
+{
+    static const double qs[] = { 0.5, 0.9, 0.99 };
+    static const char *const qn[] = { "p50", "p90", "p99" };
+    fprintf(f, "\"count\": %llu, \"sum\": ", (unsigned long long)s->n);
+    kr__json_num(f, s->sum);
+    fputs(", \"mean\": ", f);
+    kr__json_num(f, s->n ? s->sum / (double)s->n : NAN);
+    fputs(", \"min\": ", f);
+    kr__json_num(f, s->n ? s->min : NAN);
+    fputs(", \"max\": ", f);
+    kr__json_num(f, s->n ? s->max : NAN);
+    for (int i = 0; i < 3; i++) {
+        fprintf(f, ", \"%s\": ", qn[i]);
+        kr__json_num(f, kr__mstat_quantile(s, qs[i]));
+    }
+}
+
+/* "model_metrics": per metric, the whole run's values and each bin that holds any. */
+static void json_metrics(FILE *f, const struct kr__metrics *ms)
+{
+    fputs("  \"model_metrics\": {", f);
+    for (unsigned i = 0; ms && i < ms->n; i++) {
+        const struct kr__metric *m = &ms->m[i];
+        fprintf(f, "%s\n    ", i ? "," : "");
+        kr__json_str(f, m->name);
+        fputs(": {\"bin_width\": ", f);
+        kr__json_num(f, m->width);
+        fputs(", ", f);
+        json_mstat(f, &m->all);
+        fputs(", \"bins\": [", f);
+        const char *sep = "";
+        for (uint32_t b = 0; b < m->nbins; b++) {
+            if (!m->bins[b].n) continue;
+            fprintf(f, "%s\n      {\"t\": ", sep);
+            kr__json_num(f, b * m->width);
+            fputs(", ", f);
+            json_mstat(f, &m->bins[b]);
+            fputc('}', f);
+            sep = ",";
+        }
+        fputs("]}", f);
+    }
+    fputs(ms ? "\n  },\n" : "},\n", f);
+}
+
 /* "ended_by", and for a failed run its message. */
 static void json_ended(FILE *f, const struct kr__run *r)
 {
@@ -311,6 +373,7 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     kr__json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n", (unsigned long long)r->cfg->seed);
     json_type_names(f, r->model);
+    json_metrics(f, r->metrics);
     json_ended(f, r);
     fputs("  \"final_gvt\": ", f);
     kr__json_num(f, r->final_gvt);

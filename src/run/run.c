@@ -267,10 +267,11 @@ static int ledger_setup(struct kr__run *r, struct kr__error *err)
     return KR_OK;
 }
 
-/* What a run keeps beside the engine's own: the model's ledger, --lp-stats rows, the
- * --trace collection. */
+/* What a run keeps beside the engine's own: the model's ledger and metrics, --lp-stats
+ * rows, the --trace collection. */
 static int extras_setup(struct kr__run *r, struct kr__error *err)
 {
+    r->metrics = kr__metrics_new(r->model->metrics, r->cfg->end);
     kr__trace_start(r->cfg->trace_path ? (size_t)r->cfg->trace_limit : 0,
                     r->cfg->trace_mode == 1);
     return ledger_setup(r, err) || lp_stats_setup(r, err) ? err->status : KR_OK;
@@ -339,6 +340,7 @@ void kr__run_free(struct kr__run *r)
     free(r->rank_stats);
     free(r->lpstat);
     free(r->ledger);
+    kr__metrics_free(r->metrics);
     kr__trace_free();
     free(r->counters);
     free(r->lp_mem);

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """kairos report (issue 18 part 3). From the --stats files of runs on three engines it
 writes one self-contained page (nothing fetched from the network: the plots are PNG images
-in it); headless Chromium renders it and the page's own check finds every plot drawn.
+in it); headless Chromium renders it and the page's own check finds every plot drawn. A
+model's metrics (kr_metric) are its first plots, and render too.
 Files that are not --stats files, and a missing -o, are usage errors. Without matplotlib,
 kairos report says what to install (exit 2); without Chromium the browser check is skipped
 unless KAIROS_REQUIRE_BROWSER=1 (.ci/run installs both and sets it)."""
+import html
 import json
 import os
 import re
@@ -99,6 +101,26 @@ def browser(out, plots):
     t.ok(f"headless Chromium renders the page: all {plots} plots drawn")
 
 
+def metrics_page():
+    """A model's metrics (kr_metric) come first on the page, a plot each, drawn once for
+    two runs of the same history."""
+    paths = []
+    for name, eng in (("m-seq", ["--sync", "sequential"]), ("m-opt", ["--threads", "2"])):
+        p = os.path.join(tmp, f"{name}.json")
+        run(kairos, "run", os.path.join(build, "libtimers.so"), "--lps", "32", "--end", "200",
+            *eng, "--stats", p, "--progress", "off")
+        paths.append(p)
+    out = os.path.join(tmp, "metrics.html")
+    q = report(*paths, "-o", out)
+    text = open(out, encoding="utf-8").read() if q.returncode == 0 else ""
+    caps = [html.unescape(c) for c in re.findall(r"<figcaption>([^<]*)</figcaption>", text)]
+    want = ["Model metric 'queue' over virtual time", "Model metric 'wait' over virtual time"]
+    if q.returncode or caps[:2] != want or sum("Model metric" in c for c in caps) != 2:
+        fail(f"kairos report of a model with metrics: exit {q.returncode}, plots {caps}")
+    t.ok("the model's metrics come first in the report, one plot each")
+    return out, len(caps)
+
+
 def misuse(paths):
     junk = os.path.join(tmp, "junk.json")
     with open(junk, "w") as f:
@@ -152,5 +174,6 @@ else:
     files = stats_files()
     page, n = written(files)
     browser(page, n)
+    browser(*metrics_page())
     misuse(files)
 t.finish()

@@ -2,7 +2,8 @@
  * token that hops to random LPs, each hop at least the lookahead later, and dies after a
  * number of hops drawn when it starts; the run has nothing left to do once the last token
  * dies (TWOS, SimPy and ROSS-style models end this way). For --end inf without done()
- * (issue 37, item 6), on every engine and across ranks. */
+ * (issue 37, item 6), on every engine and across ranks; its metric "left" (the hops a token
+ * has left, at each) has bins that widen as time passes under --end inf (item 5). */
 #include "kairos.h"
 
 struct finite_lp {
@@ -40,6 +41,7 @@ static void finite_event(kr_lp me, kr_time now, unsigned type, const void *paylo
     struct finite_lp *s = state;
     struct token tk = *(const struct token *)payload;
     s->seen++;
+    kr_metric("left", (double)tk.left);
     s->hash = (s->hash ^ tk.id) * 0x100000001b3ull + (uint64_t)(now * 1e6);
     if (--tk.left == 0) {
         kr_printf("token %llu died at LP %llu at %.9f\n", (unsigned long long)tk.id,
@@ -63,9 +65,12 @@ static const char *const finite_types[] = { "HOP", "a \"quoted\" name", NULL };
 static const char *const finite_types[] = { "HOP", NULL };
 #endif
 
+static const char *const finite_metrics[] = { "left", NULL };
+
 static const struct kr_model finite_model = {
     .name = "finite", .init = finite_init, .event = finite_event, .finish = finite_finish,
     .lookahead = 1, .params = finite_params, .type_names = finite_types,
+    .metrics = finite_metrics,
 };
 
 KR_MODEL_EXPORT(finite, finite_model)

@@ -5,7 +5,11 @@
  * then a timer at the current time that it cancels at once. The model checks the timers'
  * promises itself (kr_error if one is broken): a cancel of a waiting customer's timer
  * succeeds, a renege fires only for a customer still waiting, a fired timer is no longer
- * pending, a zeroed kr_timer is none. It marks its writes (--state chunk). */
+ * pending, a zeroed kr_timer is none. It marks its writes (--state chunk). Model metrics
+ * (issue 37 item 5): "wait", each served customer's time in the queue, and "queue", the
+ * queue's length at each arrival; with -P dump=1 it also prints each value it records,
+ * for a check of the reduction, and at the end its own tallies (kr_tally, kr_timeavg,
+ * kr_histogram). */
 #include <string.h>
 #include "kairos.h"
 
@@ -25,6 +29,9 @@ struct desk {
     bool busy;
     kr_timer idle, now;
     uint64_t served, reneged, lost, idles, nows_cancelled, hash, next_id;
+    struct kr_tally waits;
+    struct kr_timeavg queue;
+    struct kr_histogram wait_hist;
 };
 
 struct who {
@@ -35,11 +42,28 @@ static const struct kr_param timers_params[] = {
     { "patience", KR_PARAM_DOUBLE, "4", "mean time a customer waits before giving up", 0.01,
       1e9 },
     { "service", KR_PARAM_DOUBLE, "1", "mean service time", 0.01, 1e9 },
+    { "dump", KR_PARAM_INT, "0", "print each metric value recorded", 0, 1 },
+    { "bad", KR_PARAM_INT, "0", "misuse kr_metric: 1 an undeclared name, 2 NaN, 3 in init",
+      0, 3 },
     { "zero", KR_PARAM_INT, "1", "also set timers at the current time (not under --sync "
       "conservative, where every event the LP sends, to itself too, is at least the lookahead "
       "later)", 0, 1 },
     { 0 },
 };
+
+static void metric(const char *name, kr_time now, double v)
+{
+    kr_metric(name, v);
+    if (kr_param_int("dump", 0)) kr_printf("metric %s %.17g %.17g\n", name, now, v);
+}
+
+/* -P bad=N: a misuse of kr_metric, which must be a model error naming it. */
+static void misuse(int bad)
+{
+    if (bad == 1) kr_metric("nope", 1);
+    if (bad == 2) kr_metric("wait", 0.0 / 0.0);
+    if (bad == 3) kr_metric("wait", 1);
+}
 
 static void mix(struct desk *s, uint64_t x)
 {
@@ -68,6 +92,9 @@ static void start_service(kr_lp me, kr_time now, struct desk *s)
         kr_error("customer %llu's timer is still pending after its cancel",
                  (unsigned long long)c->id);
     s->busy = true;
+    metric("wait", now, now - c->arrived);
+    kr_tally_add(&s->waits, now - c->arrived);
+    kr_histogram_add(&s->wait_hist, now - c->arrived);
     struct who w = { c->id };
     kr_schedule(me, now + 1 + kr_expo(kr_param_double("service", 1)), SERVED, &w, sizeof w);
 }
@@ -76,6 +103,9 @@ static void timers_init(kr_lp me)
 {
     struct desk *s = kr_calloc(1, sizeof *s);
     kr_set_state(s);
+    if (kr_param_int("bad", 0) == 3) misuse(3);
+    kr_histogram_init(&s->wait_hist, 0, 10, 20);
+    kr_timeavg_set(&s->queue, kr_now(), 0);
     kr_timer zero = { 0, 0 };
     if (kr_timer_pending(&zero) || kr_timer_cancel(&zero))
         kr_error("a zeroed kr_timer is not a timer");
@@ -87,6 +117,8 @@ static void timers_init(kr_lp me)
 static void arrive(kr_lp me, kr_time now, struct desk *s, uint64_t id)
 {
     mix(s, id);
+    if (kr_param_int("bad", 0) && now > 5) misuse((int)kr_param_int("bad", 0));
+    metric("queue", now, s->n);
     kr_timer_cancel(&s->idle); /* (true, or false if it just fired: both are fine) */
     s->idle = kr_timer_set(now + 6, IDLE, NULL, 0);
     if (s->n == QCAP) {
@@ -100,6 +132,7 @@ static void arrive(kr_lp me, kr_time now, struct desk *s, uint64_t id)
                                  &w, sizeof w);
         if (c->renege.id == 0 || c->renege.at < now) kr_error("kr_timer_set returned no timer");
         if (!s->busy) start_service(me, now, s);
+        kr_timeavg_set(&s->queue, now, s->n);
     }
     if (kr_param_int("zero", 1) && kr_random() < 0.1) { /* a timer at this very time, cancelled at once or by NOW */
         s->now = kr_timer_set(now, NOW, NULL, 0);
@@ -120,6 +153,7 @@ static void served(kr_lp me, kr_time now, struct desk *s, uint64_t id)
     s->head = (s->head + 1) % QCAP;
     s->n--;
     s->busy = false;
+    kr_timeavg_set(&s->queue, now, s->n);
     if (kr_random() < 0.35)
         send_customer(me, (kr_lp)(kr_random_u64() % kr_lp_count()), now + 1 + kr_expo(1), id);
     if (s->n) start_service(me, now, s);
@@ -139,6 +173,7 @@ static void renege(kr_time now, struct desk *s, uint64_t id)
     for (unsigned k = i; k + 1 < s->n; k++)
         s->q[(s->head + k) % QCAP] = s->q[(s->head + k + 1) % QCAP];
     s->n--;
+    kr_timeavg_set(&s->queue, now, s->n);
     s->reneged++;
     mix(s, ~id ^ (uint64_t)(now * 1e6));
 }
@@ -174,13 +209,21 @@ static void timers_finish(kr_lp me, void *state)
               (unsigned long long)s->served, (unsigned long long)s->reneged,
               (unsigned long long)s->lost, (unsigned long long)s->idles,
               (unsigned long long)s->nows_cancelled, s->n, (unsigned long long)s->hash);
+    if (kr_param_int("dump", 0))
+        kr_printf("tally %llu n %llu mean %.17g var %.17g min %.17g max %.17g median %.17g "
+                  "queue %.17g\n", (unsigned long long)me, (unsigned long long)s->waits.n,
+                  s->waits.mean, kr_tally_var(&s->waits), s->waits.min, s->waits.max,
+                  kr_histogram_quantile(&s->wait_hist, 0.5),
+                  kr_timeavg_mean(&s->queue, kr_end_time()));
 }
 
 static const char *const timers_types[] = { "ARRIVE", "SERVED", "RENEGE", "IDLE", "NOW", NULL };
+static const char *const timers_metrics[] = { "wait", "queue", NULL };
 
 static const struct kr_model timers_model = {
     .name = "timers", .init = timers_init, .event = timers_event, .finish = timers_finish,
     .lookahead = 1, .params = timers_params, .type_names = timers_types,
+    .metrics = timers_metrics,
 #ifdef TIMERS_BUNDLES /* (refused: tests/e2e/timers.py) */
     .flags = KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES,
 #else
