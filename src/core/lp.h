@@ -42,7 +42,7 @@ _Static_assert(offsetof(struct kr__lp, rng) == 64, "the hot part is the second l
 
 static inline size_t kr__lp_out_n(const struct kr__lp *lp)
 {
-    return lp->out ? lp->out->n : 0;
+    return lp->out ? lp->out->n + lp->out->nval : 0;
 }
 
 /* Rollback: drop lp's speculative output from key k on. */

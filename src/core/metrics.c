@@ -7,60 +7,154 @@
 #include "base/error.h"
 #include "base/grow.h"
 
-/* The sketch: a value v != 0 goes to bucket ceil(log|v| / log g), g = (1 + a) / (1 - a),
- * whose middle 2 g^k / (g + 1) is within a of every value in it (Masson, Rim and Lee's
- * DDSketch, 2019). Keys put the negative buckets below 0, the positive above, each in the
- * order of their values (|log v| / log g stays under 40 000 for every double). */
-#define KEY_SIDE 50000
-
+/* The sketch: a value v != 0 goes to bucket k = ceil(log|v| / log g), g = (1 + a) / (1 - a),
+ * of its sign's side, whose middle 2 g^k / (g + 1) is within a of every value in it (Masson,
+ * Rim and Lee's DDSketch, 2019); 0 is counted apart. */
 static double log_g(void)
 {
-    return log1p(2 * KR_METRIC_ACCURACY / (1 - KR_METRIC_ACCURACY));
+    return log1p(2 * KR_METRIC_ACCURACY / (1 - KR_METRIC_ACCURACY)); /* (folded) */
 }
 
-static int32_t key_of(double v)
+static int32_t bucket_of(double v)
 {
-    if (v == 0) return 0;
-    int32_t k = (int32_t)ceil(log(fabs(v)) / log_g());
-    return v > 0 ? KEY_SIDE + k : -KEY_SIDE - k;
+    return (int32_t)ceil(log(fabs(v)) / log_g());
 }
 
-static double value_of(int32_t key)
+static double middle(int32_t k)
 {
-    if (key == 0) return 0;
-    int32_t k = key > 0 ? key - KEY_SIDE : -KEY_SIDE - key;
-    double lg = log_g(), v = 2 * exp(k * lg) / (1 + exp(lg));
-    return key > 0 ? v : -v;
+    double lg = log_g();
+    return 2 * exp(k * lg) / (1 + exp(lg));
 }
 
-/* Add n values of bucket key to s's sketch. */
-static void bucket_add(struct kr__mstat *s, int32_t key, uint64_t n)
+static void store_room(struct kr__mstore *st, uint32_t len)
 {
-    uint32_t lo = 0, hi = s->nb;
-    while (lo < hi) {
-        uint32_t m = lo + (hi - lo) / 2;
-        if (s->b[m].key < key) lo = m + 1;
-        else hi = m;
+    if (len > st->cap) KR_GROW(st->c, st->cap, len, 16, "a metric's sketch");
+}
+
+/* Buckets below `base` fold into the store's lowest (past KR_METRIC_BUCKETS, the
+ * smallest magnitudes lose their accuracy first). */
+static void store_fold_to(struct kr__mstore *st, int32_t base)
+{
+    uint32_t drop = (uint32_t)((int64_t)base - st->base);
+    if (drop > st->len) drop = st->len;
+    uint64_t acc = 0;
+    for (uint32_t i = 0; i < drop; i++) acc += st->c[i];
+    memmove(st->c, st->c + drop, (st->len - drop) * sizeof st->c[0]);
+    st->len -= drop;
+    if (!st->len) {
+        store_room(st, 1);
+        st->c[0] = 0;
+        st->len = 1;
     }
-    if (lo < s->nb && s->b[lo].key == key) {
-        s->b[lo].n += n;
-        return;
-    }
-    if (s->nb == s->capb) KR_GROW(s->b, s->capb, s->nb + 1, 16, "a metric's sketch");
-    memmove(&s->b[lo + 1], &s->b[lo], (s->nb - lo) * sizeof s->b[0]);
-    s->b[lo] = (struct kr__mbucket){ key, n };
-    if (++s->nb <= KR_METRIC_BUCKETS) return;
-    s->b[1].n += s->b[0].n; /* (the lowest values lose their accuracy first) */
-    memmove(&s->b[0], &s->b[1], --s->nb * sizeof s->b[0]);
+    st->base = base;
+    st->c[0] += acc;
 }
 
-static void stat_add(struct kr__mstat *s, double v)
+static void store_add(struct kr__mstore *st, int32_t k, uint64_t n)
+{
+    if (!st->len) {
+        store_room(st, 1);
+        st->base = k;
+        st->c[0] = 0;
+        st->len = 1;
+    } else if (k < st->base) {
+        /* (down to k, or as far as KR_METRIC_BUCKETS below the top allow, k folded into
+         * the lowest: the store then covers what it would had k come first - a sketch does
+         * not depend on the order of its values) */
+        int64_t lowest = (int64_t)st->base + st->len - KR_METRIC_BUCKETS;
+        int32_t to = k < lowest ? (int32_t)lowest : k;
+        uint32_t shift = (uint32_t)(st->base - to);
+        if (!shift) {
+            st->c[0] += n;
+            return;
+        }
+        store_room(st, st->len + shift);
+        memmove(st->c + shift, st->c, st->len * sizeof st->c[0]);
+        memset(st->c, 0, shift * sizeof st->c[0]);
+        st->base = to;
+        st->len += shift;
+        k = to > k ? to : k;
+    } else if ((int64_t)k - st->base >= st->len) {
+        if ((int64_t)k - st->base >= KR_METRIC_BUCKETS)
+            store_fold_to(st, k - (int32_t)KR_METRIC_BUCKETS + 1);
+        uint32_t len = (uint32_t)(k - st->base) + 1;
+        store_room(st, len);
+        memset(st->c + st->len, 0, (len - st->len) * sizeof st->c[0]);
+        st->len = len;
+    }
+    st->c[k - st->base] += n;
+}
+
+/* ---- exact sums ---- */
+
+static void xsum_carry(struct kr__xsum *x)
+{
+    for (int i = 0; i < KR_XSUM_DIGITS - 1; i++) {
+        int64_t c = x->d[i] >> 32; /* (arithmetic: a negative digit borrows) */
+        x->d[i] -= c * ((int64_t)1 << 32);
+        x->d[i + 1] += c;
+    }
+    x->adds = 0;
+}
+
+static void xsum_add(struct kr__xsum *x, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    uint64_t e = (bits >> 52) & 0x7ff, m = bits & ((1ull << 52) - 1);
+    if (e) m |= 1ull << 52;
+    uint32_t p = e ? (uint32_t)e - 1 : 0; /* v = m 2^(p - 1074) */
+    unsigned __int128 w = (unsigned __int128)m << (p & 31);
+    int64_t lo = (int64_t)(w & 0xffffffffu), mid = (int64_t)((w >> 32) & 0xffffffffu),
+            hi = (int64_t)(w >> 64);
+    int64_t sign = bits >> 63 ? -1 : 1;
+    x->d[p >> 5] += sign * lo;
+    x->d[(p >> 5) + 1] += sign * mid;
+    x->d[(p >> 5) + 2] += sign * hi;
+    if (++x->adds == 1u << 30) xsum_carry(x);
+}
+
+static void xsum_merge(struct kr__xsum *x, const struct kr__xsum *y)
+{
+    struct kr__xsum c = *y;
+    xsum_carry(&c);
+    xsum_carry(x);
+    for (int i = 0; i < KR_XSUM_DIGITS; i++) x->d[i] += c.d[i];
+    x->adds = 1;
+}
+
+double kr__xsum_value(const struct kr__xsum *x)
+{
+    struct kr__xsum c = *x;
+    xsum_carry(&c);
+    /* (canonical, a negative sum's top digit is negative and those below are its two's
+     * complement: its magnitude is converted, digits in [0, 2^32) from the top down) */
+    bool neg = c.d[KR_XSUM_DIGITS - 1] < 0;
+    if (neg) {
+        for (int i = 0; i < KR_XSUM_DIGITS; i++) c.d[i] = -c.d[i];
+        xsum_carry(&c);
+    }
+    double v = 0;
+    for (int i = KR_XSUM_DIGITS; i-- > 0;)
+        if (c.d[i]) v += ldexp((double)c.d[i], 32 * i - 1074);
+    return neg ? -v : v;
+}
+
+static void stat_add(struct kr__mstat *s, double v, int32_t k)
 {
     if (!s->n || v < s->min) s->min = v;
     if (!s->n || v > s->max) s->max = v;
     s->n++;
-    s->sum += v;
-    bucket_add(s, key_of(v), 1);
+    xsum_add(&s->sum, v);
+    if (v > 0) store_add(&s->pos, k, 1);
+    else if (v < 0) store_add(&s->neg, k, 1);
+    else s->zero++;
+}
+
+static void store_merge(struct kr__mstore *into, const struct kr__mstore *st)
+{
+    for (uint32_t i = 0; i < st->len; i++)
+        if (st->c[i]) store_add(into, st->base + (int32_t)i, st->c[i]);
 }
 
 /* into += s (s is left as it was). */
@@ -70,13 +164,16 @@ static void stat_merge(struct kr__mstat *into, const struct kr__mstat *s)
     if (!into->n || s->min < into->min) into->min = s->min;
     if (!into->n || s->max > into->max) into->max = s->max;
     into->n += s->n;
-    into->sum += s->sum;
-    for (uint32_t i = 0; i < s->nb; i++) bucket_add(into, s->b[i].key, s->b[i].n);
+    into->zero += s->zero;
+    xsum_merge(&into->sum, &s->sum);
+    store_merge(&into->pos, &s->pos);
+    store_merge(&into->neg, &s->neg);
 }
 
 static void stat_free(struct kr__mstat *s)
 {
-    free(s->b);
+    free(s->pos.c);
+    free(s->neg.c);
     *s = (struct kr__mstat){ 0 };
 }
 
@@ -132,6 +229,26 @@ static void widen(struct kr__metric *m)
     m->nbins = (m->nbins + 1) / 2;
 }
 
+void kr__metrics_drain(struct kr__metrics *into, struct kr__metrics *from)
+{
+    for (unsigned i = 0; into && from && i < into->n; i++) {
+        struct kr__metric *a = &into->m[i], *b = &from->m[i];
+        if (!b->all.n) continue;
+        if (!a->bins && !(a->bins = calloc(KR_METRIC_BINS, sizeof *a->bins)))
+            kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *a->bins);
+        while (a->width < b->width) widen(a); /* (--end inf: the wider bins hold both) */
+        while (b->width < a->width) widen(b);
+        for (uint32_t k = 0; k < b->nbins; k++) {
+            stat_merge(&a->bins[k], &b->bins[k]);
+            stat_free(&b->bins[k]);
+        }
+        if (b->nbins > a->nbins) a->nbins = b->nbins;
+        b->nbins = 0;
+        stat_merge(&a->all, &b->all);
+        stat_free(&b->all);
+    }
+}
+
 void kr__metric_add(struct kr__metrics *ms, kr_time t, const struct kr__mrec *rec)
 {
     if (!ms || rec->id >= ms->n)
@@ -146,28 +263,37 @@ void kr__metric_add(struct kr__metrics *ms, kr_time t, const struct kr__mrec *re
         at = floor(t / m->width);
     }
     uint32_t idx = at < KR_METRIC_BINS ? (uint32_t)at : KR_METRIC_BINS - 1;
-    stat_add(&m->bins[idx], rec->value);
-    stat_add(&m->all, rec->value);
+    int32_t k = rec->value != 0 ? bucket_of(rec->value) : 0;
+    stat_add(&m->bins[idx], rec->value, k);
+    stat_add(&m->all, rec->value, k);
     if (idx + 1 > m->nbins) m->nbins = idx + 1;
+}
+
+/* The value of the rank-th smallest (0-based) among s's values, from its bucket. */
+static double rank_value(const struct kr__mstat *s, double rank)
+{
+    uint64_t cum = 0;
+    for (uint32_t i = s->neg.len; i-- > 0;) /* (the most negative first) */
+        if ((double)(cum += s->neg.c[i]) > rank) return -middle(s->neg.base + (int32_t)i);
+    if ((double)(cum += s->zero) > rank) return 0;
+    for (uint32_t i = 0; i < s->pos.len; i++)
+        if ((double)(cum += s->pos.c[i]) > rank) return middle(s->pos.base + (int32_t)i);
+    return s->max;
 }
 
 double kr__mstat_quantile(const struct kr__mstat *s, double q)
 {
     if (!s->n) return NAN;
-    double rank = q * (double)(s->n - 1);
-    uint64_t cum = 0;
-    for (uint32_t i = 0; i < s->nb; i++) {
-        cum += s->b[i].n;
-        if ((double)cum > rank) {
-            double v = value_of(s->b[i].key);
-            return v < s->min ? s->min : v > s->max ? s->max : v;
-        }
-    }
-    return s->max;
+    if (q <= 0) return s->min; /* (kept exactly) */
+    if (q >= 1) return s->max;
+    double v = rank_value(s, q * (double)(s->n - 1));
+    return v < s->min ? s->min : v > s->max ? s->max : v;
 }
 
 /* ---- snapshots: per metric f64 width, u32 bins, each bin and then the whole run as
- * u64 n, f64 sum, min, max, u32 buckets, each i32 key and u64 count ---- */
+ * u64 n, zero, f64 min, max, the sum's digits in canonical form (u32 count, i64 each from
+ * the lowest that is not 0), and each side (positive, negative) as i32 base, u32 len,
+ * len u64 counts ---- */
 
 static void put(struct kr__bytes *b, const void *p, size_t n)
 {
@@ -177,13 +303,22 @@ static void put(struct kr__bytes *b, const void *p, size_t n)
 static void stat_save(const struct kr__mstat *s, struct kr__bytes *b)
 {
     put(b, &s->n, 8);
-    put(b, &s->sum, 8);
+    put(b, &s->zero, 8);
     put(b, &s->min, 8);
     put(b, &s->max, 8);
-    put(b, &s->nb, 4);
-    for (uint32_t i = 0; i < s->nb; i++) {
-        put(b, &s->b[i].key, 4);
-        put(b, &s->b[i].n, 8);
+    struct kr__xsum c = s->sum;
+    xsum_carry(&c);
+    uint32_t lo = 0, hi = KR_XSUM_DIGITS;
+    while (lo < hi && !c.d[lo]) lo++;
+    while (hi > lo && !c.d[hi - 1]) hi--;
+    uint32_t n = hi - lo;
+    put(b, &lo, 4);
+    put(b, &n, 4);
+    put(b, c.d + lo, n * sizeof c.d[0]);
+    for (const struct kr__mstore *st = &s->pos; st; st = st == &s->pos ? &s->neg : NULL) {
+        put(b, &st->base, 4);
+        put(b, &st->len, 4);
+        put(b, st->c, st->len * sizeof st->c[0]);
     }
 }
 
@@ -208,21 +343,34 @@ static double get_f64(struct kr__cursor *in)
     return d;
 }
 
+static void store_load(struct kr__mstore *st, struct kr__cursor *in)
+{
+    int32_t base = (int32_t)(uint32_t)kr__cursor_get(in, 4);
+    uint32_t len = (uint32_t)kr__cursor_get(in, 4);
+    if (len > KR_METRIC_BUCKETS) {
+        kr__cursor_fail(in, "a metric's sketch is damaged");
+        return;
+    }
+    store_room(st, len ? len : 1); /* (as it was: a later add grows it alike) */
+    st->base = base;
+    st->len = len;
+    for (uint32_t i = 0; i < len; i++) st->c[i] = kr__cursor_get(in, 8);
+}
+
 static bool stat_load(struct kr__mstat *s, struct kr__cursor *in)
 {
     s->n = kr__cursor_get(in, 8);
-    s->sum = get_f64(in);
+    s->zero = kr__cursor_get(in, 8);
     s->min = get_f64(in);
     s->max = get_f64(in);
-    uint32_t nb = (uint32_t)kr__cursor_get(in, 4);
-    if (nb > KR_METRIC_BUCKETS) kr__cursor_fail(in, "a metric's sketch is damaged");
-    for (uint32_t i = 0; i < nb && !in->why; i++) {
-        int32_t key = (int32_t)(uint32_t)kr__cursor_get(in, 4);
-        uint64_t cnt = kr__cursor_get(in, 8);
-        if (s->nb && key <= s->b[s->nb - 1].key) kr__cursor_fail(in, "a metric's sketch is "
-                                                                 "damaged");
-        else bucket_add(s, key, cnt);
+    uint32_t lo = (uint32_t)kr__cursor_get(in, 4), n = (uint32_t)kr__cursor_get(in, 4);
+    if (lo > KR_XSUM_DIGITS || n > KR_XSUM_DIGITS - lo) {
+        kr__cursor_fail(in, "a metric's sum is damaged");
+        return false;
     }
+    for (uint32_t i = 0; i < n; i++) s->sum.d[lo + i] = (int64_t)kr__cursor_get(in, 8);
+    store_load(&s->pos, in);
+    store_load(&s->neg, in);
     return !in->why;
 }
 

@@ -19,24 +19,39 @@
 #define KR_METRICS_MAX 64u
 #define KR_METRIC_BINS 100u
 #define KR_METRIC_ACCURACY 0.01
-#define KR_METRIC_BUCKETS 2048u /* per sketch; past it the lowest two merge */
+#define KR_METRIC_BUCKETS 2048u /* per side of a sketch; past it the smallest magnitudes
+                                 * merge */
 /* The tag of a metric's record where a kr_commit record has its LP. */
 #define KR_REC_METRIC UINT64_MAX
 
-/* A sketch bucket: values whose key (sign and log-bucket of |v|, ordered as the values are)
- * is `key`, and how many. */
-struct kr__mbucket {
-    int32_t key;
-    uint64_t n;
+/* One side of a sketch (the values above 0, or below): the counts of the log-buckets of
+ * |v| from `base` on, dense (a metric's values span a few hundred buckets at most, mostly:
+ * an add is an index, not a search). */
+struct kr__mstore {
+    int32_t base;
+    uint32_t len;
+    size_t cap;
+    uint64_t *c;
 };
+
+/* A sum of doubles kept exactly, so that it does not depend on the order of the adds (the
+ * engines reduce in different orders: the optimistic one in each thread as its LPs commit):
+ * a fixed-point number with its lowest bit 2^-1074, in 32-bit digits held in 64-bit words
+ * that take 2^30 adds before their carries must move (kr__xsum_value does that on a
+ * copy; the digits' canonical form is unique, so its double is too). */
+#define KR_XSUM_DIGITS 68
+struct kr__xsum {
+    int64_t d[KR_XSUM_DIGITS];
+    uint32_t adds;
+};
+double kr__xsum_value(const struct kr__xsum *x);
 
 /* The values of one bin (or of the whole run). */
 struct kr__mstat {
-    uint64_t n;
-    double sum, min, max;
-    uint32_t nb;
-    size_t capb;
-    struct kr__mbucket *b;      /* ascending key */
+    uint64_t n, zero;
+    double min, max;
+    struct kr__xsum sum;
+    struct kr__mstore pos, neg;
 };
 
 struct kr__metric {
@@ -55,6 +70,8 @@ struct kr__metrics {
 
 /* The model's metrics for a run to `end` (NULL: the model declares none). */
 struct kr__metrics *kr__metrics_new(const char *const *names, double end);
+/* into += from (the same names and end; from's bins emptied: it goes on from nothing). */
+void kr__metrics_drain(struct kr__metrics *into, struct kr__metrics *from);
 void kr__metrics_free(struct kr__metrics *ms);
 /* The index of `name` in the model's list, or -1. */
 int kr__metric_id(const struct kr__metrics *ms, const char *name);

@@ -177,8 +177,37 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     return ok;
 }
 
+/* The LP's metric values below upto: reduced by this thread (exact sums: in any order), or
+ * on another rank than 0, records for rank 0 with the output. */
+static void values_before(struct tw_thread *th, struct kr__outvec *v, const struct kr__key *upto)
+{
+    size_t m = 0;
+    for (; m < v->nval && kr__key_lt(&v->val[m].k, upto); m++) {
+        struct kr__mrec rec = { v->val[m].id, 0, v->val[m].value };
+        if (th->cm.metrics) {
+            kr__metric_add(th->cm.metrics, v->val[m].k.ts, &rec);
+            continue;
+        }
+        char buf[8 + sizeof rec];
+        uint64_t tag = KR_REC_METRIC;
+        memcpy(buf, &tag, 8);
+        memcpy(buf + 8, &rec, sizeof rec);
+        pthread_mutex_lock(&th->cm.sink.mu);
+        kr__outvec_add_record(&th->cm.sink.v, &v->val[m].k, buf, sizeof buf);
+        pthread_mutex_unlock(&th->cm.sink.mu);
+    }
+    memmove(v->val, v->val + m, (v->nval - m) * sizeof v->val[0]);
+    v->nval -= m;
+}
+
+void tw_metrics_drain(struct tw_global *g)
+{
+    for (unsigned t = 0; t < g->n; t++) kr__metrics_drain(g->r->metrics, g->th[t].cm.metrics);
+}
+
 void tw_output_before(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *upto)
 {
+    if (lp->out->nval) values_before(th, lp->out, upto);
     pthread_mutex_lock(&th->cm.sink.mu);
     kr__outvec_move_before(lp->out, upto, &th->cm.sink.v);
     pthread_mutex_unlock(&th->cm.sink.mu);
@@ -311,6 +340,8 @@ static void commit_init(struct tw_thread *th)
     pthread_mutex_init(&th->cm.sink.mu, NULL);
     th->cm.sink.upto = kr__key_at(-INFINITY);
     th->cm.applied = kr__key_at(-INFINITY);
+    if (!th->g->net.on || th->g->net.rank == 0)
+        th->cm.metrics = kr__metrics_new(th->r->model->metrics, th->r->cfg->end);
 }
 
 /* A new horizon: commit what lies below it. */
@@ -322,6 +353,8 @@ static void commit_on_gvt(struct tw_thread *th)
 static void commit_end(struct tw_thread *th)
 {
     kr__outvec_free(&th->cm.sink.v);
+    kr__metrics_free(th->cm.metrics);
+    th->cm.metrics = NULL;
     free(th->cm.dirty);
     free(th->cm.open);
 }

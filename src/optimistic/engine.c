@@ -129,6 +129,12 @@ void tw_emit(struct kr__ctx *c, const char *text, size_t len)
  * metrics - in key order with it. */
 void tw_record(struct kr__ctx *c, uint64_t tag, const void *data, size_t size)
 {
+    if (tag == KR_REC_METRIC) { /* (a value: kept apart, reduced by the committing thread) */
+        struct kr__mrec m;
+        memcpy(&m, data, sizeof m);
+        kr__outvec_add_value(kr__lp_out(c->lp), &c->ev->k, m.id, m.value);
+        return;
+    }
     char rec[8 + KR_PAYLOAD_MAX];
     memcpy(rec, &tag, 8);
     if (size) memcpy(rec + 8, data, size);

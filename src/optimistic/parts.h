@@ -156,6 +156,9 @@ struct tw_committing {
     size_t nopen, capopen;
     struct kr__outsink sink;  /* committed output, for the printer */
     struct kr__key applied;   /* horizon this thread last committed up to */
+    struct kr__metrics *metrics; /* the model's metrics this thread's commits reduced, until
+                                  * drained into the run's (tw_metrics_drain; NULL: none,
+                                  * or another rank than 0: those go out as records) */
 };
 
 /* Deliveries between LPs of the same thread are queued and run after the current event

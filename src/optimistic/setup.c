@@ -444,6 +444,7 @@ static int tw_run(struct kr__run *r)
     tw_watch(r, g);
     for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
     kr__set_salvage(NULL, NULL);
+    tw_metrics_drain(g);
     if (g->net.on) {
         if (g->net.rank) tw_rank_output(g, true);
         tw_rank_end(r, g);

@@ -132,6 +132,7 @@ static void write_it(struct tw_global *g, kr_time at)
     struct kr__snap_link link;
     if (g->net.on) tw_rank_link(g, &link);
     if (!isinf(at)) { /* (nothing pending anywhere: the run is over) */
+        tw_metrics_drain(g);
         if (writer) kr__snapshot_write(g->r, pending, n, at, g->net.on ? &link : NULL);
         else kr__snapshot_send(g->r, pending, n, &link);
     }

@@ -519,6 +519,9 @@ void tw_fail_at_commit(struct tw_global *g, const char *msg, const struct kr__ke
 /* Committed output of lp into the thread's sink (the printer sorts it and prints it once
  * every thread's horizon has passed it): what lies before upto, or up to and including e's. */
 void tw_output_before(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *upto);
+/* The model's metrics the threads reduced, into the run's (the workers stopped: at the end,
+ * or waiting while a snapshot is written). */
+void tw_metrics_drain(struct tw_global *g);
 void tw_output_through(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *e);
 
 /* The engine's part of the summary and of --stats (report.c). */

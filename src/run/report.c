@@ -95,7 +95,7 @@ static void summary_metrics(const struct kr__metrics *ms, FILE *f)
         fprintf(f, "  metric %-9s %llu values", ms->m[i].name, (unsigned long long)a->n);
         if (a->n)
             fprintf(f, ", mean %.6g, p50 %.6g, p99 %.6g (min %.6g, max %.6g)",
-                    a->sum / (double)a->n, kr__mstat_quantile(a, 0.5),
+                    kr__xsum_value(&a->sum) / (double)a->n, kr__mstat_quantile(a, 0.5),
                     kr__mstat_quantile(a, 0.99), a->min, a->max);
         fputc('\n', f);
     }
@@ -297,9 +297,10 @@ static void json_mstat(FILE *f, const struct kr__mstat *s)
     static const double qs[] = { 0.5, 0.9, 0.99 };
     static const char *const qn[] = { "p50", "p90", "p99" };
     fprintf(f, "\"count\": %llu, \"sum\": ", (unsigned long long)s->n);
-    kr__json_num(f, s->sum);
+    double sum = kr__xsum_value(&s->sum);
+    kr__json_num(f, sum);
     fputs(", \"mean\": ", f);
-    kr__json_num(f, s->n ? s->sum / (double)s->n : NAN);
+    kr__json_num(f, s->n ? sum / (double)s->n : NAN);
     fputs(", \"min\": ", f);
     kr__json_num(f, s->n ? s->min : NAN);
     fputs(", \"max\": ", f);

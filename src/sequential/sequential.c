@@ -67,10 +67,18 @@ static void seq_emit(struct kr__ctx *c, const char *text, size_t len)
 }
 
 /* An event's records reach the commit hook once it has run (the event commits as it ends),
- * after its text, as on every engine. */
+ * after its text, as on every engine. A metric's value is reduced at once: this event
+ * commits, in key order, and the reduction prints nothing (so a model with metrics and no
+ * hook keeps the lean loop); under --check, after the checked run, like the others. */
 static void seq_record(struct kr__ctx *c, uint64_t tag, const void *data, size_t size)
 {
     struct seq *s = c->eng;
+    if (tag == KR_REC_METRIC && !s->check) {
+        struct kr__mrec m;
+        memcpy(&m, data, sizeof m);
+        kr__metric_add(c->run->metrics, c->now, &m);
+        return;
+    }
     kr__recbuf_add(s->check && c->mode == KR_MODE_EVENT ? &s->check->rec : &s->rec, tag,
                    data, size);
 }
@@ -216,7 +224,7 @@ enum {
     SEQ_DONE = 8,      /* done(): asked after every event */
     SEQ_SNAP = 16,     /* --snapshot-every / --snapshot-seconds */
     SEQ_TRACE = 32,    /* --trace-mode run: spans (a commit trace is the commit's own test) */
-    SEQ_COMMIT = 64,   /* a commit hook or metrics: the event's records are delivered after it */
+    SEQ_COMMIT = 64,   /* a commit hook: the event's records are delivered after it */
     SEQ_ALL = 127
 };
 
@@ -226,7 +234,7 @@ static unsigned seq_features(const struct kr__run *r, const struct seq *s)
     return (r->bundles ? SEQ_BUNDLES : 0) | (s->check ? SEQ_CHECK : 0) |
            (m->query ? SEQ_QUERY : 0) | (m->done ? SEQ_DONE : 0) |
            (s->snap_at != INFINITY || s->snap_wall != UINT64_MAX ? SEQ_SNAP : 0) |
-           (kr__trace_run ? SEQ_TRACE : 0) | (m->commit || m->metrics ? SEQ_COMMIT : 0);
+           (kr__trace_run ? SEQ_TRACE : 0) | (m->commit ? SEQ_COMMIT : 0);
 }
 
 /* One event (or bundle): twice under --check; for a model that answers queries with the

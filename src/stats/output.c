@@ -44,9 +44,17 @@ void kr__outvec_add_part(struct kr__outvec *v, const struct kr__key *k, uint32_t
     v->r[v->n - 1].part = part;
 }
 
+void kr__outvec_add_value(struct kr__outvec *v, const struct kr__key *k, uint32_t id,
+                          double value)
+{
+    if (v->nval == v->capval) KR_GROW(v->val, v->capval, v->nval + 1, 16, "metric values");
+    v->val[v->nval++] = (struct kr__outval){ *k, id, value };
+}
+
 void kr__outvec_drop_from(struct kr__outvec *v, const struct kr__key *k)
 {
     while (v->n && !kr__key_lt(&v->r[v->n - 1].k, k)) free(v->r[--v->n].text);
+    while (v->nval && !kr__key_lt(&v->val[v->nval - 1].k, k)) v->nval--;
 }
 
 void kr__outvec_move_before(struct kr__outvec *v, const struct kr__key *h, struct kr__outvec *to)
@@ -67,6 +75,9 @@ void kr__outvec_free(struct kr__outvec *v)
     free(v->r);
     v->r = NULL;
     v->n = v->cap = 0;
+    free(v->val);
+    v->val = NULL;
+    v->nval = v->capval = 0;
 }
 
 static int rec_cmp(const void *a, const void *b)

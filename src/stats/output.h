@@ -20,9 +20,19 @@ struct kr__outrec {
     char *text;           /* malloc'd; output is rare, so this is off the event path */
 };
 
+/* A model metric's value (kr_metric) held with its event while that is speculative: no
+ * text, no allocation, no order against the output (core/metrics.h: sums are exact). */
+struct kr__outval {
+    struct kr__key k;
+    uint32_t id;
+    double value;
+};
+
 struct kr__outvec {
     struct kr__outrec *r;
     size_t n, cap;
+    struct kr__outval *val;       /* (the optimistic engine's metric values, in key order) */
+    size_t nval, capval;
 };
 
 /* Append text produced by the event with key k (copies the text). */
@@ -30,6 +40,9 @@ void kr__outvec_add(struct kr__outvec *v, const struct kr__key *k, const char *t
 /* Append a kr_commit record made by the event with key k (copied). */
 void kr__outvec_add_record(struct kr__outvec *v, const struct kr__key *k, const char *rec,
                            size_t len);
+/* Append a metric value of the event with key k. */
+void kr__outvec_add_value(struct kr__outvec *v, const struct kr__key *k, uint32_t id,
+                          double value);
 /* Append a record with its part given (output of another rank, in key order or not). */
 void kr__outvec_add_part(struct kr__outvec *v, const struct kr__key *k, uint32_t part,
                          const char *text, size_t len);

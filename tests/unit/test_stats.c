@@ -3,7 +3,8 @@
  * and the metrics' reduction (core/metrics.c): every percentile of values spread over many
  * magnitudes, negative and zero among them, within the sketch's 1% of the exact one; bins
  * widened under --end inf holding what direct bins of the final width hold; a snapshot's
- * record read back into the same bins. */
+ * record read back into the same bins; sums exact whatever the order; reducers of parts of
+ * the values (the optimistic engine's threads) drained into the same result. */
 #include <math.h>
 #include <stdlib.h>
 #include "check.h"
@@ -102,7 +103,7 @@ static void sketch(void)
     CHECK(kr__metrics_load(back, &in) && in.p == in.end);
     for (uint32_t b = 0; b < 100; b++)
         CHECK(back->m[0].bins[b].n == ms->m[0].bins[b].n &&
-              back->m[0].bins[b].sum == ms->m[0].bins[b].sum &&
+              kr__xsum_value(&back->m[0].bins[b].sum) == kr__xsum_value(&ms->m[0].bins[b].sum) &&
               kr__mstat_quantile(&back->m[0].bins[b], 0.5) ==
                   kr__mstat_quantile(&ms->m[0].bins[b], 0.5));
     struct kr__cursor cut = { img.p, img.p + img.n / 2, NULL };
@@ -112,6 +113,111 @@ static void sketch(void)
     kr__metrics_free(back);
     kr__bytes_free(&img);
     kr__metrics_free(ms);
+}
+
+/* Values over 40 orders of magnitude (4 600 buckets): past KR_METRIC_BUCKETS a side folds
+ * its smallest magnitudes together; the percentiles above the fold (the top 41 of 92 in
+ * log) stay within 1%, the least and greatest are exact, and a snapshot's record of
+ * the folded sketch reads back into one that answers alike. */
+static void folded(void)
+{
+    static const char *const names[] = { "x", NULL };
+    struct kr__metrics *ms = kr__metrics_new(names, 10);
+    enum { N = 5000 };
+    static double xs[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = exp(92 * uniform() - 46);
+        struct kr__mrec r = { 0, 0, xs[i] };
+        kr__metric_add(ms, 5, &r);
+    }
+    qsort(xs, N, sizeof xs[0], by_value);
+    const struct kr__mstat *all = &ms->m[0].all;
+    CHECK(all->pos.len == KR_METRIC_BUCKETS && kr__mstat_quantile(all, 0) == xs[0] &&
+          kr__mstat_quantile(all, 1) == xs[N - 1]);
+    for (double q = 0.6; q < 1.0; q += 0.01) {
+        double e = exact(xs, N, q);
+        CHECK(fabs(kr__mstat_quantile(all, q) - e) <= 0.0101 * e);
+    }
+    struct kr__bytes img = { 0 };
+    kr__metrics_save(ms, &img);
+    struct kr__metrics *back = kr__metrics_new(names, 10);
+    struct kr__cursor in = { img.p, img.p + img.n, NULL };
+    CHECK(kr__metrics_load(back, &in));
+    struct kr__mrec more = { 0, 0, 1e-30 };
+    kr__metric_add(ms, 5, &more);
+    kr__metric_add(back, 5, &more);
+    for (double q = 0; q <= 1.0; q += 0.01)
+        CHECK(kr__mstat_quantile(&back->m[0].all, q) == kr__mstat_quantile(&ms->m[0].all, q));
+    kr__bytes_free(&img);
+    kr__metrics_free(back);
+    kr__metrics_free(ms);
+}
+
+static double sum_of(const double *v, size_t n)
+{
+    static const char *const names[] = { "x", NULL };
+    struct kr__metrics *ms = kr__metrics_new(names, 10);
+    for (size_t i = 0; i < n; i++) {
+        struct kr__mrec r = { 0, 0, v[i] };
+        kr__metric_add(ms, 1, &r);
+    }
+    double s = kr__xsum_value(&ms->m[0].all.sum);
+    kr__metrics_free(ms);
+    return s;
+}
+
+/* Sums are exact: they do not depend on the order of the values, and cancel exactly. */
+static void exact_sums(void)
+{
+    double a[] = { 1e100, 1, -1e100 }, b[] = { 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1 };
+    double c[] = { 5e-324, 5e-324, -1.5, 1.5, 1e308, -1e308 };
+    CHECK(sum_of(a, 3) == 1 && sum_of(b, 10) == 1.0 && sum_of(c, 6) == 1e-323);
+    enum { N = 3000 };
+    static double v[N], w[N];
+    for (int i = 0; i < N; i++) v[i] = (uniform() - 0.5) * exp(60 * uniform() - 30);
+    double want = sum_of(v, N);
+    for (int round = 0; round < 5; round++) {
+        for (int i = 0; i < N; i++) w[i] = v[i];
+        for (int i = N - 1; i > 0; i--) { /* (a shuffle) */
+            int j = (int)(uniform() * (i + 1));
+            double x = w[i];
+            w[i] = w[j];
+            w[j] = x;
+        }
+        CHECK(sum_of(w, N) == want);
+    }
+}
+
+/* Two reducers of halves of the values (threads), drained into a third: the same bins,
+ * percentiles and sums as one that took them all, in another order, with --end inf's
+ * widths apart. */
+static void drained(void)
+{
+    static const char *const names[] = { "x", NULL };
+    struct kr__metrics *one = kr__metrics_new(names, INFINITY),
+                       *half[2] = { kr__metrics_new(names, INFINITY),
+                                    kr__metrics_new(names, INFINITY) },
+                       *all = kr__metrics_new(names, INFINITY);
+    for (int i = 0; i < 4000; i++) {
+        double t = 300 * uniform() * (i % 2 ? 1 : 0.2); /* (the halves widen apart) */
+        struct kr__mrec r = { 0, 0, exp(10 * uniform()) - 100 };
+        kr__metric_add(one, t, &r);
+        kr__metric_add(half[i % 2], t, &r);
+    }
+    kr__metrics_drain(all, half[0]);
+    kr__metrics_drain(all, half[1]);
+    CHECK(half[0]->m[0].all.n == 0 && half[0]->m[0].nbins == 0);
+    const struct kr__metric *a = &all->m[0], *o = &one->m[0];
+    CHECK(a->width == o->width && a->nbins == o->nbins && a->all.n == 4000);
+    for (uint32_t b = 0; b < o->nbins; b++)
+        CHECK(a->bins[b].n == o->bins[b].n &&
+              kr__xsum_value(&a->bins[b].sum) == kr__xsum_value(&o->bins[b].sum) &&
+              kr__mstat_quantile(&a->bins[b], 0.9) == kr__mstat_quantile(&o->bins[b], 0.9));
+    CHECK(kr__mstat_quantile(&a->all, 0.5) == kr__mstat_quantile(&o->all, 0.5));
+    kr__metrics_free(one);
+    kr__metrics_free(half[0]);
+    kr__metrics_free(half[1]);
+    kr__metrics_free(all);
 }
 
 /* --end inf: width 1, doubled with neighbours merged; the bins end as direct bins of the
@@ -146,6 +252,9 @@ int main(void)
     histogram();
     timeavg();
     sketch();
+    folded();
+    exact_sums();
+    drained();
     widening();
     return check_done("stats");
 }
