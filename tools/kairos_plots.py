@@ -65,7 +65,8 @@ def bars(title, groups, ylabel, log_y=False):
     names = []
     for g in groups.values():
         names += [n for n in g if n not in names]
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(groups) * max(1, len(names)) / 2), 4.2))
+    fig, ax = plt.subplots(figsize=(min(12.8, max(6.4, 0.6 * len(groups) * max(1, len(names)))),
+                                    4.2))
     width = 0.8 / max(1, len(names))
     for i, n in enumerate(names):
         xs = [k + (i - (len(names) - 1) / 2) * width for k in range(len(groups))]

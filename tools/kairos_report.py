@@ -4,9 +4,12 @@ network: plots are PNG images inside it) from the --stats files of one or more r
 model's own metrics over virtual time first (kr_metric), then the runs' configuration and
 digest, GVT and committed rate over wall time, rollbacks and efficiency,
 memory, per-thread and per-rank work, idle and throttling, state saving and time sharing.
-Several runs are drawn side by side (thread scaling, state modes). `kairos report` runs
+Several runs are drawn side by side (thread scaling, state modes). A run's --lp-stats CSV
+file, given after its --stats file, adds a per-LP view: events and rollbacks along the LPs
+and the busiest ones. `kairos report` runs
 this script; the plots come from kairos_plots.py, which bench/ scripts use too."""
 import argparse
+import csv
 import html
 import json
 import os
@@ -210,6 +213,64 @@ def saving_plots(runs, names):
     return figs
 
 
+LP_COLUMNS = ("lp", "rank", "thread", "committed", "processed", "rollbacks", "rolled_back",
+              "state_bytes")
+
+
+def load_lps(path):
+    """The rows of an --lp-stats CSV file, as dicts of ints."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+        if not rows or tuple(rows[0]) != LP_COLUMNS:
+            raise ValueError(f"want the columns {', '.join(LP_COLUMNS)}")
+        return [{k: int(v) for k, v in r.items()} for r in rows]
+    except (OSError, ValueError, TypeError) as e:
+        die(f"cannot read '{path}' as an --lp-stats file of kairos run: {e}")
+
+
+def per_lp(rows, key, most=500):
+    """(LP id, value) - with many LPs, the mean of groups of neighbours, at most `most`."""
+    step = max(1, -(-len(rows) // most))
+    return [(rows[i]["lp"], sum(r[key] for r in rows[i:i + step]) / len(rows[i:i + step]))
+            for i in range(0, len(rows), step)]
+
+
+def lp_plots(lps, names):
+    """Per run given its --lp-stats file: committed and rolled-back events and rollbacks
+    along the LPs (an imbalance shows as a slope or a spike), and the busiest LPs."""
+    figs = []
+    for n, rows in zip(names, lps):
+        if not rows:
+            continue
+        figs.append((f"Events per LP of {n}", line_panels(
+            [("events per LP", {"committed": per_lp(rows, "committed"),
+                                "rolled back": per_lp(rows, "rolled_back")}),
+             ("rollbacks per LP", {"rollbacks": per_lp(rows, "rollbacks")})],
+            "LP" + (" (means of neighbours)" if len(rows) > 500 else ""), "")))
+        top = sorted(rows, key=lambda r: (-r["processed"], r["lp"]))[:15]
+        figs.append((f"Busiest LPs of {n}", bars(
+            f"the {len(top)} LPs that ran the most events: {n}",
+            {f"LP {r['lp']}": {"committed": r["committed"], "rolled back": r["rolled_back"]}
+             for r in top}, "events")))
+    return figs
+
+
+def lp_tables(lps, names):
+    """The ten busiest LPs of each run given its --lp-stats file."""
+    out = ""
+    for n, rows in zip(names, lps):
+        if not rows:
+            continue
+        top = sorted(rows, key=lambda r: (-r["processed"], r["lp"]))[:10]
+        head = "".join(f"<th>{c}</th>" for c in LP_COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{r[c]}</td>" for c in LP_COLUMNS) + "</tr>\n"
+                       for r in top)
+        out += (f"<h3>Busiest LPs of {html.escape(n)} ({len(rows)} LPs)</h3>\n"
+                f"<table><tr>{head}</tr>\n{body}</table>\n")
+    return out
+
+
 def cell(run, key):
     v = run.get(key, "")
     return "inf" if v is None and key == "end_time" else str(v)  # (JSON has no infinity)
@@ -248,9 +309,10 @@ window.addEventListener('load', function () {
 </script>"""
 
 
-def page(runs, names):
+def page(runs, names, lps=None):
+    lps = lps or [None] * len(runs)
     figs = (metric_plots(runs, names) + time_plots(runs, names) + run_plots(runs, names) +
-            thread_plots(runs, names) + saving_plots(runs, names))
+            thread_plots(runs, names) + lp_plots(lps, names) + saving_plots(runs, names))
     parts = []
     for title, fig in figs:
         parts.append(f'<figure><img class="plot" alt="{html.escape(title)}" '
@@ -262,15 +324,16 @@ def page(runs, names):
              "figure{display:inline-block;margin:1em}img{max-width:100%}")
     return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
             f"</title><style>{style}</style></head>\n<body>\n<h1>{html.escape(title)}</h1>\n"
-            f"<h2>Runs</h2>\n{table(runs, names)}\n<h2>Plots</h2>\n" + "\n".join(parts) +
+            f"<h2>Runs</h2>\n{table(runs, names)}\n{lp_tables(lps, names)}<h2>Plots</h2>\n" +
+            "\n".join(parts) +
             f"\n{CHECK}\n</body></html>\n"), len(figs)
 
 
-def drawn(runs, paths):
+def drawn(runs, paths, lps=None):
     """page() of the runs; a file whose values are not what kairos run writes (null, a
     string where a number goes: edited by hand?) is named, not a traceback."""
     try:
-        return page(runs, labels(runs, paths))
+        return page(runs, labels(runs, paths), lps)
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
         for r, p in zip(runs, paths):
             try:
@@ -283,7 +346,9 @@ def drawn(runs, paths):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kairos report", description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", metavar="RUN.json", help="--stats files of kairos run")
+    ap.add_argument("runs", nargs="+", metavar="RUN.json",
+                    help="--stats files of kairos run, each followed by its --lp-stats CSV "
+                    "file if it has one (a per-LP view)")
     ap.add_argument("-o", "--output", required=True, metavar="report.html")
     a = ap.parse_args(argv)
     for p in a.runs:  # (an -o naming an input would overwrite the run's statistics)
@@ -291,8 +356,17 @@ def main(argv=None):
             die(f"-o {a.output} is one of the --stats files to read; write the report to "
                 "another file (report.html)")
     pyplot()  # (first: without matplotlib, say so before anything else)
-    runs = [load(p) for p in a.runs]
-    text, n = drawn(runs, a.runs)
+    paths, lps = [], []
+    for p in a.runs:
+        if p.endswith(".csv"):
+            if not paths or lps[-1] is not None:
+                die(f"'{p}': an --lp-stats file goes right after the --stats file of its run")
+            lps[-1] = load_lps(p)
+        else:
+            paths.append(p)
+            lps.append(None)
+    runs = [load(p) for p in paths]
+    text, n = drawn(runs, paths, lps)
     tmp = a.output + ".tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as f:

@@ -2,7 +2,8 @@
 """kairos report (issue 18 part 3). From the --stats files of runs on three engines it
 writes one self-contained page (nothing fetched from the network: the plots are PNG images
 in it); headless Chromium renders it and the page's own check finds every plot drawn. A
-model's metrics (kr_metric) are its first plots, and render too.
+model's metrics (kr_metric) are its first plots, and a run's --lp-stats file adds a per-LP
+view; both render too.
 Files that are not --stats files, and a missing -o, are usage errors. Without matplotlib,
 kairos report says what to install (exit 2); without Chromium the browser check is skipped
 unless KAIROS_REQUIRE_BROWSER=1 (.ci/run installs both and sets it)."""
@@ -121,6 +122,36 @@ def metrics_page():
     return out, len(caps)
 
 
+def per_lp():
+    """A run's --lp-stats file after its --stats file adds the per-LP view: plots along the
+    LPs, the busiest ones, and their table; a CSV first, or one that is not an --lp-stats
+    file, is a usage error naming it."""
+    st, lp = os.path.join(tmp, "lp.json"), os.path.join(tmp, "lp.csv")
+    run(kairos, "run", "phold", "--lps", "256", "--end", "50", "--threads", "2", "--stats", st,
+        "--lp-stats", lp, "--progress", "off")
+    out = os.path.join(tmp, "lp.html")
+    q = report(st, lp, "-o", out)
+    text = open(out, encoding="utf-8").read() if q.returncode == 0 else ""
+    caps = [html.unescape(c) for c in re.findall(r"<figcaption>([^<]*)</figcaption>", text)]
+    rows = re.findall(r"<tr><td>(\d+)</td><td>0</td>", text)
+    if q.returncode or not any(c.startswith("Events per LP of") for c in caps) or \
+            not any(c.startswith("Busiest LPs of") for c in caps) or len(rows) != 10 or \
+            "(256 LPs)" not in text:
+        fail(f"kairos report with an --lp-stats file: exit {q.returncode}, plots {caps}, "
+             f"{len(rows)} table rows\n{q.stderr}")
+    t.ok("a run's --lp-stats file adds plots along its LPs and its busiest LPs' table")
+    bad = os.path.join(tmp, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("lp,what\n1,2\n")
+    for args, needle in (([lp, st], "goes right after the --stats file"),
+                         ([st, bad], f"cannot read '{bad}' as an --lp-stats file")):
+        q = report(*args, "-o", os.path.join(tmp, "x.html"))
+        if q.returncode != 2 or needle not in q.stderr:
+            fail(f"kairos report {args}: want exit 2 and '{needle}'\n{q.stderr}")
+    t.ok("an --lp-stats file before any run, or a CSV of other columns: exit 2 naming it")
+    return out, len(caps)
+
+
 def misuse(paths):
     junk = os.path.join(tmp, "junk.json")
     with open(junk, "w") as f:
@@ -175,5 +206,6 @@ else:
     page, n = written(files)
     browser(page, n)
     browser(*metrics_page())
+    browser(*per_lp())
     misuse(files)
 t.finish()
