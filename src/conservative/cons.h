@@ -100,6 +100,13 @@ struct cons {
     uint64_t snap_wall;
     unsigned snap_tick;
     bool snap_due;
+    /* A model that answers queries: every event runs on the scheduler, one at a time, so
+     * that every other LP's state in memory is the one at the asking event; the running
+     * LP's state before its event is kept for a query that reaches it (cons_query). */
+    bool queries;
+    struct kr__blobs blobs;
+    struct kr__ckpt *pre, *mid;  /* (mid: the running LP's state while `pre` answers) */
+    kr_lp running;
 };
 
 /* How retiring jobs, and the run, went on or ended; and what a turn of the scheduler did
@@ -134,6 +141,9 @@ struct cons *cons_test_start(struct kr__run *r);
 int cons_test_turn(struct cons *c);
 bool cons_test_work(struct cons *c, unsigned w);
 void cons_test_end(struct kr__run *r, struct cons *c, int how);
+/* kr_query (engine.c): see struct cons.queries. */
+size_t cons_query(struct kr__ctx *x, kr_lp dest, const void *q, size_t size, void *ans,
+                  size_t cap);
 /* The engine's summary line and --stats object (report.c). */
 void cons_summary(const struct kr__run *r, FILE *f);
 void cons_json(const struct kr__run *r, FILE *f);

@@ -57,9 +57,11 @@ static void fold_time(struct cons *c, const struct cons_job *j)
     kr__typetime_add(&c->types, j->ev->type, x);
 }
 
-/* Run e on the scheduler rather than hand it out: its type is known to be short. */
+/* Run e on the scheduler rather than hand it out: its type is known to be short (or the
+ * model answers queries: every event runs here). */
 static bool run_here(const struct cons *c, const struct kr__ev *e)
 {
+    if (c->queries) return true;
     float m = kr__typetime_mean(&c->types, e->type);
     return c->offload_auto && m >= 0 && m < c->offload_ns;
 }
@@ -251,6 +253,49 @@ static bool cons_stops_before(const struct cons *c, const struct kr__ev *e)
     return e->k.ts > c->taken_ts && kr__interrupted();
 }
 
+/* A model that answers queries: the running LP's state before its event, for a query that
+ * reaches it. */
+static void query_keep(struct cons *c, struct kr__lp *lp, kr_lp id)
+{
+    c->running = id;
+    c->pre = kr__lp_snapshot(&c->blobs, lp);
+}
+
+/* ...given back after the event (or its model error; with the mid-event state a failed
+ * answer left swapped out). */
+static void query_settle(struct cons *c)
+{
+    if (c->mid) {
+        kr__ckpt_release(&c->blobs, c->mid);
+        c->mid = NULL;
+    }
+    if (c->pre) kr__ckpt_release(&c->blobs, c->pre);
+    c->pre = NULL;
+}
+
+/* kr_query: every other LP's state in memory is the one at the asking event (all earlier
+ * events retired, no later one started: one runs at a time); the running LP's is
+ * mid-event, so its state before the event is swapped in for the answer, and back. */
+size_t cons_query(struct kr__ctx *x, kr_lp dest, const void *q, size_t size, void *ans,
+                  size_t cap)
+{
+    struct cons *c = ((struct cons_worker *)x->eng)->c;
+    struct kr__lp *lp = kr__lp_at(x->run, dest);
+    bool swap = c->pre && dest == c->running && !c->mid;
+    if (swap) {
+        c->mid = kr__lp_snapshot(&c->blobs, lp);
+        kr__lp_restore(lp, c->pre);
+    }
+    size_t n = kr__query_answer(x, dest, q, size, ans, cap);
+    x->run->counters[0].q.answered++;
+    if (swap) {
+        kr__lp_restore(lp, c->mid);
+        kr__ckpt_release(&c->blobs, c->mid);
+        c->mid = NULL;
+    }
+    return n;
+}
+
 /* With nothing outstanding, may the first event run here at once? (Its LP is free, no
  * barrier holds it, and its type is short.) */
 static bool direct_ok(struct cons *c, const struct kr__ev *e)
@@ -270,6 +315,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     struct cons_job *j = &c->direct; /* (where cons_fail puts a model error) */
     struct kr__watch *watch = &c->watch[0];
     if (_setjmp(w->jmp)) { /* a model error in j's event (or its done step), the earliest */
+        query_settle(c);
         cons_keep_error(w, j);
         kr__watch_settle(watch);
         kr__ctx.mode = KR_MODE_NONE;
@@ -296,7 +342,9 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
         kr__ctx_event(lp, e, KR_MODE_EVENT);
         if (r->bundles) kr__bundle_enter(&j->bundle);
         kr__watch_begin(watch, e);
+        if (c->queries) query_keep(c, lp, e->dest);
         kr__run_event(r, lp, e);
+        query_settle(c);
         j->done_after = kr__run_done(r, lp, e->dest);
         kr__watch_end(watch);
         kr__ctx.mode = KR_MODE_NONE;
@@ -476,11 +524,13 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     const struct kr__cons_options *o = cons_options(r->cfg);
     c->push = !o->handoff_pull;
     c->barrier_events = o->barrier_events;
-    c->scheduler_works = o->scheduler_works && c->push;
+    c->queries = r->model->query != NULL;
+    c->scheduler_works = (o->scheduler_works && c->push) || c->queries;
     c->offload_auto = !o->offload_always;
     c->offload_ns = (float)(o->offload_us * 1000.0);
     kr__typetime_init(&c->types);
     kr__heap_init(&c->heap);
+    kr__blobs_init(&c->blobs);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
     c->watch = aligned_alloc(64, (c->nw + 1) * sizeof *c->watch);
     c->lp_busy = calloc(r->n, 1);
@@ -512,6 +562,8 @@ static void cons_teardown(struct cons *c)
     free(c->direct.rec.b);
     kr__bundle_free(&c->direct.bundle);
     free(c->direct.err);
+    query_settle(c);
+    kr__blobs_destroy(&c->blobs);
     free(c->inflight);
     free(c->lp_busy);
     free(c->watch);
@@ -665,8 +717,6 @@ static int cons_validate(const struct kr__config *cfg, struct kr__error *err)
 
 const struct kr__engine kr__cons_engine = {
     .name = "conservative",
-    .no_queries = "the conservative engine cannot answer: it runs an LP's later events while "
-                  "other LPs' earlier ones still run, so no state at the asker's time exists",
     .default_threads = cons_default_threads,
     .threads = cons_threads,
     .validate = cons_validate,

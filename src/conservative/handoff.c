@@ -97,7 +97,7 @@ static void cons_fail(struct kr__ctx *x, const char *msg)
     longjmp(w->jmp, 1);
 }
 
-const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail, NULL,
+const struct kr__engine_ops kr__cons_ops = { cons_send, cons_emit, cons_fail, cons_query,
                                              cons_record };
 
 void cons_keep_error(struct cons_worker *w, struct cons_job *j)

@@ -24,6 +24,10 @@ void cons_summary(const struct kr__run *r, FILE *f)
             o->offload_always ? "always" : "auto", mean_in_flight(c),
             (unsigned long long)c->cons.sched_ran, (unsigned long long)c->cons.barrier_waits,
             (unsigned long long)c->cons.lp_waits);
+    if (r->model->query)
+        fputs("  conservative:     the model answers queries: every event ran on the "
+              "scheduler, one at a time (a query sees every other LP at the asker's time)\n",
+              f);
 }
 
 void cons_json(const struct kr__run *r, FILE *f)

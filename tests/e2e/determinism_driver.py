@@ -44,7 +44,7 @@ MODELS = [
     ("timers", ["{build}/libtimers.so", "--lps", "16", "--end", "60"],
      {"spans": "zero=0", "chunk": True}),
     ("query", ["{build}/libquery.so", "--lps", "12", "--end", "30.5", "-P", "every=4", "-P",
-               "noise=1"], {}),
+               "noise=1"], {"spans": "zero_lookahead=1"}),
 ]
 
 

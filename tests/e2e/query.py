@@ -8,9 +8,10 @@ run with kr_error on a wrong one. Here: those runs pass on the sequential engine
 cancellation, --check, a memory budget), all with the sequential digest and output, and
 with LPs rolled back to answer, and (--check: every asking event waits for another
 thread's answer on its event stack) with other events run meanwhile; each misuse is the
-same model error on both engines;
-the conservative engine refuses such a model before it starts; and a model built against
-the previous struct kr_model layout (no query field) still loads."""
+same model error on both engines; the conservative engine (every event one at a time on its
+scheduler) gives the sequential digest, output and answers, and the same misuse errors; a
+model with KR_MODEL_BUNDLES and queries is refused by the optimistic engine; and a model
+built against the previous struct kr_model layout (no query field) still loads."""
 import json
 import os
 import signal
@@ -117,10 +118,33 @@ def case_misuse():
                 "--end", "3.5", "-P", "misuse=1", *SEQ)
 
 
+def case_conservative():
+    """The conservative engine runs a model with queries one event at a time on its
+    scheduler: the sequential digest, output and answers; the same misuse messages."""
+    for lps, end, extra in CASES:
+        base = [MODEL, "--lps", str(lps), "--end", end, *extra, "-P", "zero_lookahead=1"]
+        out, err, st = stats_of(kairos, [*base, *SEQ])
+        for layout in (["--sync", "conservative", "--threads", "1"], ["--sync", "conservative"]):
+            o, e, s = stats_of(kairos, [*base, *layout])
+            if digest(e) != digest(err) or o != out or \
+                    s["queries"]["answered"] != st["queries"]["answered"]:
+                fail(f"{lps} LPs {' '.join(layout)}: digest {digest(e)} vs {digest(err)}, "
+                     f"output equal: {o == out}, answers {s['queries']['answered']}")
+            if "every event ran on the scheduler, one at a time" not in e:
+                fail(f"{lps} LPs {' '.join(layout)}: the summary does not say how it ran")
+    for case in range(2, 13):
+        args = ["run", MODEL, "--lps", "3", "--end", "3.5", "-P", f"misuse={case}", "-P",
+                "zero_lookahead=1"]
+        _, _, es = run(kairos, *args, *SEQ, check=False)
+        _, _, ec = run(kairos, *args, "--sync", "conservative", check=False)
+        ms = [line for line in es.splitlines() if "error:" in line]
+        if not ms or ms != [line for line in ec.splitlines() if "error:" in line]:
+            fail(f"misuse={case}: the conservative engine says\n{ec}\nthe sequential\n{es}")
+    t.ok(f"the conservative engine answers queries as the sequential engine ({len(CASES)} "
+         "cases at 1 and 2 workers) and reports each misuse alike")
+
+
 def case_refused():
-    expect_exit(kairos, t, 2, ["model 'query' answers queries", "the conservative engine "
-                               "cannot answer", "run it with --sync sequential"],
-                "run", MODEL, "--lps", "4", "--end", "3", "--sync", "conservative")
     bundles = f"{build}/libquery_bundles.so"
     run(kairos, "run", bundles, "--lps", "4", "--end", "3.5", *SEQ)
     expect_exit(kairos, t, 2, ["answers queries and has KR_MODEL_BUNDLES"],
@@ -237,6 +261,7 @@ case_fuzzed()
 case_commo()
 case_interrupt()
 case_misuse()
+case_conservative()
 case_refused()
 case_old_layout()
 t.finish()

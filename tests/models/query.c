@@ -71,6 +71,7 @@ static void init(kr_lp me)
     misuse = kr_param_int("misuse", 0);
     every = kr_param_int("every", 1);
     noise = kr_param_int("noise", 0);
+    if (kr_param_int("zero_lookahead", 0)) kr_set_lookahead(0); /* (--sync conservative) */
     if (misuse == 3) ask(me, Q_COUNT, 0);
     kr_schedule(me, 1, 0, NULL, 0);
 }
@@ -148,6 +149,8 @@ static void finish(kr_lp me, void *state)
 static const struct kr_param params[] = {
     { "misuse", KR_PARAM_INT, "0", "0: none; 1-12: a misuse of kr_query (query.py)", 0, 12 },
     { "every", KR_PARAM_INT, "1", "an LP's tick asks when (time + LP) % every is 0", 1, 1000 },
+    { "zero_lookahead", KR_PARAM_INT, "0", "1: declare a lookahead of 0 (events may send at "
+      "once, as the conservative engine must be told)", 0, 1 },
     { "noise", KR_PARAM_INT, "0", "1: events between the ticks that never touch the count",
       0, 1 },
     { NULL, 0, NULL, NULL, 0, 0 },
