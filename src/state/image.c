@@ -34,7 +34,7 @@ struct word {
 
 void kr__bytes_put(struct kr__bytes *b, const void *p, size_t n)
 {
-    if (b->oom) return;
+    if (b->oom || !n) return; /* (n 0: p may be NULL, an empty sketch's counts) */
     if (b->cap - b->n < n) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap - b->n < n) cap *= 2;
