@@ -98,7 +98,8 @@ def main():
             per = [(x - b) / (a.calls if op != 2 else 1) for x in ns]
             cells.append(f"{statistics.median(per):+.1f} ({min(per):+.1f} to {max(per):+.1f})")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"\ncross-core round trip after: {loadcheck.pingpong(os.path.join(build, 'kr_pingpong'))}")
+    trip = loadcheck.pingpong(os.path.join(build, "kr_pingpong"))
+    print(f"\ncross-core round trip after: {trip}")
     print(f"{a.reps} interleaved runs each, {a.lps} LPs, --end 2000 (cachegrind: --end 200), "
           f"{a.calls} calls an event")
 

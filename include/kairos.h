@@ -188,18 +188,18 @@ void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *siz
 void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
                       const void *payload, size_t size);
 
-/* Timers: an event the calling LP schedules for itself and may cancel before it runs (a
- * time-out, a retry, a shift's end). kr_timer_set sends it as kr_schedule to the calling LP
- * would (at t >= kr_now()) and returns a plain value to keep in the LP's state (copy it freely; a zeroed
- * kr_timer is no timer). kr_timer_cancel(&t) cancels it if it is still pending and returns
- * true; false if it already ran, was cancelled, or t is zeroed. It zeroes t either way.
- * kr_timer_pending says whether it is still to run. The LP's pending timers are part of its
- * state: rolled back, kept by snapshots, the same on every engine. A cancelled timer's
- * event still reaches its time (it is counted and hashed in the history, and shown as
- * cancelled in a trace) but the handler never sees it. Not with KR_MODEL_BUNDLES.
- * Where: init or an event (kr_timer_pending also in finish). Cost: a send; the set and each
- * cancel or firing keep a sorted list of the LP's pending timers in its arena (a search
- * and a move of the later ones), none in a model that sets none. */
+/* Timers: an event the calling LP schedules for itself and may cancel before it runs (a time-out,
+ * a retry, a shift's end). kr_timer_set sends it as kr_schedule to the calling LP would (at t >=
+ * kr_now()) and returns a plain value to keep in the LP's state (copy it freely; a zeroed kr_timer
+ * is no timer). kr_timer_cancel(&t) cancels it if it is still pending and returns true; false if
+ * it already ran, was cancelled, or t is zeroed. It zeroes t either way. kr_timer_pending says
+ * whether it is still to run. The LP's pending timers are part of its state: rolled back, kept by
+ * snapshots, the same on every engine. A cancelled timer's event still reaches its time (it is
+ * counted and hashed in the history, and shown as cancelled in a trace) but the handler never sees
+ * it. Not with KR_MODEL_BUNDLES. Where: init or an event (kr_timer_pending also in finish). Cost:
+ * a send; the set and each cancel or firing keep a sorted list of the LP's pending timers in its
+ * arena (a search and a move of the later ones), none in a model that sets none; a cancelled
+ * timer's event still passes through the queue, about what an event costs (bench/RESULTS.md). */
 typedef struct {
     uint64_t id;                  /* the engine's (0: none) */
     kr_time at;                   /* when it runs (if it still does) */
@@ -294,13 +294,13 @@ void kr_commit(const void *record, size_t size);
  * dozen operations (about 400 instructions in all, bench/RESULTS.md). */
 void kr_metric(const char *name, double value);
 
-/* Statistics a model keeps in its LP state (zero-initialised, plain values: rolled back with
- * it; each call marks its writes for --state chunk). A tally: count, mean, variance (Welford's
- * update), min, max. A histogram: `bins` equal bins over [lo, hi), and the values below and
- * above (kr_histogram_init sets it up; KR_HISTOGRAM_BINS at most). A time average: the
- * time-weighted mean of a level (a queue length, busy servers) that kr_timeavg_set changes
- * at `now`, from the first set on (a set in init counts from time 0; kr_timeavg_mean at an
- * infinite time, as in finish, means up to the last change). Where: anywhere model code runs. Cost: a few arithmetic
+/* Statistics a model keeps in its LP state (zero-initialised, plain values: rolled back with it;
+ * each call marks its writes for --state chunk). A tally: count, mean, variance (Welford's
+ * update), min, max. A histogram: `bins` equal bins over [lo, hi), and the values below and above
+ * (kr_histogram_init sets it up; KR_HISTOGRAM_BINS at most). A time average: the time-weighted
+ * mean of a level (a queue length, busy servers) that kr_timeavg_set changes at `now`, from the
+ * first set on (a set in init counts from time 0; kr_timeavg_mean at an infinite time, as in
+ * finish, means up to the last change). Where: anywhere model code runs. Cost: a few arithmetic
  * operations (a histogram's quantile: a walk over its bins). */
 #define KR_HISTOGRAM_BINS 64
 struct kr_tally {

@@ -337,8 +337,9 @@ static inline bool event_send_ok(kr_lp dest, kr_time t, size_t size, const void 
 /* kr_schedule, kr_schedule_span and kr_timer_set: False if the send was refused (a model
  * error the engine defers). Inlined in each, `how` a constant there (a call with `how` as
  * a ninth argument, on the stack, cost every send 2 instructions more). */
-static inline __attribute__((always_inline)) bool schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, unsigned how,
-                     unsigned type, const void *payload, size_t size)
+static inline __attribute__((always_inline)) bool
+schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, unsigned how, unsigned type,
+         const void *payload, size_t size)
 {
     if (!__builtin_expect(event_send_ok(dest, t, size, payload), 1) &&
         !check_schedule(fn, dest, t, size, payload))
@@ -413,7 +414,9 @@ bool kr_timer_cancel(kr_timer *timer)
 {
     KR_API_ENTER();
     need_lp("kr_timer_cancel");
+    if (!timer) kr__model_error("kr_timer_cancel(NULL): pass the address of the kr_timer");
     bool was = timer->id && kr__timer_take(timer->id);
+    kr_touch(timer, sizeof *timer); /* (it lies in the LP's state: --state chunk) */
     *timer = (kr_timer){ 0, 0 };
     KR_API_LEAVE();
     return was;
@@ -423,6 +426,7 @@ bool kr_timer_pending(const kr_timer *timer)
 {
     KR_API_ENTER();
     if (!kr__in_lp()) need_lp("kr_timer_pending"); /* (a read: done() and queries may) */
+    if (!timer) kr__model_error("kr_timer_pending(NULL): pass the address of the kr_timer");
     bool is = timer->id && kr__timer_has(timer->id);
     KR_API_LEAVE();
     return is;

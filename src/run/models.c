@@ -70,7 +70,8 @@ static int bad_names(const struct kr_model *m, const char *const *list, const ch
 
 static int bad_lists(const struct kr_model *m, struct kr__error *err)
 {
-    if (bad_names(m, m->type_names, "type_names", KR_TYPE_NAMES_MAX, false, err)) return err->status;
+    if (bad_names(m, m->type_names, "type_names", KR_TYPE_NAMES_MAX, false, err))
+        return err->status;
     return bad_names(m, m->metrics, "metrics", KR_METRICS_MAX, true, err);
 }
 

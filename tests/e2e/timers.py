@@ -1,12 +1,13 @@
-"""Timers (kr_timer_set / kr_timer_cancel / kr_timer_pending, issue 37 item 2). The timers
-test model (tests/models/timers.c) checks the promises itself in every event - a waiting
-customer's timer is pending and its cancel succeeds once, a renege fires only for a
-customer still waiting, a timer that ran is neither pending nor cancellable, a zeroed
-kr_timer is none - so a run that ends well kept them. Here: it does on every engine,
-thread count and state mode with the sequential digest and output; cancelled timers' events
-are in the committed trace marked "cancelled" and the others "ran", the same on every
-engine, and the summary and --stats (timers_cancelled) count them; a model with KR_MODEL_BUNDLES is refused with a message naming the call. (The digest
-matrix, the determinism driver, snapshots and ranks run the model too.)"""
+"""Timers (kr_timer_set / kr_timer_cancel / kr_timer_pending, issue 37 item 2). The timers test
+model (tests/models/timers.c) checks the promises itself in every event - a waiting
+customer's timer is pending and its cancel succeeds once, a renege fires only for a customer
+still waiting, a timer that ran is neither pending nor cancellable, a zeroed kr_timer is
+none - so a run that ends well kept them. Here: it does on every engine, thread count and
+state mode with the sequential digest and output; cancelled timers' events are in the
+committed trace marked "cancelled" and the others "ran", the same on every engine, and the
+summary and --stats (timers_cancelled) count them; a model with KR_MODEL_BUNDLES is refused
+with a message naming the call. (The digest matrix, the determinism driver, snapshots and
+ranks run the model too.)"""
 import json
 import os
 import sys

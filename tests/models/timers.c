@@ -134,7 +134,8 @@ static void arrive(kr_lp me, kr_time now, struct desk *s, uint64_t id)
         if (!s->busy) start_service(me, now, s);
         kr_timeavg_set(&s->queue, now, s->n);
     }
-    if (kr_param_int("zero", 1) && kr_random() < 0.1) { /* a timer at this very time, cancelled at once or by NOW */
+    /* (a timer at this very time, cancelled at once or by NOW) */
+    if (kr_param_int("zero", 1) && kr_random() < 0.1) {
         s->now = kr_timer_set(now, NOW, NULL, 0);
         if (kr_random() < 0.5 && kr_timer_cancel(&s->now)) s->nows_cancelled++;
     }
