@@ -196,10 +196,12 @@ void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
  * whether it is still to run. The LP's pending timers are part of its state: rolled back, kept by
  * snapshots, the same on every engine. A cancelled timer's event still reaches its time (it is
  * counted and hashed in the history, and shown as cancelled in a trace) but the handler never sees
- * it. Not with KR_MODEL_BUNDLES. Where: init or an event (kr_timer_pending also in finish). Cost:
- * a send; the set and each cancel or firing keep a sorted list of the LP's pending timers in its
- * arena (a search and a move of the later ones), none in a model that sets none; a cancelled
- * timer's event still passes through the queue, about what an event costs (bench/RESULTS.md). */
+ * it. With KR_MODEL_BUNDLES a bundle holds its timers that were not cancelled when it starts (a
+ * timer of the bundle its handler cancels has run: false). Where: init or an event
+ * (kr_timer_pending also in finish). Cost: a send; the set and each cancel or firing keep a sorted
+ * list of the LP's pending timers in its arena (a search and a move of the later ones), none in a
+ * model that sets none; a cancelled timer's event still passes through the queue, about what an
+ * event costs (bench/RESULTS.md). */
 typedef struct {
     uint64_t id;                  /* the engine's (0: none) */
     kr_time at;                   /* when it runs (if it still does) */

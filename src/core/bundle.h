@@ -62,11 +62,24 @@ static inline size_t kr__bundle_commit(struct kr__run *r, struct kr__lp *lp,
     return n;
 }
 
-/* Point the model context at b (after kr__ctx_event, which forgets any bundle). */
-static inline void kr__bundle_enter(const struct kr__bundle *b)
+/* Point the model context at b (after kr__ctx_event, which forgets any bundle). With timers
+ * among its members, its first one says so (KR_PAYLOAD_TIMERS_IN) and b's array gets room
+ * after them for the members that run: which do is known only when the bundle runs
+ * (kr__timer_dispatch, each time it runs: --check and coasting run it again). */
+static inline void kr__bundle_enter(struct kr__bundle *b)
 {
     kr__ctx.bundle = b->ev;
     kr__ctx.nbundle = (unsigned)b->n;
+    if (!atomic_load_explicit(&kr__timers.at, memory_order_relaxed)) return; /* (none yet) */
+    bool timers = false;
+    for (size_t i = 0; i < b->n && !timers; i++) timers = b->ev[i]->pflags & KR_PAYLOAD_TIMER;
+    b->ev[0]->pflags = (uint8_t)((b->ev[0]->pflags & ~KR_PAYLOAD_TIMERS_IN) |
+                                 (timers ? KR_PAYLOAD_TIMERS_IN : 0));
+    if (!timers) return;
+    if (b->cap < 2 * b->n) KR_GROW(b->ev, b->cap, 2 * b->n, 16, "bundle of events");
+    kr__ctx.bundle = b->ev;
+    kr__ctx.bundle_all = b->ev;
+    kr__ctx.nbundle_all = (unsigned)b->n;
 }
 
 static inline void kr__bundle_free(struct kr__bundle *b)

@@ -231,6 +231,10 @@ struct kr__ctx {
                                  * (a crash that may have left the C library's locks held) */
     kr_lp asker;                /* KR_MODE_QUERY: the LP whose query is being answered */
     unsigned qdepth;            /* queries nested now (kr_query) */
+    /* (last: the fields above keep the offsets the per-event code was measured with) */
+    struct kr__ev **bundle_all; /* bundles with timers: every member (`bundle` is then the
+                                 * ones that run, kept after them: core/timer.c) */
+    unsigned nbundle_all;
 };
 
 extern __thread struct kr__ctx kr__ctx;
@@ -487,11 +491,16 @@ void kr__interpose_reset(void);
  * where time-sharing later switches to the LP's own stack) - unless e is a timer that was
  * cancelled (core/timer.h). */
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
+/* ...for a timer's event, or a bundle with timers (off the common path: its code apart). */
+void kr__run_event_timers(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e);
 /* ...for a loop chosen where no --trace-mode run trace is taken. */
 static inline void kr__run_event_untraced(const struct kr__run *r, struct kr__lp *lp,
                                           struct kr__ev *e)
 {
-    if (__builtin_expect(e->pflags & KR_PAYLOAD_TIMER, 0) && !kr__timer_fires(lp, e)) return;
+    if (__builtin_expect(e->pflags & (KR_PAYLOAD_TIMER | KR_PAYLOAD_TIMERS_IN), 0)) {
+        kr__run_event_timers(r, lp, e);
+        return;
+    }
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);
     if (__builtin_expect(atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed), 0))
         kr__foreign_raise();

@@ -180,9 +180,18 @@ void kr__foreign_reset(void)
     atomic_flag_clear(&foreign_taken);
 }
 
+void kr__run_event_timers(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
+{
+    struct kr__ev *x = kr__timer_dispatch(lp, e);
+    if (!x) return;
+    r->model->event(x->dest, x->k.ts, x->type, x->payload, x->size, lp->root);
+    if (atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed)) kr__foreign_raise();
+}
+
 void kr__run_event_traced(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
-    if ((e->pflags & KR_PAYLOAD_TIMER) && !kr__timer_fires(lp, e)) return;
+    if ((e->pflags & (KR_PAYLOAD_TIMER | KR_PAYLOAD_TIMERS_IN)) && !(e = kr__timer_dispatch(lp, e)))
+        return;
     unsigned kind = kr__ctx.mode == KR_MODE_COAST ? KR_SPAN_COAST : KR_SPAN_EVENT;
     uint64_t t0 = kr__trace_now();
     r->model->event(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root);

@@ -138,6 +138,19 @@ bool kr__timer_has(uint64_t id)
     return i < t->n && t->id[i] == id;
 }
 
+struct kr__ev *kr__timer_dispatch(struct kr__lp *lp, struct kr__ev *e)
+{
+    if (!(e->pflags & KR_PAYLOAD_TIMERS_IN)) return kr__timer_fires(lp, e) ? e : NULL;
+    struct kr__ev **all = kr__ctx.bundle_all, **live = all + kr__ctx.nbundle_all;
+    unsigned n = 0;
+    for (unsigned i = 0; i < kr__ctx.nbundle_all; i++)
+        if (!(all[i]->pflags & KR_PAYLOAD_TIMER) || kr__timer_fires(lp, all[i]))
+            live[n++] = all[i];
+    kr__ctx.bundle = live;
+    kr__ctx.nbundle = n;
+    return n ? live[0] : NULL;
+}
+
 bool kr__timer_fires(struct kr__lp *lp, struct kr__ev *e)
 {
     bool runs = take(lp, kr__timer_id(&e->k));

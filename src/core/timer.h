@@ -49,6 +49,10 @@ bool kr__timer_has(uint64_t id);
 /* Timer event e of lp is reached: true if it runs (it was pending: it no longer is), false
  * if it was cancelled - then KR_PAYLOAD_CANCELLED marks it for the trace. */
 bool kr__timer_fires(struct kr__lp *lp, struct kr__ev *e);
+/* The event to run for e, a timer or a bundle's first member with timers among the members
+ * (KR_PAYLOAD_TIMERS_IN): e, or with bundles the first member that runs, the context's
+ * bundle then the members that run (kr_bundle_count); NULL if none does. */
+struct kr__ev *kr__timer_dispatch(struct kr__lp *lp, struct kr__ev *e);
 
 /* A timer's id from its event's key (the LP's send count when it was set), and back. */
 static inline uint64_t kr__timer_id(const struct kr__key *k)

@@ -395,11 +395,6 @@ kr_timer kr_timer_set(kr_time t, unsigned type, const void *payload, size_t size
     KR_API_ENTER();
     need_lp("kr_timer_set");
     kr_timer tm = { 0, 0 };
-    if (kr__ctx.run->bundles)
-        kr__model_error("kr_timer_set: timers are not available to a model with "
-                        "KR_MODEL_BUNDLES (a cancelled timer would still be a member of its "
-                        "bundle); send the event with kr_schedule and let its handler check "
-                        "whether it still applies");
     uint64_t id = kr__ctx.lp->seq + 1; /* (kr__timer_id of the event's key) */
     if (schedule("kr_timer_set", kr__ctx.id, t, kr__ctx.run->lookahead, SCHED_TIMER, type,
                  payload, size)) {

@@ -49,7 +49,8 @@ void kr__addrmap_reset(void);
 enum { KR_PAYLOAD_PLAIN = 0, KR_PAYLOAD_IMAGE = 1,
        /* (the same byte holds what the engine knows of a timer's event: core/timer.h) */
        KR_PAYLOAD_TIMER = 2,      /* kr_timer_set's: it runs only if still pending */
-       KR_PAYLOAD_CANCELLED = 4   /* ...and it was not, when it was reached */ };
+       KR_PAYLOAD_CANCELLED = 4,  /* ...and it was not, when it was reached */
+       KR_PAYLOAD_TIMERS_IN = 8   /* the first of a bundle with timers among its members */ };
 /* KR_PAYLOAD_IMAGE if a word points into the image, else KR_PAYLOAD_PLAIN; -1 if one
  * points into other mapped memory: its byte offset in *at, the mapping's name in where. */
 int kr__addrmap_payload(const void *payload, size_t size, size_t *at, char *where, size_t cap);

@@ -205,6 +205,8 @@ def same_as_sequential():
         "finite": [os.path.join(build, "libfinite.so"), "--lps", "64", "--end", "inf"],
         # (timers: each LP's pending list in its state, cancelled ones skipped alike)
         "timers": [os.path.join(build, "libtimers.so"), "--lps", "64", "--end", "150"],
+        # (timers in same-time bundles, members from several ranks)
+        "timers-bundles": [os.path.join(build, "libtbundle.so"), "--lps", "32", "--end", "100"],
     }
     # (ranks, threads per rank, extra options): every layout of the issue in full mode; an
     # incremental mode and a tiny GVT period (many rounds, records of two colours in flight)

@@ -5,8 +5,8 @@ still waiting, a timer that ran is neither pending nor cancellable, a zeroed kr_
 none - so a run that ends well kept them. Here: it does on every engine, thread count and
 state mode with the sequential digest and output; cancelled timers' events are in the
 committed trace marked "cancelled" and the others "ran", the same on every engine, and the
-summary and --stats (timers_cancelled) count them; a model with KR_MODEL_BUNDLES is refused
-with a message naming the call. (The digest matrix, the determinism driver, snapshots and
+summary and --stats (timers_cancelled) count them; in same-time bundles (KR_MODEL_BUNDLES)
+a bundle holds exactly the timers not cancelled (tests/models/tbundle.c checks each). (The digest matrix, the determinism driver, snapshots and
 ranks run the model too.)"""
 import json
 import os
@@ -86,6 +86,20 @@ if trace(["--threads", "2"]) != seq:
 t.ok(f"the committed trace marks timers' events ran or cancelled, alike on 2 threads: "
      f"{ {f'{a} {b}': c for (a, b), c in marks.items() if b} }")
 
-expect_exit(kairos, t, 1, ["kr_timer_set", "KR_MODEL_BUNDLES", "LP 0"], "run",
-            os.path.join(build, "libtimers_bundles.so"), "--lps", "4", "--end", "10")
+# Same-time bundles: tbundle checks every bundle holds exactly the timers not cancelled
+# beside its plain events; the timers model runs with KR_MODEL_BUNDLES too.
+for lib, bargs in (("libtbundle.so", ["--lps", "16", "--end", "300"]),
+                   ("libtimers_bundles.so", ["--lps", "32", "--end", "150"])):
+    b = [os.path.join(build, lib), *bargs]
+    rc, bout, be = run(kairos, "run", *b, "--sync", "sequential")
+    if rc or not be.stats["timers_cancelled"]:
+        fail(f"{lib}: exit {rc}, {be.stats['timers_cancelled']} cancelled timers")
+    for lay in (["--sync", "sequential", "--check"], ["--threads", "1"], ["--threads", "2"],
+                ["--threads", "3", "--state", "page"], ["--threads", "2", "--cancel", "lazy"],
+                ["--sync", "conservative"] if lib == "libtbundle.so" else ["--threads", "3"]):
+        rc, out, e = run(kairos, "run", *b, *lay)
+        if digest(e) != digest(be) or out != bout:
+            fail(f"{lib} {lay}: digest {digest(e)}, sequential {digest(be)}, or other output")
+t.ok("timers in same-time bundles: a bundle holds exactly the timers not cancelled, on "
+     "every engine")
 t.finish()
