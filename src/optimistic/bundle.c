@@ -32,14 +32,14 @@ void tw_gather(struct tw_thread *th, struct kr__ev *e)
 /* Bundles: every member joins the processed list, before any message is taken in (one
  * could roll the LP back, or another, whose coasting fills th->cbund). done() was asked
  * once, after the whole bundle: its answer belongs to the last member (commit.c). */
-void tw_bundle_processed(struct tw_thread *th, struct kr__lp *lp)
+void tw_bundle_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__bundle *b)
 {
-    struct kr__ev *first = th->bund.ev[0], *last = th->bund.ev[th->bund.n - 1];
+    struct kr__ev *first = b->ev[0], *last = b->ev[b->n - 1];
     if ((first->flags & KR_EVF_DONE_AFTER) && last != first) {
         first->flags &= (uint8_t)~KR_EVF_DONE_AFTER;
         last->flags |= KR_EVF_DONE_AFTER;
     }
-    for (size_t i = 0; i < th->bund.n; i++) tw_processed(th, lp, th->bund.ev[i]);
+    for (size_t i = 0; i < b->n; i++) tw_processed(th, lp, b->ev[i]);
 }
 
 /* Bundles, a safe one: the members after the first commit with it. */

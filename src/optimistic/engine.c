@@ -187,7 +187,10 @@ void tw_fail_clear(struct tw_lp *tl)
 static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
 {
     kr__ctx_event(lp, e, mode);
-    if (th->bundles) kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund : &th->bund);
+    if (th->bundles) /* (an asker in query mode keeps its bundle apart: query.c) */
+        kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund
+                         : e == th->q.ev       ? &th->q.bund
+                                               : &th->bund);
     th->err.cur = &th->err.jmp;
     th->err.armed = true;
     kr__watch_begin(&th->watch, e);
@@ -258,7 +261,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
     tw_run_sampled(th, lp, e);
     th->in_safe = false;
     if (e->flags & KR_EVF_ERROR) {
-        if (th->bundles) tw_bundle_processed(th, lp);
+        if (th->bundles) tw_bundle_processed(th, lp, &th->bund);
         else tw_processed(th, lp, e);
         tw_flush_local(th);
         return;
@@ -301,6 +304,7 @@ static bool tw_start_rare(struct tw_thread *th, struct kr__lp *lp, struct kr__ev
     if (th->ts.nsusp && lp->ult) tw_rollback(th, lp, &e->k, true);
     bool query = tw_query_mode(th, e);
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e);
+    if (query && th->bundles) tw_query_gather(th, e);
     if (query) tw_process_query(th, lp, e);
     return query;
 }
@@ -330,10 +334,10 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
     }
     tw_run_sampled(th, lp, e);
     if (!plain && __builtin_expect(th->q.abort, 0)) {
-        tw_query_undo(th, lp, e);
+        tw_query_undo(th, lp, e, th->bundles ? &th->bund : NULL);
         return;
     }
-    if (!plain && th->bundles) tw_bundle_processed(th, lp);
+    if (!plain && th->bundles) tw_bundle_processed(th, lp, &th->bund);
     if (!plain && th->lazy) tw_lazy_end(th);
     if (plain || !th->bundles) tw_processed(th, lp, e);
     tw_flush_local(th);

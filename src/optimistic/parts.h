@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include "core/core.h"
+#include "core/bundle.h"
 #include "base/typetime.h"
 #include "msg/match.h"
 #include "stats/output.h"
@@ -294,6 +295,10 @@ struct tw_asking {
     uint64_t wtypes;          /* event types (mod 64) whose event in query mode waited long
                                * for an answer from another thread: they run on a stack... */
     unsigned quick;           /* ...until this many answers in a row come quickly */
+    struct kr__bundle bund;   /* bundles: ev's bundle (th->bund serves the events run while
+                               * it waits on its stack)... */
+    struct kr__ev *const *cbundle; /* ...and the context's view of it while it waits */
+    unsigned cn;
 };
 
 /* --balance auto, a worker's part (migrate.c): its CPU share over windows of wall time, read

@@ -196,12 +196,20 @@ static void run_asker(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
         th->err.cur = u->jmp;
         th->err.armed = true;
     }
+    if (th->bundles && u->jmp) { /* (its bundle as it saw it when it stopped to wait) */
+        kr__ctx.bundle = th->q.cbundle;
+        kr__ctx.nbundle = th->q.cn;
+    } else if (th->bundles) {
+        kr__bundle_enter(&th->q.bund);
+    }
     kr__watch_begin(&th->watch, e);
     kr__ult_run(u);
     kr__watch_end(&th->watch);
     th->err.armed = false;
     kr__ctx.mode = KR_MODE_NONE;
     if (u->status == KR_ULT_SUSPENDED) {
+        th->q.cbundle = kr__ctx.bundle;
+        th->q.cn = kr__ctx.nbundle;
         suspended(th, lp, e, u);
         return;
     }
@@ -334,7 +342,10 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
 {
     struct kr__ult *u = lp->ult;
     struct kr__ev *e = u->ev;
-    if (e == th->q.ev) tw_query_drop(th); /* (waiting for an answer into its stack) */
+    if (e == th->q.ev) { /* (waiting for an answer into its stack) */
+        if (th->bundles) tw_query_unbundle(th);
+        tw_query_drop(th);
+    }
     if (cancel) tw_cancel_children(th, e);
     e->child = NULL; /* (its output goes with tw_rollback's: key >= k) */
     lp->ult = NULL;

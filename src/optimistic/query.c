@@ -27,7 +27,15 @@
  * A thread leaving as the run stops refuses what it is asked (TW_Q_STOPPED): the asking
  * event is undone and the run ends before it. For a model with queries the clocks and the
  * quiet bounds count no lookahead and no hop (tw_after, engine.c): a query is asked at its
- * event's own key, and a rollback to answer it cancels from there. */
+ * event's own key, and a rollback to answer it cancels from there.
+ *
+ * Bundles (KR_MODEL_BUNDLES): the bundle asks as one. It is ready once no member can still
+ * be on its way - its last possible key, (ts, gen, LP, max, max), below every other
+ * thread's whole top - and is gathered into th->q.bund (tw_query_gather), apart from the
+ * th->bund of the events the thread runs while it waits; all of it joins the processed list
+ * when it has run (or is undone), and its members go back into the heap if its run is
+ * abandoned (tw_query_unbundle). While it waits on its stack the context's view of it is
+ * kept (q.cbundle) and given back when it resumes (preempt.c, run_asker). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,7 +80,11 @@ void tw_query_wait(struct tw_thread *th, const struct kr__ev *top)
 
 bool tw_query_ready(const struct tw_thread *th, const struct kr__ev *e)
 {
-    return th->alone || e->k.ts < th->clk.safe || kr__key_lt(&e->k, &th->q.full);
+    /* (bundles: every member must be here, none still on its way - the bundle's last
+     * possible key below every other thread's whole top; `tie` is its LP) */
+    struct kr__key k = e->k;
+    if (th->bundles) k.src = k.seq = UINT64_MAX;
+    return th->alone || e->k.ts < th->clk.safe || kr__key_lt(&k, &th->q.full);
 }
 
 /* Does e run in query mode? If it asked before, and also if events of its type have asked
@@ -383,11 +395,42 @@ void tw_query_refuse(struct tw_thread *th)
     }
 }
 
-void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+/* e (with bundles, every member of b) joins the processed list. */
+static void tw_query_finish(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                            struct kr__bundle *b)
+{
+    if (!b) {
+        tw_finish_event(th, lp, e);
+        return;
+    }
+    tw_bundle_processed(th, lp, b);
+    tw_flush_local(th);
+}
+
+void tw_query_gather(struct tw_thread *th, struct kr__ev *e)
+{
+    tw_gather(th, e);
+    struct kr__bundle b = th->q.bund; /* (the two swap arrays: no allocation) */
+    th->q.bund = th->bund;
+    th->bund = b;
+}
+
+void tw_query_unbundle(struct tw_thread *th)
+{
+    for (size_t i = 1; i < th->q.bund.n; i++) {
+        struct kr__ev *x = th->q.bund.ev[i];
+        x->st = KR_EV_PENDING;
+        kr__heap_push(&th->heap, x);
+    }
+    th->q.bund.n = 0;
+}
+
+void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                   struct kr__bundle *b)
 {
     th->q.abort = false;
     if (th->lazy) tw_lazy_end(th);
-    tw_finish_event(th, lp, e);
+    tw_query_finish(th, lp, e, b);
     struct kr__key k = e->k;
     tw_rollback(th, lp, &k, true);
     e->xflags |= KR_EVX_QUERY;
@@ -427,16 +470,22 @@ void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
     th->q.ev = NULL;
     tl->since_ckpt = TW_CKPT_NOW; /* (saved again after it, whatever K becomes: a rollback
                                    * past it restores that, and never coasts it) */
+    struct kr__bundle *b = th->bundles ? &th->q.bund : NULL;
     if (th->q.abort) { /* (an answer refused: the run stops) */
-        tw_query_undo(th, lp, e);
+        tw_query_undo(th, lp, e, b);
         return;
     }
     th->cnt->q.events++;
     if (th->lazy) tw_lazy_end(th);
-    tw_finish_event(th, lp, e);
+    tw_query_finish(th, lp, e, b);
 }
 
 /* No query asked or awaited yet. */
+static void queries_end(struct tw_thread *th)
+{
+    kr__bundle_free(&th->q.bund);
+}
+
 static void queries_init(struct tw_thread *th)
 {
     struct tw_qline *ql = &th->g->qline[th->id];
@@ -449,4 +498,5 @@ static void queries_init(struct tw_thread *th)
     th->q.wait = th->q.wait_own = INFINITY;
 }
 
-const struct tw_module tw_mod_queries = { .name = "queries", .init = queries_init };
+const struct tw_module tw_mod_queries = { .name = "queries", .init = queries_init,
+                                          .end = queries_end };

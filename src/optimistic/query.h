@@ -21,6 +21,13 @@ void tw_query_ran(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_query_settle(struct tw_thread *th);
 /* ...and before its stack goes (tw_ts_abandon), which drops its query-mode state. */
 void tw_query_drop(struct tw_thread *th);
-void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+/* The event that asked outside query mode (with bundles, b: its bundle, else NULL) undone,
+ * to run again in query mode. */
+void tw_query_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                   struct kr__bundle *b);
+/* Bundles: e's bundle, about to run in query mode, out of the heap into th->q.bund; and
+ * its members after e back into the heap when its run is abandoned (e stays there). */
+void tw_query_gather(struct tw_thread *th, struct kr__ev *e);
+void tw_query_unbundle(struct tw_thread *th);
 
 #endif

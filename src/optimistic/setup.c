@@ -418,11 +418,6 @@ static int tw_run_alone(struct kr__run *r)
 
 static int tw_run(struct kr__run *r)
 {
-    if (r->model->query && r->bundles)
-        return kr__fail(&r->fail, KR_ERR_USAGE, "model '%s' answers queries and has "
-                        "KR_MODEL_BUNDLES: the optimistic engine does not run the two together "
-                        "yet (an event that asks runs alone, a bundle does not); run it with "
-                        "--sync sequential", r->model->name);
     if (tw_alone(r)) return tw_run_alone(r);
     struct tw_global *g = tw_global_new(r);
     if (tw_options(r->cfg)->preempt != KR_PREEMPT_OFF)

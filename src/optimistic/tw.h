@@ -418,11 +418,11 @@ void tw_close_pages(struct tw_thread *th);
 /* engine.c: e has run to its end on the general path: it joins lp's processed list */
 void tw_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* bundle.c: the processed bundle that starts at x into th->cbund (returns the event after
- * it); the rest of e's bundle out of the heap into th->bund; every member of th->bund
- * processed; the members after the first of a safe one committed */
+ * it); the rest of e's bundle out of the heap into th->bund; every member of b (th->bund,
+ * or an asker's th->q.bund) processed; the members after the first of a safe one committed */
 struct kr__ev *tw_bundle_listed(struct tw_thread *th, struct kr__ev *x);
 void tw_gather(struct tw_thread *th, struct kr__ev *e);
-void tw_bundle_processed(struct tw_thread *th, struct kr__lp *lp);
+void tw_bundle_processed(struct tw_thread *th, struct kr__lp *lp, struct kr__bundle *b);
 void tw_bundle_commit_rest(struct tw_thread *th, struct kr__lp *lp);
 void tw_finish_event(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 /* After a model error unwound e's event: mark it failed and keep the message (a copy, made

@@ -43,6 +43,9 @@ MODELS = [
     ("commo", ["commo", "--lps", "120", "--end", "40"], {}),
     ("timers", ["{build}/libtimers.so", "--lps", "16", "--end", "60"],
      {"spans": "zero=0", "chunk": True}),
+    # (timers and queries in same-time bundles)
+    ("tbundle-query", ["{build}/libtbundle_query.so", "--lps", "16", "--end", "60"],
+     {"spans": None}),
     ("query", ["{build}/libquery.so", "--lps", "12", "--end", "30.5", "-P", "every=4", "-P",
                "noise=1"], {"spans": "zero_lookahead=1"}),
 ]

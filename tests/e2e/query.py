@@ -9,9 +9,10 @@ cancellation, --check, a memory budget), all with the sequential digest and outp
 with LPs rolled back to answer, and (--check: every asking event waits for another
 thread's answer on its event stack) with other events run meanwhile; each misuse is the
 same model error on both engines; the conservative engine (every event one at a time on its
-scheduler) gives the sequential digest, output and answers, and the same misuse errors; a
-model with KR_MODEL_BUNDLES and queries is refused by the optimistic engine; and a model
-built against the previous struct kr_model layout (no query field) still loads."""
+scheduler) gives the sequential digest, output and answers, and the same misuse errors;
+bundles that ask (tests/models/tbundle.c with TBUNDLE_QUERY) commit the sequential history
+on both parallel engines; and a model built against the previous struct kr_model layout (no
+query field) still loads."""
 import json
 import os
 import signal
@@ -144,11 +145,28 @@ def case_conservative():
          "cases at 1 and 2 workers) and reports each misuse alike")
 
 
-def case_refused():
-    bundles = f"{build}/libquery_bundles.so"
-    run(kairos, "run", bundles, "--lps", "4", "--end", "3.5", *SEQ)
-    expect_exit(kairos, t, 2, ["answers queries and has KR_MODEL_BUNDLES"],
-                "run", bundles, "--lps", "4", "--end", "3.5", "--threads", "2")
+def case_bundles():
+    """Queries from same-time bundles (tbundle built with TBUNDLE_QUERY: every bundle of
+    plain events and timers asks its own LP - the count before it, checked - and the next):
+    the sequential digest on the optimistic engine, with bundles waiting for answers on
+    their stacks (--check) and undone to ask, and on the conservative engine."""
+    base = [f"{build}/libtbundle_query.so", "--lps", "64", "--end", "300"]
+    out, err, st = stats_of(kairos, [*base, *SEQ])
+    aside = undone = 0
+    for layout in (["--threads", "1"], ["--threads", "2"], ["--threads", "3", "--check"],
+                   ["--threads", "2", "--check", "--cancel", "lazy"],
+                   ["--threads", "2", "--state", "page"], ["--sync", "conservative"]):
+        o, e, s = stats_of(kairos, [*base, *layout])
+        if digest(e) != digest(err) or o != out or \
+                s["queries"]["answered"] != st["queries"]["answered"]:
+            fail(f"tbundle_query {' '.join(layout)}: digest {digest(e)} vs {digest(err)}, "
+                 f"output equal: {o == out}")
+        aside += s["queries"]["ran_while_waiting"] if "--check" in layout else 0
+        undone += s["queries"]["undone_to_ask"]
+    if not undone:
+        fail("no bundle was undone to ask: the test shows nothing of it")
+    t.ok(f"bundles that ask queries commit the sequential history on both parallel engines "
+         f"({undone} undone to ask, {aside} events run while one waited)")
 
 
 def case_old_layout():
@@ -262,6 +280,6 @@ case_commo()
 case_interrupt()
 case_misuse()
 case_conservative()
-case_refused()
+case_bundles()
 case_old_layout()
 t.finish()

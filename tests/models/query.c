@@ -164,11 +164,7 @@ static const struct kr_model model = {
     .finish = finish,
     .params = params,
     .query = answer,
-#ifdef QUERY_BUNDLES
-    .flags = KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES,
-#else
     .flags = KR_MODEL_MARKS_WRITES,
-#endif
 };
 
 KR_MODEL_EXPORT(query, model)

@@ -5,8 +5,12 @@
  * it for that time and exactly the timers not cancelled, each once; then it sets timers
  * for the next step, cancels some of them at once and some (set a step earlier, due now +
  * 1) later, and sends plain events. Each LP counts what it expects in its state, so the
- * check holds on every engine, rolled back with the rest. */
+ * check holds on every engine, rolled back with the rest. Built with TBUNDLE_QUERY it also
+ * answers queries (the members it has seen) and every bundle asks its own LP - the answer
+ * must be the count before the bundle - and the next LP, whose answer enters its hash:
+ * queries from bundles, on the optimistic engine too. */
 #include <stdint.h>
+#include <string.h>
 #include "kairos.h"
 
 #define TIMERS 6
@@ -84,11 +88,36 @@ static void check(kr_time now, struct tb *s, uint32_t plain, uint32_t timers)
         kr_error("at %g: timers %#x in the bundle, %#x not cancelled", now, timers, live);
 }
 
+#ifdef TBUNDLE_QUERY
+static size_t tb_answer(kr_lp me, kr_time now, const void *q, size_t size, const void *state,
+                        void *ans, size_t cap)
+{
+    (void)me, (void)now, (void)q, (void)size;
+    const struct tb *s = state;
+    if (cap < sizeof s->seen) return 0;
+    memcpy(ans, &s->seen, sizeof s->seen);
+    return sizeof s->seen;
+}
+
+/* Its own count before the bundle, and the next LP's now. */
+static void ask(kr_lp me, kr_time now, struct tb *s, uint64_t before)
+{
+    uint64_t own = 0, next = 0;
+    if (kr_query(me, NULL, 0, &own, sizeof own) != sizeof own || own != before)
+        kr_error("at %g: asked itself, got %llu members seen, %llu before the bundle", now,
+                 (unsigned long long)own, (unsigned long long)before);
+    kr_query((me + 1) % kr_lp_count(), NULL, 0, &next, sizeof next);
+    s->hash = (s->hash ^ next) * 0x100000001b3ull;
+}
+#endif
+
 static void tb_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
                      void *state)
 {
     (void)type, (void)payload, (void)size;
     struct tb *s = state;
+    uint64_t before = s->seen;
+    (void)before;
     uint32_t plain = 0, timers = 0;
     for (unsigned k = 0; k < kr_bundle_count(); k++) {
         const void *p;
@@ -103,6 +132,9 @@ static void tb_event(kr_lp me, kr_time now, unsigned type, const void *payload, 
         s->hash = (s->hash ^ (m->kind * 64 + m->slot)) * 0x100000001b3ull;
     }
     check(now, s, plain, timers);
+#ifdef TBUNDLE_QUERY
+    ask(me, now, s, before);
+#endif
     s->plain_next = 0;
     sends(me, now, s);
     arm((uint64_t)now, s);
@@ -118,6 +150,9 @@ static void tb_finish(kr_lp me, void *state)
 static const struct kr_model tb_model = {
     .name = "tbundle", .init = tb_init, .event = tb_event, .finish = tb_finish,
     .lookahead = 1, .flags = KR_MODEL_BUNDLES,
+#ifdef TBUNDLE_QUERY
+    .query = tb_answer,
+#endif
 };
 
 KR_MODEL_EXPORT(tbundle, tb_model)
