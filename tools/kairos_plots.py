@@ -30,6 +30,9 @@ def pyplot():
                 f"{sys.executable}) lacks: install it (apt install python3-matplotlib, or "
                 "python3 -m pip install matplotlib)\n")
             sys.exit(2)
+        # (a page draws all its figures before it encodes them: a report of several runs
+        # opens more than matplotlib's default warning count of 20)
+        plt.rcParams["figure.max_open_warning"] = 0
         _plt = plt
     return _plt
 
