@@ -70,8 +70,8 @@ static void written(struct kr__lp *lp, struct tlist *t, uint32_t from, uint32_t 
     if (k) kr__arena_mark(&lp->arena, &t->id[from], k * sizeof t->id[0]);
 }
 
-/* Index of id in t, or of the first greater id. */
-static uint32_t find(const struct tlist *t, uint64_t id)
+/* Where id lies in t, or t->n if it is not there. */
+static uint32_t slot(const struct tlist *t, uint64_t id)
 {
     uint32_t lo = 0, hi = t->n;
     while (lo < hi) {
@@ -79,7 +79,7 @@ static uint32_t find(const struct tlist *t, uint64_t id)
         if (t->id[m] < id) lo = m + 1;
         else hi = m;
     }
-    return lo;
+    return lo < t->n && t->id[lo] == id ? lo : t->n;
 }
 
 /* A list with room for one more (the old one's ids moved over). */
@@ -116,9 +116,8 @@ void kr__timer_add(uint64_t id)
 static bool take(struct kr__lp *lp, uint64_t id)
 {
     struct tlist *t = list_of(lp);
-    if (!t) return false;
-    uint32_t i = find(t, id);
-    if (i == t->n || t->id[i] != id) return false;
+    uint32_t i = t ? slot(t, id) : 0;
+    if (!t || i == t->n) return false;
     written(lp, t, i, t->n - i - 1);
     memmove(&t->id[i], &t->id[i + 1], (t->n - i - 1) * sizeof t->id[0]);
     t->n--;
@@ -133,27 +132,28 @@ bool kr__timer_take(uint64_t id)
 bool kr__timer_has(uint64_t id)
 {
     const struct tlist *t = list_of(kr__ctx.lp);
-    if (!t) return false;
-    uint32_t i = find(t, id);
-    return i < t->n && t->id[i] == id;
+    return t && slot(t, id) < t->n;
+}
+
+/* Timer event e of lp is reached: true if it runs (it was pending: it no longer is), false
+ * if it was cancelled - then KR_PAYLOAD_CANCELLED marks it for the trace. */
+static bool fires(struct kr__lp *lp, struct kr__ev *e)
+{
+    bool runs = take(lp, kr__timer_id(&e->k));
+    e->pflags = (uint8_t)((e->pflags & ~KR_PAYLOAD_CANCELLED) | (runs ? 0 : KR_PAYLOAD_CANCELLED));
+    return runs;
 }
 
 struct kr__ev *kr__timer_dispatch(struct kr__lp *lp, struct kr__ev *e)
 {
-    if (!(e->pflags & KR_PAYLOAD_TIMERS_IN)) return kr__timer_fires(lp, e) ? e : NULL;
+    if (!(e->pflags & KR_PAYLOAD_TIMERS_IN)) return fires(lp, e) ? e : NULL;
     struct kr__ev **all = kr__ctx.bundle_all, **live = all + kr__ctx.nbundle_all;
     unsigned n = 0;
     for (unsigned i = 0; i < kr__ctx.nbundle_all; i++)
-        if (!(all[i]->pflags & KR_PAYLOAD_TIMER) || kr__timer_fires(lp, all[i]))
+        if (!(all[i]->pflags & KR_PAYLOAD_TIMER) || fires(lp, all[i]))
             live[n++] = all[i];
     kr__ctx.bundle = live;
     kr__ctx.nbundle = n;
     return n ? live[0] : NULL;
 }
 
-bool kr__timer_fires(struct kr__lp *lp, struct kr__ev *e)
-{
-    bool runs = take(lp, kr__timer_id(&e->k));
-    e->pflags = (uint8_t)((e->pflags & ~KR_PAYLOAD_CANCELLED) | (runs ? 0 : KR_PAYLOAD_CANCELLED));
-    return runs;
-}

@@ -5,7 +5,7 @@
  * chunk's address is the LP's fourth rolled-back word (core/lp.h), kept outside the LP's
  * full record in an array made by the run's first timer: a model that sets none pays
  * nothing for it. A timer's event carries KR_PAYLOAD_TIMER (state/addrmap.h); it runs only
- * if its id is still in the list when it is reached (kr__timer_fires). */
+ * if its id is still in the list when it is reached (kr__timer_dispatch). */
 #ifndef KR_CORE_TIMER_H
 #define KR_CORE_TIMER_H
 
@@ -46,15 +46,14 @@ void kr__timer_add(uint64_t id);
 bool kr__timer_take(uint64_t id);
 bool kr__timer_has(uint64_t id);
 
-/* Timer event e of lp is reached: true if it runs (it was pending: it no longer is), false
- * if it was cancelled - then KR_PAYLOAD_CANCELLED marks it for the trace. */
-bool kr__timer_fires(struct kr__lp *lp, struct kr__ev *e);
 /* The event to run for e, a timer or a bundle's first member with timers among the members
- * (KR_PAYLOAD_TIMERS_IN): e, or with bundles the first member that runs, the context's
- * bundle then the members that run (kr_bundle_count); NULL if none does. */
+ * (KR_PAYLOAD_TIMERS_IN): e if it is still pending (it no longer is; a cancelled one is
+ * marked KR_PAYLOAD_CANCELLED for the digest and trace), or with bundles the first member
+ * that runs, the context's bundle then the members that run (kr_bundle_count); NULL if none
+ * does. */
 struct kr__ev *kr__timer_dispatch(struct kr__lp *lp, struct kr__ev *e);
 
-/* A timer's id from its event's key (the LP's send count when it was set), and back. */
+/* A timer's id from its event's key (the LP's send count when it was set, + 1: 0 is none). */
 static inline uint64_t kr__timer_id(const struct kr__key *k)
 {
     return k->seq + 1;

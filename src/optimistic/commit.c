@@ -182,9 +182,11 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
 static void values_before(struct tw_thread *th, struct kr__outvec *v, const struct kr__key *upto)
 {
     size_t m = 0;
+    bool out = !th->cm.metrics;
+    if (out) pthread_mutex_lock(&th->cm.sink.mu);
     for (; m < v->nval && kr__key_lt(&v->val[m].k, upto); m++) {
         struct kr__mrec rec = { v->val[m].id, 0, v->val[m].value };
-        if (th->cm.metrics) {
+        if (!out) {
             kr__metric_add(th->cm.metrics, v->val[m].k.ts, &rec);
             continue;
         }
@@ -192,10 +194,9 @@ static void values_before(struct tw_thread *th, struct kr__outvec *v, const stru
         uint64_t tag = KR_REC_METRIC;
         memcpy(buf, &tag, 8);
         memcpy(buf + 8, &rec, sizeof rec);
-        pthread_mutex_lock(&th->cm.sink.mu);
         kr__outvec_add_record(&th->cm.sink.v, &v->val[m].k, buf, sizeof buf);
-        pthread_mutex_unlock(&th->cm.sink.mu);
     }
+    if (out) pthread_mutex_unlock(&th->cm.sink.mu);
     memmove(v->val, v->val + m, (v->nval - m) * sizeof v->val[0]);
     v->nval -= m;
 }

@@ -525,9 +525,6 @@ static int trace_cmp(const void *a, const void *b)
                        &((const struct kr__trace_rec *)b)->k);
 }
 
-/* One event a line, in key order; nothing in it depends on the engine, threads or timing,
- * so two runs' files are equal byte for byte when their histories are (trace-diff). The
- * axis (ts, microseconds for a viewer) is virtual time x 1e6. */
 /* A timer's event in the committed trace: whether it ran. */
 static const char *timer_arg(uint32_t pflags)
 {
@@ -535,6 +532,9 @@ static const char *timer_arg(uint32_t pflags)
     return pflags & KR_PAYLOAD_CANCELLED ? ",\"timer\":\"cancelled\"" : ",\"timer\":\"ran\"";
 }
 
+/* One event a line, in key order; nothing in it depends on the engine, threads or timing,
+ * so two runs' files are equal byte for byte when their histories are (trace-diff). The
+ * axis (ts, microseconds for a viewer) is virtual time x 1e6. */
 static void trace_body(FILE *f, const struct kr_model *m, const struct kr__trace_rec *a,
                        size_t n)
 {
