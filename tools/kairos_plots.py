@@ -8,12 +8,28 @@
 matplotlib is imported on first use, with a clear message when it is missing.
 """
 import base64
+import importlib.util
 import io
 import sys
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
           "#7f7f7f"]
 _plt = None
+
+
+def _missing():
+    sys.stderr.write(
+        "kairos: error: the plots are drawn with matplotlib, which this Python ("
+        f"{sys.executable}) lacks: install it (apt install python3-matplotlib, or "
+        "python3 -m pip install matplotlib)\n")
+    sys.exit(2)
+
+
+def require():
+    """Exit 2 with what to do if matplotlib is not installed, without importing it (half a
+    second: an input error is reported at once, and the import waits for the drawing)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        _missing()
 
 
 def pyplot():
@@ -25,11 +41,7 @@ def pyplot():
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            sys.stderr.write(
-                "kairos: error: the plots are drawn with matplotlib, which this Python ("
-                f"{sys.executable}) lacks: install it (apt install python3-matplotlib, or "
-                "python3 -m pip install matplotlib)\n")
-            sys.exit(2)
+            _missing()
         # (a page draws all its figures before it encodes them: a report of several runs
         # opens more than matplotlib's default warning count of 20)
         plt.rcParams["figure.max_open_warning"] = 0

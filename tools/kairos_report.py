@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kairos_plots import bars, line_panels, png_data_uri, pyplot  # noqa: E402
+from kairos_plots import bars, line_panels, png_data_uri, require  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 
@@ -355,7 +355,7 @@ def main(argv=None):
         if os.path.exists(p) and os.path.exists(a.output) and os.path.samefile(p, a.output):
             die(f"-o {a.output} is one of the --stats files to read; write the report to "
                 "another file (report.html)")
-    pyplot()  # (first: without matplotlib, say so before anything else)
+    require()  # (first: without matplotlib, say so before anything else)
     paths, lps = [], []
     for p in a.runs:
         if p.endswith(".csv"):

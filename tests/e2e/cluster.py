@@ -88,11 +88,15 @@ def without_mpirun():
     t.ok("launched as 1 rank: the run of a plain process, same digest")
 
 
-def mpirun(np, *args, shell=None, program=None):
+def mpirun(np, *args, shell=None, program=None, refused=False):
     # (one machine: shared memory only; the TCP transport's own locking is what
-    # ThreadSanitizer reported here, not kairos's; no single-copy: containers forbid ptrace)
+    # ThreadSanitizer reported here, not kairos's; no single-copy: containers forbid ptrace.
+    # refused: every rank refuses to start and exits by itself, so mpirun need not give
+    # them its 1-s grace before SIGKILL, which costs 2 s a launch)
     cmd = ["mpirun", "--oversubscribe", "--mca", "btl", "self,vader",
            "--mca", "btl_vader_single_copy_mechanism", "none", "-np", str(np)]
+    if refused:
+        cmd[1:1] = ["--mca", "odls_base_sigkill_timeout", "0"]
     cmd += ["sh", "-c", shell] if shell else [program or kairos, *args]
     e = env_with(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                  KAIROS=kairos)
@@ -114,16 +118,18 @@ def once(p, rc, needle, what):
 
 def with_mpirun():
     for sync in ("sequential", "conservative"):
-        once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--sync", sync), 2,
+        once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--sync", sync,
+                    refused=True), 2,
              f"--sync {sync} runs in one process", f"2 ranks, --sync {sync}")
-    once(mpirun(2, "run", "phold", "--lps", "3", "--threads", "2"), 2,
+    once(mpirun(2, "run", "phold", "--lps", "3", "--threads", "2", refused=True), 2,
          "--lps 3 is fewer than 2 ranks x 2 threads", "2 ranks x 2 threads, 3 LPs")
-    once(mpirun(2, "run", "phold", "--lps", "64", "--trace", os.path.join(build, "t.json")),
+    once(mpirun(2, "run", "phold", "--lps", "64", "--trace", os.path.join(build, "t.json"),
+                refused=True),
          2, "--trace across MPI ranks is not available yet", "2 ranks, --trace")
     ring = os.path.join(build, "libring.so")
     pick = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then m=/nonexistent/libring.so; '
             f'else m={ring}; fi; exec "$KAIROS" run "$m" --lps 8 --threads 1')
-    p = mpirun(2, shell=pick)
+    p = mpirun(2, shell=pick, refused=True)
     once(p, 2, "rank 1 of 2", "the model missing on rank 1")
     if "cannot load model '/nonexistent/libring.so'" not in p.stderr:
         fail(f"the model missing on rank 1: the report must name the model\n{p.stderr}")
@@ -171,7 +177,7 @@ def different_ranks():
         m0 = "phold" if other in ("phold", "queueing") else ring
         sh = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$KAIROS" run {other} {base} '
               f'{extra}; else exec "$KAIROS" run {m0} {base}; fi')
-        p = mpirun(2, shell=sh)
+        p = mpirun(2, shell=sh, refused=True)
         once(p, 2, "the ranks do not run the same thing: " + needle,
              f"rank 1 started with {extra or 'model ' + os.path.basename(other)}")
     shutil.rmtree(os.path.dirname(stale), ignore_errors=True)
@@ -498,14 +504,15 @@ def resumed_across_ranks():
         f.write("not the run's output\n" +
                 open(os.path.join(build, f"cluster-{first}.out")).read())
     before = open(bad).read()
-    p = mpirun(2, shell=f'exec "$KAIROS" resume {snap} --progress off >> {bad}')
+    p = mpirun(2, shell=f'exec "$KAIROS" resume {snap} --progress off >> {bad}', refused=True)
     once(p, 2, "rank 0 of 2 (1 of the ranks failed, the lowest reports): stdout does not start "
          "with the output of the snapshot's run", "resume on 2 ranks into another file")
     if open(bad).read() != before:
         fail("resume on 2 ranks into another file: the file was changed")
     pick = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then d=/nonexistent; else d={snap}; fi; '
             f'exec "$KAIROS" resume "$d" --progress off > /dev/null')
-    once(mpirun(2, shell=pick), 2, "rank 1 of 2", "resume on 2 ranks, the snapshot missing on 1")
+    once(mpirun(2, shell=pick, refused=True), 2, "rank 1 of 2",
+         "resume on 2 ranks, the snapshot missing on 1")
 
 
 def resume_into(snap, ref_path, name, layout, base=None):
