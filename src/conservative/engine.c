@@ -715,8 +715,23 @@ static int cons_validate(const struct kr__config *cfg, struct kr__error *err)
     return KR_OK;
 }
 
+/* --conservative: windows when asked, or (auto) when the model declares its lookahead in
+ * its record - known before the run; one set in init (kr_set_lookahead) is not, and a
+ * model without one (spans only: the null model) runs windows up to 25x slower than
+ * Horizon, which waits for nothing but completions - and has no done() (windows then
+ * speculates a little, optimism.c). */
+static const struct kr__engine *cons_resolve(const struct kr__config *cfg,
+                                             const struct kr_model *m)
+{
+    int s = cons_options(cfg)->scheme;
+    bool windows = s == KR_CONS_WINDOWS || (s == KR_CONS_AUTO && m->lookahead > 0 && !m->done);
+    return windows ? &kr__windows_engine : &kr__cons_engine;
+}
+
 const struct kr__engine kr__cons_engine = {
     .name = "conservative",
+    .scheme = "horizon",
+    .resolve = cons_resolve,
     .default_threads = cons_default_threads,
     .threads = cons_threads,
     .validate = cons_validate,

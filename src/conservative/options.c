@@ -11,8 +11,23 @@ static const int on_off_values[] = { 1, 0 };
 static const char *const handoff_names[] = { "push", "pull", NULL };
 static const char *const barrier_names[] = { "free", "events", NULL };
 static const char *const offload_names[] = { "auto", "always", NULL };
+static const char *const scheme_names[] = { "auto", "horizon", "windows", NULL };
 
 const struct kr__opt cons_option_rows[] = {
+    { "--conservative", "SCHEME", KR_OPT_CHOICE, OFF(scheme), "auto", .names = scheme_names,
+      .json = "conservative", .schemes = true,
+      .help = "how the conservative engine runs events in parallel:\n"
+              "  windows  each worker runs its own LPs' events below what\n"
+              "           the others may still send (their next events\n"
+              "           plus the lookahead); no scheduler thread, and\n"
+              "           across MPI ranks too\n"
+              "  horizon  one scheduler hands events out to the workers,\n"
+              "           which run those that overlap in virtual time\n"
+              "           (paper 003; for events with long, varied spans\n"
+              "           and no lookahead); --threads N adds the scheduler\n"
+              "  auto     windows when the model declares a lookahead in\n"
+              "           struct kr_model and has no done(), else horizon\n"
+              "           (default)" },
     { "--handoff", "MODE", KR_OPT_SWITCH, OFF(handoff_pull), "push", .names = handoff_names,
       .json = "handoff",
       .help = "push (the scheduler writes each job into a worker's\n"

@@ -267,6 +267,9 @@ static inline void kr__ctx_event(struct kr__lp *lp, struct kr__ev *e, int mode)
  * outside the table and the engine itself branches on which engine runs. */
 struct kr__engine {
     const char *name;           /* --sync value; the summary's and --stats' "engine" */
+    const char *scheme;         /* which of the engine's schemes this descriptor runs (the
+                                 * conservative engine's horizon and windows), or NULL */
+    bool ranks;                 /* runs across MPI ranks */
     bool restores_state;        /* rolls LP state back: --state applies (the others run in
                                  * full mode, or chunk mode to verify marks under --check) */
     bool compact_events;        /* uses no event's tail (struct kr__ev): an event without
@@ -295,6 +298,9 @@ struct kr__engine {
     const struct kr__opt *options;
     size_t options_size;
     void (*options_init)(void *rec);
+    /* The descriptor that runs cfg's model m: one of this engine's schemes, chosen by its
+     * options and the model once the command line is read (NULL: always this one). */
+    const struct kr__engine *(*resolve)(const struct kr__config *cfg, const struct kr_model *m);
 };
 
 /* The record of e's options in cfg (kr__engine.options), or NULL if e has none there. */
@@ -307,6 +313,9 @@ static inline const void *kr__engine_opts(const struct kr__config *cfg,
 }
 
 extern const struct kr__engine kr__seq_engine, kr__tw_engine, kr__cons_engine;
+/* The conservative engine's windows scheme: the optimistic engine's workers running safe
+ * events only (kr__cons_engine resolves to it; not in the table). */
+extern const struct kr__engine kr__windows_engine;
 /* The engine named `name`, or NULL; the default engine is the first of the table. */
 const struct kr__engine *kr__engine_find(const char *name);
 const struct kr__engine *kr__engine_default(void);
@@ -318,6 +327,9 @@ const struct kr__engine *kr__engine_at(size_t i);
 int kr__engine_add(const struct kr__engine *e);
 /* The names, for messages: "optimistic, conservative or sequential". */
 const char *kr__engine_names(void);
+/* Once the command line is read: c->engine becomes the scheme that runs c's model (its
+ * resolve; the model loaded for it). A model that cannot load fails here. */
+int kr__engine_resolve(struct kr__config *c, struct kr__error *err);
 /* The engine's threads that run LPs' events on one core each: cfg->threads workers, at
  * most one per LP. Shared by the descriptors. */
 static inline unsigned kr__engine_workers(const struct kr__config *cfg, uint64_t lps)

@@ -45,6 +45,7 @@ struct kr__opt {
                                 * its range (for messages) */
     void (*after)(void *rec);  /* after the command line set it, with its record */
     bool local;                /* may differ between MPI ranks (kr__options_identity) */
+    bool schemes;              /* chooses its engine's scheme: read by every one of them */
     const char *json;          /* member of --stats "config", NULL: none */
     const char *help;          /* prose, wrapped by kr__options_help; a line that starts
                                 * with two spaces is a table row, kept as it is */

@@ -45,14 +45,26 @@ static void snapshot(struct tw_window *w, const struct kr__counters *c, uint64_t
     w->undone = c->rolled_back + c->coasted;
 }
 
+/* The conservative engine's windows scheme: no speculation - but a model with done() has
+ * no safe events (the run's end is known only once every LP is done, and an event after
+ * it must not have committed at once: clocks_init), and only the event at GVT could run,
+ * a GVT round an event; it speculates as little as Time Warp does then. (The clocks' init
+ * ran before this one: th->fast is known.) */
+static uint64_t windows_limit(const struct tw_thread *th)
+{
+    return th->fast ? 0 : TW_WINDOW_FLOOR;
+}
+
 /* --window N, or auto: its limit at the start and how much memory it may fill. */
 static void window_init(struct tw_thread *th)
 {
     unsigned fixed = tw_options(th->r->cfg)->window;
     struct tw_window *w = &th->win;
     memset(w, 0, sizeof *w);
-    w->fixed = fixed != 0;
-    w->limit = w->fixed_limit = fixed ? fixed : TW_MAX_UNCOMMITTED;
+    w->fixed = fixed != 0 || th->g->cf.windows;
+    w->limit = w->fixed_limit = th->g->cf.windows ? windows_limit(th)
+                                : fixed                ? fixed
+                                                       : TW_MAX_UNCOMMITTED;
     w->rest_ns = TW_WINDOW_REST_NS;
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;

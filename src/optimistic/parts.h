@@ -342,6 +342,8 @@ struct tw_settings {
     bool check;                            /* --check: verify invariants as we go */
     bool seam;                             /* the test seam: stragglers from outside */
     bool queries;                          /* the model answers queries (query.c) */
+    bool windows;                          /* the conservative engine's windows scheme:
+                                            * no speculation (optimism.c) */
     kr_time lookahead;
 };
 

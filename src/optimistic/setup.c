@@ -294,6 +294,7 @@ struct tw_global *tw_global_new(struct kr__run *r)
     g->cf.open_pages = m->open_pages;
     g->cf.round_events = TW_ROUND_EVENTS;
     g->cf.check = r->cfg->check;
+    g->cf.windows = r->cfg->engine == &kr__windows_engine;
     g->horizon = kr__key_at(-INFINITY);
     g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
@@ -488,4 +489,25 @@ const struct kr__engine kr__tw_engine = {
     .options = tw_option_rows,
     .options_size = sizeof(struct kr__tw_options),
     .options_init = tw_options_init,
+    .ranks = true,
+};
+
+/* The conservative engine's windows scheme (issue 39): this engine with a speculation
+ * window of 0 - a worker runs an event only once nothing another one may still send can
+ * reach it (below every other worker's clock: its next event plus the lookahead; the
+ * safe events of clock.c), so nothing is checkpointed or rolled back, and no scheduler
+ * thread is needed. The one exception keeps a run without lookahead going: the event at
+ * GVT runs with a checkpoint when nothing is safe (tw_may_run). Its options are this
+ * engine's defaults; it keeps LP state in full mode. */
+const struct kr__engine kr__windows_engine = {
+    .lp_extra = sizeof(struct tw_lp),
+    .name = "conservative",
+    .scheme = "windows",
+    .ranks = true,
+    .default_threads = tw_default_threads,
+    .threads = kr__engine_workers,
+    .validate = tw_validate,
+    .run = tw_run,
+    .summary = tw_summary,
+    .json = tw_json,
 };

@@ -41,3 +41,12 @@ const char *kr__engine_names(void)
                  i == 0 ? "" : i + 1 == nengines ? " or " : ", ", table[i]->name);
     return buf;
 }
+
+int kr__engine_resolve(struct kr__config *c, struct kr__error *err)
+{
+    if (!c->engine->resolve) return KR_OK;
+    const struct kr_model *m = kr__model_load(c->model, err);
+    if (!m) return err->status;
+    c->engine = c->engine->resolve(c, m);
+    return KR_OK;
+}

@@ -40,8 +40,10 @@ static void summary_head(const struct kr__run *r, FILE *f)
 {
     char ranks[32] = "";
     if (r->nranks > 1) snprintf(ranks, sizeof ranks, "%u ranks x ", r->nranks);
-    fprintf(f, "kairos: model %s, engine %s, %s%u thread%s, %llu LPs, end time %g, seed %llu\n",
-            r->model->name, r->cfg->engine->name, ranks, r->nthreads,
+    const struct kr__engine *e = r->cfg->engine;
+    fprintf(f, "kairos: model %s, engine %s%s%s%s, %s%u thread%s, %llu LPs, end time %g, seed "
+            "%llu\n", r->model->name, e->name, e->scheme ? " (" : "", e->scheme ? e->scheme : "",
+            e->scheme ? ")" : "", ranks, r->nthreads,
             r->nthreads == 1 ? "" : "s", (unsigned long long)r->n, r->cfg->end,
             (unsigned long long)r->cfg->seed);
     if (r->interrupted)
@@ -368,8 +370,10 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
     kr__json_str(f, r->model->name);
-    fprintf(f, ",\n  \"engine\": \"%s\",\n  \"threads\": %u,\n  \"ranks\": %u,\n  \"lps\": %llu,\n"
-            "  \"end_time\": ", r->cfg->engine->name, r->nthreads, r->nranks ? r->nranks : 1,
+    fprintf(f, ",\n  \"engine\": \"%s\",\n", r->cfg->engine->name);
+    if (r->cfg->engine->scheme) fprintf(f, "  \"scheme\": \"%s\",\n", r->cfg->engine->scheme);
+    fprintf(f, "  \"threads\": %u,\n  \"ranks\": %u,\n  \"lps\": %llu,\n"
+            "  \"end_time\": ", r->nthreads, r->nranks ? r->nranks : 1,
             (unsigned long long)r->n);
     kr__json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n", (unsigned long long)r->cfg->seed);

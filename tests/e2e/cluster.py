@@ -117,8 +117,8 @@ def once(p, rc, needle, what):
 
 
 def with_mpirun():
-    for sync in ("sequential", "conservative"):
-        once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--sync", sync,
+    for sync in ("sequential", "conservative --conservative horizon"):
+        once(mpirun(2, "run", "phold", "--lps", "64", "--end", "10", "--sync", *sync.split(),
                     refused=True), 2,
              f"--sync {sync} runs in one process", f"2 ranks, --sync {sync}")
     once(mpirun(2, "run", "phold", "--lps", "3", "--threads", "2", refused=True), 2,
@@ -220,14 +220,16 @@ def same_as_sequential():
                (2, 1, ["--state", "page", "--gvt-period", "0.05"]),
                (3, 2, ["--state", "page", "--gvt-period", "0.05"]),
                (2, 1, ["--check"] + ([] if kind == "tsan" else ["--preempt", "tick"])),
-               (3, 2, ["--check"]), (2, 2, ["--cancel", "lazy", "--check"])]
+               (3, 2, ["--check"]), (2, 2, ["--cancel", "lazy", "--check"]),
+               # (the conservative engine's windows scheme: safe events only, issue 39)
+               (2, 2, ["--sync", "conservative", "--conservative", "windows"])]
     # (a ThreadSanitizer build has no time-sharing)
     # (the quick tier: each case on one layout, taken in turn, so every layout runs)
     for i, (name, args) in enumerate(cases.items()):
         rc, out, err = run(kairos, "run", *args, "--sync", "sequential")
         if rc != 0:
             fail(f"{name}: the sequential run failed:\n{err}")
-        mine = layouts if LONG else [layouts[i % 8]]
+        mine = layouts if LONG else [layouts[i % len(layouts)]]
         for np, threads, extra in mine:
             p = mpirun(np, "run", *args, "--threads", str(threads), *extra)
             what = f"{name}, {np} ranks x {threads} thread{'s' if threads > 1 else ''} " + \

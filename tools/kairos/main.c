@@ -159,6 +159,7 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
     if (c->resume_dir && kr__snapshot_config(c->resume_dir, c, err)) return err->status;
     for (int i = 3; i < argc; i++)
         if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
+    if (kr__engine_resolve(c, err)) return err->status;
     unsigned lr, ls; /* (by default, the ranks on this machine share its cores) */
     kr__local_ranks(&lr, &ls);
     unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
@@ -173,11 +174,13 @@ static int configure(struct kr__config *c, int argc, char **argv, struct kr__err
 static int cluster_check(const struct kr__config *c, struct kr__error *err)
 {
     int n = kr__net.size;
-    if (strcmp(c->engine->name, "optimistic"))
-        return kr__fail(err, KR_ERR_USAGE, "--sync %s runs in one process, and mpirun started "
-                        "%d: run it without mpirun (or with -np 1); across ranks only the "
-                        "optimistic engine runs (--sync optimistic, the default)",
-                        c->engine->name, n);
+    if (!c->engine->ranks)
+        return kr__fail(err, KR_ERR_USAGE, "--sync %s%s%s runs in one process, and mpirun "
+                        "started %d: run it without mpirun (or with -np 1); across ranks run "
+                        "the optimistic engine (--sync optimistic, the default) or the "
+                        "conservative engine's windows scheme (--conservative windows)",
+                        c->engine->name, c->engine->scheme ? " --conservative " : "",
+                        c->engine->scheme ? c->engine->scheme : "", n);
     if (c->trace_path)
         return kr__fail(err, KR_ERR_USAGE, "--trace across MPI ranks is not available yet: "
                         "trace the run in one process (its committed history is the same)");
