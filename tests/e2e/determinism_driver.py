@@ -53,11 +53,17 @@ MODELS = [
 
 def pick_config(rnd, caps, tsan):
     """One random engine configuration the model supports."""
-    engines = ["optimistic", "optimistic", "sequential"] + (["conservative"] if "spans" in caps else [])
+    engines = ["optimistic", "optimistic", "sequential", "windows"] + \
+        (["conservative"] if "spans" in caps else [])
     eng = rnd.choice(engines)
+    if eng == "windows":  # (every model: safe events only, a little speculation without them)
+        args = ["--sync", "conservative", "--conservative", "windows", "--threads",
+                str(rnd.choice([1, 2, 3, 4]))]
+        return args + (["--check"] if rnd.random() < 0.3 else []), []
     args, extra = ["--sync", eng], []
     if eng == "conservative":
-        args += ["--threads", str(rnd.choice([1, 2, 3])), "--handoff", rnd.choice(["push", "pull"])]
+        args += ["--conservative", "horizon", "--threads", str(rnd.choice([1, 2, 3])),
+                 "--handoff", rnd.choice(["push", "pull"])]
         if caps["spans"]:
             extra = ["-P", caps["spans"]]
         return args, extra
