@@ -47,7 +47,7 @@ struct kr_param {
 /* The layout of this header's structures. A model built against another layout is refused
  * when it is loaded (rebuild it) rather than misread. Every file that includes this header
  * defines the same weak symbol, so each model carries the version it was built with. */
-#define KR_ABI_VERSION 6
+#define KR_ABI_VERSION 7
 #ifdef __cplusplus
 extern
 #endif
@@ -114,6 +114,12 @@ struct kr_model {
      * kr_metric(name, value) records a value of one of them; the same rules as type_names.
      * (Added in KR_ABI_VERSION 6.) */
     const char *const *metrics;
+    /* Optional: the lookahead (as `lookahead`, which must then be 0) when it depends on
+     * parameters: called once before the run - before any init, and before the command
+     * chooses an engine's scheme (--conservative auto) - where kr_param_int and
+     * kr_param_double may be read; returns a finite value >= 0. kr_set_lookahead in init
+     * may still lower it. (Added in KR_ABI_VERSION 7.) */
+    kr_time (*run_lookahead)(void);
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/

@@ -88,8 +88,6 @@ static void phold_init(kr_lp me)
     if (mesh < 0 || (mesh > 0 && (uint64_t)mesh * (uint64_t)mesh != kr_lp_count()))
         kr_error("-P mesh=%lld needs --lps %lld (an M x M torus), this run has %llu LPs",
                  (long long)mesh, (long long)(mesh * mesh), (unsigned long long)kr_lp_count());
-    /* every send is at least `lookahead` ahead: the conservative engine's event duration */
-    kr_set_lookahead(kr_param_double("lookahead", 0.1));
     struct phold_state *s = kr_malloc(sizeof *s);
     int64_t extra = kr_param_int("state_bytes", 0);
     if (extra > 0) {
@@ -128,12 +126,20 @@ static void phold_event(kr_lp me, kr_time now, unsigned type, const void *payloa
     send_next(me, now, s);
 }
 
+/* Every send is at least `lookahead` ahead (the conservative engine's event duration):
+ * known from the parameters before the run, so --conservative auto chooses windows. */
+static kr_time phold_lookahead(void)
+{
+    return kr_param_double("lookahead", 0.1);
+}
+
 static const struct kr_model phold_model = {
     .name = "phold",
     .flags = KR_MODEL_MARKS_WRITES,
     .init = phold_init,
     .event = phold_event,
     .params = phold_params,
+    .run_lookahead = phold_lookahead,
 };
 
 KR_MODEL_EXPORT(phold, phold_model)

@@ -707,24 +707,28 @@ static int cons_validate(const struct kr__config *cfg, struct kr__error *err)
 {
     if (cfg->check)
         return kr__fail(err, KR_ERR_USAGE, "--check is for the sequential and optimistic "
-                        "engines; the conservative engine never re-executes an event (check "
-                        "the model with --sync sequential --check)");
+                        "engines and the conservative engine's windows scheme; its horizon "
+                        "scheme never re-executes an event (check the model with --sync "
+                        "sequential --check, or --conservative windows --check)");
     if (cfg->memory_max)
         return kr__fail(err, KR_ERR_USAGE, "--memory-max is for the sequential and optimistic "
-                        "engines: the conservative engine does not bound its memory yet");
+                        "engines and the conservative engine's windows scheme: its horizon "
+                        "scheme does not bound its memory yet");
     return KR_OK;
 }
 
-/* --conservative: windows when asked, or (auto) when the model declares its lookahead in
- * its record - known before the run; one set in init (kr_set_lookahead) is not, and a
- * model without one (spans only: the null model) runs windows up to 25x slower than
- * Horizon, which waits for nothing but completions - and has no done() (windows then
- * speculates a little, optimism.c). */
+/* --conservative: windows when asked, or (auto) when the model's lookahead is known before
+ * the run (struct kr_model's lookahead or run_lookahead; one set only in init is not) and
+ * positive - a model without one (spans only: the null model) runs windows up to 25x
+ * slower than Horizon, which waits for nothing but completions - and the model has no
+ * done() (windows then speculates a little, optimism.c) and no query handler (queries
+ * hold the clocks at the asker's time: query.c). */
 static const struct kr__engine *cons_resolve(const struct kr__config *cfg,
-                                             const struct kr_model *m)
+                                             const struct kr_model *m, kr_time lookahead)
 {
     int s = cons_options(cfg)->scheme;
-    bool windows = s == KR_CONS_WINDOWS || (s == KR_CONS_AUTO && m->lookahead > 0 && !m->done);
+    bool windows = s == KR_CONS_WINDOWS ||
+                   (s == KR_CONS_AUTO && lookahead > 0 && !m->done && !m->query);
     return windows ? &kr__windows_engine : &kr__cons_engine;
 }
 

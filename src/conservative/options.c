@@ -25,8 +25,9 @@ const struct kr__opt cons_option_rows[] = {
               "           which run those that overlap in virtual time\n"
               "           (paper 003; for events with long, varied spans\n"
               "           and no lookahead); --threads N adds the scheduler\n"
-              "  auto     windows when the model declares a lookahead in\n"
-              "           struct kr_model and has no done(), else horizon\n"
+              "  auto     windows when the model's lookahead is known before\n"
+              "           the run (struct kr_model: lookahead, run_lookahead)\n"
+              "           and it has no done() or queries, else horizon\n"
               "           (default)" },
     { "--handoff", "MODE", KR_OPT_SWITCH, OFF(handoff_pull), "push", .names = handoff_names,
       .json = "handoff",

@@ -126,7 +126,8 @@ struct kr__run {
         unsigned full_every;          /* a full one every this many (0: none taken) */
     } ckpt;
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
-    bool lookahead_declared;          /* kr_set_lookahead was called */
+    bool lookahead_declared;          /* kr_set_lookahead was called, or the model has
+                                       * run_lookahead */
     bool alone;                       /* optimistic, one worker: the sequential core ran
                                        * it (optimistic/engine.c tw_alone) */
     bool check_slices;                /* sequential --check: each LP's state in its own
@@ -298,9 +299,11 @@ struct kr__engine {
     const struct kr__opt *options;
     size_t options_size;
     void (*options_init)(void *rec);
-    /* The descriptor that runs cfg's model m: one of this engine's schemes, chosen by its
-     * options and the model once the command line is read (NULL: always this one). */
-    const struct kr__engine *(*resolve)(const struct kr__config *cfg, const struct kr_model *m);
+    /* The descriptor that runs cfg's model m, whose lookahead before the run is `lookahead`:
+     * one of this engine's schemes, chosen by its options and the model once the command
+     * line is read (NULL: always this one). */
+    const struct kr__engine *(*resolve)(const struct kr__config *cfg, const struct kr_model *m,
+                                        kr_time lookahead);
 };
 
 /* The record of e's options in cfg (kr__engine.options), or NULL if e has none there. */
@@ -542,6 +545,10 @@ static inline bool kr__run_done(const struct kr__run *r, struct kr__lp *lp, kr_l
 /* Params and models. */
 /* Both return the failure in err (KR_ERR_USAGE): a model that cannot be loaded or is
  * incomplete, a -P the model does not declare, a value of the wrong type or range. */
+/* The model's lookahead before the run: `lookahead`, or what run_lookahead makes of cfg's
+ * parameters (checked here first). */
+int kr__model_lookahead(const struct kr__config *cfg, const struct kr_model *m, kr_time *la,
+                        struct kr__error *err);
 int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
                      struct kr__error *err);
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err);

@@ -75,6 +75,23 @@ static int bad_lists(const struct kr_model *m, struct kr__error *err)
     return bad_names(m, m->metrics, "metrics", KR_METRICS_MAX, true, err);
 }
 
+static int bad_ledger(const struct kr_model *m, struct kr__error *err)
+{
+    if ((m->ledger_size || m->ledger_bytes || m->commit_end) && !m->commit)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger (ledger_size, "
+                        "ledger_bytes or commit_end) and no commit hook, the one place a "
+                        "ledger is written: set .commit, or drop the ledger", m->name);
+    if (m->ledger_size && m->ledger_bytes)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares both ledger_size and "
+                        "ledger_bytes: give the size one way (ledger_bytes when it depends on "
+                        "parameters)", m->name);
+    if (m->ledger_size > KR_LEDGER_MAX)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes; at "
+                        "most %u are allowed (it is kept in memory and in every snapshot): keep "
+                        "large tables in LP states", m->name, m->ledger_size, KR_LEDGER_MAX);
+    return KR_OK;
+}
+
 static const struct kr_model *check(const struct kr_model *m, const char *from,
                                    struct kr__error *err)
 {
@@ -84,23 +101,15 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
                  "and an event handler", from);
     else if (m->lookahead < 0 || m->lookahead != m->lookahead)
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares a negative or NaN lookahead", m->name);
-    else if ((m->ledger_size || m->ledger_bytes || m->commit_end) && !m->commit)
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger (ledger_size, ledger_bytes "
-                 "or commit_end) and no commit hook, the one place a ledger is written: set "
-                 ".commit, or drop the ledger", m->name);
-    else if (m->ledger_size && m->ledger_bytes)
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares both ledger_size and ledger_bytes: "
-                 "give the size one way (ledger_bytes when it depends on parameters)", m->name);
+    else if (m->lookahead && m->run_lookahead)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' declares both lookahead and run_lookahead: "
+                 "give it one way (run_lookahead when it depends on parameters)", m->name);
     else if (m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER))
         kr__fail(err, KR_ERR_USAGE, "model '%s' declares flags 0x%x that this Kairos does not "
                  "know (KR_MODEL_MARKS_WRITES, KR_MODEL_BUNDLES, KR_MODEL_TYPE_ORDER are 0x7): "
                  "a model built for a newer Kairos, or a typo", m->name,
                  m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER));
-    else if (m->ledger_size > KR_LEDGER_MAX)
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger_size of %zu bytes; at most "
-                 "%u are allowed (it is kept in memory and in every snapshot): keep large "
-                 "tables in LP states", m->name, m->ledger_size, KR_LEDGER_MAX);
-    else if (bad_lists(m, err) == KR_OK)
+    else if (bad_ledger(m, err) == KR_OK && bad_lists(m, err) == KR_OK)
         return m;
     return NULL;
 }
@@ -120,8 +129,8 @@ static const struct kr_model *builtin(const char *name, struct kr__error *err)
 }
 
 /* A model built against an older KR_ABI_VERSION: struct kr_model ended before `query`
- * (2), before `commit` (3), before `type_names` (4) or before `metrics` (5); read with its
- * own layout, the fields after are zero. */
+ * (2), before `commit` (3), before `type_names` (4), before `metrics` (5) or before
+ * `run_lookahead` (6); read with its own layout, the fields after are zero. */
 static struct kr_model old_model;
 static size_t old_size; /* (0: this version's layout) */
 
@@ -132,7 +141,8 @@ static bool same_layout(void *h, const char *name, struct kr__error *err)
     old_size = !abi ? 0 : *abi == 2 ? offsetof(struct kr_model, query)
                         : *abi == 3 ? offsetof(struct kr_model, commit)
                         : *abi == 4 ? offsetof(struct kr_model, type_names)
-                        : *abi == 5 ? offsetof(struct kr_model, metrics) : 0;
+                        : *abi == 5 ? offsetof(struct kr_model, metrics)
+                        : *abi == 6 ? offsetof(struct kr_model, run_lookahead) : 0;
     if (abi && (*abi == KR_ABI_VERSION || old_size)) return true;
     char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
     if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);

@@ -2,6 +2,7 @@
  * table with defaults, and kr_param_int/kr_param_double. Values are checked once before
  * the run starts, so a typo is a usage error, not a failure deep inside an event. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/core.h"
@@ -153,6 +154,20 @@ int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
     for (const struct kr_param *p = m->params; p && p->name; p++)
         if (check_range(m, p, err)) return err->status;
     cache_values(m);
+    return KR_OK;
+}
+
+int kr__model_lookahead(const struct kr__config *cfg, const struct kr_model *m, kr_time *la,
+                        struct kr__error *err)
+{
+    *la = m->lookahead;
+    if (!m->run_lookahead) return KR_OK;
+    if (kr__params_check(cfg, m, err)) return err->status;
+    kr_time v = m->run_lookahead();
+    if (!(v >= 0) || isinf(v))
+        return kr__fail(err, KR_ERR_USAGE, "model '%s': run_lookahead returned %g; a lookahead "
+                        "is a finite number >= 0", m->name, v);
+    *la = v;
     return KR_OK;
 }
 

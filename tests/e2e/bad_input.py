@@ -121,8 +121,9 @@ expect(2, ["--barriers must be free or events"], "run", "phold", "--barriers", "
 expect(2, ["--scheduler-works must be on or off"], "run", "phold", "--scheduler-works", "yes")
 expect(2, ["--offload must be auto or always"], "run", "phold", "--offload", "never")
 expect(2, ["--offload-us needs microseconds"], "run", "phold", "--offload-us", "-1")
-expect(2, ["--check is for the sequential and optimistic engines"], "run", "phold", "--sync",
-       "conservative", "--check")
+expect(2, ["--check is for the sequential and optimistic engines and the conservative "
+           "engine's windows scheme"], "run", "phold", "--sync", "conservative",
+       "--conservative", "horizon", "--check")
 
 # model crashes (signals in model code), on every engine and with page protection: a clear
 # model error, never a hang or a core dump

@@ -106,16 +106,18 @@ with tempfile.TemporaryDirectory() as d:
              f"almost none) and {busy:.3f} of 300 us events (expected a good share)")
     t.ok(f"--offload auto: workers ran {short:.4f} of empty events, {busy:.2f} of 300 us ones")
 
-# --conservative auto: windows for a model that declares its lookahead in struct kr_model
-# (life), horizon for one with done() (ring), one that sets its lookahead in init (phold) or
-# has none (null); the scheme is
+# --conservative auto: windows for a model whose lookahead is known before the run (life:
+# struct kr_model.lookahead; phold: run_lookahead), horizon for one whose lookahead is 0
+# (phold -P lookahead=0) or none (null), or with done() (ring);
+# the scheme is
 # in the summary and --stats; Horizon's options beside windows are noted as unread.
 with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "s.json")
     life = os.path.join(build, "liblife.so")
     for args, want in (([life, "--lps", "64", "--end", "10"], "windows"),
+                       (["phold", "--lps", "64", "--end", "10"], "windows"),
+                       (["phold", "--lps", "64", "--end", "10", "-P", "lookahead=0"], "horizon"),
                        (configs["ring-done"], "horizon"),
-                       (["phold", "--lps", "64", "--end", "10"], "horizon"),
                        (configs["null"], "horizon")):
         rc, out, err = run(kairos, "run", *args, "--sync", "conservative", "--threads", "2",
                            "--stats", path)
@@ -131,6 +133,22 @@ with tempfile.TemporaryDirectory() as d:
                        "--conservative", "windows", "--threads", "2")
     if "note:" in err:
         fail(f"--conservative windows alone: no note expected\n{err}")
-    t.ok("--conservative auto: windows with a declared lookahead, else horizon; the scheme in "
+    # run_lookahead: the value a parameter gives, refused when negative or beside `lookahead`
+    runla = os.path.join(build, "librunla.so")
+    _, ref_out, ref_err = run(kairos, "run", runla, "--lps", "32", "--end", "50", "--sync",
+                              "sequential")
+    rc, out, err = run(kairos, "run", runla, "--lps", "32", "--end", "50", "--sync",
+                       "conservative", "--threads", "2")
+    if "engine conservative (windows)" not in err or digest(err) != digest(ref_err) or \
+            out != ref_out:
+        fail(f"run_lookahead 0.5: want windows and the sequential digest and output\n{err}")
+    for args, msg in (([runla, "-P", "la=-1"], "run_lookahead returned -1"),
+                      ([os.path.join(build, "librunla_both.so")],
+                       "declares both lookahead and run_lookahead")):
+        rc, out, err = run(kairos, "run", *args, "--lps", "8", "--end", "5", check=False)
+        if rc != 2 or msg not in err:
+            fail(f"{args}: want exit 2 and '{msg}', got {rc}\n{err}")
+    t.ok("--conservative auto: windows with a lookahead known before the run, else horizon; "
+         "the scheme in "
          "the summary and --stats; Horizon's options beside windows noted as unread")
 t.finish()

@@ -104,6 +104,10 @@ for name, margs in CASES:
     case(name, margs)
 case_one_rule()
 case_pressure()
-expect_exit(kairos, t, 2, ["--memory-max is for the sequential and optimistic engines"],
-            "run", "phold", "--end", "10", "--sync", "conservative", "--memory-max", "10M")
+expect_exit(kairos, t, 2, ["--memory-max is for the sequential and optimistic engines and the "
+                          "conservative engine's windows scheme"],
+            "run", "phold", "--end", "10", "--sync", "conservative", "--conservative", "horizon",
+            "--memory-max", "10M")
+expect_exit(kairos, t, 0, [], "run", "phold", "--end", "10", "--sync", "conservative",
+            "--conservative", "windows", "--memory-max", "64M")
 t.finish()
