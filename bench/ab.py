@@ -24,7 +24,7 @@ CONFIGS = [
     ("queueing sequential", ["queueing", "--lps", "4096", "--end", "300", "--sync", "sequential"]),
     ("queueing optimistic 2 threads", ["queueing", "--lps", "4096", "--end", "300", "--threads", "2"]),
     ("PHOLD conservative 1 worker", ["phold", "--end", "3000", "--sync", "conservative",
-                                      "--threads", "1"]),
+                                      "--conservative", "horizon", "--threads", "1"]),
     # few LPs: the threads are tightly coupled, a message held back is a straggler
     ("PHOLD 16 LPs optimistic 2 threads", ["phold", "--lps", "16", "--end", "100000",
                                            "--threads", "2"]),

@@ -29,6 +29,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from phold_std import commit, machine  # noqa: E402
 
+# (this script measures Horizon: --conservative auto would run phold on windows)
+HORIZON = ["--sync", "conservative", "--conservative", "horizon"]
+
 
 def run_once(kairos, args):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
@@ -68,7 +71,7 @@ def digest_table(a):
     for name, args in DIGEST_MODELS.items():
         cells = [run_once(a.kairos, args + ["--sync", "sequential"])]
         for w in ("1", "2", "4"):
-            cells.append(run_once(a.kairos, args + ["--sync", "conservative", "--threads", w]))
+            cells.append(run_once(a.kairos, args + [*HORIZON, "--threads", w]))
         keys = {(s["run_digest"], s["committed_events"]) for s in cells}
         bad |= len(keys) != 1
         row = " | ".join(f"{s['run_digest']} / {s['committed_events']}" for s in cells)
@@ -86,10 +89,10 @@ def null_table(a):
     configs = {("sequential", "-"): base + ["--sync", "sequential"]}
     for w in a.workers.split(","):
         for name, v in variants:
-            configs[(name + ", offload always", w)] = base + ["--sync", "conservative", "--threads",
-                                                           w, "--offload", "always", *v]
-        configs[("push, event-free, offload auto (default)", w)] = base + [
-            "--sync", "conservative", "--threads", w]
+            configs[(name + ", offload always", w)] = base + [*HORIZON, "--threads", w,
+                                                           "--offload", "always", *v]
+        configs[("push, event-free, offload auto (default)", w)] = base + [*HORIZON,
+                                                                           "--threads", w]
     res = interleaved(a.kairos, configs, a.reps)
     seq = statistics.median(s["wall_seconds"] for s in res[("sequential", "-")])
     print(f"\nNull model, {110 * a.events} events, {a.reps} interleaved reps: median wall seconds "
@@ -115,7 +118,7 @@ def phold_table(a):
         configs = {("sequential", "-"): base + ["--sync", "sequential"]}
         for n in ("1", "2"):
             configs[("optimistic", n)] = base + ["--threads", n]
-            configs[("conservative", n)] = base + ["--sync", "conservative", "--threads", n]
+            configs[("conservative", n)] = base + [*HORIZON, "--threads", n]
         res = interleaved(a.kairos, configs, a.reps)
         for (eng, n), rs in res.items():
             rate = statistics.median(s["committed_events"] / s["wall_seconds"] for s in rs) / 1e6
@@ -135,7 +138,7 @@ def models_table(a):
         configs = {("sequential", "-"): base + ["--sync", "sequential"]}
         for n in ("1", "2"):
             configs[("optimistic", n)] = base + ["--threads", n]
-            configs[("conservative", n)] = base + ["--sync", "conservative", "--threads", n]
+            configs[("conservative", n)] = base + [*HORIZON, "--threads", n]
         res = interleaved(a.kairos, configs, a.reps)
         seq = statistics.median(s["wall_seconds"] for s in res[("sequential", "-")])
         for (eng, n), rs in res.items():

@@ -2,9 +2,10 @@
 """Kairos's conservative engine beside PARSIR (issue 39): PHOLD with 1024 LPs, increments of
 `--lookahead` (0.1) plus exponential(1), random destinations, one event per LP and
 `--busy-us` of work per event, on Kairos (sequential; conservative horizon and windows;
-optimistic) and on PARSIR, Quaglia's engine of lookahead windows, built from its public repository in a
-scratch directory (never copied into this one). Runs are interleaved (kairos seq, horizon,
-windows, optimistic, PARSIR, seq, ...) since this VM's speed drifts; prints Markdown: the
+optimistic) and on PARSIR, Quaglia's engine of lookahead windows, built from its public
+repository in a scratch directory (never copied into this one). Runs are interleaved
+(kairos seq, horizon, windows, optimistic, PARSIR, seq, ...) since this VM's speed drifts;
+prints Markdown: the
 median committed events/s of each with its range, and the cross-core round trip.
 
     python3 bench/parsir_bench.py [--kairos build/kairos] [--reps 3] [--threads 2]

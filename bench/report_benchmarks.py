@@ -24,7 +24,7 @@ RUNS = [  # (file name, arguments)
     ("pcs-opt2", ["pcs", "--lps", "1024", "--end", "0.3", "--threads", "2"]),
     ("life-opt2", ["life", "-P", "generations=300", "--end", "inf", "--threads", "2"]),
     ("life-cons", ["life", "-P", "generations=300", "--end", "inf", "--sync", "conservative",
-                   "--threads", "1"]),
+                   "--conservative", "horizon", "--threads", "1"]),
 ]
 
 

@@ -186,9 +186,9 @@ unsigned kr_bundle_count(void);
 void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *size);
 
 /* Send an expanded event: one that lasts `duration` (>= 0) of virtual time from `t`, e.g. the
- * time to transmit a packet or serve a job. The conservative engine (--sync conservative)
- * runs events whose intervals overlap in parallel, and so requires that an event schedules
- * nothing that starts before its own end (t + duration). kr_schedule gives an event the
+ * time to transmit a packet or serve a job. The conservative engine's horizon scheme (--sync
+ * conservative --conservative horizon) runs events whose intervals overlap in parallel, and
+ * so requires that an event schedules nothing that starts before its own end (t + duration). kr_schedule gives an event the
  * run's lookahead as its duration. The other engines check the arguments and otherwise
  * ignore the duration. Where and cost: as kr_schedule. */
 void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
@@ -217,10 +217,12 @@ bool kr_timer_cancel(kr_timer *timer);
 bool kr_timer_pending(const kr_timer *timer);
 
 /* Only in init: every event this LP sends to another LP will be at least `lookahead` after
- * kr_now() (a run-time alternative to struct kr_model.lookahead, e.g. read from a parameter).
- * The run's lookahead is the smallest value declared (with the model's, if not 0). Declaring
- * 0 says sends may be immediate: under --sync conservative events then last 0 and run one
- * at a time (struct kr_model.lookahead 0 means "unknown", which that engine refuses).
+ * kr_now() (a run-time alternative to struct kr_model.lookahead, e.g. one that differs
+ * between LPs; one that only a parameter decides is better given by run_lookahead, known
+ * before any init). The run's lookahead is the smallest value declared (with the model's, if
+ * not 0). Declaring 0 says sends may be immediate: under --sync conservative events then
+ * last 0 and run one at a time (struct kr_model.lookahead 0 means "unknown", which Horizon
+ * refuses).
  * Where: init only. Cost: none after init. */
 void kr_set_lookahead(kr_time lookahead);
 
