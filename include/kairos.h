@@ -188,9 +188,10 @@ void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *siz
 /* Send an expanded event: one that lasts `duration` (>= 0) of virtual time from `t`, e.g. the
  * time to transmit a packet or serve a job. The conservative engine's horizon scheme (--sync
  * conservative --conservative horizon) runs events whose intervals overlap in parallel, and
- * so requires that an event schedules nothing that starts before its own end (t + duration). kr_schedule gives an event the
- * run's lookahead as its duration. The other engines check the arguments and otherwise
- * ignore the duration. Where and cost: as kr_schedule. */
+ * so requires that an event schedules nothing that starts before its own end (t +
+ * duration). kr_schedule gives an event the run's lookahead as its duration. The other
+ * engines check the arguments and otherwise ignore the duration. Where and cost: as
+ * kr_schedule. */
 void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
                       const void *payload, size_t size);
 

@@ -32,8 +32,7 @@ static void cons_send(struct kr__ctx *x, struct kr__ev *e)
         kr__model_error("kr_schedule to LP %llu at %.17g: --sync conservative needs every event's "
                         "duration, and this model declares no lookahead; declare one (struct "
                         "kr_model.lookahead or run_lookahead, or kr_set_lookahead in init) or "
-                        "send with "
-                        "kr_schedule_span, or use --sync optimistic (a model may offer a "
+                        "send with kr_schedule_span, or use --sync optimistic (a model may offer a "
                         "formulation with durations as a parameter: kairos run %s --help)",
                         (unsigned long long)e->dest, e->k.ts, r->cfg->model);
         return;
