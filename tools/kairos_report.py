@@ -41,7 +41,8 @@ def load(path):
 
 def labels(runs, paths):
     """A short name per run; the file's name where two would read alike."""
-    names = [f"{r['model']} {r['engine']} {r.get('threads', 1)}t" +
+    names = [f"{r['model']} {r['engine']}" + (f" {r['scheme']}" if r.get("scheme") else "") +
+             f" {r.get('threads', 1)}t" +
              (f" x{r['ranks']}r" if r.get("ranks", 1) > 1 else "") +
              (f" {r['config'].get('state')}" if r.get("engine") == "optimistic" else "")
              for r in runs]
@@ -277,7 +278,7 @@ def cell(run, key):
 
 
 def table(runs, names):
-    keys = ["engine", "threads", "ranks", "lps", "end_time", "seed", "ended_by",
+    keys = ["engine", "scheme", "threads", "ranks", "lps", "end_time", "seed", "ended_by",
             "committed_events", "processed_events", "efficiency", "committed_per_second",
             "rollbacks", "gvt_rounds", "wall_seconds", "peak_rss_bytes", "run_digest"]
     head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
