@@ -80,8 +80,8 @@ def written(paths):
             not all(re.fullmatch(r"\d+\.\d\dx", c) for c in cells[:3]) or \
             "Speed-up against the sequential run" not in text:
         fail(f"the speed-up row and plot: {cells}")
-    if "life conservative windows 1t" not in text or "<td>scheme</td>" not in text:
-        fail("the conservative run's label and table must name its scheme (windows)")
+    if "life conservative horizon 2t" not in text or "<td>scheme</td>" not in text:
+        fail("the conservative run's label and table must name its scheme (horizon)")
     t.ok(f"kairos report of 4 runs on 3 engines: one self-contained page with {plots} plots, "
          "the conservative run named with its scheme")
     return out, plots
