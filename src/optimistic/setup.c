@@ -497,13 +497,16 @@ const struct kr__engine kr__tw_engine = {
  * reach it (below every other worker's clock: its next event plus the lookahead; the
  * safe events of clock.c), so nothing is checkpointed or rolled back, and no scheduler
  * thread is needed. The one exception keeps a run without lookahead going: the event at
- * GVT runs with a checkpoint when nothing is safe (tw_may_run). Its options are this
- * engine's defaults; it keeps LP state in full mode. */
+ * GVT runs with a checkpoint when nothing is safe (tw_may_run), and a model with done()
+ * speculates a little (optimism.c): it restores state then, in the --state mode given
+ * (under --check too: the sequential engine's state slices are not for it). Its other
+ * options are this engine's defaults. */
 const struct kr__engine kr__windows_engine = {
     .lp_extra = sizeof(struct tw_lp),
     .name = "conservative",
     .scheme = "windows",
     .ranks = true,
+    .restores_state = true,
     .default_threads = tw_default_threads,
     .threads = kr__engine_workers,
     .validate = tw_validate,
