@@ -359,6 +359,13 @@ static void ds_finish(kr_lp me, void *state)
               (unsigned long long)n->served_ops);
 }
 
+/* Every request and response crosses the network: at least net_delay to another node (a
+ * node's own accesses need none, and the lookahead is only about other LPs). */
+static kr_time ds_lookahead(void)
+{
+    return kr_param_double("net_delay", 0.02);
+}
+
 static const struct kr_model ds_model = {
     .name = "datastore",
     .flags = KR_MODEL_MARKS_WRITES,
@@ -366,6 +373,7 @@ static const struct kr_model ds_model = {
     .event = ds_event,
     .finish = ds_finish,
     .params = ds_params,
+    .run_lookahead = ds_lookahead,
 };
 
 KR_MODEL_EXPORT(datastore, ds_model)
