@@ -545,10 +545,9 @@ static inline bool kr__run_done(const struct kr__run *r, struct kr__lp *lp, kr_l
 /* Params and models. */
 /* Both return the failure in err (KR_ERR_USAGE): a model that cannot be loaded or is
  * incomplete, a -P the model does not declare, a value of the wrong type or range. */
-/* The model's lookahead before the run: `lookahead`, or what run_lookahead makes of cfg's
- * parameters (checked here first). */
-int kr__model_lookahead(const struct kr__config *cfg, const struct kr_model *m, kr_time *la,
-                        struct kr__error *err);
+/* The model's lookahead before the run: `lookahead`, or what run_lookahead makes of the
+ * run's parameters (read by kr__params_check first). */
+int kr__model_lookahead(const struct kr_model *m, kr_time *la, struct kr__error *err);
 int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
                      struct kr__error *err);
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err);

@@ -476,41 +476,32 @@ static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
     return KR_OK;
 }
 
+/* What the optimistic engine and the conservative engine's windows scheme, which is this
+ * engine's run, share: one list, so the two cannot drift apart. */
+#define TW_DESCRIPTOR_COMMON                                                                   \
+    .lp_extra = sizeof(struct tw_lp), .restores_state = true, .ranks = true,                  \
+    .default_threads = tw_default_threads, .threads = kr__engine_workers,                      \
+    .validate = tw_validate, .run = tw_run, .summary = tw_summary, .json = tw_json
+
 const struct kr__engine kr__tw_engine = {
-    .lp_extra = sizeof(struct tw_lp),
+    TW_DESCRIPTOR_COMMON,
     .name = "optimistic",
-    .restores_state = true,
-    .default_threads = tw_default_threads,
-    .threads = kr__engine_workers,
-    .validate = tw_validate,
-    .run = tw_run,
-    .summary = tw_summary,
-    .json = tw_json,
     .options = tw_option_rows,
     .options_size = sizeof(struct kr__tw_options),
     .options_init = tw_options_init,
-    .ranks = true,
 };
 
 /* The conservative engine's windows scheme (issue 39): this engine with a speculation
  * window of 0 - a worker runs an event only once nothing another one may still send can
  * reach it (below every other worker's clock: its next event plus the lookahead; the
  * safe events of clock.c), so nothing is checkpointed or rolled back, and no scheduler
- * thread is needed. The one exception keeps a run without lookahead going: the event at
- * GVT runs with a checkpoint when nothing is safe (tw_may_run), and a model with done()
- * speculates a little (optimism.c): it restores state then, in the --state mode given
- * (under --check too: the sequential engine's state slices are not for it). Its other
- * options are this engine's defaults. */
+ * thread is needed. Two exceptions keep runs going: without a lookahead the event at GVT
+ * runs with a checkpoint when nothing is safe (tw_may_run), and a model with done()
+ * speculates a little (optimism.c). So it restores state, in the --state mode given (under
+ * --check too: the sequential engine's state slices are not for it). Its other options
+ * are this engine's defaults. */
 const struct kr__engine kr__windows_engine = {
-    .lp_extra = sizeof(struct tw_lp),
+    TW_DESCRIPTOR_COMMON,
     .name = "conservative",
     .scheme = "windows",
-    .ranks = true,
-    .restores_state = true,
-    .default_threads = tw_default_threads,
-    .threads = kr__engine_workers,
-    .validate = tw_validate,
-    .run = tw_run,
-    .summary = tw_summary,
-    .json = tw_json,
 };

@@ -47,7 +47,8 @@ int kr__engine_resolve(struct kr__config *c, struct kr__error *err)
     if (!c->engine->resolve) return KR_OK;
     const struct kr_model *m = kr__model_load(c->model, err);
     kr_time la;
-    if (!m || kr__model_lookahead(c, m, &la, err)) return err->status;
+    if (!m || kr__params_check(c, m, err) || kr__model_lookahead(m, &la, err))
+        return err->status;
     c->engine = c->engine->resolve(c, m, la);
     return KR_OK;
 }

@@ -329,12 +329,13 @@ static void set(struct kr__config *c, const struct row *w, const char *v)
     }
 }
 
-/* Whether e's option `name` chooses its scheme (struct kr__opt.schemes). */
-static bool chooses_scheme(const struct kr__engine *e, const char *name)
+/* Whether e's option `name` chooses its scheme (struct kr__opt.schemes); name NULL: the
+ * option that does, or NULL. */
+static const char *scheme_option(const struct kr__engine *e, const char *name)
 {
     for (const struct kr__opt *o = e->options; o && o->name; o++)
-        if (!strcmp(o->name, name)) return o->schemes;
-    return false;
+        if (o->schemes && (!name || !strcmp(o->name, name))) return o->name;
+    return NULL;
 }
 
 /* Each engine's slot: its record, cleared (kr__engine_opts finds it). */
@@ -404,7 +405,7 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
         set(c, &w, o->kind == KR_OPT_FLAG ? "" : need_value(argc, argv, i));
         if (o->after) o->after(record(c, &w));
         /* (for kr__options_unread: the first given, or the first after a scheme's choice) */
-        if (w.e && (!c->opt_given[w.slot] || chooses_scheme(w.e, c->opt_given[w.slot])))
+        if (w.e && (!c->opt_given[w.slot] || scheme_option(w.e, c->opt_given[w.slot])))
             c->opt_given[w.slot] = o->name;
         if (o->kind == KR_OPT_STATE) c->state_given = true;
         return KR_OK;
@@ -469,10 +470,11 @@ const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap
         const struct kr__engine *e = c->opt_engine[s];
         if (!c->opt_given[s] || e == c->engine) continue;
         if (!strcmp(e->name, c->engine->name)) { /* (another scheme of this engine) */
-            if (chooses_scheme(e, c->opt_given[s])) continue;
+            if (scheme_option(e, c->opt_given[s])) continue;
             snprintf(buf, cap, "%s is an option of the %s engine's %s scheme; this run uses "
-                     "its %s scheme, which does not read it (--conservative %s runs that one)",
-                     c->opt_given[s], e->name, e->scheme, c->engine->scheme, e->scheme);
+                     "its %s scheme, which does not read it (%s %s runs that one)",
+                     c->opt_given[s], e->name, e->scheme, c->engine->scheme,
+                     scheme_option(e, NULL), e->scheme);
         } else {
             snprintf(buf, cap, "%s is an option of the %s engine; this run uses the %s engine, "
                      "which does not read it", c->opt_given[s], e->name, c->engine->name);

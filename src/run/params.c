@@ -157,12 +157,10 @@ int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
     return KR_OK;
 }
 
-int kr__model_lookahead(const struct kr__config *cfg, const struct kr_model *m, kr_time *la,
-                        struct kr__error *err)
+int kr__model_lookahead(const struct kr_model *m, kr_time *la, struct kr__error *err)
 {
     *la = m->lookahead;
     if (!m->run_lookahead) return KR_OK;
-    if (kr__params_check(cfg, m, err)) return err->status;
     kr_time v = m->run_lookahead();
     if (!(v >= 0) || isinf(v))
         return kr__fail(err, KR_ERR_USAGE, "model '%s': run_lookahead returned %g; a lookahead "

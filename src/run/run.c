@@ -287,7 +287,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->nranks = (unsigned)kr__net.size;
     r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
-    if (kr__model_lookahead(cfg, r->model, &r->lookahead, err)) return err->status;
+    if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
     r->lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
     if (model_refused(r, cfg, err)) return err->status;
