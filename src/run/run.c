@@ -65,31 +65,58 @@ static void finish_all(void *arg)
     }
 }
 
+/* One word of the digest fold from rank `from`. */
+static int recv_word(const struct kr__net_ops *o, uint64_t *h, int from)
+{
+    void *b = NULL;
+    size_t len = 0;
+    if (o->recv_bytes(&b, &len, from)) return -1;
+    int bad = len != sizeof *h;
+    if (!bad) memcpy(h, b, sizeof *h);
+    free(b);
+    return bad ? -1 : 0;
+}
+
+/* A rank's fold goes on to the next rank; the last one's comes back to rank 0. */
+static int fold_pass(const struct kr__net_ops *o, uint64_t *h, int me, int last)
+{
+    if (o->send_bytes(h, sizeof *h, me < last ? me + 1 : 0)) return -1;
+    return me == 0 ? recv_word(o, h, last) : 0;
+}
+
 /* The run digest: the words of every LP in LP order. Across ranks the fold runs on from rank
  * to rank (each has its LPs' words ready), the last one sending the result to rank 0. */
 static int fold_digest(struct kr__run *r)
 {
-    uint64_t h = kr__mix(0x4B41, r->n);
     const struct kr__net_ops *o = kr__net.size > 1 ? kr__net.ops : NULL;
     int me = kr__net.rank, last = kr__net.size - 1;
-    void *b = NULL;
-    size_t len = 0;
-    if (o && me > 0) {
-        if (o->recv_bytes(&b, &len, me - 1) || len != sizeof h) return -1;
-        memcpy(&h, b, sizeof h);
-        free(b);
-    }
+    uint64_t h = kr__mix(0x4B41, r->n);
+    if (o && me > 0 && recv_word(o, &h, me - 1)) return -1;
     for (size_t i = 0; i < 5 * (r->hi - r->lo); i++) h = kr__mix(h, r->words[i]);
-    if (o && o->send_bytes(&h, sizeof h, me < last ? me + 1 : 0)) return -1;
-    if (o && me == 0) {
-        if (o->recv_bytes(&b, &len, last) || len != sizeof h) return -1;
-        memcpy(&h, b, sizeof h);
-        free(b);
-    }
+    if (o && fold_pass(o, &h, me, last)) return -1;
     r->run_digest = h;
     return 0;
 }
 
+/* The commit hooks' end and finish, then the run digest. Ranks past 0 print finish's
+ * output through rank 0, in rank order. */
+static int finish_and_fold(struct kr__run *r)
+{
+    bool ranks = kr__net.size > 1;
+    char *out = NULL;
+    size_t outlen = 0;
+    if (ranks && kr__net.rank > 0) kr__emit_file = open_memstream(&out, &outlen);
+    /* (the hooks' end first: where they run, one process or rank 0, before any finish) */
+    int st = kr__net.rank == 0 ? kr__commit_end(r) : KR_OK;
+    if (!st) st = kr__guarded(r, finish_all, r);
+    if (kr__emit_file) fclose(kr__emit_file);
+    kr__emit_file = NULL;
+    /* (every rank takes part, failed or not: the others wait in the collectives) */
+    if ((ranks && kr__net_print_gathered(out, outlen)) || fold_digest(r))
+        kr__die("MPI failed at the end of the run (finish output, run digest)");
+    free(out);
+    return st;
+}
 
 int kr__run_finish(struct kr__run *r)
 {
@@ -100,19 +127,7 @@ int kr__run_finish(struct kr__run *r)
     if (kr__overrun_find(overrun, sizeof overrun)) kr__die(overrun);
     r->words = malloc(5 * (r->hi - r->lo) * sizeof *r->words + 1);
     if (!r->words) kr__fatal_oom("the run digest", 5 * (r->hi - r->lo) * sizeof *r->words);
-    bool ranks = kr__net.size > 1;
-    char *out = NULL;
-    size_t outlen = 0;
-    if (ranks && kr__net.rank > 0) kr__emit_file = open_memstream(&out, &outlen);
-    /* (the hooks' end first: where they run, one process or rank 0, before any finish) */
-    int st = !ranks || kr__net.rank == 0 ? kr__commit_end(r) : KR_OK;
-    if (!st) st = kr__guarded(r, finish_all, r);
-    if (kr__emit_file) fclose(kr__emit_file);
-    kr__emit_file = NULL;
-    /* (every rank takes part, failed or not: the others wait in the collectives) */
-    if ((ranks && kr__net_print_gathered(out, outlen)) || fold_digest(r))
-        kr__die("MPI failed at the end of the run (finish output, run digest)");
-    free(out);
+    int st = finish_and_fold(r);
     free(r->words);
     r->words = NULL;
     kr__stdout_flush();
@@ -147,6 +162,25 @@ static int check_slices(struct kr__run *r)
     return KR_OK;
 }
 
+/* The state mode's region: every LP's slice reserved up front. */
+static int region_setup(struct kr__run *r, const struct kr__state_ops *m, struct kr__error *err)
+{
+    size_t limit = r->cfg->arena_max ? r->cfg->arena_max : (size_t)1 << 30;
+    size_t slice = 2 * limit + ((size_t)32 << 20);
+    int rc = kr__region_init(r->n, slice, m);
+    if (rc == -2)
+        return kr__fail(err, KR_ERR_USAGE, "--state %s: the kernel's write tracking is not "
+                        "available (%s): it needs Linux 6.7 or later with userfaultfd allowed; "
+                        "use --state page", m->name, strerror(errno));
+    if (rc)
+        return kr__fail(err, KR_ERR_RESOURCE, "--state %s: cannot reserve address space for "
+                        "%llu LPs of up to %zu bytes each (%s); lower --arena-max or --lps, or "
+                        "use --state full", m->name, (unsigned long long)r->n, slice,
+                        strerror(errno));
+    if (m->region_ready) m->region_ready();
+    return KR_OK;
+}
+
 /* Tracked state saving (optimistic engine only: the sequential engine never restores)
  * needs every LP's slice reserved up front: room for twice --arena-max plus slack, since
  * areas are carved in whole pages and never returned. */
@@ -165,19 +199,7 @@ static int setup_state(struct kr__run *r, struct kr__error *err)
     r->state_mode = m->id;
     kr__chunk_marking = m->marks;
     if (!m->region) return check_slices(r);
-    size_t limit = cfg->arena_max ? cfg->arena_max : (size_t)1 << 30;
-    size_t slice = 2 * limit + ((size_t)32 << 20);
-    int rc = kr__region_init(r->n, slice, m);
-    if (rc == -2)
-        return kr__fail(err, KR_ERR_USAGE, "--state %s: the kernel's write tracking is not "
-                        "available (%s): it needs Linux 6.7 or later with userfaultfd allowed; "
-                        "use --state page", m->name, strerror(errno));
-    if (rc)
-        return kr__fail(err, KR_ERR_RESOURCE, "--state %s: cannot reserve address space for "
-                        "%llu LPs of up to %zu bytes each (%s); lower --arena-max or --lps, or "
-                        "use --state full", m->name, (unsigned long long)r->n, slice,
-                        strerror(errno));
-    if (m->region_ready) m->region_ready();
+    if (region_setup(r, m, err)) return err->status;
     /* (sequential --check --state chunk: the slices are there, never protected by the mode) */
     r->check_slices = cfg->check && !cfg->engine->restores_state;
     return KR_OK;
@@ -217,6 +239,25 @@ static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct
                         "kr_query), which %s: run it with --sync sequential",
                         r->model->name, r->nranks > 1 ? "are not answered across MPI ranks yet"
                         : cfg->engine->no_queries);
+    return KR_OK;
+}
+
+/* The model, its parameters, this process's LPs and what the model declares of its run. */
+static int model_setup(struct kr__run *r, struct kr__error *err)
+{
+    const struct kr__config *cfg = r->cfg;
+    if (!(r->model = kr__model_load(cfg->model, err))) return err->status;
+    if (kr__params_check(cfg, r->model, err)) return err->status;
+    r->n = cfg->lps;
+    r->nranks = (unsigned)kr__net.size;
+    r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
+    r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
+    if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
+    r->lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
+    r->bundles = r->model->flags & KR_MODEL_BUNDLES;
+    if (model_refused(r, cfg, err)) return err->status;
+    r->tie_dest = r->bundles ? UINT32_MAX : 0;
+    r->tie_type = !r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER) ? UINT32_MAX : 0;
     return KR_OK;
 }
 
@@ -277,22 +318,10 @@ static int extras_setup(struct kr__run *r, struct kr__error *err)
     return ledger_setup(r, err) || lp_stats_setup(r, err) ? err->status : KR_OK;
 }
 
-int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
+/* The LP table, the threads' counters and event pools. */
+static int lp_table_setup(struct kr__run *r, struct kr__error *err)
 {
-    memset(r, 0, sizeof *r);
-    r->cfg = cfg;
-    if (!(r->model = kr__model_load(cfg->model, err))) return err->status;
-    if (kr__params_check(cfg, r->model, err)) return err->status;
-    r->n = cfg->lps;
-    r->nranks = (unsigned)kr__net.size;
-    r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
-    r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
-    if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
-    r->lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
-    r->bundles = r->model->flags & KR_MODEL_BUNDLES;
-    if (model_refused(r, cfg, err)) return err->status;
-    r->tie_dest = r->bundles ? UINT32_MAX : 0;
-    r->tie_type = !r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER) ? UINT32_MAX : 0;
+    const struct kr__config *cfg = r->cfg;
     r->nthreads = cfg->engine->threads(cfg, r->n);
     /* (calloc: its large blocks start 16 bytes into a page, so records straddle lines; a
      * 64-byte aligned block measured 5% slower at 65 536 LPs, sequential: not taken.) */
@@ -307,6 +336,15 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
                         (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
     kr__timers_start(r->lp_mem, r->lp_bytes, r->lo, r->hi - r->lo);
+    return KR_OK;
+}
+
+int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    if (model_setup(r, err)) return err->status;
+    if (lp_table_setup(r, err)) return err->status;
     if (extras_setup(r, err)) return err->status;
     kr__foreign_reset();
     kr__interpose_reset();
@@ -371,6 +409,29 @@ static void failed_stats(struct kr__run *r)
         fprintf(stderr, "kairos: warning: %s\n", serr.msg);
 }
 
+/* The run ended well: its outcome and (rank 0: across ranks it has them all, ranks.c) its
+ * reports. */
+static void run_succeeded(struct kr__run *r, struct kr__error *err)
+{
+    r->peak_rss = kr__peak_rss_bytes();
+    if (kr__net.rank != 0) return;
+    struct kr__totals t;
+    kr__totals(r->counters, r->nthreads, &t);
+    kr__run_last = (struct kr__run_outcome){ r->run_digest, r->out.bytes, r->out.hash,
+                                             kr__snapshot_committed(r) + t.committed };
+    report_files(r, err);
+}
+
+/* The engine or finish failed: the run's error (the engine's, or finish's), its --stats. */
+static void run_failed(struct kr__run *r, struct kr__error *err)
+{
+    failed_stats(r);
+    *err = r->fail;
+    if (!err->status)
+        kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d and no message",
+                 r->cfg->engine->name, r->rc);
+}
+
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)
 {
     struct kr__run r;
@@ -401,22 +462,11 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     if (cfg->lp_stats_path)
         kr__report_lp_stats(&r, !err->status && !r.rc ? cfg->lp_stats_path : NULL, &lerr);
     if (!err->status && !r.rc) {
-        r.peak_rss = kr__peak_rss_bytes();
-        if (kr__net.rank == 0) { /* (across ranks: rank 0 has them all, ranks.c) */
-            struct kr__totals t;
-            kr__totals(r.counters, r.nthreads, &t);
-            kr__run_last = (struct kr__run_outcome){ r.run_digest, r.out.bytes, r.out.hash,
-                                                     kr__snapshot_committed(&r) + t.committed };
-            report_files(&r, err);
-        }
+        run_succeeded(&r, err);
         if (lerr.status && !err->status) *err = lerr;
         *interrupted = r.interrupted;
     } else if (!err->status) {
-        failed_stats(&r);
-        *err = r.fail; /* (the engine's, or finish's) */
-        if (!err->status)
-            kr__fail(err, KR_ERR_INTERNAL, "the %s engine stopped with code %d and no "
-                     "message", cfg->engine->name, r.rc);
+        run_failed(&r, err);
     }
     kr__run_free(&r);
     return err->status;
