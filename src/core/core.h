@@ -551,6 +551,11 @@ int kr__model_lookahead(const struct kr_model *m, kr_time *la, struct kr__error 
 int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
                      struct kr__error *err);
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err);
+/* A model the program holds itself (kr__cmd_run_model), which MODEL names by its name. */
+extern const struct kr_model *kr__model_own;
+/* True in a program whose model prints with printf (the ROSS layer): what a model callback
+ * writes to stdout is then its committed output (core/interpose.c). */
+extern bool kr__stdout_committed;
 /* The path of the outside model being loaded (its constructors and kr_model_entry() run),
  * else NULL: a crash or exit() then is the model's (fault.c, interpose.c). */
 extern const char *volatile kr__model_loading;

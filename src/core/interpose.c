@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/core.h"
@@ -167,7 +168,46 @@ void kr__interpose_reset(void)
     atomic_flag_clear(&stdout_warned);
 }
 
+bool kr__stdout_committed;
+
 #if KR_INTERPOSE_LIBC
+/* With kr__stdout_committed (a program whose model prints as ROSS models do: the ROSS
+ * layer), what a model callback writes to stdout is its committed output, as kr_printf's
+ * (not from done() or a query handler, which may not print: warned as usual). */
+static bool committed_stdout(void)
+{
+    int m = kr__ctx.mode;
+    return kr__stdout_committed && kr__in_lp() && m != KR_MODE_DONE && m != KR_MODE_QUERY;
+}
+
+static bool as_output(const char *text, size_t len)
+{
+    if (!committed_stdout()) return false;
+    sig_atomic_t was = kr__ult_enter();
+    if (kr__ctx.mode != KR_MODE_COAST && len) kr__ctx.ops->emit(&kr__ctx, text, len);
+    kr__ult_leave(was);
+    return true;
+}
+
+/* as_output of a format: its length in *n. */
+static bool vas_output(const char *fmt, va_list ap, int *n)
+{
+    if (!committed_stdout()) return false;
+    char small[512], *text = small;
+    va_list cp;
+    va_copy(cp, ap);
+    int len = vsnprintf(small, sizeof small, fmt, cp);
+    va_end(cp);
+    if (len >= (int)sizeof small) {
+        if (!(text = malloc((size_t)len + 1))) kr__fatal_oom("printf text", (size_t)len + 1);
+        vsnprintf(text, (size_t)len + 1, fmt, ap);
+    }
+    if (len > 0) as_output(text, (size_t)len);
+    if (text != small) free(text);
+    *n = len;
+    return true;
+}
+
 static void stdout_use(const char *fn)
 {
     if (!kr__in_lp() || !kr__run_current || atomic_flag_test_and_set(&stdout_warned)) return;
@@ -181,12 +221,16 @@ static void stdout_use(const char *fn)
 int vfprintf(FILE *f, const char *fmt, va_list ap)
 {
     kr__interpose_init();
+    int n;
+    if (f == stdout && vas_output(fmt, ap, &n)) return n;
     if (f == stdout) stdout_use("fprintf");
     return real.vfprintf(f, fmt, ap);
 }
 
 int vprintf(const char *fmt, va_list ap)
 {
+    int n;
+    if (vas_output(fmt, ap, &n)) return n;
     stdout_use("printf");
     return vfprintf(stdout, fmt, ap);
 }
@@ -214,6 +258,10 @@ int fprintf(FILE *f, const char *fmt, ...)
 int puts(const char *s)
 {
     kr__interpose_init();
+    if (as_output(s, strlen(s))) {
+        as_output("\n", 1);
+        return 1;
+    }
     stdout_use("puts");
     return real.puts(s);
 }
@@ -221,6 +269,8 @@ int puts(const char *s)
 int putchar(int c)
 {
     kr__interpose_init();
+    char ch = (char)c;
+    if (as_output(&ch, 1)) return (unsigned char)c;
     stdout_use("putchar");
     return real.putchar(c);
 }
@@ -228,6 +278,7 @@ int putchar(int c)
 int fputs(const char *s, FILE *f)
 {
     kr__interpose_init();
+    if (f == stdout && as_output(s, strlen(s))) return 1;
     if (f == stdout) stdout_use("fputs");
     return real.fputs(s, f);
 }

@@ -173,8 +173,13 @@ static void load_failed(const char *name, struct kr__error *err)
     kr__fail(err, KR_ERR_USAGE, "cannot load model '%s': %s", name, msg);
 }
 
+/* A model the program holds (kr__cmd_run_model): found by its name before any other. */
+const struct kr_model *kr__model_own;
+
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
 {
+    if (kr__model_own && kr__model_own->name && !strcmp(name, kr__model_own->name))
+        return check(kr__model_own, name, err);
     if (!strchr(name, '/') && !strstr(name, ".so")) return builtin(name, err);
     /* dlopen searches the library path for a name without a slash, never the current
      * directory: "x.so" means the file here, as it would for any other command. */

@@ -25,7 +25,7 @@
 #include "core/core.h"
 #include "base/error.h"
 #include "calibrate.h"
-#include "cmd.h"
+#include "run/command.h"
 
 /* Until calibrated. Paper 000 measured < 4% at 50 us on bare metal, but a tick costs 15-80
  * us on some virtual machines (timer expiry is a VM exit), so an uncalibrated run takes a
@@ -59,7 +59,7 @@ static _Noreturn __attribute__((format(printf, 2, 3))) void cal_fail(int status,
     vsnprintf(err.msg, sizeof err.msg, fmt, ap);
     va_end(ap);
     err.status = status;
-    exit(cmd_fail_exit(&err));
+    exit(kr__cmd_fail_exit(&err));
 }
 
 /* A loop the compiler cannot shorten: a chain of dependent multiply-adds. */

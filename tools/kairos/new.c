@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "base/error.h"
-#include "cmd.h"
+#include "run/command.h"
 #include "new.h"
 
 static const char cmake_text[] =
@@ -200,7 +200,7 @@ int kr__new_main(int argc, char **argv)
     struct kr__error err = { 0 };
     if (argc < 2 || argc > 3 || argv[1][0] == '-') {
         kr__fail(&err, KR_ERR_USAGE, "usage: kairos new NAME [DIR] (DIR: ./NAME by default)");
-        return cmd_fail_exit(&err);
+        return kr__cmd_fail_exit(&err);
     }
     const char *name = argv[1], *dir = argc == 3 ? argv[2] : argv[1];
     char hint[PATH_MAX + 64], file[96];
@@ -210,7 +210,7 @@ int kr__new_main(int argc, char **argv)
         write_file(dir, "CMakeLists.txt", cmake_text, name, NULL, &err) ||
         write_file(dir, file, model_text, name, NULL, &err) ||
         write_file(dir, "README.md", readme_text, name, hint, &err))
-        return cmd_fail_exit(&err);
+        return kr__cmd_fail_exit(&err);
     printf("kairos: wrote the %s model in %s (CMakeLists.txt, %s, README.md); build and run it:\n"
            "  cd %s && cmake -S . -B build %s && cmake --build build\n"
            "  kairos run ./build/lib%s.so --end 100\n",

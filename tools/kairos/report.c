@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cmd.h"
+#include "run/command.h"
 #include "base/error.h"
 
 #ifndef KAIROS_TOOLS_DIR
@@ -40,7 +40,7 @@ int kr__report_main(int argc, char **argv)
     if (!find_script(script, sizeof script)) {
         kr__fail(&err, KR_ERR_USAGE, "report: cannot find %s (in share/kairos beside this "
                  "kairos, or in %s): reinstall Kairos", SCRIPT, KAIROS_TOOLS_DIR);
-        return cmd_fail_exit(&err);
+        return kr__cmd_fail_exit(&err);
     }
     char **args = calloc((size_t)argc + 2, sizeof *args);
     if (!args) kr__fatal_oom("report arguments", ((size_t)argc + 2) * sizeof *args);
@@ -52,5 +52,5 @@ int kr__report_main(int argc, char **argv)
     kr__fail(&err, KR_ERR_USAGE, "report: cannot run python3 (%s): kairos report needs "
              "Python 3 with matplotlib", strerror(errno));
     free(args);
-    return cmd_fail_exit(&err);
+    return kr__cmd_fail_exit(&err);
 }

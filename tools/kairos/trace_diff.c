@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "cmd.h"
+#include "run/command.h"
 #include "base/error.h"
 
 struct trace_file {
@@ -115,7 +115,7 @@ static int compare(struct trace_file *a, struct trace_file *b, struct kr__error 
         if (x && !xs) kr__fatal_oom("a trace line", strlen(x) + 1);
         if ((!x && cut_short(a, err)) || (!y && cut_short(b, err))) {
             free(xs);
-            return cmd_fail_exit(err);
+            return kr__cmd_fail_exit(err);
         }
         if (!x && !y) {
             free(xs);
@@ -137,11 +137,11 @@ int kr__trace_diff_main(int argc, char **argv)
     if (argc != 3) {
         kr__fail(&err, KR_ERR_USAGE, "usage: kairos trace-diff A B (two files written by "
                  "kairos run --trace)");
-        return cmd_fail_exit(&err);
+        return kr__cmd_fail_exit(&err);
     }
     struct trace_file a = { 0 }, b = { 0 };
     int rc = open_trace(&a, argv[1], &err) || open_trace(&b, argv[2], &err)
-                 ? cmd_fail_exit(&err) : compare(&a, &b, &err);
+                 ? kr__cmd_fail_exit(&err) : compare(&a, &b, &err);
     close_trace(&a);
     close_trace(&b);
     return rc;

@@ -1,0 +1,389 @@
+/* ross.c - the ROSS layer (include/kairos/ross/ross.h): a ROSS model's LP types, LPs and
+ * events as one Kairos model, run by the kairos command's own code (kr__cmd_run_model)
+ * inside the model's tw_run.
+ *
+ * Each LP's root block, in its Kairos memory, holds its tw_lp record, its random streams,
+ * its free tw_events and then its state of the type's state_sz bytes: Kairos's checkpoints
+ * roll all of it back and the run digest covers it. A tw_event is taken from the LP's
+ * block (kr_malloc when none is free) and goes back at tw_event_send, whose payload Kairos
+ * copies: no per-thread scratch, which a preempted event (--preempt) would share with the
+ * events that run while it waits. The handler gets a writable copy of the message on its
+ * own stack. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kairos.h"
+#include "ross.h"
+#include "compat/ross_int.h"
+#include "core/core.h"
+#include "run/command.h"
+
+tw_lpid g_tw_nlp, g_tw_total_lps, g_tw_lp_offset;
+tw_peid g_tw_mynode, g_tw_masternode;
+tw_synch g_tw_synchronization_protocol = NO_SYNCH;
+double g_tw_ts_end = 100000.0;
+double g_tw_lookahead = 0.005;
+size_t g_tw_msg_sz;
+tw_lptype *g_tw_lp_types;
+tw_typemap_f g_tw_lp_typemap;
+tw_lp_map g_tw_mapping = LINEAR;
+map_custom_f g_tw_custom_initial_mapping;
+map_local_f g_tw_custom_lp_global_to_local_map;
+unsigned int g_tw_nRNG_per_lp = 1;
+unsigned int g_tw_nRNG_core_per_lp = 1;
+unsigned int g_tw_events_per_pe = 8192;
+unsigned int g_tw_events_per_pe_extra;
+unsigned int g_tw_mblock = 16;
+unsigned int g_tw_gvt_interval = 16;
+unsigned long long g_tw_clock_rate = 1000000000ull;
+
+/* The one processing element: LP records point at it (a constant of the program image,
+ * never written while LPs run: every worker reads it). */
+static tw_pe the_pe;
+tw_pe *g_tw_pe = &the_pe;
+
+static tw_lptype **types;       /* by gid, from tw_lp_settype or the type map */
+static bool inited, defined, ran;
+static uint32_t seed_lp[4], seed_core[4];
+static char name[64] = "ross";
+
+/* An LP's root block: the record, its streams, free events; the state after. */
+struct ross_lp {
+    tw_lp lp;
+    tw_event *free;
+};
+
+static size_t round16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+static size_t streams_at(void)
+{
+    return round16(sizeof(struct ross_lp));
+}
+
+static size_t state_at(void)
+{
+    return streams_at() +
+           round16((g_tw_nRNG_per_lp + g_tw_nRNG_core_per_lp) * sizeof(tw_rng_stream));
+}
+
+/* --- what main() calls ---------------------------------------------------------------- */
+
+void tw_init(int *argc, char ***argv)
+{
+    if (inited) ross_die("tw_init is called twice");
+    inited = true;
+    ross_rand_setup();
+    ross_opts_parse(argc, argv);
+    const char *prog = strrchr((*argv)[0], '/');
+    snprintf(name, sizeof name, "%s", prog ? prog + 1 : (*argv)[0]);
+}
+
+void tw_define_lps(tw_lpid nlp, size_t msg_sz)
+{
+    if (!inited) ross_die("tw_define_lps before tw_init");
+    if (defined) ross_die("tw_define_lps is called twice");
+    if (nlp == 0) ross_die("tw_define_lps: no LPs (nlp is 0)");
+    if (msg_sz > KR_PAYLOAD_MAX)
+        ross_die("tw_define_lps: messages of %zu bytes; Kairos carries at most %u bytes an "
+                 "event: keep large data in LP states", msg_sz, KR_PAYLOAD_MAX);
+    defined = true;
+    g_tw_nlp = nlp;
+    g_tw_total_lps = nlp * tw_nnodes();
+    g_tw_lp_offset = g_tw_mynode * nlp;
+    g_tw_msg_sz = msg_sz;
+    types = calloc(g_tw_total_lps, sizeof *types);
+    if (!types) ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
+}
+
+void tw_lp_settype(tw_lpid lp, tw_lptype *type)
+{
+    if (!defined) ross_die("tw_lp_settype(%llu) before tw_define_lps", (unsigned long long)lp);
+    if (lp >= g_tw_nlp)
+        ross_die("tw_lp_settype(%llu): LPs of this process are 0 to %llu", (unsigned long long)lp,
+                 (unsigned long long)g_tw_nlp - 1);
+    if (!type || !type->event)
+        ross_die("tw_lp_settype(%llu): a type with an event handler is needed",
+                 (unsigned long long)lp);
+    types[g_tw_lp_offset + lp] = type;
+}
+
+tw_peid tw_nnodes(void)
+{
+    return 1;
+}
+
+int tw_ismaster(void)
+{
+    return g_tw_mynode == g_tw_masternode;
+}
+
+tw_lp *tw_getlp(tw_lpid id)
+{
+    ross_die("tw_getlp(%llu): on Kairos an LP's record lives in its own memory, reachable "
+             "only from its own handlers (their tw_lp argument)", (unsigned long long)id);
+}
+
+tw_lp *tw_getlocal_lp(tw_lpid gid)
+{
+    return tw_getlp(gid);
+}
+
+void st_model_settype(tw_lpid lpid, st_model_types *t)
+{
+    (void)lpid;
+    (void)t;
+}
+
+void crv_add_custom_state_checkpoint(crv_checkpointer *c)
+{
+    (void)c;
+}
+
+void tw_end(void)
+{
+    fflush(stdout);
+}
+
+/* --- the model Kairos runs ------------------------------------------------------------ */
+
+static struct ross_lp *block_of(tw_lp *lp)
+{
+    return (struct ross_lp *)lp; /* (the record is the block's first member) */
+}
+
+static void seed_streams(tw_lp *lp)
+{
+    uint64_t n = g_tw_nRNG_per_lp, c = g_tw_nRNG_core_per_lp;
+    for (uint64_t i = 0; i < n; i++) ross_rand_seed(&lp->rng[i], seed_lp, lp->gid * n + i);
+    /* (core streams after every LP's streams, as ROSS numbers them) */
+    for (uint64_t j = 0; j < c; j++)
+        ross_rand_seed(&lp->core_rng[j], seed_core, n * g_tw_total_lps + lp->gid * c + j);
+}
+
+void tw_rand_init_streams(tw_lp *lp, unsigned int nstreams, unsigned int n_core_streams)
+{
+    if (nstreams > g_tw_nRNG_per_lp || n_core_streams > g_tw_nRNG_core_per_lp)
+        tw_error(TW_LOC, "LP %llu asks for %u and %u streams; g_tw_nRNG_per_lp and "
+                 "g_tw_nRNG_core_per_lp allow %u and %u", (unsigned long long)lp->gid, nstreams,
+                 n_core_streams, g_tw_nRNG_per_lp, g_tw_nRNG_core_per_lp);
+    seed_streams(lp);
+}
+
+static void ross_init(kr_lp me)
+{
+    tw_lptype *t = types[me];
+    char *b = kr_calloc(1, state_at() + (t->state_sz ? t->state_sz : 1));
+    kr_set_state(b);
+    struct ross_lp *r = (struct ross_lp *)b;
+    r->lp.id = me - g_tw_lp_offset;
+    r->lp.gid = me;
+    r->lp.pe = &the_pe;
+    r->lp.type = t;
+    r->lp.cur_state = b + state_at();
+    r->lp.rng = (tw_rng_stream *)(b + streams_at());
+    r->lp.core_rng = g_tw_nRNG_core_per_lp ? r->lp.rng + g_tw_nRNG_per_lp : NULL;
+    seed_streams(&r->lp);
+    if (t->init) t->init(r->lp.cur_state, &r->lp);
+    /* (ROSS runs every init, then every pre_run: an LP sees only itself either way) */
+    if (t->pre_run) t->pre_run(r->lp.cur_state, &r->lp);
+}
+
+static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
+                       void *state)
+{
+    (void)me;
+    (void)now;
+    (void)type;
+    struct ross_lp *r = state;
+    tw_lptype *t = r->lp.type;
+    /* the handler's own copy (ROSS models write saved values into their message) */
+    max_align_t msg[g_tw_msg_sz / sizeof(max_align_t) + 1];
+    if (size) memcpy(msg, payload, size);
+    tw_bf bf;
+    memset(&bf, 0, sizeof bf);
+    t->event(r->lp.cur_state, &bf, msg, &r->lp);
+    if (t->commit) t->commit(r->lp.cur_state, &bf, msg, &r->lp);
+}
+
+static void ross_finish(kr_lp me, void *state)
+{
+    (void)me;
+    struct ross_lp *r = state;
+    if (r->lp.type->final) r->lp.type->final(r->lp.cur_state, &r->lp);
+}
+
+static struct kr_model model = {
+    .init = ross_init,
+    .event = ross_event,
+    .finish = ross_finish,
+};
+
+/* Every LP has a type: tw_lp_settype's, or the type map's over g_tw_lp_types. */
+static void resolve_types(void)
+{
+    for (tw_lpid id = 0; id < g_tw_total_lps; id++) {
+        if (!types[id] && g_tw_lp_typemap && g_tw_lp_types)
+            types[id] = &g_tw_lp_types[g_tw_lp_typemap(id)];
+        if (!types[id] || !types[id]->event)
+            ross_die("LP %llu has no type: call tw_lp_settype for every LP (or set "
+                     "g_tw_lp_typemap and g_tw_lp_types) before tw_run", (unsigned long long)id);
+    }
+}
+
+/* ROSS's --synch as Kairos's engine options. */
+static int synch_args(const char **out)
+{
+    switch (g_tw_synchronization_protocol) {
+    case NO_SYNCH: return 0;
+    case SEQUENTIAL: out[0] = "--sync", out[1] = "sequential"; return 2;
+    case CONSERVATIVE: out[0] = "--sync", out[1] = "conservative"; return 2;
+    case OPTIMISTIC:
+    case OPTIMISTIC_REALTIME: out[0] = "--sync", out[1] = "optimistic"; return 2;
+    case OPTIMISTIC_DEBUG:
+    case SEQUENTIAL_ROLLBACK_CHECK:
+        out[0] = "--sync", out[1] = "sequential", out[2] = "--check";
+        return 3;
+    }
+    ross_die("--synch=%u: ROSS's protocols are 1 to 6", (unsigned)g_tw_synchronization_protocol);
+}
+
+/* Kairos's options that ROSS's own say: given both ways they would disagree. */
+static void refuse_own(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--end"))
+            ross_die("the end time is ROSS's option here: --end=T");
+        if (!strcmp(argv[i], "--lps"))
+            ross_die("--lps: the LPs are what the model gives tw_define_lps");
+    }
+}
+
+void tw_run(void)
+{
+    if (!defined) ross_die("tw_run before tw_define_lps");
+    if (ran) ross_die("tw_run is called twice");
+    ran = true;
+    resolve_types();
+    ross_opts_seeds(seed_lp, seed_core);
+    if (!(g_tw_ts_end > 0)) ross_die("--end=%g: the end time must be above 0", g_tw_ts_end);
+    model.name = name;
+    kr__stdout_committed = true; /* (ROSS models print with printf) */
+    /* ROSS holds a model to its lookahead only when it runs conservatively: so does this */
+    model.lookahead = g_tw_synchronization_protocol == CONSERVATIVE ? g_tw_lookahead : 0;
+    char **rest;
+    int nrest = ross_opts_rest(&rest);
+    refuse_own(nrest, rest);
+    char lps[32], end[64];
+    snprintf(lps, sizeof lps, "%llu", (unsigned long long)g_tw_total_lps);
+    snprintf(end, sizeof end, "%.17g", g_tw_ts_end);
+    const char **argv = calloc((size_t)nrest + 12, sizeof *argv);
+    if (!argv) ross_die("out of memory");
+    int n = 0;
+    argv[n++] = rest[0];
+    argv[n++] = "run";
+    argv[n++] = name;
+    argv[n++] = "--lps", argv[n++] = lps, argv[n++] = "--end", argv[n++] = end;
+    n += synch_args(argv + n);
+    for (int i = 1; i < nrest; i++) argv[n++] = rest[i];
+    int rc = kr__cmd_run_model(&model, n, (char **)argv);
+    free(argv);
+    fflush(stdout);
+    if (rc) exit(rc); /* (a ROSS main goes on to tw_end and returns 0: the status is the run's) */
+}
+
+/* --- what handlers call --------------------------------------------------------------- */
+
+tw_stime tw_now(const tw_lp *lp)
+{
+    (void)lp;
+    kr_time t = kr_now();
+    /* (Kairos runs init at -inf and finish at +inf; ROSS's init sees 0, its final a time
+     * near the end) */
+    return isinf(t) ? (t < 0 ? 0.0 : g_tw_ts_end) : t;
+}
+
+tw_event *tw_event_new_user_prio(tw_lpid dest_gid, tw_stime offset_ts, tw_lp *sender,
+                                 tw_stime prio)
+{
+    (void)prio; /* (ties are broken Kairos's way) */
+    if (!sender) tw_error(TW_LOC, "tw_event_new: no sender LP");
+    if (!(offset_ts >= 0))
+        tw_error(TW_LOC, "tw_event_new: offset %g into the past (to LP %llu)", offset_ts,
+                 (unsigned long long)dest_gid);
+    if (dest_gid >= g_tw_total_lps)
+        tw_error(TW_LOC, "tw_event_new: LP %llu does not exist (%llu LPs)",
+                 (unsigned long long)dest_gid, (unsigned long long)g_tw_total_lps);
+    struct ross_lp *r = block_of(sender);
+    tw_event *e = r->free;
+    if (e) r->free = e->next_free;
+    else {
+        e = kr_malloc(round16(sizeof *e) + (g_tw_msg_sz ? g_tw_msg_sz : 1));
+        e->data = (char *)e + round16(sizeof *e);
+    }
+    e->next_free = NULL;
+    e->owner = r;
+    e->dest_lpid = dest_gid;
+    e->send_lp = sender->gid;
+    e->send_pe = 0;
+    e->send_ts = tw_now(sender);
+    e->recv_ts = e->send_ts + offset_ts;
+    memset(&e->cv, 0, sizeof e->cv);
+    memset(e->data, 0, g_tw_msg_sz); /* (what a model leaves unset is sent as zeros) */
+    return e;
+}
+
+tw_event *tw_event_new(tw_lpid dest_gid, tw_stime offset_ts, tw_lp *sender)
+{
+    return tw_event_new_user_prio(dest_gid, offset_ts, sender, 1);
+}
+
+void *tw_event_data(tw_event *event)
+{
+    return event->data;
+}
+
+void tw_event_send(tw_event *e)
+{
+    /* an event at or past the end time is dropped, as ROSS drops it */
+    if (e->recv_ts < g_tw_ts_end) kr_schedule(e->dest_lpid, e->recv_ts, 0, e->data, g_tw_msg_sz);
+    struct ross_lp *r = e->owner;
+    e->next_free = r->free;
+    r->free = e;
+}
+
+void tw_error(const char *file, int line, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n') msg[--n] = 0;
+    if (kr__in_lp()) kr_error("tw_error at %s:%d: %s", file, line, msg);
+    ross_die("tw_error at %s:%d: %s", file, line, msg);
+}
+
+int tw_output(tw_lp *lp, const char *fmt, ...)
+{
+    (void)lp;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vprintf(fmt, ap); /* (committed output in a handler: core/interpose.c) */
+    va_end(ap);
+    return n;
+}
+
+void *tw_calloc(const char *file, int line, const char *for_who, size_t e_sz, size_t n)
+{
+    if (kr__in_lp()) return kr_calloc(n ? n : 1, e_sz ? e_sz : 1); /* (rolled back) */
+    void *p = calloc(n ? n : 1, e_sz ? e_sz : 1);
+    if (!p) ross_die("tw_calloc at %s:%d: out of memory for %s (%zu x %zu bytes)", file, line,
+                     for_who ? for_who : "?", n, e_sz);
+    return p;
+}

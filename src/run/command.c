@@ -1,0 +1,250 @@
+/* command.c - the run and resume commands (`kairos run MODEL ...`, `kairos resume DIR`):
+ * the command line read into a configuration, its files checked, the checks of a run across
+ * ranks, the run, and the one place a failure becomes a message and an exit status. In the
+ * library, so that a program with a model of its own (kr__cmd_run_model: the ROSS layer's
+ * tw_run) runs exactly what the kairos command runs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "core/core.h"
+#include "base/error.h"
+#include "core/interrupt.h"
+#include "core/snapshot.h"
+#include "net/net.h"
+#include "run/options.h"
+#include "run/command.h"
+
+#ifndef KAIROS_VERSION
+#error "KAIROS_VERSION comes from CMakeLists.txt (project VERSION)"
+#endif
+
+/* An output file that cannot be written fails now, not after the whole run. */
+static int check_output_path(const char *opt, const char *path, struct kr__error *err)
+{
+    if (!path) return KR_OK;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return kr__fail(err, KR_ERR_USAGE, "%s %s: is a directory; give a file name (%s "
+                        "%s/run.json)", opt, path, opt, path);
+    if (access(path, F_OK) == 0) {
+        if (access(path, W_OK) != 0)
+            return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot write it (%s)", opt, path,
+                            strerror(errno));
+        return KR_OK;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK) != 0)
+        return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot create it: directory %s %s", opt,
+                        path, dir, errno == ENOENT ? "does not exist" : "is not writable");
+    return KR_OK;
+}
+
+/* --snapshot DIR: a directory that can be written, or one that can be made (checked before
+ * the run: a run that cannot write its snapshots is not the safe run it was asked to be). */
+static int check_snapshot_dir(const char *dir, struct kr__error *err)
+{
+    struct stat st;
+    if (!dir) return KR_OK;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return kr__fail(err, KR_ERR_USAGE, "--snapshot %s: not a directory; give a "
+                            "directory for the snapshots (it is made if missing)", dir);
+        if (access(dir, W_OK | X_OK) != 0)
+            return kr__fail(err, KR_ERR_USAGE, "--snapshot %s: cannot write into it (%s)",
+                            dir, strerror(errno));
+        return KR_OK;
+    }
+    return check_output_path("--snapshot", dir, err);
+}
+
+/* The exit status of a failure (README, kairos --help): the one place statuses become
+ * exit codes. */
+int kr__cmd_fail_exit(const struct kr__error *err)
+{
+    int code = err->status == KR_ERR_USAGE ? KR_EXIT_USAGE
+               : err->status == KR_ERR_INTERNAL ? KR_EXIT_INTERNAL : KR_EXIT_MODEL;
+    if (kr__net.mute) return code; /* (another rank prints the run's failure) */
+    fprintf(stderr, "kairos: %s%s\n", err->status == KR_ERR_INTERNAL
+            ? "internal error (engine invariant violated, please report): " : "error: ",
+            err->msg);
+    if (err->status == KR_ERR_USAGE) fputs("(see 'kairos --help')\n", stderr);
+    return code;
+}
+
+/* kairos run MODEL --help: the model's parameters. */
+static int model_help(const char *model, struct kr__error *err)
+{
+    const struct kr_model *m = kr__model_load(model, err);
+    if (!m) return err->status;
+    kr__params_print(stdout, m);
+    return KR_OK;
+}
+
+/* An option given that the run's engine does not read: said once, by rank 0. */
+static void note_unread(const struct kr__config *c)
+{
+    char note[256];
+    if (kr__net.rank == 0 && kr__options_unread(c, note, sizeof note))
+        fprintf(stderr, "kairos: note: %s\n", note);
+}
+
+/* The configuration from the command line. */
+/* Every file and directory the run will write, before it starts. */
+static int check_paths(const struct kr__config *c, struct kr__error *err)
+{
+    if (check_output_path("--stats", c->stats_path, err) ||
+        check_output_path("--lp-stats", c->lp_stats_path, err) ||
+        check_output_path("--trace", c->trace_path, err) ||
+        check_snapshot_dir(c->snap_dir, err))
+        return err->status;
+    return KR_OK;
+}
+
+static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (kr__options_defaults(c, err)) return err->status;
+    if (c->resume_dir && kr__snapshot_config(c->resume_dir, c, err)) return err->status;
+    for (int i = 3; i < argc; i++)
+        if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
+    if (kr__engine_resolve(c, err)) return err->status;
+    unsigned lr, ls; /* (by default, the ranks on this machine share its cores) */
+    kr__local_ranks(&lr, &ls);
+    unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
+    if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
+    note_unread(c);
+    if (check_paths(c, err)) return err->status;
+    return KR_OK;
+}
+
+/* More than one rank: what only a run across ranks can get wrong, found on each rank (the
+ * model's path can differ between hosts); kr__net_agree then picks the report. */
+static int cluster_check(const struct kr__config *c, struct kr__error *err)
+{
+    int n = kr__net.size;
+    if (!c->engine->ranks)
+        return kr__fail(err, KR_ERR_USAGE, "--sync %s%s%s runs in one process, and mpirun "
+                        "started %d: run it without mpirun (or with -np 1); across ranks run "
+                        "the optimistic engine (--sync optimistic, the default) or the "
+                        "conservative engine's windows scheme (--conservative windows)",
+                        c->engine->name, c->engine->scheme ? " --conservative " : "",
+                        c->engine->scheme ? c->engine->scheme : "", n);
+    if (c->trace_path)
+        return kr__fail(err, KR_ERR_USAGE, "--trace across MPI ranks is not available yet: "
+                        "trace the run in one process (its committed history is the same)");
+    unsigned t = c->threads;
+    if (c->lps < (uint64_t)n * t)
+        return kr__fail(err, KR_ERR_USAGE, "--lps %llu is fewer than %d ranks x %u threads: "
+                        "every worker thread needs an LP of its own; give --lps %llu or more, "
+                        "or fewer ranks or --threads", (unsigned long long)c->lps, n, t,
+                        (unsigned long long)n * t);
+    return kr__model_load(c->model, err) ? KR_OK : err->status;
+}
+
+/* Collective, more than one rank: every rank runs the same kairos, model file, parameters
+ * and options, or rank 0 fails naming the first difference (kr__net_same). A rank that
+ * failed already takes part with nothing to compare. */
+static int cluster_same(const struct kr__config *c, struct kr__error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = err->status ? NULL : open_memstream(&text, &len);
+    if (f) {
+        const struct kr_model *m = kr__model_load(c->model, err);
+        fprintf(f, "kairos " KAIROS_VERSION " %016llx\n",
+                (unsigned long long)kr__file_hash("/proc/self/exe"));
+        fprintf(f, "model %s %016llx\n", m ? m->name : "?",
+                (unsigned long long)kr__file_hash(c->model));
+        kr__options_identity(f, c);
+        if (fclose(f)) len = 0;
+    }
+    kr__net_same(text ? text : "", len, err);
+    free(text);
+    return err->status;
+}
+
+/* A run across ranks that passed every check: each rank runs its share; the lowest rank
+ * whose run failed on its own reports (kr__net_agree). */
+static int cluster_run(const struct kr__config *c, struct kr__error *err, int *interrupted)
+{
+    kr__run_main(c, err, interrupted); /* (which agrees on its set-up first) */
+    return kr__net_agree(err);
+}
+
+/* The end of run and resume: the exit status (the report before MPI_Finalize: mpirun kills
+ * the other ranks once one has left with a failure, and the reporter may not be the first
+ * to leave), then MPI and the options go. */
+static int cmd_end(struct kr__config *c, struct kr__error *err, int interrupted)
+{
+    int rc = err->status ? kr__cmd_fail_exit(err) : interrupted ? 128 + interrupted : 0;
+    /* (an interrupted run across ranks: rank 0 reports and exits 128 + the signal, the
+     * others 0 - a rank's non-zero exit makes mpirun abort the job, and it could cut rank
+     * 0's report short) */
+    if (interrupted && !err->status && kr__net.size > 1 && kr__net.rank) rc = 0;
+    kr__interrupt_done();
+    kr__net_stop();
+    kr__options_free(c);
+    return rc;
+}
+
+/* Run and resume alike, once the command line is read into c (or failed in err). */
+static int run_configured(struct kr__config *c, struct kr__error *err)
+{
+    int interrupted = 0;
+    if (!err->status && kr__net.size > 1) cluster_check(c, err);
+    if (kr__net.size > 1) cluster_same(c, err);
+    if (!kr__net_agree(err)) {
+        if (kr__net.size == 1) kr__run_main(c, err, &interrupted);
+        else cluster_run(c, err, &interrupted);
+    }
+    return cmd_end(c, err, interrupted);
+}
+
+int kr__cmd_run(int argc, char **argv)
+{
+    struct kr__error err = { 0 };
+    if (argc < 3 || argv[2][0] == '-')
+        return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a MODEL first "
+                                              "(see 'kairos models')" });
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return model_help(argv[2], &err) ? kr__cmd_fail_exit(&err) : 0;
+    struct kr__config c = { .model = argv[2] };
+    if (kr__net_start(&err)) return kr__cmd_fail_exit(&err);
+    configure(&c, argc, argv, &err);
+    return run_configured(&c, &err);
+}
+
+/* kairos resume DIR [options]: the model, its parameters, --lps, --seed and --end come from
+ * the snapshot (snapshot.c); engine options and --snapshot may be given. */
+int kr__cmd_resume(int argc, char **argv)
+{
+    struct kr__error err = { 0 };
+    if (argc < 3 || argv[2][0] == '-')
+        return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos resume' needs DIR, "
+                                              "a directory a run wrote with --snapshot" });
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--lps") || !strcmp(argv[i], "--seed") ||
+            !strcmp(argv[i], "--end") || !strncmp(argv[i], "-P", 2))
+            return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "kairos resume takes the "
+                "model, its parameters, --lps, --seed and --end from the snapshot: give only "
+                "the options of how to run it (--sync, --threads, --state, --snapshot ...)" });
+    struct kr__config c = { .resume_dir = argv[2] };
+    if (kr__net_start(&err)) return kr__cmd_fail_exit(&err);
+    configure(&c, argc, argv, &err);
+    return run_configured(&c, &err);
+}
+
+int kr__cmd_run_model(const struct kr_model *m, int argc, char **argv)
+{
+    kr__model_own = m;
+    return kr__cmd_run(argc, argv);
+}
