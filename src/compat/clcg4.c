@@ -21,8 +21,9 @@ static const double clcg_inv[4] = { 4.65661287524579692e-10, 4.65661310075985993
 #define CLCG_W 41
 #define TWO_PI 6.28318530718 /* (ROSS's constant, to draw its normals) */
 
-static int64_t clcg_back[4]; /* a^(m-2) mod m: the inverse multipliers */
-static int64_t clcg_avw[4];  /* a^(2^(v+w)) mod m: one generator to the next */
+static int64_t clcg_back[4];    /* a^(m-2) mod m: the inverse multipliers */
+static int64_t clcg_jump[4][64]; /* (a^(2^(v+w)))^(2^k) mod m: generator g's start is the
+                                  * product over g's bits (a million LPs seed in a blink) */
 
 static int64_t mulmod(int64_t x, int64_t y, int64_t m)
 {
@@ -41,9 +42,9 @@ void ross_rand_setup(void)
 {
     for (int j = 0; j < 4; j++) {
         clcg_back[j] = powmod(clcg_a[j], (uint64_t)(clcg_m[j] - 2), clcg_m[j]);
-        int64_t avw = clcg_a[j];
-        for (int i = 0; i < CLCG_V + CLCG_W; i++) avw = mulmod(avw, avw, clcg_m[j]);
-        clcg_avw[j] = avw;
+        int64_t x = clcg_a[j];
+        for (int i = 0; i < CLCG_V + CLCG_W; i++) x = mulmod(x, x, clcg_m[j]);
+        for (int k = 0; k < 64; k++, x = mulmod(x, x, clcg_m[j])) clcg_jump[j][k] = x;
     }
 }
 
@@ -57,8 +58,9 @@ void ross_rand_seed(tw_rng_stream *g, const uint32_t seed[4], uint64_t generator
 {
     g->count = 0;
     for (int j = 0; j < 4; j++) {
-        int64_t s = mulmod(powmod(clcg_avw[j], generator, clcg_m[j]), clamp(seed[j], j),
-                           clcg_m[j]);
+        int64_t s = clamp(seed[j], j);
+        for (uint64_t b = generator; b; b &= b - 1)
+            s = mulmod(clcg_jump[j][__builtin_ctzll(b)], s, clcg_m[j]);
         g->Ig[j] = g->Lg[j] = g->Cg[j] = (int32_t)clamp(s, j);
     }
     g->tw_normal_u1 = g->tw_normal_u2 = 0;

@@ -39,12 +39,21 @@ unsigned int g_tw_mblock = 16;
 unsigned int g_tw_gvt_interval = 16;
 unsigned long long g_tw_clock_rate = 1000000000ull;
 
-/* The one processing element: LP records point at it (a constant of the program image,
- * never written while LPs run: every worker reads it). */
+/* The one processing element: LP records point at it (in the program image, never written
+ * while LPs run: every worker reads it). */
 static tw_pe the_pe;
 tw_pe *g_tw_pe = &the_pe;
+tw_lp **g_tw_lp;
+tw_kp **g_tw_kp;
+tw_kpid g_tw_nkp = 1;
+unsigned int g_tw_npe = 1;
+unsigned int g_tw_memory_nqueues;
+tw_lpid g_tw_rng_default = 1;
 
 static tw_lptype **types;       /* by gid, from tw_lp_settype or the type map */
+static tw_lpid *local_gid;      /* by local index: its gid (a custom mapping's choice) */
+static tw_lp *placeholders;     /* what g_tw_lp points at before the run */
+static const tw_petype *pe_type;
 static bool inited, defined, ran;
 static uint32_t seed_lp[4], seed_core[4];
 static char name[64] = "ross";
@@ -83,6 +92,24 @@ void tw_init(int *argc, char ***argv)
     snprintf(name, sizeof name, "%s", prog ? prog + 1 : (*argv)[0]);
 }
 
+/* The types by LP id, and the placeholders of g_tw_lp a mapping and tw_lp_settype see. */
+static void lp_tables(void)
+{
+    tw_lpid nlp = g_tw_nlp;
+    types = calloc(g_tw_total_lps, sizeof *types);
+    local_gid = malloc(nlp * sizeof *local_gid);
+    placeholders = calloc(nlp, sizeof *placeholders);
+    g_tw_lp = malloc(nlp * sizeof *g_tw_lp);
+    g_tw_kp = calloc(g_tw_nkp ? g_tw_nkp : 1, sizeof *g_tw_kp);
+    if (!types || !local_gid || !placeholders || !g_tw_lp || !g_tw_kp)
+        ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
+    for (tw_lpid i = 0; i < nlp; i++) {
+        local_gid[i] = g_tw_lp_offset + i;
+        placeholders[i] = (tw_lp){ .id = i, .gid = local_gid[i], .pe = &the_pe };
+        g_tw_lp[i] = &placeholders[i];
+    }
+}
+
 void tw_define_lps(tw_lpid nlp, size_t msg_sz)
 {
     if (!inited) ross_die("tw_define_lps before tw_init");
@@ -96,8 +123,36 @@ void tw_define_lps(tw_lpid nlp, size_t msg_sz)
     g_tw_total_lps = nlp * tw_nnodes();
     g_tw_lp_offset = g_tw_mynode * nlp;
     g_tw_msg_sz = msg_sz;
-    types = calloc(g_tw_total_lps, sizeof *types);
-    if (!types) ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
+    lp_tables();
+    if (g_tw_mapping == CUSTOM && g_tw_custom_initial_mapping) g_tw_custom_initial_mapping();
+}
+
+void ross_lp_onpe(tw_lpid index, tw_lpid gid)
+{
+    if (!defined || index >= g_tw_nlp || gid >= g_tw_total_lps)
+        ross_die("tw_lp_onpe(%llu, pe, %llu): a mapping places local LPs 0 to %llu on LP ids "
+                 "0 to %llu, from tw_define_lps", (unsigned long long)index,
+                 (unsigned long long)gid, (unsigned long long)g_tw_nlp - 1,
+                 (unsigned long long)g_tw_total_lps - 1);
+    local_gid[index] = gid;
+    placeholders[index].gid = gid;
+}
+
+void ross_pe_settype(const tw_petype *type)
+{
+    pe_type = type;
+}
+
+tw_pe *tw_getpe(tw_peid id)
+{
+    (void)id;
+    return &the_pe;
+}
+
+int ross_mpi_copy(const void *in, void *out, int count, MPI_Datatype type)
+{
+    if (count > 0 && in != out) memmove(out, in, (size_t)count * (size_t)type);
+    return MPI_SUCCESS;
 }
 
 void tw_lp_settype(tw_lpid lp, tw_lptype *type)
@@ -109,7 +164,7 @@ void tw_lp_settype(tw_lpid lp, tw_lptype *type)
     if (!type || !type->event)
         ross_die("tw_lp_settype(%llu): a type with an event handler is needed",
                  (unsigned long long)lp);
-    types[g_tw_lp_offset + lp] = type;
+    types[local_gid[lp]] = type;
 }
 
 tw_peid tw_nnodes(void)
@@ -263,22 +318,14 @@ static void refuse_own(int argc, char **argv)
     }
 }
 
-void tw_run(void)
+/* The kairos command line of the run: the LPs and end time ROSS's, --synch as Kairos's
+ * engine options, then the options ROSS's parser left. */
+static const char **kairos_argv(int *argc)
 {
-    if (!defined) ross_die("tw_run before tw_define_lps");
-    if (ran) ross_die("tw_run is called twice");
-    ran = true;
-    resolve_types();
-    ross_opts_seeds(seed_lp, seed_core);
-    if (!(g_tw_ts_end > 0)) ross_die("--end=%g: the end time must be above 0", g_tw_ts_end);
-    model.name = name;
-    kr__stdout_committed = true; /* (ROSS models print with printf) */
-    /* ROSS holds a model to its lookahead only when it runs conservatively: so does this */
-    model.lookahead = g_tw_synchronization_protocol == CONSERVATIVE ? g_tw_lookahead : 0;
+    static char lps[32], end[64];
     char **rest;
     int nrest = ross_opts_rest(&rest);
     refuse_own(nrest, rest);
-    char lps[32], end[64];
     snprintf(lps, sizeof lps, "%llu", (unsigned long long)g_tw_total_lps);
     snprintf(end, sizeof end, "%.17g", g_tw_ts_end);
     const char **argv = calloc((size_t)nrest + 12, sizeof *argv);
@@ -290,10 +337,47 @@ void tw_run(void)
     argv[n++] = "--lps", argv[n++] = lps, argv[n++] = "--end", argv[n++] = end;
     n += synch_args(argv + n);
     for (int i = 1; i < nrest; i++) argv[n++] = rest[i];
-    int rc = kr__cmd_run_model(&model, n, (char **)argv);
+    *argc = n;
+    return argv;
+}
+
+/* The model as Kairos runs it, from what main() set up. */
+static void model_setup(void)
+{
+    resolve_types();
+    ross_opts_seeds(seed_lp, seed_core);
+    if (!(g_tw_ts_end > 0)) ross_die("--end=%g: the end time must be above 0", g_tw_ts_end);
+    model.name = name;
+    kr__stdout_committed = true; /* (ROSS models print with printf) */
+    kr__parallel_note = "the model's global variables are shared by this run's threads and "
+                        "not rolled back: statistics a ROSS model keeps in globals (updated "
+                        "by forward and reverse handlers) are right only on one thread (or "
+                        "--synch=1); keep them in LP state (docs/from-ross-rootsim.md)";
+    /* ROSS holds a model to its lookahead only when it runs conservatively: so does this */
+    model.lookahead = g_tw_synchronization_protocol == CONSERVATIVE ? g_tw_lookahead : 0;
+    if (g_tw_mapping == CUSTOM)
+        fprintf(stderr, "kairos: note: %s: the model's custom mapping chose its LPs' ids; "
+                "Kairos places LPs on threads and ranks itself\n", name);
+    if (pe_type && pe_type->gvt)
+        fprintf(stderr, "kairos: note: %s: the PE type's gvt callback is not called on "
+                "Kairos\n", name);
+}
+
+void tw_run(void)
+{
+    if (!defined) ross_die("tw_run before tw_define_lps");
+    if (ran) ross_die("tw_run is called twice");
+    ran = true;
+    model_setup();
+    if (pe_type && pe_type->pre_lp_init) pe_type->pre_lp_init(&the_pe);
+    if (pe_type && pe_type->post_lp_init) pe_type->post_lp_init(&the_pe);
+    int argc;
+    const char **argv = kairos_argv(&argc);
+    int rc = kr__cmd_run_model(&model, argc, (char **)argv);
     free(argv);
     fflush(stdout);
     if (rc) exit(rc); /* (a ROSS main goes on to tw_end and returns 0: the status is the run's) */
+    if (pe_type && pe_type->final) pe_type->final(&the_pe);
 }
 
 /* --- what handlers call --------------------------------------------------------------- */

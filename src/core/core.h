@@ -556,6 +556,9 @@ extern const struct kr_model *kr__model_own;
 /* True in a program whose model prints with printf (the ROSS layer): what a model callback
  * writes to stdout is then its committed output (core/interpose.c). */
 extern bool kr__stdout_committed;
+/* Said once (rank 0) before a run on more than one thread or rank, if set: what the model's
+ * program knows such a run changes for it (the ROSS layer: models' globals). */
+extern const char *kr__parallel_note;
 /* The path of the outside model being loaded (its constructors and kr_model_entry() run),
  * else NULL: a crash or exit() then is the model's (fault.c, interpose.c). */
 extern const char *volatile kr__model_loading;

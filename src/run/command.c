@@ -212,8 +212,8 @@ int kr__cmd_run(int argc, char **argv)
 {
     struct kr__error err = { 0 };
     if (argc < 3 || argv[2][0] == '-')
-        return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a MODEL first "
-                                              "(see 'kairos models')" });
+        return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a "
+                                                      "MODEL first (see 'kairos models')" });
     for (int i = 3; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return model_help(argv[2], &err) ? kr__cmd_fail_exit(&err) : 0;

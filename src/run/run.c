@@ -336,8 +336,12 @@ static int lp_table_setup(struct kr__run *r, struct kr__error *err)
                         (size_t)(r->n * r->lp_bytes));
     memset(r->counters, 0, r->nthreads * sizeof *r->counters);
     kr__timers_start(r->lp_mem, r->lp_bytes, r->lo, r->hi - r->lo);
+    if (kr__parallel_note && (r->nthreads > 1 || r->nranks > 1) && kr__net.rank == 0)
+        fprintf(stderr, "kairos: note: %s\n", kr__parallel_note);
     return KR_OK;
 }
+
+const char *kr__parallel_note;
 
 int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {

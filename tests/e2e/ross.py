@@ -97,6 +97,34 @@ if p.returncode != 0 or "PHOLD (ROSS style)" not in p.stdout or "--threads" not 
     fail(f"--help: exit {p.returncode}\n{p.stdout[:2000]}")
 t.ok("--help: ROSS's options, the model's and Kairos's")
 
+# --- the globals note: a run on more threads says what it changes for a ROSS model
+_, e1, _ = ross_run("--synch=1", "--end=100")
+_, e2, _ = ross_run("--synch=3", "--threads", "2", "--end=100")
+if "global variables are shared" in e1 or "global variables are shared" not in e2:
+    fail(f"the note on globals: on 1 thread {'given' if 'shared' in e1 else 'not given'}, "
+         f"on 2 {'given' if 'shared' in e2 else 'not given'}\n{e2}")
+t.ok("a run on 2 threads notes that the model's globals are shared and not rolled back")
+
+# --- two LP types, a custom mapping, the type map, pre_run, a PE type, MPI_Reduce
+tower = os.path.join(build, "ross", "tower")
+tower_ref = None
+for lay in (["--synch=1"], ["--synch=1", "--typemap=1"], ["--synch=3", "--threads", "2"],
+            ["--synch=3", "--threads", "2", "--typemap=1"], ["--synch=2", "--threads", "2"]):
+    fd, stats = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    p = subprocess.run([tower, *lay, "--end=200", "--stats", stats], capture_output=True,
+                       text=True, timeout=TIMEOUT * 4)
+    st_t = json.load(open(stats))
+    os.unlink(stats)
+    if p.returncode or "tower: " not in p.stdout or "PE finals: 1\n" not in p.stdout or \
+            p.stdout.count("airport ") != 4 or "custom mapping" not in p.stderr:
+        fail(f"tower {lay}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    if tower_ref is None:
+        tower_ref = (st_t["run_digest"], p.stdout)
+    elif (st_t["run_digest"], p.stdout) != tower_ref:
+        fail(f"tower {lay}: digest {st_t['run_digest']} or output differ from sequential's")
+    t.ok(f"tower {' '.join(lay)}: two types, custom mapping, PE final: the sequential digest")
+
 # --- what a ROSS program gets wrong
 for args, rc, needle in ((["--nlp=abc"], 2, "option --nlp: 'abc' is not a valid value"),
                          (["--end", "5"], 2, "--end=T"),

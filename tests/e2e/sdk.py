@@ -91,38 +91,46 @@ if shutil.which("pkg-config") and shutil.which("cc"):
 else:
     print("skipped: pkg-config (not installed)")
 
-# The ROSS layer from the install prefix: a ROSS model's program, by find_package
-# (Kairos::ross) and by pkg-config (kairos-ross), prints what the in-tree one prints.
-def ross_out(program):
-    p = subprocess.run([program, "--synch=1", "--end=100"], capture_output=True, text=True,
-                       timeout=120)
+# The ROSS and ROOT-Sim 3 layers from the install prefix: a model's program built by
+# find_package (Kairos::ross, Kairos::rootsim) and by pkg-config (kairos-ross,
+# kairos-rootsim) prints what the in-tree one prints, with its digest.
+def layer_out(program, args):
+    p = subprocess.run([program, *args], capture_output=True, text=True, timeout=120)
     if p.returncode:
         fail(f"{program}: exit {p.returncode}\n{p.stderr}")
     return p.stdout, digest(p.stderr)
 
 
-ross_want = ross_out(os.path.join(build, "ross", "phold"))
-rd = os.path.join(tmp, "rossproj")
-os.makedirs(rd)
-shutil.copy(os.path.join(src, "tests", "ross", "phold.c"), rd)
-with open(os.path.join(rd, "CMakeLists.txt"), "w") as f:
-    f.write("cmake_minimum_required(VERSION 3.25)\nproject(rossproj C)\n"
-            "find_package(Kairos 0.1 REQUIRED)\nadd_executable(phold phold.c)\n"
-            "target_link_libraries(phold PRIVATE Kairos::ross)\n")
-sh("cmake", "-S", rd, "-B", os.path.join(rd, "b"), f"-DCMAKE_PREFIX_PATH={prefix}")
-sh("cmake", "--build", os.path.join(rd, "b"))
-if ross_out(os.path.join(rd, "b", "phold")) != ross_want:
-    fail("the ROSS model built with Kairos::ross prints another output or digest")
-t.ok("a ROSS model built against the installed Kairos::ross: the in-tree output and digest")
-if shutil.which("pkg-config") and shutil.which("cc"):
-    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
-    cflags = sh("pkg-config", "--cflags", "kairos-ross", env=env).split()
-    libs = sh("pkg-config", "--libs", "kairos-ross", env=env).split()
-    exe = os.path.join(tmp, "phold_pc")
-    sh("cc", *cflags, os.path.join(src, "tests", "ross", "phold.c"), "-o", exe, *libs)
-    if ross_out(exe) != ross_want:
-        fail("the ROSS model built with pkg-config kairos-ross prints another output or digest")
-    t.ok("pkg-config kairos-ross: a ROSS model builds and prints the in-tree output")
+def layer_check(layer, folder, model, args):
+    """layer: ross or rootsim; the model tests/<folder>/<model>.c, run with args."""
+    want = layer_out(os.path.join(build, folder, model), args)
+    d = os.path.join(tmp, layer + "proj")
+    os.makedirs(d)
+    shutil.copy(os.path.join(src, "tests", folder, model + ".c"), d)
+    with open(os.path.join(d, "CMakeLists.txt"), "w") as f:
+        f.write(f"cmake_minimum_required(VERSION 3.25)\nproject({layer}proj C)\n"
+                f"find_package(Kairos 0.1 REQUIRED)\nadd_executable({model} {model}.c)\n"
+                f"target_link_libraries({model} PRIVATE Kairos::{layer})\n")
+    sh("cmake", "-S", d, "-B", os.path.join(d, "b"), f"-DCMAKE_PREFIX_PATH={prefix}")
+    sh("cmake", "--build", os.path.join(d, "b"))
+    if layer_out(os.path.join(d, "b", model), args) != want:
+        fail(f"the {layer} model built with Kairos::{layer} prints another output or digest")
+    how = f"Kairos::{layer}"
+    if shutil.which("pkg-config") and shutil.which("cc"):
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+        cflags = sh("pkg-config", "--cflags", f"kairos-{layer}", env=env).split()
+        libs = sh("pkg-config", "--libs", f"kairos-{layer}", env=env).split()
+        exe = os.path.join(tmp, model + "_pc")
+        sh("cc", *cflags, os.path.join(src, "tests", folder, model + ".c"), "-o", exe, *libs)
+        if layer_out(exe, args) != want:
+            fail(f"the {layer} model built with pkg-config kairos-{layer} prints another "
+                 "output or digest")
+        how += f" and pkg-config kairos-{layer}"
+    t.ok(f"a {layer} model built against the installed {how}: the in-tree output and digest")
+
+
+layer_check("ross", "ross", "phold", ["--synch=1", "--end=100"])
+layer_check("rootsim", "rootsim", "buffers", ["--sync", "sequential"])
 
 d = os.path.join(tmp, "mymodel")
 out = sh(installed, "new", "mymodel", d)

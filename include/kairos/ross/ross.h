@@ -15,16 +15,28 @@
  *   engine), not by ROSS's tie-breaking streams.
  * - One process (tw_nnodes() is 1); --synch=1 is the sequential engine, 2 the conservative
  *   one, 3 and 5 the optimistic one, 4 and 6 the sequential engine with --check. Every
- *   kairos run option may be given beside ROSS's (--threads 2, --stats run.json ...). */
+ *   kairos run option may be given beside ROSS's (--threads 2, --stats run.json ...).
+ * - Older ROSS spellings that ROSS-Models' models use are accepted too: g_tw_npe,
+ *   g_tw_nkp, g_tw_memory_nqueues, tw_lp_onpe/tw_kp_onpe/tw_lp_onkp in custom mappings
+ *   (their PE argument is not read), tw_pe_settype with or without a PE, tw_snapshot*.
+ * - A model's own MPI calls after tw_run (MPI_Reduce of its totals) see one rank: the
+ *   MPI_* names below are a one-rank stand-in, not MPI (the engine's ranks are Kairos's).
+ */
 #ifndef KAIROS_ROSS_H
 #define KAIROS_ROSS_H
 
+#include <errno.h>
 #include <float.h>
 #include <limits.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +55,10 @@ typedef unsigned long long tw_clock;
 #define TW_STIME_ADD(a, b) ((a) + (b))
 #define TW_STIME_CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 #define TW_STIME_MAX DBL_MAX
+
+#define ROSS_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define ROSS_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MPI_TYPE_TW_STIME MPI_DOUBLE
 
 #define TW_LOC __FILE__, __LINE__
 #define TW_TRUE 1
@@ -119,6 +135,20 @@ struct tw_pe {
     tw_event *cur_event;
 };
 
+/* The PE's own callbacks (tw_pe_settype): pre_lp_init and post_lp_init run before the run,
+ * final after it (outside any LP: what they print is printed at once); gvt is not called. */
+typedef void (*pe_init_f)(tw_pe *pe);
+typedef void (*pe_gvt_f)(tw_pe *pe);
+typedef void (*pe_final_f)(tw_pe *pe);
+typedef void (*pe_periodic_f)(tw_pe *pe, int32_t a);
+typedef struct tw_petype {
+    pe_init_f pre_lp_init;
+    pe_init_f post_lp_init;
+    pe_gvt_f gvt;
+    pe_final_f final;
+    pe_periodic_f periodic;
+} tw_petype;
+
 struct tw_lp {
     tw_lpid id;   /* local id: the same as gid in one process */
     tw_lpid gid;
@@ -189,6 +219,23 @@ tw_peid tw_nnodes(void);
 int tw_ismaster(void);
 tw_lp *tw_getlp(tw_lpid id);
 tw_lp *tw_getlocal_lp(tw_lpid gid);
+tw_pe *tw_getpe(tw_peid id);
+
+/* Custom mappings (g_tw_mapping = CUSTOM, g_tw_custom_initial_mapping): tw_define_lps calls
+ * the model's mapping, whose tw_lp_onpe(index, pe, gid) says which LP id the type set by
+ * tw_lp_settype(index, ...) is for. Kairos places LPs on threads itself (said once). */
+void ross_lp_onpe(tw_lpid index, tw_lpid gid);
+#define tw_lp_onpe(index, pe, gid) ross_lp_onpe((index), (gid))
+#define tw_kp_onpe(kp, pe) ((void)(kp))
+#define tw_lp_onkp(lp, kp) ((void)(lp))
+/* tw_pe_settype(type), or the older tw_pe_settype(pe, type) */
+void ross_pe_settype(const tw_petype *type);
+#define ROSS_LAST_(a, b, ...) b
+#define tw_pe_settype(...) ross_pe_settype(ROSS_LAST_(__VA_ARGS__, __VA_ARGS__, 0))
+/* ROSS's delta encoding of states: Kairos's checkpoints do its work */
+#define tw_snapshot(lp, size) ((void)(lp), (void)(size))
+#define tw_snapshot_delta(lp, size) ((void)(lp), (size_t)(size))
+#define tw_snapshot_restore(lp, size) ((void)(lp), (void)(size))
 
 /* Events: offsets are relative to the sender's now; one at or past the end time is
  * dropped, as ROSS drops it. */
@@ -246,6 +293,12 @@ extern unsigned int g_tw_mblock;
 extern unsigned int g_tw_gvt_interval;
 extern unsigned long long g_tw_clock_rate;
 extern tw_pe *g_tw_pe;
+extern tw_lp **g_tw_lp; /* (before tw_run only: placeholders with id and gid) */
+extern tw_kp **g_tw_kp;
+extern tw_kpid g_tw_nkp;
+extern unsigned int g_tw_npe;
+extern unsigned int g_tw_memory_nqueues;
+extern tw_lpid g_tw_rng_default;
 
 /* ROSS's instrumentation (st_*) and its reverse-handler checker (crv_*): accepted and
  * ignored (Kairos's --stats, --lp-stats, --trace and --check do these jobs). */
@@ -281,6 +334,28 @@ typedef struct crv_checkpointer {
     print_event_f print_event;
 } crv_checkpointer;
 void crv_add_custom_state_checkpoint(crv_checkpointer *checkpointer);
+
+/* A one-rank stand-in for the MPI calls models make around tw_run (KAIROS_ROSS_NO_MPI_SHIM
+ * leaves the names alone, for a model that includes <mpi.h> itself). */
+#ifndef KAIROS_ROSS_NO_MPI_SHIM
+typedef int MPI_Datatype;
+typedef int MPI_Op;
+typedef int MPI_Comm;
+enum {
+    MPI_CHAR = 1, MPI_BYTE = 1, MPI_INT = 4, MPI_UNSIGNED = 4, MPI_FLOAT = 4, MPI_LONG = 8,
+    MPI_UNSIGNED_LONG = 8, MPI_LONG_LONG = 8, MPI_UNSIGNED_LONG_LONG = 8,
+    MPI_LONG_LONG_INT = 8, MPI_DOUBLE = 8, MPI_LONG_DOUBLE = 16
+};
+enum { MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD };
+enum { MPI_COMM_WORLD, MPI_SUCCESS = 0 };
+int ross_mpi_copy(const void *in, void *out, int count, MPI_Datatype type);
+#define MPI_Reduce(in, out, n, type, op, root, comm) ross_mpi_copy((in), (out), (n), (type))
+#define MPI_Allreduce(in, out, n, type, op, comm) ross_mpi_copy((in), (out), (n), (type))
+#define MPI_Barrier(comm) MPI_SUCCESS
+#define MPI_Comm_rank(comm, r) (*(r) = 0, MPI_SUCCESS)
+#define MPI_Comm_size(comm, n) (*(n) = 1, MPI_SUCCESS)
+#define MPI_Abort(comm, code) (exit(code), MPI_SUCCESS)
+#endif
 
 #ifdef __cplusplus
 }
