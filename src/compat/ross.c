@@ -2,9 +2,12 @@
  * events as one Kairos model, run by the kairos command's own code (kr__cmd_run_model)
  * inside the model's tw_run.
  *
- * Each LP's root block, in its Kairos memory, holds its tw_lp record, its random streams,
- * its free tw_events and then its state of the type's state_sz bytes: Kairos's checkpoints
- * roll all of it back and the run digest covers it. A tw_event is taken from the LP's
+ * Each LP's root block, in its Kairos memory, holds its free tw_events, its random streams
+ * and then its state of the type's state_sz bytes: Kairos's checkpoints roll all of it back
+ * and the run digest covers it. Its tw_lp record, which does not change once made, is kept
+ * apart, in a table of this process's LPs: its local id depends on how many processes run
+ * (as on ROSS), and the digest must not. Its pointers into the block are made again from
+ * the root at every call (a resumed run's memory lies elsewhere). A tw_event is taken from the LP's
  * block (kr_malloc when none is free) and goes back at tw_event_send, whose payload Kairos
  * copies: no per-thread scratch, which a preempted event (--preempt) would share with the
  * events that run while it waits. The handler gets a writable copy of the message on its
@@ -18,7 +21,14 @@
 #include "ross.h"
 #include "compat/ross_int.h"
 #include "core/core.h"
+#include "net/net.h"
 #include "run/command.h"
+
+/* Where the MPI module is when the program is not beside it (CMakeLists.txt: this build's
+ * and the install's) */
+#ifndef KR_COMPAT_MPI_MODULES
+#define KR_COMPAT_MPI_MODULES ""
+#endif
 
 tw_lpid g_tw_nlp, g_tw_total_lps, g_tw_lp_offset;
 tw_peid g_tw_mynode, g_tw_masternode;
@@ -57,12 +67,14 @@ static const tw_petype *pe_type;
 static bool inited, defined, ran;
 static uint32_t seed_lp[4], seed_core[4];
 static char name[64] = "ross";
+static tw_peid nnodes = 1;      /* processes (PEs) of the run: mpirun's, or 1 */
 
-/* An LP's root block: the record, its streams, free events; the state after. */
+/* An LP's root block: its free events, then its streams and its state. */
 struct ross_lp {
-    tw_lp lp;
     tw_event *free;
 };
+
+static tw_lp *records;          /* this process's LPs' tw_lp records, by gid - offset */
 
 static size_t round16(size_t n)
 {
@@ -86,6 +98,11 @@ void tw_init(int *argc, char ***argv)
 {
     if (inited) ross_die("tw_init is called twice");
     inited = true;
+    int rank;
+    nnodes = (tw_peid)kr__net_launched(&rank); /* (what mpirun says; MPI starts in tw_run) */
+    g_tw_mynode = (tw_peid)rank;
+    kr__net_module_hint = KR_COMPAT_MPI_MODULES;
+    kr__net_keep = true; /* (the model may reduce its totals after tw_run: tw_end stops it) */
     ross_rand_setup();
     ross_opts_parse(argc, argv);
     const char *prog = strrchr((*argv)[0], '/');
@@ -149,12 +166,6 @@ tw_pe *tw_getpe(tw_peid id)
     return &the_pe;
 }
 
-int ross_mpi_copy(const void *in, void *out, int count, MPI_Datatype type)
-{
-    if (count > 0 && in != out) memmove(out, in, (size_t)count * (size_t)type);
-    return MPI_SUCCESS;
-}
-
 void tw_lp_settype(tw_lpid lp, tw_lptype *type)
 {
     if (!defined) ross_die("tw_lp_settype(%llu) before tw_define_lps", (unsigned long long)lp);
@@ -169,7 +180,7 @@ void tw_lp_settype(tw_lpid lp, tw_lptype *type)
 
 tw_peid tw_nnodes(void)
 {
-    return 1;
+    return nnodes;
 }
 
 int tw_ismaster(void)
@@ -202,13 +213,27 @@ void crv_add_custom_state_checkpoint(crv_checkpointer *c)
 void tw_end(void)
 {
     fflush(stdout);
+    kr__net_stop();
 }
 
 /* --- the model Kairos runs ------------------------------------------------------------ */
 
 static struct ross_lp *block_of(tw_lp *lp)
 {
-    return (struct ross_lp *)lp; /* (the record is the block's first member) */
+    return (struct ross_lp *)((char *)lp->cur_state - state_at());
+}
+
+/* LP me's record, pointing into its block at root (written only when that moved: the table
+ * is shared by the threads, and an LP's line stays read-only in steady state). */
+static tw_lp *record(kr_lp me, char *root)
+{
+    tw_lp *lp = &records[me - g_tw_lp_offset];
+    if (lp->cur_state != root + state_at()) {
+        lp->cur_state = root + state_at();
+        lp->rng = (tw_rng_stream *)(root + streams_at());
+        lp->core_rng = g_tw_nRNG_core_per_lp ? lp->rng + g_tw_nRNG_per_lp : NULL;
+    }
+    return lp;
 }
 
 static void seed_streams(tw_lp *lp)
@@ -234,42 +259,35 @@ static void ross_init(kr_lp me)
     tw_lptype *t = types[me];
     char *b = kr_calloc(1, state_at() + (t->state_sz ? t->state_sz : 1));
     kr_set_state(b);
-    struct ross_lp *r = (struct ross_lp *)b;
-    r->lp.id = me - g_tw_lp_offset;
-    r->lp.gid = me;
-    r->lp.pe = &the_pe;
-    r->lp.type = t;
-    r->lp.cur_state = b + state_at();
-    r->lp.rng = (tw_rng_stream *)(b + streams_at());
-    r->lp.core_rng = g_tw_nRNG_core_per_lp ? r->lp.rng + g_tw_nRNG_per_lp : NULL;
-    seed_streams(&r->lp);
-    if (t->init) t->init(r->lp.cur_state, &r->lp);
+    tw_lp *lp = &records[me - g_tw_lp_offset];
+    *lp = (tw_lp){ .id = me - g_tw_lp_offset, .gid = me, .pe = &the_pe, .type = t };
+    record(me, b);
+    seed_streams(lp);
+    if (t->init) t->init(lp->cur_state, lp);
     /* (ROSS runs every init, then every pre_run: an LP sees only itself either way) */
-    if (t->pre_run) t->pre_run(r->lp.cur_state, &r->lp);
+    if (t->pre_run) t->pre_run(lp->cur_state, lp);
 }
 
 static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
                        void *state)
 {
-    (void)me;
     (void)now;
     (void)type;
-    struct ross_lp *r = state;
-    tw_lptype *t = r->lp.type;
+    tw_lp *lp = record(me, state);
+    tw_lptype *t = lp->type;
     /* the handler's own copy (ROSS models write saved values into their message) */
     max_align_t msg[g_tw_msg_sz / sizeof(max_align_t) + 1];
     if (size) memcpy(msg, payload, size);
     tw_bf bf;
     memset(&bf, 0, sizeof bf);
-    t->event(r->lp.cur_state, &bf, msg, &r->lp);
-    if (t->commit) t->commit(r->lp.cur_state, &bf, msg, &r->lp);
+    t->event(lp->cur_state, &bf, msg, lp);
+    if (t->commit) t->commit(lp->cur_state, &bf, msg, lp);
 }
 
 static void ross_finish(kr_lp me, void *state)
 {
-    (void)me;
-    struct ross_lp *r = state;
-    if (r->lp.type->final) r->lp.type->final(r->lp.cur_state, &r->lp);
+    tw_lp *lp = record(me, state);
+    if (lp->type->final) lp->type->final(lp->cur_state, lp);
 }
 
 static struct kr_model model = {
@@ -278,15 +296,27 @@ static struct kr_model model = {
     .finish = ross_finish,
 };
 
-/* Every LP has a type: tw_lp_settype's, or the type map's over g_tw_lp_types. */
+/* Every LP of this process has a type: tw_lp_settype's, or the type map's over
+ * g_tw_lp_types. (Kairos gives each rank the block of LP ids ROSS's linear mapping gives
+ * its PE: nlp a process, in rank order.) */
 static void resolve_types(void)
 {
-    for (tw_lpid id = 0; id < g_tw_total_lps; id++) {
+    records = calloc(g_tw_nlp, sizeof *records);
+    if (!records) ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_nlp);
+    for (tw_lpid id = g_tw_lp_offset; id < g_tw_lp_offset + g_tw_nlp; id++) {
         if (!types[id] && g_tw_lp_typemap && g_tw_lp_types)
             types[id] = &g_tw_lp_types[g_tw_lp_typemap(id)];
-        if (!types[id] || !types[id]->event)
-            ross_die("LP %llu has no type: call tw_lp_settype for every LP (or set "
-                     "g_tw_lp_typemap and g_tw_lp_types) before tw_run", (unsigned long long)id);
+        if (types[id] && types[id]->event) continue;
+        if (g_tw_mapping == CUSTOM && nnodes > 1)
+            ross_die("the model's custom mapping puts LPs of this process (%llu) outside "
+                     "LPs %llu to %llu, the block Kairos gives it across %lu processes (LP "
+                     "%llu has no type here): run it in one process (--threads for "
+                     "parallelism), or with ROSS's linear mapping", (unsigned long long)
+                     g_tw_mynode, (unsigned long long)g_tw_lp_offset, (unsigned long long)
+                     (g_tw_lp_offset + g_tw_nlp - 1), (unsigned long)nnodes,
+                     (unsigned long long)id);
+        ross_die("LP %llu has no type: call tw_lp_settype for every LP (or set "
+                 "g_tw_lp_typemap and g_tw_lp_types) before tw_run", (unsigned long long)id);
     }
 }
 
@@ -363,6 +393,18 @@ static void model_setup(void)
                 "Kairos\n", name);
 }
 
+/* After the run: a failure ends the program with the run's status (a ROSS main goes on to
+ * tw_end and returns 0); else the PE type's final. */
+static void run_ended(int rc)
+{
+    fflush(stdout);
+    if (rc) {
+        kr__net_stop();
+        exit(rc);
+    }
+    if (pe_type && pe_type->final) pe_type->final(&the_pe);
+}
+
 void tw_run(void)
 {
     if (!defined) ross_die("tw_run before tw_define_lps");
@@ -375,9 +417,7 @@ void tw_run(void)
     const char **argv = kairos_argv(&argc);
     int rc = kr__cmd_run_model(&model, argc, (char **)argv);
     free(argv);
-    fflush(stdout);
-    if (rc) exit(rc); /* (a ROSS main goes on to tw_end and returns 0: the status is the run's) */
-    if (pe_type && pe_type->final) pe_type->final(&the_pe);
+    run_ended(rc);
 }
 
 /* --- what handlers call --------------------------------------------------------------- */

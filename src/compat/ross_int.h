@@ -1,4 +1,5 @@
-/* ross_int.h - what the ROSS layer's files share (ross.c, ross_opts.c, clcg4.c). */
+/* ross_int.h - what the ROSS layer's files share (ross.c, ross_opts.c, ross_mpi.c,
+ * clcg4.c). */
 #ifndef KR_COMPAT_ROSS_INT_H
 #define KR_COMPAT_ROSS_INT_H
 

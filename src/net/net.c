@@ -47,9 +47,35 @@ int kr__net_launched(int *rank)
     return 1;
 }
 
+const char *kr__net_module_hint;
+bool kr__net_keep;
+
 /* Open the module: KAIROS_MPI_MODULE if set (tests, a module elsewhere), else next to the
- * executable (a build directory), else the install's library directory. */
+ * executable (a build directory), else the install's library directory, else where a
+ * program that links the engine says (kr__net_module_hint: the ROSS layer's build and
+ * install directories, colon-separated). */
+static void *open_beside(char *tried, size_t cap);
+
+static void *hinted(char *tried, size_t cap)
+{
+    char list[2 * PATH_MAX + 2];
+    snprintf(list, sizeof list, "%s", kr__net_module_hint ? kr__net_module_hint : "");
+    void *h = NULL;
+    for (char *save, *p = strtok_r(list, ":", &save); p && !h; p = strtok_r(NULL, ":", &save)) {
+        size_t used = strlen(tried);
+        if (used < cap) snprintf(tried + used, cap - used, ", %s", p);
+        h = dlopen(p, RTLD_NOW | RTLD_GLOBAL);
+    }
+    return h;
+}
+
 static void *open_module(char *tried, size_t cap)
+{
+    void *h = open_beside(tried, cap);
+    return h ? h : hinted(tried, cap);
+}
+
+static void *open_beside(char *tried, size_t cap)
 {
     const char *env = getenv("KAIROS_MPI_MODULE");
     if (env) {

@@ -91,6 +91,12 @@ extern struct kr__net kr__net;
  * when kairos was not started by mpirun, or as one rank only, or KAIROS_MPI=off says to run
  * each rank as a run of its own; *rank its rank. */
 int kr__net_launched(int *rank);
+/* Where a program that links the engine finds the MPI module when it is not beside the
+ * program (colon-separated paths; NULL: nowhere else). */
+extern const char *kr__net_module_hint;
+/* A program that goes on with MPI after the run (the ROSS layer: its models reduce their
+ * totals after tw_run) stops it itself, with kr__net_stop. */
+extern bool kr__net_keep;
 /* Join the other ranks if mpirun started several: load the module, MPI_Init. A failure is
  * this rank's (a usage error: no MPI support, the module missing or broken). */
 int kr__net_start(struct kr__error *err);

@@ -190,7 +190,7 @@ static int cmd_end(struct kr__config *c, struct kr__error *err, int interrupted)
      * 0's report short) */
     if (interrupted && !err->status && kr__net.size > 1 && kr__net.rank) rc = 0;
     kr__interrupt_done();
-    kr__net_stop();
+    if (!kr__net_keep) kr__net_stop(); /* (else the program stops it: kr__net_keep) */
     kr__options_free(c);
     return rc;
 }

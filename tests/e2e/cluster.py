@@ -663,6 +663,39 @@ def killed_and_chained():
          "those resumed in one process: the uninterrupted digest and stdout")
 
 
+def ross_across_ranks():
+    """The ROSS layer under mpirun: each process a PE, as on ROSS (tw_nnodes, g_tw_mynode,
+    tw_define_lps's LPs each process's). PHOLD's LPs split over 1, 2 and 3 processes commit
+    the history of one process with them all (digest and every LP's statistics); the tower
+    model (two types, a custom mapping, a PE final) reduces its PE count with MPI_Reduce
+    across the ranks, the same on the optimistic and the windows engines."""
+    phold = os.path.join(build, "ross", "phold")
+    tower = os.path.join(build, "ross", "tower")
+    ref = subprocess.run([phold, "--synch=1", "--nlp=96", "--end=100", "--print-every=16"],
+                         capture_output=True, text=True, timeout=120)
+    want = [ln for ln in ref.stdout.splitlines() if ln.startswith("LP ")]
+    for np_ in (2, 3):
+        p = mpirun(np_, "--synch=3", f"--nlp={96 // np_}", "--end=100", "--print-every=16",
+                   program=phold)
+        got = [ln for ln in p.stdout.splitlines() if ln.startswith("LP ")]
+        if p.returncode or digest(p.stderr) != digest(ref.stderr) or got != want or \
+                p.stdout.count("PHOLD:") != 1:
+            fail(f"ROSS phold on {np_} ranks: exit {p.returncode}, digest, LP lines or the "
+                 f"header (rank 0 only) differ from one process's\n{p.stdout}\n{p.stderr}")
+    t.ok("a ROSS model on 2 and 3 ranks (its LPs per process): one process's digest and "
+         "statistics; its main prints once (g_tw_mynode)")
+    digests = set()
+    for synch in ("--synch=3", "--synch=2"):
+        p = mpirun(2, synch, "--end=200", program=tower)
+        if p.returncode or "PE finals: 2\n" not in p.stdout:
+            fail(f"tower on 2 ranks {synch}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        digests.add(digest(p.stderr))
+    if len(digests) != 1:
+        fail(f"tower on 2 ranks: the optimistic and windows engines differ: {digests}")
+    t.ok("a ROSS model's MPI_Reduce after tw_run sums over the ranks (PE finals: 2); "
+         "optimistic and windows give one digest on 2 ranks")
+
+
 without_mpirun()
 if not shutil.which("mpirun"):
     print("skipped: the checks under mpirun (no mpirun on this machine)")
@@ -677,4 +710,5 @@ else:
     interrupted_across_ranks()
     resumed_across_ranks()
     written_across_ranks()
+    ross_across_ranks()
 t.finish()

@@ -128,11 +128,11 @@ static tw_lpid type_of(tw_lpid gid)
     return gid == tower_id() ? 1 : 0;
 }
 
-/* the custom mapping: reversed ids */
+/* the custom mapping: this process's block of ids, reversed */
 static void reversed(void)
 {
     for (tw_lpid i = 0; i < g_tw_nlp; i++) {
-        tw_lp_onpe(i, g_tw_pe, g_tw_nlp - 1 - i);
+        tw_lp_onpe(i, g_tw_pe, g_tw_mynode * g_tw_nlp + g_tw_nlp - 1 - i);
         tw_kp_onpe(0, g_tw_pe);
         tw_lp_onkp(g_tw_lp[i], g_tw_kp[0]);
     }
@@ -140,7 +140,7 @@ static void reversed(void)
 
 static tw_lp *reversed_lp(tw_lpid gid)
 {
-    return g_tw_lp[g_tw_nlp - 1 - gid];
+    return g_tw_lp[g_tw_nlp - 1 - (gid - g_tw_mynode * g_tw_nlp)];
 }
 
 static void pe_final(tw_pe *pe)

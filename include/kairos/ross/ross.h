@@ -13,14 +13,16 @@
  *   so tw_calloc from an LP's init allocates there (rolled back, counted in the digest).
  * - Ties between events at one time are broken Kairos's way (deterministically on every
  *   engine), not by ROSS's tie-breaking streams.
- * - One process (tw_nnodes() is 1); --synch=1 is the sequential engine, 2 the conservative
- *   one, 3 and 5 the optimistic one, 4 and 6 the sequential engine with --check. Every
- *   kairos run option may be given beside ROSS's (--threads 2, --stats run.json ...).
+ * - --synch=1 is the sequential engine, 2 the conservative one, 3 and 5 the optimistic one,
+ *   4 and 6 the sequential engine with --check. Every kairos run option may be given beside
+ *   ROSS's (--threads 2, --stats run.json ...). Under mpirun each process is a PE, as on
+ *   ROSS (tw_nnodes(), g_tw_mynode; tw_define_lps's LPs are each process's): the
+ *   optimistic engine or the conservative one's windows run across them.
  * - Older ROSS spellings that ROSS-Models' models use are accepted too: g_tw_npe,
  *   g_tw_nkp, g_tw_memory_nqueues, tw_lp_onpe/tw_kp_onpe/tw_lp_onkp in custom mappings
  *   (their PE argument is not read), tw_pe_settype with or without a PE, tw_snapshot*.
- * - A model's own MPI calls after tw_run (MPI_Reduce of its totals) see one rank: the
- *   MPI_* names below are a one-rank stand-in, not MPI (the engine's ranks are Kairos's).
+ * - A model's own MPI calls around tw_run (MPI_Reduce of its totals) go through Kairos's
+ *   transport: the MPI_* names below are a stand-in for the few that models use.
  */
 #ifndef KAIROS_ROSS_H
 #define KAIROS_ROSS_H
@@ -335,25 +337,30 @@ typedef struct crv_checkpointer {
 } crv_checkpointer;
 void crv_add_custom_state_checkpoint(crv_checkpointer *checkpointer);
 
-/* A one-rank stand-in for the MPI calls models make around tw_run (KAIROS_ROSS_NO_MPI_SHIM
- * leaves the names alone, for a model that includes <mpi.h> itself). */
+/* A stand-in for the MPI calls models make around tw_run, over Kairos's transport between
+ * the processes (one process: a copy). KAIROS_ROSS_NO_MPI_SHIM leaves the names alone, for
+ * a model that includes <mpi.h> itself. */
 #ifndef KAIROS_ROSS_NO_MPI_SHIM
 typedef int MPI_Datatype;
 typedef int MPI_Op;
 typedef int MPI_Comm;
 enum {
-    MPI_CHAR = 1, MPI_BYTE = 1, MPI_INT = 4, MPI_UNSIGNED = 4, MPI_FLOAT = 4, MPI_LONG = 8,
-    MPI_UNSIGNED_LONG = 8, MPI_LONG_LONG = 8, MPI_UNSIGNED_LONG_LONG = 8,
-    MPI_LONG_LONG_INT = 8, MPI_DOUBLE = 8, MPI_LONG_DOUBLE = 16
+    MPI_CHAR = 1, MPI_BYTE, MPI_INT, MPI_UNSIGNED, MPI_FLOAT, MPI_LONG, MPI_UNSIGNED_LONG,
+    MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG, MPI_DOUBLE, MPI_LONG_DOUBLE
 };
-enum { MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD };
+#define MPI_LONG_LONG_INT MPI_LONG_LONG
+enum { MPI_SUM = 1, MPI_MAX, MPI_MIN, MPI_PROD };
 enum { MPI_COMM_WORLD, MPI_SUCCESS = 0 };
-int ross_mpi_copy(const void *in, void *out, int count, MPI_Datatype type);
-#define MPI_Reduce(in, out, n, type, op, root, comm) ross_mpi_copy((in), (out), (n), (type))
-#define MPI_Allreduce(in, out, n, type, op, comm) ross_mpi_copy((in), (out), (n), (type))
-#define MPI_Barrier(comm) MPI_SUCCESS
-#define MPI_Comm_rank(comm, r) (*(r) = 0, MPI_SUCCESS)
-#define MPI_Comm_size(comm, n) (*(n) = 1, MPI_SUCCESS)
+int ross_mpi_reduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
+                    int root, bool all);
+int ross_mpi_barrier(void);
+#define MPI_Reduce(in, out, n, type, op, root, comm)                                         \
+    ross_mpi_reduce((in), (out), (n), (type), (op), (root), false)
+#define MPI_Allreduce(in, out, n, type, op, comm)                                            \
+    ross_mpi_reduce((in), (out), (n), (type), (op), 0, true)
+#define MPI_Barrier(comm) ross_mpi_barrier()
+#define MPI_Comm_rank(comm, r) (*(r) = (int)g_tw_mynode, MPI_SUCCESS)
+#define MPI_Comm_size(comm, n) (*(n) = (int)tw_nnodes(), MPI_SUCCESS)
 #define MPI_Abort(comm, code) (exit(code), MPI_SUCCESS)
 #endif
 
