@@ -145,7 +145,12 @@ int RootsimRun(void)
     char **own;
     int nown = own_args(&own);
     for (int i = 1; i < nown; i++)
-        if (!strcmp(own[i], "--lps")) {
+        if (!strcmp(own[i], "--snapshot")) {
+            fprintf(stderr, "kairos: error: --snapshot: a ROOT-Sim program's run cannot be "
+                    "resumed yet (kairos resume loads models by name or file): run it "
+                    "without snapshots\n");
+            return KR_EXIT_USAGE;
+        } else if (!strcmp(own[i], "--lps")) {
             fprintf(stderr, "kairos: error: --lps: the LPs are the configuration's `lps` "
                     "(%llu), which the model's code counts on\n", (unsigned long long)conf.lps);
             return KR_EXIT_USAGE;

@@ -345,6 +345,9 @@ static void refuse_own(int argc, char **argv)
             ross_die("the end time is ROSS's option here: --end=T");
         if (!strcmp(argv[i], "--lps"))
             ross_die("--lps: the LPs are what the model gives tw_define_lps");
+        if (!strcmp(argv[i], "--snapshot"))
+            ross_die("--snapshot: a ROSS program's run cannot be resumed yet (kairos resume "
+                     "loads models by name or file): run it without snapshots");
     }
 }
 

@@ -57,6 +57,10 @@ o, e, s = run("--end", "50", "--threads", "2")
 if s["ended_by"] != "end_time" or s["committed_events"] >= st["committed_events"]:
     fail(f"--end 50: ended by {s['ended_by']}, {s['committed_events']} events")
 t.ok("--end on the command line ends the run at that time")
+_, e, _ = run("--snapshot", "/tmp", rc_want=2)
+if "cannot be resumed yet" not in e:
+    fail(f"--snapshot: {e}")
+t.ok("--snapshot: refused (such a run cannot be resumed yet)")
 _, e, _ = run("--lps", "8", rc_want=2)
 if "the configuration's `lps`" not in e:
     fail(f"--lps: {e}")

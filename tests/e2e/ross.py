@@ -129,6 +129,7 @@ for lay in (["--synch=1"], ["--synch=1", "--typemap=1"], ["--synch=3", "--thread
 for args, rc, needle in ((["--nlp=abc"], 2, "option --nlp: 'abc' is not a valid value"),
                          (["--end", "5"], 2, "--end=T"),
                          (["--lps", "5"], 2, "tw_define_lps"),
+                         (["--snapshot", "/tmp"], 2, "cannot be resumed yet"),
                          (["--synch=9"], 2, "ROSS's protocols are 1 to 6"),
                          (["--args-file=x"], 2, "not supported on Kairos"),
                          (["--threads", "zero"], 2, "--threads")):
