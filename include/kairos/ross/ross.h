@@ -9,8 +9,9 @@
  * - LP states are rolled back by Kairos's checkpoints: reverse handlers are kept but not
  *   called; a commit handler runs right after its event's forward handler (what it prints
  *   with printf or tw_output is committed output, rolled back with the event).
- * - The LP record (tw_lp), its random streams and its state live in the LP's Kairos memory,
- *   so tw_calloc from an LP's init allocates there (rolled back, counted in the digest).
+ * - An LP's random streams and its state live in the LP's Kairos memory, and tw_calloc
+ *   from an LP's init allocates there (rolled back, counted in the digest); its tw_lp
+ *   record is the layer's, the same for the whole run.
  * - Ties between events at one time are broken Kairos's way (deterministically on every
  *   engine), not by ROSS's tie-breaking streams.
  * - --synch=1 is the sequential engine, 2 the conservative one, 3 and 5 the optimistic one,
