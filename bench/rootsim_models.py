@@ -24,12 +24,11 @@ Needs gcc, cmake, git and pkg-config."""
 import argparse
 import os
 import re
-import shutil
 import statistics
 import subprocess
-import sys
 import time
 import loadcheck
+from peers import fetch, sh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
@@ -49,27 +48,6 @@ TESTS = [
     ("phold (8192 LPs, every core)", "test_phold", ["test/integration/phold.c"],
      [("optimistic", []), ("sequential", ["--sync", "sequential"])]),
 ]
-
-
-def sh(*cmd, cwd=None, env=None):
-    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    return p.stdout
-
-
-def fetch(repo, commit, scratch, name):
-    """The tree of repo (URL or git dir) at commit, in scratch/name."""
-    dst = os.path.join(scratch, name)
-    shutil.rmtree(dst, ignore_errors=True)
-    os.makedirs(dst)
-    git_dir = repo if os.path.isdir(repo) else os.path.join(scratch, name + ".git")
-    if not os.path.isdir(git_dir):
-        sh("git", "clone", "--bare", "--quiet", repo, git_dir)
-    arch = subprocess.run(["git", "--git-dir", git_dir, "archive", commit],
-                          capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", dst], input=arch, check=True)
-    return dst
 
 
 def build_rootsim(core, framework, scratch):

@@ -36,11 +36,11 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import json
 import time
 import loadcheck
+from peers import fetch, sh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
@@ -73,27 +73,6 @@ KAIROS_ENGINES = [("sequential", ["--synch=1"]), ("optimistic 1 thread", ["--syn
                   ("optimistic 2 ranks", ["--synch=3", "--threads", "1"])]
 ROSS_ENGINES = [("sequential", 1, ["--synch=1"]), ("optimistic 1 rank", 1, ["--synch=3"]),
                 ("optimistic 2 ranks", 2, ["--synch=3"])]
-
-
-def sh(*cmd, cwd=None, env=None):
-    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    return p.stdout
-
-
-def fetch(repo, commit, scratch, name):
-    """The tree of repo (URL or git dir) at commit, in scratch/name."""
-    dst = os.path.join(scratch, name)
-    shutil.rmtree(dst, ignore_errors=True)
-    os.makedirs(dst)
-    git_dir = repo if os.path.isdir(repo) else os.path.join(scratch, name + ".git")
-    if not os.path.isdir(git_dir):
-        sh("git", "clone", "--bare", "--quiet", repo, git_dir)
-    arch = subprocess.run(["git", "--git-dir", git_dir, "archive", commit],
-                          capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", dst], input=arch, check=True)
-    return dst
 
 
 def build_ross(src, scratch, name):

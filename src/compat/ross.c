@@ -190,8 +190,8 @@ int tw_ismaster(void)
 
 tw_lp *tw_getlp(tw_lpid id)
 {
-    ross_die("tw_getlp(%llu): on Kairos an LP's record lives in its own memory, reachable "
-             "only from its own handlers (their tw_lp argument)", (unsigned long long)id);
+    ross_die("tw_getlp(%llu): on Kairos an LP's record and state are reachable only from "
+             "its own handlers (their tw_lp argument)", (unsigned long long)id);
 }
 
 tw_lp *tw_getlocal_lp(tw_lpid gid)

@@ -198,18 +198,18 @@ int ross_opts_rest(char ***argv)
     return rest_argc;
 }
 
-static void seed_or(uint32_t out[4], const unsigned given[4], uint32_t base)
+/* The four parts given on the command line, or ROSS's defaults: 11111111 x (first + j)
+ * (LP streams 11111111 .. 44444444, core streams 55555555 .. 88888888). */
+static void seed_or(uint32_t out[4], const unsigned given[4], uint32_t first)
 {
     bool any = given[0] || given[1] || given[2] || given[3];
-    for (int j = 0; j < 4; j++) out[j] = any ? given[j] : base * (uint32_t)(j + 1);
+    for (uint32_t j = 0; j < 4; j++) out[j] = any ? given[j] : 11111111u * (first + j);
 }
 
 void ross_opts_seeds(uint32_t lp_seed[4], uint32_t core_seed[4])
 {
-    seed_or(lp_seed, seed_lp, 11111111u);
-    /* (the core streams' defaults: 55555555, 66666666, 77777777, 88888888) */
-    bool any = seed_core[0] || seed_core[1] || seed_core[2] || seed_core[3];
-    for (int j = 0; j < 4; j++) core_seed[j] = any ? seed_core[j] : 11111111u * (uint32_t)(j + 5);
+    seed_or(lp_seed, seed_lp, 1);
+    seed_or(core_seed, seed_core, 5);
 }
 
 void ross_die(const char *fmt, ...)
