@@ -6,8 +6,9 @@ against an installed Kairos (Kairos::ross, from `cmake --install` of this build 
 scratch directory) and run:
 
 - on Kairos: sequential (--synch=1), optimistic on 1 and 2 threads and on 2 ranks of 1
-  thread (--synch=3, mpirun: each process a PE, as on ROSS), and the conservative engine on
-  2 threads (--synch=2: g_tw_lookahead is the lookahead); every
+  thread (--synch=3, mpirun: each process a PE, as on ROSS), the conservative engine on
+  2 threads (--synch=2: g_tw_lookahead is the lookahead), and optimistic on 1 and 2 threads
+  with --state reverse (the model's own reverse handlers undo rollbacks); every
   run must give the sequential digest (a model whose printed statistics come from globals
   updated in its handlers prints other numbers on 2 threads: said in the table);
 - on ROSS: sequential (1 rank) and optimistic on 1 and 2 ranks (mpirun), with the
@@ -70,6 +71,10 @@ MODELS = [
 KAIROS_ENGINES = [("sequential", ["--synch=1"]), ("optimistic 1 thread", ["--synch=3",
                   "--threads", "1"]), ("optimistic 2 threads", ["--synch=3", "--threads", "2"]),
                   ("conservative 2 threads", ["--synch=2", "--threads", "2"]),
+                  ("optimistic 1 thread, reverse", ["--synch=3", "--threads", "1", "--state",
+                   "reverse"]),
+                  ("optimistic 2 threads, reverse", ["--synch=3", "--threads", "2", "--state",
+                   "reverse"]),
                   ("optimistic 2 ranks", ["--synch=3", "--threads", "1"])]
 ROSS_ENGINES = [("sequential", 1, ["--synch=1"]), ("optimistic 1 rank", 1, ["--synch=3"]),
                 ("optimistic 2 ranks", 2, ["--synch=3"])]

@@ -47,7 +47,7 @@ struct kr_param {
 /* The layout of this header's structures. A model built against another layout is refused
  * when it is loaded (rebuild it) rather than misread. Every file that includes this header
  * defines the same weak symbol, so each model carries the version it was built with. */
-#define KR_ABI_VERSION 7
+#define KR_ABI_VERSION 8
 #ifdef __cplusplus
 extern
 #endif
@@ -120,6 +120,20 @@ struct kr_model {
      * kr_param_double may be read; returns a finite value >= 0. kr_set_lookahead in init
      * may still lower it. (Added in KR_ABI_VERSION 7.) */
     kr_time (*run_lookahead)(void);
+    /* Optional reverse computation (--state reverse): undo event `type` at `now` of LP `me`,
+     * the last one it ran that is not undone yet, on `state` as that event left it; events
+     * are undone newest first. `saved` is that event's reverse area: `reverse_bytes` bytes,
+     * zeroed before the event ran, where its handler kept what it overwrote (kr_reverse_area).
+     * It restores what the event changed in the LP's kr_malloc memory, and may kr_malloc and
+     * kr_free; it may not send, print, draw kr_random numbers or set timers (Kairos undoes
+     * those itself: the event's sends are cancelled, its output dropped, the LP's random
+     * stream and send count put back). With --state reverse the optimistic engine undoes
+     * events with it instead of restoring checkpoints; other modes never call it. `--check`
+     * runs each event, then reverse, then the event again, and names the first event type
+     * whose reverse does not restore the state. (Added in KR_ABI_VERSION 8.) */
+    void (*reverse)(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
+                    void *state, void *saved);
+    size_t reverse_bytes;
 };
 
 /* The model reports every write to its state (kr_touch, KR_WRITE, kr_memcpy/kr_memset/
@@ -277,6 +291,16 @@ void *kr_memmove(void *dst, const void *src, size_t n);
 void *kr_memset(void *dst, int c, size_t n);
 /* A copy of s in the LP's state (kr_malloc memory). Where and cost: as kr_malloc. */
 char *kr_strdup(const char *s);
+
+/* Reverse computation (struct kr_model.reverse): the running event's reverse area, the
+ * model's `reverse_bytes` bytes, zeroed when the event started, where the handler keeps what
+ * it overwrites (an old value, which branch it took) for `reverse` to put back. Under
+ * --state reverse each processed event has its own, kept until the event commits or is
+ * undone; elsewhere it is scratch reused by the next event (the handler need not know which
+ * mode runs). Call it once per event: outside --state reverse each call zeroes it again.
+ * NULL for a model without reverse_bytes. Where: an event. Cost: none under --state reverse
+ * (the engine zeroed it with the event's record); elsewhere zeroing reverse_bytes bytes. */
+void *kr_reverse_area(void);
 
 /* Committed output: printed to stdout only when the calling event commits, in virtual-time
  * order across all LPs. Returns the number of characters formatted. Where: init, an event,

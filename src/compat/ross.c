@@ -69,21 +69,21 @@ static uint32_t seed_lp[4], seed_core[4];
 static char name[64] = "ross";
 static tw_peid nnodes = 1;      /* processes (PEs) of the run: mpirun's, or 1 */
 
-/* An LP's root block: its free events, then its streams and its state. */
-struct ross_lp {
-    tw_event *free;
-};
-
 static tw_lp *records;          /* this process's LPs' tw_lp records, by gid - offset */
+/* Each LP's free tw_events, by gid - offset: outside its Kairos memory, since which buffer
+ * a handler gets is no state of the model's (a reverse handler could not put the list's
+ * order back); an LP runs one handler at a time, so its list is never shared. */
+static tw_event **free_events;
 
 static size_t round16(size_t n)
 {
     return (n + 15) & ~(size_t)15;
 }
 
+/* An LP's root block: its streams, then its state. */
 static size_t streams_at(void)
 {
-    return round16(sizeof(struct ross_lp));
+    return 0;
 }
 
 static size_t state_at(void)
@@ -116,9 +116,10 @@ static void lp_tables(void)
     types = calloc(g_tw_total_lps, sizeof *types);
     local_gid = malloc(nlp * sizeof *local_gid);
     placeholders = calloc(nlp, sizeof *placeholders);
+    free_events = calloc(nlp, sizeof *free_events);
     g_tw_lp = malloc(nlp * sizeof *g_tw_lp);
     g_tw_kp = calloc(g_tw_nkp ? g_tw_nkp : 1, sizeof *g_tw_kp);
-    if (!types || !local_gid || !placeholders || !g_tw_lp || !g_tw_kp)
+    if (!types || !local_gid || !placeholders || !free_events || !g_tw_lp || !g_tw_kp)
         ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
     for (tw_lpid i = 0; i < nlp; i++) {
         local_gid[i] = g_tw_lp_offset + i;
@@ -218,11 +219,6 @@ void tw_end(void)
 
 /* --- the model Kairos runs ------------------------------------------------------------ */
 
-static struct ross_lp *block_of(tw_lp *lp)
-{
-    return (struct ross_lp *)((char *)lp->cur_state - state_at());
-}
-
 /* LP me's record, pointing into its block at root (written only when that moved: the table
  * is shared by the threads, and an LP's line stays read-only in steady state). */
 static tw_lp *record(kr_lp me, char *root)
@@ -268,6 +264,15 @@ static void ross_init(kr_lp me)
     if (t->pre_run) t->pre_run(lp->cur_state, lp);
 }
 
+/* An event's reverse area (kr_reverse_area): its bit field, the handler's own copy of the
+ * message (ROSS models write saved values into it), and under --state reverse the LP's
+ * state as the forward handler left it, where its type has a commit handler: the commit
+ * handler runs right after it, and its writes are undone by putting that copy back. */
+#define AREA_MSG 8
+_Static_assert(sizeof(tw_bf) <= AREA_MSG, "the bit field fits before the message");
+static size_t commit_sz;        /* the largest state of a type with a commit handler */
+static struct kr_model model;   /* (below) */
+
 static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
                        void *state)
 {
@@ -275,13 +280,30 @@ static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload
     (void)type;
     tw_lp *lp = record(me, state);
     tw_lptype *t = lp->type;
-    /* the handler's own copy (ROSS models write saved values into their message) */
-    max_align_t msg[g_tw_msg_sz / sizeof(max_align_t) + 1];
+    /* (a run whose types lack reverse handlers has no reverse area: the stack holds it) */
+    max_align_t own[(AREA_MSG + g_tw_msg_sz) / sizeof(max_align_t) + 1];
+    unsigned char *area = model.reverse ? kr_reverse_area() : memset(own, 0, AREA_MSG);
+    tw_bf *bf = (tw_bf *)area;
+    void *msg = area + AREA_MSG;
     if (size) memcpy(msg, payload, size);
-    tw_bf bf;
-    memset(&bf, 0, sizeof bf);
-    t->event(lp->cur_state, &bf, msg, lp);
-    if (t->commit) t->commit(lp->cur_state, &bf, msg, lp);
+    t->event(lp->cur_state, bf, msg, lp);
+    if (!t->commit) return;
+    if (kr__ctx.rev_area) memcpy(area + AREA_MSG + g_tw_msg_sz, lp->cur_state, t->state_sz);
+    t->commit(lp->cur_state, bf, msg, lp);
+}
+
+static void ross_reverse(kr_lp me, kr_time now, unsigned type, const void *payload,
+                         size_t size, void *state, void *saved)
+{
+    (void)now;
+    (void)type;
+    (void)payload;
+    (void)size;
+    tw_lp *lp = record(me, state);
+    tw_lptype *t = lp->type;
+    unsigned char *area = saved;
+    if (t->commit) memcpy(lp->cur_state, area + AREA_MSG + g_tw_msg_sz, t->state_sz);
+    t->revent(lp->cur_state, (tw_bf *)area, area + AREA_MSG, lp);
 }
 
 static void ross_finish(kr_lp me, void *state)
@@ -295,6 +317,20 @@ static struct kr_model model = {
     .event = ross_event,
     .finish = ross_finish,
 };
+
+/* Reverse computation when every type of the run's LPs has a reverse handler. */
+static void reverse_setup(void)
+{
+    commit_sz = 0;
+    bool all = true;
+    for (tw_lpid id = g_tw_lp_offset; id < g_tw_lp_offset + g_tw_nlp; id++) {
+        const tw_lptype *t = types[id];
+        all &= t->revent != NULL;
+        if (t->commit && t->state_sz > commit_sz) commit_sz = t->state_sz;
+    }
+    model.reverse = all ? ross_reverse : NULL;
+    model.reverse_bytes = all ? AREA_MSG + g_tw_msg_sz + commit_sz : 0;
+}
 
 /* Every LP of this process has a type: tw_lp_settype's, or the type map's over
  * g_tw_lp_types. (Kairos gives each rank the block of LP ids ROSS's linear mapping gives
@@ -329,12 +365,26 @@ static int synch_args(const char **out)
     case CONSERVATIVE: out[0] = "--sync", out[1] = "conservative"; return 2;
     case OPTIMISTIC:
     case OPTIMISTIC_REALTIME: out[0] = "--sync", out[1] = "optimistic"; return 2;
-    case OPTIMISTIC_DEBUG:
+    case OPTIMISTIC_DEBUG: /* (ROSS's check of the reverse handlers: --check runs the
+                            * event, its reverse and the event again) */
     case SEQUENTIAL_ROLLBACK_CHECK:
         out[0] = "--sync", out[1] = "sequential", out[2] = "--check";
-        return 3;
+        if (!model.reverse) return 3;
+        out[3] = "--state", out[4] = "reverse";
+        return 5;
     }
     ross_die("--synch=%u: ROSS's protocols are 1 to 6", (unsigned)g_tw_synchronization_protocol);
+}
+
+/* --state reverse: every LP type of the run needs a reverse handler. */
+static void reverse_missing(void)
+{
+    for (tw_lpid id = g_tw_lp_offset; !model.reverse && id < g_tw_lp_offset + g_tw_nlp; id++)
+        if (!types[id]->revent)
+            ross_die("--state reverse: LP %llu's type has no reverse handler (revent_f in its "
+                     "tw_lptype), and reverse computation needs one for every LP type; give "
+                     "it one, or run with another --state (full, the default, needs none)",
+                     (unsigned long long)id);
 }
 
 /* Kairos's options that ROSS's own say: given both ways they would disagree. */
@@ -348,6 +398,8 @@ static void refuse_own(int argc, char **argv)
         if (!strcmp(argv[i], "--snapshot"))
             ross_die("--snapshot: a ROSS program's run cannot be resumed yet (kairos resume "
                      "loads models by name or file): run it without snapshots");
+        if (!strcmp(argv[i], "--state") && i + 1 < argc && !strcmp(argv[i + 1], "reverse"))
+            reverse_missing();
     }
 }
 
@@ -378,6 +430,7 @@ static const char **kairos_argv(int *argc)
 static void model_setup(void)
 {
     resolve_types();
+    reverse_setup();
     ross_opts_seeds(seed_lp, seed_core);
     if (!(g_tw_ts_end > 0)) ross_die("--end=%g: the end time must be above 0", g_tw_ts_end);
     model.name = name;
@@ -445,15 +498,16 @@ tw_event *tw_event_new_user_prio(tw_lpid dest_gid, tw_stime offset_ts, tw_lp *se
     if (dest_gid >= g_tw_total_lps)
         tw_error(TW_LOC, "tw_event_new: LP %llu does not exist (%llu LPs)",
                  (unsigned long long)dest_gid, (unsigned long long)g_tw_total_lps);
-    struct ross_lp *r = block_of(sender);
-    tw_event *e = r->free;
-    if (e) r->free = e->next_free;
+    tw_event **list = &free_events[sender->gid - g_tw_lp_offset];
+    tw_event *e = *list;
+    if (e) *list = e->next_free;
     else {
-        e = kr_malloc(round16(sizeof *e) + (g_tw_msg_sz ? g_tw_msg_sz : 1));
+        size_t n = round16(sizeof *e) + (g_tw_msg_sz ? g_tw_msg_sz : 1);
+        if (!(e = malloc(n))) tw_error(TW_LOC, "tw_event_new: out of memory (%zu bytes)", n);
         e->data = (char *)e + round16(sizeof *e);
     }
     e->next_free = NULL;
-    e->owner = r;
+    e->owner = list;
     e->dest_lpid = dest_gid;
     e->send_lp = sender->gid;
     e->send_pe = 0;
@@ -478,9 +532,9 @@ void tw_event_send(tw_event *e)
 {
     /* an event at or past the end time is dropped, as ROSS drops it */
     if (e->recv_ts < g_tw_ts_end) kr_schedule(e->dest_lpid, e->recv_ts, 0, e->data, g_tw_msg_sz);
-    struct ross_lp *r = e->owner;
-    e->next_free = r->free;
-    r->free = e;
+    tw_event **list = e->owner;
+    e->next_free = *list;
+    *list = e;
 }
 
 void tw_error(const char *file, int line, const char *fmt, ...)

@@ -128,6 +128,8 @@ struct kr__run {
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
     bool lookahead_declared;          /* kr_set_lookahead was called, or the model has
                                        * run_lookahead */
+    bool reverse;                     /* --state reverse in effect: undone events are
+                                       * reversed by the model (struct kr_model.reverse) */
     bool alone;                       /* optimistic, one worker: the sequential core ran
                                        * it (optimistic/engine.c tw_alone) */
     bool check_slices;                /* sequential --check: each LP's state in its own
@@ -188,7 +190,7 @@ static inline void kr__lp_prefetch_state(const struct kr__run *r, kr_lp id)
                             * rolled_back, preempted_at_calls, preempted_by_ticks */
 
 enum kr__mode { KR_MODE_NONE, KR_MODE_INIT, KR_MODE_EVENT, KR_MODE_COAST, KR_MODE_FINISH,
-                KR_MODE_DONE, KR_MODE_QUERY, KR_MODE_COMMIT };
+                KR_MODE_DONE, KR_MODE_QUERY, KR_MODE_COMMIT, KR_MODE_REVERSE };
 
 struct kr__ctx;
 
@@ -236,6 +238,8 @@ struct kr__ctx {
     struct kr__ev **bundle_all; /* bundles with timers: every member (`bundle` is then the
                                  * ones that run, kept after them: core/timer.c) */
     unsigned nbundle_all;
+    void *rev_area;             /* --state reverse: the running event's reverse area
+                                 * (kr_reverse_area), else NULL: scratch */
 };
 
 extern __thread struct kr__ctx kr__ctx;
@@ -450,6 +454,11 @@ uint64_t kr__out_hash(uint64_t h, const char *p, size_t n);
  * KR_TYPE_NAMES_MAX names (run/models.c checks them when the model is loaded). */
 #define KR_TYPE_NAMES_MAX 4096u
 const char *kr__type_name(const struct kr_model *m, unsigned type);
+/* Reverse computation (struct kr_model.reverse): the most reverse_bytes a model may
+ * declare (one area per processed event under --state reverse). */
+#define KR_REVERSE_MAX (64u << 10)
+/* kr_reverse_area where no event record holds one: n bytes of scratch, zeroed (lp.c). */
+void *kr__reverse_scratch(size_t n);
 /* Commit hooks (ledger.c). The most a model's ledger may hold. */
 #define KR_LEDGER_MAX (256u << 20)
 /* Call the model's commit hook for one record of LP lp's event at now that has committed,

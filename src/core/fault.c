@@ -162,6 +162,8 @@ static void overrun_check(void)
 }
 
 /* A SIGSEGV the model caused that has a name: a stack overflow, another LP's state. */
+static void another_state(const siginfo_t *si, const ucontext_t *uc);
+
 static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
 {
     /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
@@ -178,6 +180,12 @@ static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
                         "is empty (size 0): a payload is read-only, and an empty one has no "
                         "bytes (the write lands in Kairos's memory); keep what the event "
                         "changes in the LP's state");
+    another_state(si, uc);
+}
+
+/* A fault in another LP's state (its slice of the region). */
+static void another_state(const siginfo_t *si, const ucontext_t *uc)
+{
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
     bool wrote = uc->uc_mcontext.gregs[REG_ERR] & 2; /* (the page fault's error code) */

@@ -177,7 +177,8 @@ bool kr__stdout_committed;
 static bool committed_stdout(void)
 {
     int m = kr__ctx.mode;
-    return kr__stdout_committed && kr__in_lp() && m != KR_MODE_DONE && m != KR_MODE_QUERY;
+    return kr__stdout_committed && kr__in_lp() && m != KR_MODE_DONE && m != KR_MODE_QUERY &&
+           m != KR_MODE_REVERSE;
 }
 
 static bool as_output(const char *text, size_t len)

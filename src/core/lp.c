@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include "core/core.h"
 #include "base/digest.h"
 #include "base/error.h"
@@ -38,33 +39,40 @@ static const char *mode_name(int mode)
     }
 }
 
+/* kr__ctx_where for a context with no event of its own (commit hooks, queries, done()
+ * after init, init and finish). */
+static void where_apart(const struct kr__ctx *c, const char *model, char *buf, size_t cap)
+{
+    unsigned long long id = (unsigned long long)c->id;
+    if (c->mode == KR_MODE_COMMIT && isinf(c->now))
+        snprintf(buf, cap, "model '%s', in %s", model, c->now > 0 ?
+                 "commit_end, after the last commit" : "ledger_bytes, before init");
+    else if (c->mode == KR_MODE_COMMIT)
+        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its commit hook", model,
+                 id, c->now);
+    else if (c->mode == KR_MODE_QUERY)
+        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its query handler "
+                 "(asked by LP %llu)", model, id, c->now, (unsigned long long)c->asker);
+    else if (c->mode == KR_MODE_DONE)
+        snprintf(buf, cap, "model '%s', LP %llu, in done() after init", model, id);
+    else
+        snprintf(buf, cap, "model '%s', LP %llu, in %s", model, id, mode_name(c->mode));
+}
+
 void kr__ctx_where(char *buf, size_t cap)
 {
     const struct kr__ctx *c = &kr__ctx;
     const char *model = c->run && c->run->model ? c->run->model->name : "?";
     if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev) {
         kr__event_where(buf, cap, c->run, c->ev);
-    } else if (c->mode == KR_MODE_DONE && c->ev) {
+    } else if ((c->mode == KR_MODE_REVERSE || c->mode == KR_MODE_DONE) && c->ev) {
         char ev[320];
         kr__event_where(ev, sizeof ev, c->run, c->ev);
-        snprintf(buf, cap, "%s, in done() after the event", ev);
-    } else if (c->mode == KR_MODE_COMMIT && isinf(c->now)) {
-        snprintf(buf, cap, "model '%s', in %s", model, c->now > 0 ?
-                 "commit_end, after the last commit" : "ledger_bytes, before init");
-    } else if (c->mode == KR_MODE_COMMIT) {
-        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its commit hook", model,
-                 (unsigned long long)c->id, c->now);
-    } else if (c->mode == KR_MODE_QUERY) {
-        snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, in its query handler "
-                 "(asked by LP %llu)", model, (unsigned long long)c->id, c->now,
-                 (unsigned long long)c->asker);
-    } else if (c->mode == KR_MODE_DONE) {
-        snprintf(buf, cap, "model '%s', LP %llu, in done() after init", model,
-                 (unsigned long long)c->id);
+        snprintf(buf, cap, "%s, %s", ev, c->mode == KR_MODE_DONE ? "in done() after the event"
+                                                                : "in its reverse handler");
+    } else {
+        where_apart(c, model, buf, cap);
     }
-    else
-        snprintf(buf, cap, "model '%s', LP %llu, in %s", model, (unsigned long long)c->id,
-                 mode_name(c->mode));
 }
 
 const char *kr__type_name(const struct kr_model *m, unsigned type)
@@ -178,6 +186,49 @@ void kr__foreign_reset(void)
 {
     atomic_store(&foreign, NULL);
     atomic_flag_clear(&foreign_taken);
+}
+
+/* kr_reverse_area outside --state reverse: the thread's scratch (freed with the thread),
+ * or under time-sharing the running stack's own - another event of the thread may run
+ * while this one is suspended. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+struct kr__scratch {
+    size_t n;
+    unsigned char bytes[];
+};
+
+static void scratch_key_make(void)
+{
+    if (pthread_key_create(&scratch_key, free)) kr__die("kairos: cannot create a thread key");
+}
+
+static void *scratch_grow(void *p, size_t n)
+{
+    free(p);
+    if (!(p = malloc(n))) kr__fatal_oom("the reverse area's scratch", n);
+    return p;
+}
+
+void *kr__reverse_scratch(size_t n)
+{
+    struct kr__ult *u = kr__ult_self.cur;
+    if (u) {
+        if (u->scratch_n < n) {
+            u->scratch = scratch_grow(u->scratch, n);
+            u->scratch_n = n;
+        }
+        return memset(u->scratch, 0, n);
+    }
+    pthread_once(&scratch_once, scratch_key_make);
+    struct kr__scratch *s = pthread_getspecific(scratch_key);
+    if (!s || s->n < n) {
+        s = scratch_grow(s, sizeof *s + n);
+        s->n = n;
+        pthread_setspecific(scratch_key, s);
+    }
+    return memset(s->bytes, 0, n);
 }
 
 void kr__run_event_timers(const struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)

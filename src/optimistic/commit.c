@@ -75,22 +75,33 @@ void tw_drop_history(struct tw_thread *th, struct kr__lp *lp)
  * committed. Uses the LP's latest checkpointed event and committed count rather than a
  * walk, so only the events being freed are touched (a walk over cold committed events was
  * 80% of commit time at 65536 LPs). */
+/* All of lp's history is committed, with more than the tail kept: it goes. */
+static void fossil_all(struct tw_thread *th, struct kr__lp *lp)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (!lp->arena.seg) {
+        tw_drop_history(th, lp);
+        return;
+    }
+    /* Page-tracked modes: a checkpoint now closes the LP's pages that are open for
+     * writing; left open, every such LP holds mappings of its own (vm.max_map_count:
+     * 40000 LPs failed with --state page waiting for 16 committed events). */
+    tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
+    free_before(th, lp, NULL);
+    tl->ckpt_ev = NULL;
+    tw_trim_chain(th, tl->base);
+}
+
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
     if (th->ts.nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
+    if (th->g->cf.reverse) { /* (no restore point to keep: every event reverses) */
+        free_before(th, lp, tl->first_unc);
+        return;
+    }
     if (!tl->first_unc && !tw_poisoned(tl) && tl->nkept >= TW_COMMITTED_TAIL) {
-        if (!lp->arena.seg) {
-            tw_drop_history(th, lp);
-            return;
-        }
-        /* Page-tracked modes: a checkpoint now closes the LP's pages that are open for
-         * writing; left open, every such LP holds mappings of its own (vm.max_map_count:
-         * 40000 LPs failed with --state page waiting for 16 committed events). */
-        tw_take_ckpt(th, lp, NULL); /* the current state is the committed state */
-        free_before(th, lp, NULL);
-        tl->ckpt_ev = NULL;
-        tw_trim_chain(th, tl->base);
+        fossil_all(th, lp);
         return;
     }
     struct kr__ev *keep = tl->ckpt_ev;

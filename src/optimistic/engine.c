@@ -324,7 +324,8 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
 {
     struct tw_lp *tl = tw_lp_of(lp);
     e->flags = 0; /* (before the checkpoint: KR_EVF_CKPT) */
-    if (tl->since_ckpt >= th->ck.interval) tw_take_ckpt(th, lp, e);
+    if (__builtin_expect(th->g->cf.reverse, 0)) tw_rev_record(th, lp, e);
+    else if (tl->since_ckpt >= th->ck.interval) tw_take_ckpt(th, lp, e);
     tl->since_ckpt++;
     e->child = NULL;
     if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
@@ -333,6 +334,7 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
         return;
     }
     tw_run_sampled(th, lp, e);
+    kr__ctx.rev_area = NULL;
     if (!plain && __builtin_expect(th->q.abort, 0)) {
         tw_query_undo(th, lp, e, th->bundles ? &th->bund : NULL);
         return;

@@ -226,6 +226,37 @@ void tw_gvt_poll(struct tw_thread *th)
 /* Done-phase report: are all my LPs done on their state at GVT, and since which event?
  * LPs without uncommitted events are answered by the committed counts; only LPs on the
  * to-commit list are looked at, so a round costs what was processed, not the LP count. */
+/* --check: what migrations keep per thread agrees with the owner table. */
+static void check_done_counts(const struct tw_thread *th)
+{
+    kr_lp own = 0, dn = 0;
+    for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
+        if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
+        own++;
+        const struct kr__lp *lp = kr__lp_at(th->r, id);
+        dn += lp->done_seen || lp->done_init;
+    }
+    if (own != th->nlps || dn != th->gv.ndone)
+        kr__internal_error("thread %u owns %llu LPs (counted %llu), %llu of them done "
+                           "(counted %llu)", th->id, (unsigned long long)own,
+                           (unsigned long long)th->nlps, (unsigned long long)dn,
+                           (unsigned long long)th->gv.ndone);
+}
+
+/* Is the LP done after one of its uncommitted events below h? The latest such time is
+ * kept in max_done. */
+static bool done_below(struct tw_thread *th, const struct tw_lp *tl, const struct kr__key *h)
+{
+    for (struct kr__ev *x = tl->first_unc; x && kr__key_lt(&x->k, h); x = x->next) {
+        if (x->flags & KR_EVF_ERROR) return false;
+        if (x->flags & KR_EVF_DONE_AFTER) {
+            if (kr__key_lt(&th->gv.max_done, &x->k)) th->gv.max_done = x->k;
+            return true;
+        }
+    }
+    return false;
+}
+
 static void report_done(struct tw_thread *th, const struct kr__key *gvt)
 {
     struct kr__key h = *gvt;
@@ -233,32 +264,11 @@ static void report_done(struct tw_thread *th, const struct kr__key *gvt)
     th->gv.max_done = th->gv.max_done_committed;
     for (size_t i = 0; i < th->cm.ndirty; i++) {
         struct kr__lp *lp = kr__lp_at(th->r, th->cm.dirty[i]);
-        struct tw_lp *tl = tw_lp_of(lp);
         if (lp->done_seen || lp->done_init) continue; /* counted already */
-        for (struct kr__ev *x = tl->first_unc; x && kr__key_lt(&x->k, &h); x = x->next) {
-            if (x->flags & KR_EVF_ERROR) break;
-            if (x->flags & KR_EVF_DONE_AFTER) {
-                done++;
-                if (kr__key_lt(&th->gv.max_done, &x->k)) th->gv.max_done = x->k;
-                break;
-            }
-        }
+        done += done_below(th, tw_lp_of(lp), &h);
     }
     th->gv.all_done = done == th->nlps;
-    if (th->g->cf.check) { /* what migrations keep per thread agrees with the owner table */
-        kr_lp own = 0, dn = 0;
-        for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
-            if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
-            own++;
-            const struct kr__lp *lp = kr__lp_at(th->r, id);
-            dn += lp->done_seen || lp->done_init;
-        }
-        if (own != th->nlps || dn != th->gv.ndone)
-            kr__internal_error("thread %u owns %llu LPs (counted %llu), %llu of them done "
-                               "(counted %llu)", th->id, (unsigned long long)own,
-                               (unsigned long long)th->nlps, (unsigned long long)dn,
-                               (unsigned long long)th->gv.ndone);
-    }
+    if (th->g->cf.check) check_done_counts(th);
 }
 
 static void gvt_init(struct tw_thread *th)

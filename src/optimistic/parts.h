@@ -337,6 +337,8 @@ struct tw_settings {
     bool lazy;                             /* --cancel lazy (rollback.c) */
     bool chained;                          /* checkpoints form chains (not --state full): they
                                             * are freed by trimming chains, else one by one */
+    bool reverse;                          /* --state reverse: no checkpoints; each unsafe
+                                            * event keeps a reverse record (reverse.c) */
     int balance;                           /* enum kr__balance */
     unsigned chan_slots;                   /* per ring between two threads */
     bool check;                            /* --check: verify invariants as we go */

@@ -102,7 +102,8 @@ void tw_ts_thread_start(struct tw_thread *th)
      * late one must find it processed or pending, never half-run) */
     /* (nor an event of a model that answers queries: one that asks runs whole once it is
      * the run's least, query.c) */
-    th->ts.preempt = th->bundles || th->g->cf.queries ? KR_PREEMPT_OFF : (uint8_t)o->preempt;
+    th->ts.preempt = th->bundles || th->g->cf.queries || th->g->cf.reverse ? KR_PREEMPT_OFF
+                                                                         : (uint8_t)o->preempt;
     /* (a model that answers queries: its event in query mode waits for remote answers on a
      * stack, query.c - one at a time per thread, never preempted) */
     if (th->ts.preempt == KR_PREEMPT_OFF && !th->g->cf.queries) return;

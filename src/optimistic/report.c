@@ -42,7 +42,7 @@ static void totals(const struct kr__run *r, struct ts_totals *t)
 static void timeshare_summary(const struct kr__run *r, FILE *f)
 {
     const struct kr__tw_options *o = tw_options(r->cfg);
-    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
+    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query || r->reverse) return;
     struct ts_totals t;
     totals(r, &t);
     uint64_t pre = t.by_return + t.by_tick + t.by_slice;
@@ -111,7 +111,7 @@ void tw_json(const struct kr__run *r, FILE *f)
     fprintf(f, "  \"sequential_core\": %s,\n", r->alone ? "true" : "false");
     if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
     const struct kr__tw_options *o = tw_options(r->cfg);
-    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query) return;
+    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query || r->reverse) return;
     struct ts_totals t;
     totals(r, &t);
     fprintf(f,

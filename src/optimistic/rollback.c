@@ -226,13 +226,14 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     tl->tail = e->prev;
     if (tl->tail) tl->tail->next = NULL;
     else tl->head = NULL;
+    if (th->g->cf.reverse) tw_rev_undo(th, lp, e); /* (and its record goes) */
     struct kr__ev *sent = e->child;
     e->child = NULL;
     if (cancel) undo_sends(th, e, sent); /* (e->child: what lazy cancellation keeps) */
     if (tl->fail && e == tl->fail->poison) unpark(th, tl); /* (and the failure record goes) */
     if (e == tl->first_unc) tl->first_unc = NULL;
     th->uncommitted--;
-    struct kr__ckpt *c = e->ckpt;
+    struct kr__ckpt *c = th->g->cf.reverse ? NULL : e->ckpt;
     e->ckpt = NULL;
     e->flags = 0;
     e->st = KR_EV_PENDING;
@@ -256,6 +257,31 @@ static void count_rollback(struct tw_thread *th, const struct tw_lp *tl, uint64_
     }
 }
 
+/* After undoing: lp's state just before the undone events, from `first` (the checkpoint
+ * of the earliest of them: no coasting; first leaves the chain) or from the newest
+ * checkpoint before them, coasting forward over the events after it. */
+static void rebuild(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *first)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    struct kr__ev *c = tl->tail;
+    while (c && !c->ckpt) c = c->prev;
+    tl->ckpt_ev = c;
+    if (first) {
+        restore(th, lp, first);
+        if (!kr__ckpt_redirty(&lp->arena, first)) tl->ckpt_full_next = true;
+        kr__ckpt_release(&th->blobs, first);
+        /* (re-save before the next event, whatever K is by then: the default interval moves
+         * between 1 and 16, and with K grown in between the next events took none, and a
+         * rollback to them found no restore point) */
+        tl->since_ckpt = TW_CKPT_NOW;
+        return;
+    }
+    restore(th, lp, c ? c->ckpt : tl->base);
+    uint64_t before = th->cnt->coasted;
+    tw_coast(th, lp, c ? c : tl->head);
+    tl->since_ckpt = (uint32_t)(th->cnt->coasted - before);
+}
+
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel)
 {
     struct tw_lp *tl = tw_lp_of(lp);
@@ -272,23 +298,7 @@ void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *
     tw_set_lvt(th, lp);
     if (undone) count_rollback(th, tl, undone, k->ts);
     kr__lp_out_drop_from(lp, k);
-    struct kr__ev *c = tl->tail;
-    while (c && !c->ckpt) c = c->prev;
-    tl->ckpt_ev = c;
-    if (first) { /* the state just before k: no coasting; first leaves the chain */
-        restore(th, lp, first);
-        if (!kr__ckpt_redirty(&lp->arena, first)) tl->ckpt_full_next = true;
-        kr__ckpt_release(&th->blobs, first);
-        /* (re-save before the next event, whatever K is by then: the default interval moves
-         * between 1 and 16, and with K grown in between the next events took none, and a
-         * rollback to them found no restore point) */
-        tl->since_ckpt = TW_CKPT_NOW;
-        return;
-    }
-    restore(th, lp, c ? c->ckpt : tl->base);
-    uint64_t before = th->cnt->coasted;
-    tw_coast(th, lp, c ? c : tl->head);
-    tl->since_ckpt = (uint32_t)(th->cnt->coasted - before);
+    if (!th->g->cf.reverse) rebuild(th, lp, first); /* (reverse: undo_tail reversed each) */
 }
 
 /* The median of the samples in c (at least half of TW_COST_SAMPLES), or 0 if fewer. */

@@ -251,6 +251,34 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
 }
 
 /* The engine's shared part, before the threads are set up. */
+/* The run's settings (struct tw_settings) from the model, the options and the state mode. */
+static void tw_settings_init(struct tw_global *g, struct kr__run *r)
+{
+    g->cf.queries = r->model->query != NULL;
+    /* (queries: LPs stay where they are - a query finds its LP's thread by the table) */
+    const struct kr__tw_options *o = tw_options(r->cfg);
+    g->cf.balance = g->cf.queries ? KR_BALANCE_OFF : o->balance;
+    /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
+    g->cf.chan_slots = g->cf.balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
+    g->bl.storm = r->cfg->seed;
+    atomic_init(&g->active, g->n);
+    g->bl.trial_nact = g->n;
+    g->cf.period_ns = (uint64_t)(o->gvt_period_ms * 1e6);
+    g->cf.ckpt_auto = o->ckpt_interval == 0;
+    g->cf.ckpt_by_cost = !g->cf.ckpt_auto && !o->ckpt_given;
+    g->cf.ckpt_interval = o->ckpt_interval;
+    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
+    g->cf.ckpt_full_every = m->incremental ? o->ckpt_full_every : 1;
+    r->ckpt = (struct kr__ckpt_plan){ g->cf.ckpt_auto, g->cf.ckpt_full_every };
+    g->cf.chained = m->incremental;
+    g->cf.reverse = r->reverse;
+    g->cf.lazy = o->cancel == KR_CANCEL_LAZY;
+    g->cf.open_pages = m->open_pages;
+    g->cf.round_events = TW_ROUND_EVENTS;
+    g->cf.check = r->cfg->check;
+    g->cf.windows = r->cfg->engine == &kr__windows_engine;
+}
+
 struct tw_global *tw_global_new(struct kr__run *r)
 {
     struct tw_global *g = calloc(1, sizeof *g);
@@ -273,30 +301,8 @@ struct tw_global *tw_global_new(struct kr__run *r)
     g->lvt = malloc(g->nlocal * sizeof *g->lvt);
     if (!g->owner || !g->target || !g->lvt)
         kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
-    g->cf.queries = r->model->query != NULL;
-    /* (queries: LPs stay where they are - a query finds its LP's thread by the table) */
-    const struct kr__tw_options *o = tw_options(r->cfg);
-    g->cf.balance = g->cf.queries ? KR_BALANCE_OFF : o->balance;
-    /* (--balance storm, a test mode, also fills channels: backlogs in every move) */
-    g->cf.chan_slots = g->cf.balance == KR_BALANCE_STORM ? TW_STORM_SLOTS : KR_CHAN_SLOTS;
-    g->bl.storm = r->cfg->seed;
-    atomic_init(&g->active, g->n);
-    g->bl.trial_nact = g->n;
-    g->cf.period_ns = (uint64_t)(o->gvt_period_ms * 1e6);
-    g->cf.ckpt_auto = o->ckpt_interval == 0;
-    g->cf.ckpt_by_cost = !g->cf.ckpt_auto && !o->ckpt_given;
-    g->cf.ckpt_interval = o->ckpt_interval;
-    const struct kr__state_ops *m = kr__state_ops(r->state_mode);
-    g->cf.ckpt_full_every = m->incremental ? o->ckpt_full_every : 1;
-    r->ckpt = (struct kr__ckpt_plan){ g->cf.ckpt_auto, g->cf.ckpt_full_every };
-    g->cf.chained = m->incremental;
-    g->cf.lazy = o->cancel == KR_CANCEL_LAZY;
-    g->cf.open_pages = m->open_pages;
-    g->cf.round_events = TW_ROUND_EVENTS;
-    g->cf.check = r->cfg->check;
-    g->cf.windows = r->cfg->engine == &kr__windows_engine;
-    g->horizon = kr__key_at(-INFINITY);
-    g->gvt = kr__key_at(-INFINITY);
+    tw_settings_init(g, r);
+    g->horizon = kr__key_at(-INFINITY);    g->gvt = kr__key_at(-INFINITY);
     atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
     pthread_mutex_init(&g->end.err_mu, NULL);
     pthread_mutex_init(&g->print_mu, NULL);
@@ -421,7 +427,7 @@ static int tw_run(struct kr__run *r)
 {
     if (tw_alone(r)) return tw_run_alone(r);
     struct tw_global *g = tw_global_new(r);
-    if (tw_options(r->cfg)->preempt != KR_PREEMPT_OFF)
+    if (tw_options(r->cfg)->preempt != KR_PREEMPT_OFF && !r->reverse)
         kr__tick_install((const void *)r->model->event);
     tw_rank_setup(g);
     tw_setup_threads(r, g);
@@ -464,14 +470,18 @@ static unsigned tw_default_threads(unsigned ncpu)
  * ThreadSanitizer build (AddressSanitizer builds run it). */
 static int tw_validate(const struct kr__config *cfg, struct kr__error *err)
 {
+    /* (adaptive, the default, stays off there: preempt.c) */
+    int p = tw_options(cfg)->preempt;
+    if (kr__state_ops(cfg->state_mode)->reverse && p != KR_PREEMPT_OFF && p != KR_PREEMPT_ADAPTIVE)
+        return kr__fail(err, KR_ERR_USAGE, "--state reverse with --preempt %s: an event "
+                        "preempted half-way cannot be reversed by its handler; use --preempt "
+                        "off or adaptive (which then stays off), or another --state",
+                        kr__preempt_name(p));
 #if defined(KR_TSAN)
     if (tw_options(cfg)->preempt != KR_PREEMPT_OFF)
         return kr__fail(err, KR_ERR_USAGE, "--preempt %s is not available in a ThreadSanitizer "
                         "build (it defers signals); use --preempt off, or a normal build",
                         kr__preempt_name(tw_options(cfg)->preempt));
-#else
-    (void)cfg;
-    (void)err;
 #endif
     return KR_OK;
 }

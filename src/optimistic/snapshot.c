@@ -24,6 +24,17 @@
 #include "base/error.h"
 #include "core/snapshot.h"
 
+/* As for a stop: every worker has turned safe events off, and GVT's time lies past the
+ * last one run (an equal time could hold one at a higher key). all: the ranks' round. */
+static bool safe_passed(struct tw_global *g, const struct kr__net_gvt *all)
+{
+    if (all) return !(all->flags & KR_NET_UNACKED) && g->gvt.ts > all->safe_hi.ts;
+    if (atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads)
+        return false;
+    uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
+    return !hi || g->gvt.ts > tw_time_of(hi - 1);
+}
+
 bool tw_snap_plan(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -39,16 +50,7 @@ bool tw_snap_plan(struct tw_thread *th)
             atomic_store_explicit(&g->sn.want, 1, memory_order_relaxed);
         return false;
     }
-    /* (as for a stop: every worker has turned safe events off, and GVT's time lies past
-     * the last one run - an equal time could hold one at a higher key) */
-    if (all) {
-        if (all->flags & KR_NET_UNACKED || !(g->gvt.ts > all->safe_hi.ts)) return false;
-    } else {
-        if (atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads)
-            return false;
-        uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
-        if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false;
-    }
+    if (!safe_passed(g, all)) return false;
     atomic_store_explicit(&g->sn.req, 1, memory_order_relaxed); /* (published with it) */
     return true;
 }

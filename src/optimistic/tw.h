@@ -453,6 +453,11 @@ bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e)
 void tw_lazy_join(struct tw_thread *th, struct kr__ev *x);
 void tw_lazy_end(struct tw_thread *th);
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at);
+/* --state reverse (reverse.c): e's reverse record, in place of a checkpoint, before it
+ * runs (its area in the context: kr_reverse_area); and e, lp's newest processed event,
+ * undone by the model's reverse handler, its record freed. */
+void tw_rev_record(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
+void tw_rev_undo(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e);
 void tw_trim_chain(struct tw_thread *th, struct kr__ckpt *c);
 void tw_tune_ckpt(struct tw_thread *th);
 void tw_ckpt_by_cost(struct tw_thread *th);

@@ -42,8 +42,22 @@ static _Noreturn void not_a_callback(const char *msg)
 }
 
 /* Calls that need an LP (state, RNG, memory), outside an event handler. */
+/* A reverse handler may only change the LP's memory. */
+static int in_reverse(const char *fn)
+{
+    static const char *const may[] = { "kr_malloc", "kr_free", "kr_realloc", "kr_set_state" };
+    for (size_t i = 0; i < sizeof may / sizeof may[0]; i++)
+        if (!strcmp(fn, may[i])) return 1;
+    kr__model_error("%s in a reverse handler: reverse only puts back what its event changed "
+                    "in the LP's memory (and may kr_malloc/kr_free); Kairos itself cancels the "
+                    "event's sends, drops its output and restores its random stream, send "
+                    "count and timers", fn);
+    return 1;
+}
+
 static __attribute__((noinline)) int need_lp_checked(const char *fn)
 {
+    if (kr__ctx.mode == KR_MODE_REVERSE) return in_reverse(fn);
     if (kr__in_lp()) {
         if (kr__ctx.mode == KR_MODE_DONE)
             kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
@@ -394,6 +408,10 @@ kr_timer kr_timer_set(kr_time t, unsigned type, const void *payload, size_t size
 {
     KR_API_ENTER();
     need_lp("kr_timer_set");
+    if (kr__ctx.run->reverse)
+        kr__model_error("kr_timer_set under --state reverse: an LP's pending timers are kept "
+                        "in its state, which the reverse handler would have to put back; run "
+                        "a model with timers with --state full, page or buddy");
     kr_timer tm = { 0, 0 };
     uint64_t id = kr__ctx.lp->seq + 1; /* (kr__timer_id of the event's key) */
     if (schedule("kr_timer_set", kr__ctx.id, t, kr__ctx.run->lookahead, SCHED_TIMER, type,
@@ -403,6 +421,16 @@ kr_timer kr_timer_set(kr_time t, unsigned type, const void *payload, size_t size
     }
     KR_API_LEAVE();
     return tm;
+}
+
+void *kr_reverse_area(void)
+{
+    KR_API_ENTER();
+    need_lp("kr_reverse_area");
+    size_t n = kr__ctx.run->model->reverse_bytes;
+    void *p = !n ? NULL : kr__ctx.rev_area ? kr__ctx.rev_area : kr__reverse_scratch(n);
+    KR_API_LEAVE();
+    return p;
 }
 
 bool kr_timer_cancel(kr_timer *timer)

@@ -92,6 +92,20 @@ static int bad_ledger(const struct kr_model *m, struct kr__error *err)
     return KR_OK;
 }
 
+/* Reverse computation's fields (struct kr_model.reverse). */
+static int bad_reverse(const struct kr_model *m, struct kr__error *err)
+{
+    if (m->reverse_bytes && !m->reverse)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares reverse_bytes but no reverse "
+                        "handler: the reverse area is for struct kr_model.reverse", m->name);
+    if (m->reverse_bytes > KR_REVERSE_MAX)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares reverse_bytes of %zu; at most "
+                        "%u are allowed (one area per processed event): keep larger saved "
+                        "values in the LP's state", m->name, m->reverse_bytes,
+                        (unsigned)KR_REVERSE_MAX);
+    return KR_OK;
+}
+
 static const struct kr_model *check(const struct kr_model *m, const char *from,
                                    struct kr__error *err)
 {
@@ -109,7 +123,8 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
                  "know (KR_MODEL_MARKS_WRITES, KR_MODEL_BUNDLES, KR_MODEL_TYPE_ORDER are 0x7): "
                  "a model built for a newer Kairos, or a typo", m->name,
                  m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER));
-    else if (bad_ledger(m, err) == KR_OK && bad_lists(m, err) == KR_OK)
+    else if (bad_reverse(m, err) == KR_OK && bad_ledger(m, err) == KR_OK &&
+             bad_lists(m, err) == KR_OK)
         return m;
     return NULL;
 }
@@ -129,8 +144,9 @@ static const struct kr_model *builtin(const char *name, struct kr__error *err)
 }
 
 /* A model built against an older KR_ABI_VERSION: struct kr_model ended before `query`
- * (2), before `commit` (3), before `type_names` (4), before `metrics` (5) or before
- * `run_lookahead` (6); read with its own layout, the fields after are zero. */
+ * (2), before `commit` (3), before `type_names` (4), before `metrics` (5), before
+ * `run_lookahead` (6) or before `reverse` (7); read with its own layout, the fields after
+ * are zero. */
 static struct kr_model old_model;
 static size_t old_size; /* (0: this version's layout) */
 
@@ -142,7 +158,8 @@ static bool same_layout(void *h, const char *name, struct kr__error *err)
                         : *abi == 3 ? offsetof(struct kr_model, commit)
                         : *abi == 4 ? offsetof(struct kr_model, type_names)
                         : *abi == 5 ? offsetof(struct kr_model, metrics)
-                        : *abi == 6 ? offsetof(struct kr_model, run_lookahead) : 0;
+                        : *abi == 6 ? offsetof(struct kr_model, run_lookahead)
+                        : *abi == 7 ? offsetof(struct kr_model, reverse) : 0;
     if (abi && (*abi == KR_ABI_VERSION || old_size)) return true;
     char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
     if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);
@@ -176,6 +193,26 @@ static void load_failed(const char *name, struct kr__error *err)
 /* A model the program holds (kr__cmd_run_model): found by its name before any other. */
 const struct kr_model *kr__model_own;
 
+/* The entry point of the model object `name`, opened; NULL (err says why) if it cannot be
+ * opened, exports none, or was built for another layout. */
+static const struct kr_model *(*model_entry(const char *name, struct kr__error *err))(void)
+{
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    const struct kr_model *(*entry)(void) = NULL;
+    if (!h) {
+        load_failed(name, err);
+        return NULL;
+    }
+    dlerror();
+    *(void **)&entry = dlsym(h, "kr_model_entry");
+    if (!entry)
+        kr__fail(err, KR_ERR_USAGE, "model '%s' does not export kr_model_entry(); an outside "
+                 "model defines it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
+    else if (!same_layout(h, name, err))
+        entry = NULL;
+    return entry;
+}
+
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
 {
     if (kr__model_own && kr__model_own->name && !strcmp(name, kr__model_own->name))
@@ -190,19 +227,7 @@ const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
     }
     kr__fault_install(); /* a crash in the model's constructor or entry is the model's */
     kr__model_loading = name;
-    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    const struct kr_model *(*entry)(void) = NULL;
-    if (!h) {
-        load_failed(name, err);
-    } else {
-        dlerror();
-        *(void **)&entry = dlsym(h, "kr_model_entry");
-        if (!entry)
-            kr__fail(err, KR_ERR_USAGE, "model '%s' does not export kr_model_entry(); an outside "
-                     "model defines it (KR_MODEL_EXPORT with KR_OUTSIDE_MODEL defined)", name);
-        else if (!same_layout(h, name, err))
-            entry = NULL;
-    }
+    const struct kr_model *(*entry)(void) = model_entry(name, err);
     const struct kr_model *m = entry ? entry() : NULL;
     kr__model_loading = NULL;
     if (m && old_size) {

@@ -65,7 +65,9 @@ static const struct kr__opt head[] = {
               "  buddy  like page, pages grouped into buddy partitions\n"
               "         planned from measured write patterns and costs\n"
               "  scan   like page, written pages tracked by the kernel\n"
-              "         (userfaultfd write-protect + PAGEMAP_SCAN, Linux 6.7+)" },
+              "         (userfaultfd write-protect + PAGEMAP_SCAN, Linux 6.7+)\n"
+              "  reverse  no checkpoints: the model's reverse handler undoes\n"
+              "         each rolled-back event (struct kr_model.reverse)" },
 };
 
 static const struct kr__opt tail[] = {

@@ -169,6 +169,17 @@ int kr__model_lookahead(const struct kr_model *m, kr_time *la, struct kr__error 
     return KR_OK;
 }
 
+/* A value given as text, as an integer (or a double that is one). */
+static int64_t int_of(const char *name, const char *v, int64_t fallback)
+{
+    int64_t out;
+    double d;
+    if (!parse_int(v, &out)) return out;
+    if (!parse_double(v, &d) && d == (double)(int64_t)d) return (int64_t)d;
+    kr__model_error("kr_param_int(\"%s\"): value '%s' is not an integer", name, v);
+    return fallback;
+}
+
 int64_t kr_param_int(const char *name, int64_t fallback)
 {
     const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
@@ -177,13 +188,7 @@ int64_t kr_param_int(const char *name, int64_t fallback)
     if (c && c->is_dbl && c->d == (double)(int64_t)c->d) return (int64_t)c->d;
     const char *v = given(name);
     if (!v && p) v = p->def;
-    if (!v) return fallback;
-    int64_t out;
-    double d;
-    if (!parse_int(v, &out)) return out;
-    if (!parse_double(v, &d) && d == (double)(int64_t)d) return (int64_t)d;
-    kr__model_error("kr_param_int(\"%s\"): value '%s' is not an integer", name, v);
-    return fallback;
+    return v ? int_of(name, v, fallback) : fallback;
 }
 
 double kr_param_double(const char *name, double fallback)

@@ -181,6 +181,25 @@ static int region_setup(struct kr__run *r, const struct kr__state_ops *m, struct
     return KR_OK;
 }
 
+/* --state reverse: the model undoes its events itself, so it needs a reverse handler, and
+ * nothing else of the LP may change that the handler cannot see. */
+static int reverse_refused(const struct kr__run *r, const struct kr__state_ops *m,
+                           struct kr__error *err)
+{
+    const char *name = r->model->name;
+    if (!r->model->reverse)
+        return kr__fail(err, KR_ERR_USAGE, "--state %s: model '%s' has no reverse handler "
+                        "(struct kr_model.reverse) to undo its events with; use --state full, "
+                        "page or buddy, which need no help from the model", m->name, name);
+    if (r->bundles || r->model->query)
+        return kr__fail(err, KR_ERR_USAGE, "--state %s: model '%s' %s, which reverse "
+                        "computation does not cover yet (the engine reads LP states as they "
+                        "were before an event there); use --state full, page or buddy",
+                        m->name, name, r->bundles ? "runs same-time bundles (KR_MODEL_BUNDLES)"
+                        : "answers queries");
+    return KR_OK;
+}
+
 /* Tracked state saving (optimistic engine only: the sequential engine never restores)
  * needs every LP's slice reserved up front: room for twice --arena-max plus slack, since
  * areas are carved in whole pages and never returned. */
@@ -193,10 +212,12 @@ static int setup_state(struct kr__run *r, struct kr__error *err)
                         "marks its writes (KR_MODEL_MARKS_WRITES), so incremental checkpoints "
                         "would miss changes; use --state page or buddy, which need no help "
                         "from the model, or --state full", want->name, r->model->name);
+    if (want->reverse && reverse_refused(r, want, err)) return err->status;
     /* (sequential --check verifies the marks in the mode that needs them) */
     bool used = cfg->engine->restores_state || (want->marks && cfg->check);
     const struct kr__state_ops *m = used ? want : kr__state_default();
     r->state_mode = m->id;
+    r->reverse = m->reverse;
     kr__chunk_marking = m->marks;
     if (!m->region) return check_slices(r);
     if (region_setup(r, m, err)) return err->status;

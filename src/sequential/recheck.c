@@ -10,6 +10,7 @@
 #include "base/digest.h"
 #include "base/error.h"
 #include "state/ckpt.h"
+#include "state/mode.h"
 
 /* ---- the model's global memory ---- */
 
@@ -94,6 +95,10 @@ void kr__recheck_init(struct kr__recheck *c, const struct kr__run *r)
     kr__empty_payload = c->empty;
     struct find_model f = { (uintptr_t)r->model->event, c };
     dl_iterate_phdr(model_segments, &f);
+    if (kr__state_ops(r->cfg->state_mode)->reverse) {
+        size_t n = r->model->reverse_bytes ? r->model->reverse_bytes : 1;
+        if (!(c->area = malloc(n))) kr__fatal_oom("--check's reverse area", n);
+    }
 }
 
 void kr__recheck_destroy(struct kr__recheck *c)
@@ -106,6 +111,7 @@ void kr__recheck_destroy(struct kr__recheck *c)
     free(c->sent1);
     free(c->out);
     free(c->rec.b);
+    free(c->area);
 }
 
 void kr__recheck_capture_send(struct kr__recheck *c, struct kr__ev *e)
@@ -279,6 +285,31 @@ static void not_reexecutable(const struct kr__recheck *c, bool same, size_t nout
                     "rand() or the clock instead of kr_random, memory not from kr_malloc", what);
 }
 
+/* --state reverse: the first run's event undone by the model's reverse handler (with the
+ * words the engine restores itself) must leave the state it started from, `before`. */
+static void check_reverse(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                          struct kr__ev *e, const struct kr__ckpt *before)
+{
+    struct kr__ctx keep = kr__ctx;
+    kr__ctx_event(lp, e, KR_MODE_REVERSE);
+    r->model->reverse(e->dest, e->k.ts, e->type, e->payload, e->size, lp->root, c->area);
+    kr__lp_load_words(lp, before->words);
+    struct kr__ckpt *back = kr__lp_snapshot(&c->blobs, lp);
+    bool same = same_state(before, back);
+    size_t bytes = back->bytes;
+    kr__ckpt_release(&c->blobs, back);
+    if (!same) /* (in the reverse handler's context: the message names it) */
+        kr__model_error("--check: run from the state before the event, the event and then "
+                        "its reverse handler leave the LP's kr_malloc memory different (%s): "
+                        "the reverse handler does not undo everything the event changed, so "
+                        "a rollback under --state reverse would continue from a wrong state. "
+                        "Put back every field the event writes (keep old values in "
+                        "kr_reverse_area), and free what it allocates",
+                        bytes != before->bytes ? "its blocks differ in number or size"
+                                               : "the same blocks, other bytes");
+    kr__ctx = keep;
+}
+
 void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
                        struct kr__ev *e)
 {
@@ -287,7 +318,10 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
     scribble_stack(0x5A);
     globals_keep(c);
+    if (c->area) memset(c->area, 0, r->model->reverse_bytes ? r->model->reverse_bytes : 1);
+    kr__ctx.rev_area = r->model->reverse_bytes ? c->area : NULL;
     run_once(c, r, lp, e);
+    kr__ctx.rev_area = NULL;
     globals_check(c);
     if (kr__arena_marks(&lp->arena)) check_marks(lp, saved);
     struct kr__alien al = { 0 };
@@ -297,6 +331,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     uint64_t out1 = printed(c, lp);
     size_t nout1 = c->nout;
     keep_first_sends(c);
+    if (c->area) check_reverse(c, r, lp, e, saved);
     kr__ckpt_restore(&lp->arena, saved, w);
     kr__lp_load_words(lp, w);
     kr__ckpt_release(&c->blobs, saved);

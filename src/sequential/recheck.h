@@ -1,6 +1,7 @@
 /* recheck.h - the sequential engine's re-execution check (--check): every event runs twice
  * from the same saved state, and the two runs must leave the same state, send the same
- * events and print the same text. A model that fails it (global variables, rand(), the
+ * events and print the same text; with --state reverse the model's reverse handler runs
+ * between the two and must bring the state back to the one before the event. A model that fails it (global variables, rand(), the
  * wall clock, reading memory it does not own) would give wrong results under Time Warp,
  * which re-executes events after a rollback; this finds it in the sequential engine, at the
  * first event that shows it. */
@@ -31,6 +32,8 @@ struct kr__recheck {
     uintptr_t glob_base;       /* its load address */
     void *empty;               /* a read-only page: the payload of an empty event while it
                                 * is checked (a write through it is named: fault.c) */
+    unsigned char *area;       /* --state reverse: the first run's reverse area, which the
+                                * model's reverse handler then gets (NULL: no reverse run) */
 };
 
 /* (r: the run, whose model's writable segments are found) */

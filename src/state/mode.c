@@ -12,8 +12,9 @@ const struct kr__state_ops *kr__state_modes[KR_STATE_MAX] = {
     [KR_STATE_PAGE] = &kr__state_page,
     [KR_STATE_BUDDY] = &kr__state_buddy,
     [KR_STATE_SCAN] = &kr__state_scan,
+    [KR_STATE_REVERSE] = &kr__state_reverse,
 };
-static size_t nmodes = KR_STATE_SCAN + 1;
+static size_t nmodes = KR_STATE_REVERSE + 1;
 
 int kr__state_add(const struct kr__state_ops *m)
 {

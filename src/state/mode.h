@@ -1,7 +1,7 @@
 /* mode.h - the state-saving modes (--state) as back ends behind one table: each mode's
  * name, what it needs from the run and the engines, how it finds and saves an event's
  * writes, and its own statistics. Each mode is one file that fills its entry (full here in
- * mode.c, chunk.c, page.c, buddy.c, scan.c); nothing compares mode ids, every caller asks
+ * mode.c, chunk.c, page.c, buddy.c, scan.c, reverse.c); nothing compares mode ids, every caller asks
  * the mode's entry (issues 14 and 36). Adding a mode: a file with its entry and one line
  * in mode.c's table (docs/design.md, "State saving"). */
 #ifndef KR_STATE_MODE_H
@@ -15,7 +15,7 @@
 
 /* The modes' ids: indexes of the table, kept by options, runs and checkpoints. */
 enum kr__state_mode { KR_STATE_FULL, KR_STATE_CHUNK, KR_STATE_PAGE, KR_STATE_BUDDY, KR_STATE_SCAN,
-                      KR_STATE_MAX = 8 };
+                      KR_STATE_REVERSE, KR_STATE_MAX = 8 };
 
 struct kr__arena;
 struct kr__area;
@@ -57,6 +57,8 @@ struct kr__state_ops {
                                  * they are closed by a checkpoint before the next one runs
                                  * speculatively, or before the LP migrates */
     bool marks;                 /* the model marks its writes (KR_MODEL_MARKS_WRITES) */
+    bool reverse;               /* no checkpoints: the model's reverse handler undoes each
+                                 * event (struct kr_model.reverse; optimistic/reverse.c) */
     const struct kr__track_ops *track; /* incremental checkpoints (NULL: all are full) */
     /* The region is reserved at [base, base + bytes): 0, or -1 with errno (NULL: nothing);
      * and given back. */
@@ -78,7 +80,7 @@ struct kr__state_ops {
 
 /* The entries (each in its mode's file). */
 extern const struct kr__state_ops kr__state_chunk, kr__state_page, kr__state_buddy,
-    kr__state_scan;
+    kr__state_scan, kr__state_reverse;
 /* The page-granular part shared by page, buddy and scan (page.c), and the write fault of
  * page and buddy. */
 extern const struct kr__track_ops kr__page_track;

@@ -198,6 +198,7 @@ void kr__ult_pool_destroy(struct kr__ult_pool *p)
         __tsan_destroy_fiber(u->tsan_fiber);
 #endif
         munmap(u->lo - GUARD_BYTES, GUARD_BYTES + (size_t)(u->hi - u->lo));
+        free(u->scratch);
         free(u);
     }
     free(p->all);

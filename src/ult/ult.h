@@ -52,6 +52,9 @@ struct kr__ult {
     uint64_t paused0;          /* engine: the run's paused time when its event started */
     uint64_t over_at;          /* engine: when it was first seen over the timeout, or 0 */
     uint64_t calls;            /* engine: model calls (platform returns) of its event */
+    void *scratch;             /* kr_reverse_area outside --state reverse: its event's
+                                * (core/lp.c), scratch_n bytes, made on first use */
+    size_t scratch_n;
     _Atomic bool foreign;      /* a thread its event started called the API (interpose.c):
                                 * per stack, for a tick may switch to another event while
                                 * that thread still runs */

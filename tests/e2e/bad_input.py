@@ -190,7 +190,7 @@ for mode in ("page", "buddy"):
            "-P", "case=18")
 
 # --state chunk: refused for models that do not mark writes; --check finds missed marks
-expect(2, ["--state must be full, chunk, page, buddy or scan", "'bogus'"], "run", "phold", "--state", "bogus")
+expect(2, ["--state must be full, chunk, page, buddy, scan or reverse", "'bogus'"], "run", "phold", "--state", "bogus")
 expect(2, ["--ckpt-full-every must be from 1 to 65535"], "run", "phold", "--ckpt-full-every", "0")
 expect(2, ["--ckpt-interval needs a whole number"], "run", "phold", "--ckpt-interval", "often")
 expect(2, ["--state chunk", "model 'misuse' does not declare", "KR_MODEL_MARKS_WRITES",

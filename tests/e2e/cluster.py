@@ -248,6 +248,18 @@ def same_as_sequential():
              "tick), with --cancel lazy" if LONG else
              "; ".join(f"{n}x{th} {' '.join(x)}" for n, th, x in mine)))
 
+    # (reverse computation: the model's reverse handler undoes rollbacks on every rank)
+    rev = [os.path.join(build, "librevstate.so"), "--lps", "96", "--end", "100"]
+    rc, out, err = run(kairos, "run", *rev, "--sync", "sequential")
+    for np, threads in ((2, 1), (3, 2)):
+        p = mpirun(np, "run", *rev, "--threads", str(threads), "--state", "reverse")
+        if p.returncode != 0 or digest(p.stderr) != digest(err) or p.stdout != out:
+            fail(f"revstate {np}x{threads} --state reverse: exit {p.returncode}, digest "
+                 f"{digest(p.stderr) if p.returncode == 0 else '-'}, sequential "
+                 f"{digest(err)}, stdout {'equal' if p.stdout == out else 'differs'}\n"
+                 f"{p.stderr}")
+    t.ok("revstate: the sequential digest and stdout with --state reverse on 2x1, 3x2 ranks")
+
 
 def stats_across_ranks():
     path = os.path.join(build, "cluster-stats.json")
@@ -674,16 +686,16 @@ def ross_across_ranks():
     ref = subprocess.run([phold, "--synch=1", "--nlp=96", "--end=100", "--print-every=16"],
                          capture_output=True, text=True, timeout=120)
     want = [ln for ln in ref.stdout.splitlines() if ln.startswith("LP ")]
-    for np_ in (2, 3):
+    for np_, extra in ((2, []), (3, []), (2, ["--state", "reverse"])):
         p = mpirun(np_, "--synch=3", f"--nlp={96 // np_}", "--end=100", "--print-every=16",
-                   program=phold)
+                   *extra, program=phold)
         got = [ln for ln in p.stdout.splitlines() if ln.startswith("LP ")]
         if p.returncode or digest(p.stderr) != digest(ref.stderr) or got != want or \
                 p.stdout.count("PHOLD:") != 1:
             fail(f"ROSS phold on {np_} ranks: exit {p.returncode}, digest, LP lines or the "
                  f"header (rank 0 only) differ from one process's\n{p.stdout}\n{p.stderr}")
-    t.ok("a ROSS model on 2 and 3 ranks (its LPs per process): one process's digest and "
-         "statistics; its main prints once (g_tw_mynode)")
+    t.ok("a ROSS model on 2 and 3 ranks (its LPs per process), and on 2 with --state "
+         "reverse: one process's digest and statistics; its main prints once (g_tw_mynode)")
     digests = set()
     for synch in ("--synch=3", "--synch=2"):
         p = mpirun(2, synch, "--end=200", program=tower)

@@ -44,6 +44,8 @@ configs = {
     "dists": [dists, "--lps", "64", "--end", "30"],
     # timers set, cancelled, re-set and fired, some at the current time (tests/models/timers.c)
     "timers": [os.path.join(build, "libtimers.so"), "--lps", "32", "--end", "150"],
+    # a large table per LP with a reverse handler (tests/models/revstate.c)
+    "revstate": [os.path.join(build, "librevstate.so"), "--lps", "64", "--end", "100"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in pick((1, 2), (1, 2, 3, 4))]
 # (the conservative engine's windows scheme: safe events only, on every model - one without
@@ -72,7 +74,8 @@ for name, args in configs.items():
     t.ok(f"{name}: digest {ref} ({ref_n} events) on every engine and thread count")
 
 # State-saving modes: incremental chains (full every 3), page and buddy protection, chunk
-# marking (models that mark writes; chaos through the compiler instrumentation), with
+# marking (models that mark writes; chaos through the compiler instrumentation), reverse
+# computation (a model with a reverse handler), with
 # rollback-heavy configurations, at 1, 2 and 4 threads.
 chaos_instr = os.path.join(build, "libchaos_instr.so")
 state_configs = {
@@ -87,6 +90,8 @@ state_configs = {
     "pcs-spans": (configs["pcs-spans"], ["chunk", "page"]),
     "datastore": (configs["datastore"], ["chunk", "page", "buddy", "scan"]),
     "timers": (configs["timers"], ["chunk", "page", "buddy", "scan"]),
+    # (reverse computation: the model's handler undoes rollbacks, no checkpoint taken)
+    "revstate": (configs["revstate"], ["reverse", "page"]),
 }
 # plain C heap calls, made transparent by -include kairos/transparent.h or by --wrap
 for variant in ("t", "wrap"):

@@ -8,7 +8,9 @@ program with ROSS's options and Kairos's beside them.
   the same options (recorded below from ROSS dc3a6a0, `--synch=1`): the same CLCG4 streams,
   seeded as ROSS seeds them, and the same drops of events at or past the end.
 - On every Kairos engine (--synch=1/2/3/6, threads, state modes, time-sharing) the same
-  digest and output as the sequential run.
+  digest and output as the sequential run; with --state reverse too, where the model's
+  reverse handlers undo the rollbacks, and --synch=4 checks each reverse handler (one that
+  forgets a random draw is named).
 - What a ROSS program gets wrong is said: a bad option value, Kairos's --end/--lps given
   instead of ROSS's, tw_error in an event (exit 1, naming the LP, time and place)."""
 import os
@@ -86,6 +88,32 @@ for lay in layouts:
                  f"{'equal' if o == want_out else 'differs'}\n{e}")
     t.ok(f"{' '.join(lay)}: the sequential digest and output")
 
+# --- reverse computation (issue 38 item 2): the model's reverse handlers undo rolled-back
+# events instead of checkpoints, with the same digest and output
+rolled = 0
+for lay in (["--synch=3", "--threads", "1"], ["--synch=3", "--threads", "2"],
+            ["--synch=3", "--threads", "2", "--cancel", "lazy"],
+            ["--synch=2", "--conservative", "windows", "--threads", "2"]):
+    for args, want_out, want in ((["--end=100"], out, ref), (ROSS_REMOTE, out2, ref2)):
+        o, e, s = ross_run(*lay, "--state", "reverse", *args)
+        if s["run_digest"] != want or o != want_out:
+            fail(f"{lay} --state reverse {args}: digest {s['run_digest']} (sequential "
+                 f"{want}), output {'equal' if o == want_out else 'differs'}\n{e}")
+        rolled += s.get("rollbacks", 0) or 0
+    t.ok(f"{' '.join(lay)} --state reverse: the sequential digest and output")
+if not rolled:
+    fail("no --state reverse run rolled back: no reverse handler was called")
+t.ok(f"--state reverse: {rolled} rollbacks undone by the model's reverse handlers")
+# --synch=4 runs each event, its reverse and the event again; a reverse handler that
+# forgets a draw is named
+o, e, s = ross_run("--synch=4", "--end=100")
+if s["run_digest"] != ref or o != out or s["engine"] != "sequential":
+    fail(f"--synch=4: digest {s['run_digest']} (sequential {ref}) or another output\n{e}")
+o, e, _ = ross_run("--synch=4", "--end=100", "--bad-reverse=1", rc_want=1)
+if "in its reverse handler" not in e or "event type 0" not in e or "LP " not in e:
+    fail(f"--synch=4 with a reverse handler that forgets a draw:\n{e}")
+t.ok("--synch=4: event, reverse, event; a reverse handler that forgets a draw is named")
+
 # --- --synch names the engine; --help lists both sets of options
 for synch, engine in (("1", "sequential"), ("2", "conservative"), ("3", "optimistic")):
     _, _, s = ross_run(f"--synch={synch}", "--end=100")
@@ -124,6 +152,12 @@ for lay in (["--synch=1"], ["--synch=1", "--typemap=1"], ["--synch=3", "--thread
     elif (st_t["run_digest"], p.stdout) != tower_ref:
         fail(f"tower {lay}: digest {st_t['run_digest']} or output differ from sequential's")
     t.ok(f"tower {' '.join(lay)}: two types, custom mapping, PE final: the sequential digest")
+
+p = subprocess.run([tower, "--synch=3", "--state", "reverse", "--end=200"], capture_output=True,
+                   text=True, timeout=TIMEOUT)
+if p.returncode != 2 or "type has no reverse handler (revent_f" not in p.stderr:
+    fail(f"tower --state reverse (a type without revent): exit {p.returncode}\n{p.stderr}")
+t.ok("--state reverse with an LP type that has no reverse handler: refused, naming it")
 
 # --- what a ROSS program gets wrong
 for args, rc, needle in ((["--nlp=abc"], 2, "option --nlp: 'abc' is not a valid value"),

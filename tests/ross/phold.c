@@ -26,6 +26,7 @@ static double mean = 0.9;
 static double lookahead = 0.1;
 static unsigned print_every = 16;
 static double fail_at = -1; /* (tests: tw_error in the first event past this time) */
+static unsigned bad_reverse; /* (tests: the reverse handler forgets a draw: --check names it) */
 
 static void send_one(tw_lp *lp, long hops, tw_bf *bf)
 {
@@ -71,7 +72,7 @@ static void phold_event_rc(phold_state *s, tw_bf *bf, phold_msg *m, tw_lp *lp)
     s->hops[m->hops % 4]--;
     tw_rand_reverse_unif(lp->rng);
     tw_rand_reverse_unif(lp->rng);
-    if (bf->c1) tw_rand_reverse_unif(lp->rng);
+    if (bf->c1 && !bad_reverse) tw_rand_reverse_unif(lp->rng);
     s->last = m->saved_last;
 }
 
@@ -105,6 +106,7 @@ static const tw_optdef app_opt[] = {
     TWOPT_DOUBLE("lookahead", lookahead, "least delay of an event"),
     TWOPT_UINT("print-every", print_every, "final prints every N-th LP"),
     TWOPT_DOUBLE("fail-at", fail_at, "tw_error in the first event past this time"),
+    TWOPT_UINT("bad-reverse", bad_reverse, "the reverse handler forgets a remote event's draw"),
     TWOPT_END(),
 };
 

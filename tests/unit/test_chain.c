@@ -121,7 +121,7 @@ static const struct kr__track_ops every_track = {
 };
 
 static const struct kr__state_ops every_mode = {
-    .name = "every", .id = KR_STATE_SCAN + 1, .region = true, .incremental = true,
+    .name = "every", .id = KR_STATE_REVERSE + 1, .region = true, .incremental = true,
     .track = &every_track,
 };
 
@@ -279,7 +279,7 @@ int main(void)
     kr__buddy_calibrate();
     const unsigned every[] = { 1, 3, 10 };
     int stub = kr__state_add(&every_mode);
-    CHECK(stub == KR_STATE_SCAN + 1 && kr__state_ops_find("every") == &every_mode);
+    CHECK(stub == KR_STATE_REVERSE + 1 && kr__state_ops_find("every") == &every_mode);
     CHECK(kr__state_add(&every_mode) == -1); /* (the same id or name twice) */
     CHECK(strstr(kr__state_mode_names(), "or every") != NULL); /* (what --state's lists) */
     for (int mode = KR_STATE_FULL; mode <= stub; mode++)

@@ -6,19 +6,24 @@
  *
  * Written here from ROSS's documented interface (types, names and meanings), not from its
  * code. What differs, by design:
- * - LP states are rolled back by Kairos's checkpoints: reverse handlers are kept but not
- *   called; a commit handler runs right after its event's forward handler (what it prints
- *   with printf or tw_output is committed output, rolled back with the event).
+ * - LP states are rolled back by Kairos's checkpoints, and reverse handlers not called -
+ *   unless the run has --state reverse (every LP type needs a reverse handler then): they
+ *   undo rolled-back events, with the bit field and message the forward handler left, and
+ *   nothing is checkpointed. A commit handler runs right after its event's forward handler
+ *   (what it prints with printf or tw_output is committed output, rolled back with the
+ *   event; under --state reverse its writes to the LP's state struct are undone too).
  * - An LP's random streams and its state live in the LP's Kairos memory, and tw_calloc
  *   from an LP's init allocates there (rolled back, counted in the digest); its tw_lp
  *   record is the layer's, the same for the whole run.
  * - Ties between events at one time are broken Kairos's way (deterministically on every
  *   engine), not by ROSS's tie-breaking streams.
  * - --synch=1 is the sequential engine, 2 the conservative one, 3 and 5 the optimistic one,
- *   4 and 6 the sequential engine with --check. Every kairos run option may be given beside
- *   ROSS's (--threads 2, --stats run.json ...). Under mpirun each process is a PE, as on
- *   ROSS (tw_nnodes(), g_tw_mynode; tw_define_lps's LPs are each process's): the
- *   optimistic engine or the conservative one's windows run across them.
+ *   4 and 6 the sequential engine with --check (4 with --state reverse where every type
+ *   has a reverse handler: each event, its reverse and the event again). Every kairos run
+ *   option may be given beside ROSS's (--threads 2, --stats run.json ...). Under mpirun
+ *   each process is a PE, as on ROSS (tw_nnodes(), g_tw_mynode; tw_define_lps's LPs are
+ *   each process's): the optimistic engine or the conservative one's windows run across
+ *   them.
  * - Older ROSS spellings that ROSS-Models' models use are accepted too: g_tw_npe,
  *   g_tw_nkp, g_tw_memory_nqueues, tw_lp_onpe/tw_kp_onpe/tw_lp_onkp in custom mappings
  *   (their PE argument is not read), tw_pe_settype with or without a PE, tw_snapshot*.
@@ -172,7 +177,7 @@ struct tw_event {
     tw_stime send_ts;
     tw_bf cv;
     tw_event *next_free; /* (the layer's: its LP's free events) */
-    void *owner;         /* (the layer's: the sending LP's block) */
+    void *owner;         /* (the layer's: the sending LP's free list) */
     void *data;          /* (the layer's: tw_event_data) */
 };
 
