@@ -318,6 +318,18 @@ static struct kr_model model = {
     .finish = ross_finish,
 };
 
+/* --check's words for byte `off` of an LP's root block: a stream, or the model's state. */
+static void root_describe(size_t off, char *buf, size_t cap)
+{
+    size_t per = sizeof(tw_rng_stream);
+    if (off < state_at())
+        snprintf(buf, cap, "the LP's random stream %zu: its reverse handler calls "
+                 "tw_rand_reverse_unif fewer or more times than the event drew numbers",
+                 off / per);
+    else
+        snprintf(buf, cap, "byte %zu of the LP's state struct", off - state_at());
+}
+
 /* Reverse computation when every type of the run's LPs has a reverse handler. */
 static void reverse_setup(void)
 {
@@ -329,6 +341,7 @@ static void reverse_setup(void)
         if (t->commit && t->state_sz > commit_sz) commit_sz = t->state_sz;
     }
     model.reverse = all ? ross_reverse : NULL;
+    kr__root_describe = root_describe;
     model.reverse_bytes = all ? AREA_MSG + g_tw_msg_sz + commit_sz : 0;
 }
 

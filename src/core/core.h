@@ -459,6 +459,10 @@ const char *kr__type_name(const struct kr_model *m, unsigned type);
 #define KR_REVERSE_MAX (64u << 10)
 /* kr_reverse_area where no event record holds one: n bytes of scratch, zeroed (lp.c). */
 void *kr__reverse_scratch(size_t n);
+/* What byte `off` of an LP's state root is, for --check's message on a reverse handler that
+ * leaves it changed: set by a layer whose root holds more than the model's struct (the
+ * ROSS layer: random streams, then the model's state); NULL: the byte is named as such. */
+extern void (*kr__root_describe)(size_t off, char *buf, size_t cap);
 /* Commit hooks (ledger.c). The most a model's ledger may hold. */
 #define KR_LEDGER_MAX (256u << 20)
 /* Call the model's commit hook for one record of LP lp's event at now that has committed,

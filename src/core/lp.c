@@ -188,6 +188,8 @@ void kr__foreign_reset(void)
     atomic_flag_clear(&foreign_taken);
 }
 
+void (*kr__root_describe)(size_t off, char *buf, size_t cap);
+
 /* kr_reverse_area outside --state reverse: the thread's scratch (freed with the thread),
  * or under time-sharing the running stack's own - another event of the thread may run
  * while this one is suspended. */

@@ -285,6 +285,26 @@ static void not_reexecutable(const struct kr__recheck *c, bool same, size_t nout
                     "rand() or the clock instead of kr_random, memory not from kr_malloc", what);
 }
 
+/* Where the state after the reverse handler first differs from `before`: a byte of the
+ * state root (described by the layer the model is written for, if it says: ross.c) or of
+ * another block, else that the blocks themselves differ. */
+static void reverse_diff(const struct kr__lp *lp, const struct kr__ckpt *before, size_t bytes,
+                         char *buf, size_t cap)
+{
+    size_t off = 0, csz = 0;
+    const void *at = bytes == before->bytes
+                     ? kr__ckpt_unmarked_write(&lp->arena, before, &off, &csz) : NULL;
+    if (!at)
+        snprintf(buf, cap, "%s", bytes != before->bytes ? "its blocks differ in number or size"
+                                                        : "the same blocks, other bytes");
+    else if (at == lp->root && kr__root_describe)
+        kr__root_describe(off, buf, cap);
+    else if (at == lp->root)
+        snprintf(buf, cap, "byte %zu of the state root, the block kr_set_state names", off);
+    else
+        snprintf(buf, cap, "byte %zu of a %zu-byte block the LP allocated", off, csz);
+}
+
 /* --state reverse: the first run's event undone by the model's reverse handler (with the
  * words the engine restores itself) must leave the state it started from, `before`. */
 static void check_reverse(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
@@ -298,15 +318,16 @@ static void check_reverse(struct kr__recheck *c, struct kr__run *r, struct kr__l
     bool same = same_state(before, back);
     size_t bytes = back->bytes;
     kr__ckpt_release(&c->blobs, back);
-    if (!same) /* (in the reverse handler's context: the message names it) */
+    if (!same) { /* (in the reverse handler's context: the message names it) */
+        char what[256];
+        reverse_diff(lp, before, bytes, what, sizeof what);
         kr__model_error("--check: run from the state before the event, the event and then "
                         "its reverse handler leave the LP's kr_malloc memory different (%s): "
                         "the reverse handler does not undo everything the event changed, so "
                         "a rollback under --state reverse would continue from a wrong state. "
                         "Put back every field the event writes (keep old values in "
-                        "kr_reverse_area), and free what it allocates",
-                        bytes != before->bytes ? "its blocks differ in number or size"
-                                               : "the same blocks, other bytes");
+                        "kr_reverse_area), and free what it allocates", what);
+    }
     kr__ctx = keep;
 }
 

@@ -4,7 +4,7 @@ LP, each event changing one slot). With --state reverse the optimistic engine ta
 checkpoint and undoes rolled-back events with the model's reverse handler: every layout
 gives the sequential digest and output, and rolls back. `--check --state reverse` runs
 each event, its reverse handler and the event again; a reverse handler that leaves the
-state changed is named (LP, time, event type, "in its reverse handler"). What reverse
+state changed is named (LP, time, event type, "in its reverse handler", the byte). What reverse
 computation cannot cover is refused with a message: a model without a reverse handler,
 --preempt tick, a send from a reverse handler, a timer, reverse_bytes without reverse.
 (The ROSS layer's reverse handlers: ross.py.)"""
@@ -53,7 +53,7 @@ t.ok("checkpointed modes and --preempt adaptive (which stays off) give the same 
 
 # --check: event, reverse, event - a wrong reverse handler is named
 expect_exit(kairos, t, 1, ["in its reverse handler", "event type 0", "LP ",
-                           "does not undo everything"],
+                           "does not undo everything", "byte 0 of the state root"],
             "run", *args, "--sync", "sequential", "--check", "--state", "reverse",
             "-P", "bad=1")
 # what reverse computation cannot do is refused, saying what to do

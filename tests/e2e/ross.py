@@ -110,7 +110,8 @@ o, e, s = ross_run("--synch=4", "--end=100")
 if s["run_digest"] != ref or o != out or s["engine"] != "sequential":
     fail(f"--synch=4: digest {s['run_digest']} (sequential {ref}) or another output\n{e}")
 o, e, _ = ross_run("--synch=4", "--end=100", "--bad-reverse=1", rc_want=1)
-if "in its reverse handler" not in e or "event type 0" not in e or "LP " not in e:
+if "in its reverse handler" not in e or "event type 0" not in e or "LP " not in e or \
+        "random stream 0: its reverse handler calls tw_rand_reverse_unif" not in e:
     fail(f"--synch=4 with a reverse handler that forgets a draw:\n{e}")
 t.ok("--synch=4: event, reverse, event; a reverse handler that forgets a draw is named")
 
