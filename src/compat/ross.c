@@ -70,10 +70,15 @@ static char name[64] = "ross";
 static tw_peid nnodes = 1;      /* processes (PEs) of the run: mpirun's, or 1 */
 
 static tw_lp *records;          /* this process's LPs' tw_lp records, by gid - offset */
-/* Each LP's free tw_events, by gid - offset: outside its Kairos memory, since which buffer
- * a handler gets is no state of the model's (a reverse handler could not put the list's
- * order back); an LP runs one handler at a time, so its list is never shared. */
-static tw_event **free_events;
+/* Each LP's tw_events, by gid - offset. A tw_event lives from tw_event_new to
+ * tw_event_send within one handler call, so each handler of the LP starts with all of them
+ * free (`used` 0): an event abandoned half-way (time-sharing) loses none, and which buffer
+ * a handler gets is no state of the model's, so they live outside its Kairos memory (a
+ * reverse handler could not put a list's order back). An LP runs one handler at a time. */
+static struct ross_events {
+    tw_event **buf;
+    unsigned n, used;
+} *lp_events;
 
 static size_t round16(size_t n)
 {
@@ -116,10 +121,10 @@ static void lp_tables(void)
     types = calloc(g_tw_total_lps, sizeof *types);
     local_gid = malloc(nlp * sizeof *local_gid);
     placeholders = calloc(nlp, sizeof *placeholders);
-    free_events = calloc(nlp, sizeof *free_events);
+    lp_events = calloc(nlp, sizeof *lp_events);
     g_tw_lp = malloc(nlp * sizeof *g_tw_lp);
     g_tw_kp = calloc(g_tw_nkp ? g_tw_nkp : 1, sizeof *g_tw_kp);
-    if (!types || !local_gid || !placeholders || !free_events || !g_tw_lp || !g_tw_kp)
+    if (!types || !local_gid || !placeholders || !lp_events || !g_tw_lp || !g_tw_kp)
         ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
     for (tw_lpid i = 0; i < nlp; i++) {
         local_gid[i] = g_tw_lp_offset + i;
@@ -253,6 +258,7 @@ void tw_rand_init_streams(tw_lp *lp, unsigned int nstreams, unsigned int n_core_
 static void ross_init(kr_lp me)
 {
     tw_lptype *t = types[me];
+    lp_events[me - g_tw_lp_offset].used = 0;
     char *b = kr_calloc(1, state_at() + (t->state_sz ? t->state_sz : 1));
     kr_set_state(b);
     tw_lp *lp = &records[me - g_tw_lp_offset];
@@ -280,6 +286,7 @@ static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload
     (void)type;
     tw_lp *lp = record(me, state);
     tw_lptype *t = lp->type;
+    lp_events[me - g_tw_lp_offset].used = 0;
     /* (a run whose types lack reverse handlers has no reverse area: the stack holds it) */
     max_align_t own[(AREA_MSG + g_tw_msg_sz) / sizeof(max_align_t) + 1];
     unsigned char *area = model.reverse ? kr_reverse_area() : memset(own, 0, AREA_MSG);
@@ -500,6 +507,21 @@ tw_stime tw_now(const tw_lp *lp)
     return isinf(t) ? (t < 0 ? 0.0 : g_tw_ts_end) : t;
 }
 
+/* The LP's next free tw_event, made on first use. */
+static tw_event *event_buffer(struct ross_events *l)
+{
+    if (l->used == l->n) {
+        tw_event **b = realloc(l->buf, (l->n + 1) * sizeof *b);
+        size_t n = round16(sizeof(tw_event)) + (g_tw_msg_sz ? g_tw_msg_sz : 1);
+        tw_event *e = malloc(n);
+        if (!b || !e) tw_error(TW_LOC, "tw_event_new: out of memory (%zu bytes)", n);
+        e->data = (char *)e + round16(sizeof *e);
+        l->buf = b;
+        l->buf[l->n++] = e;
+    }
+    return l->buf[l->used++];
+}
+
 tw_event *tw_event_new_user_prio(tw_lpid dest_gid, tw_stime offset_ts, tw_lp *sender,
                                  tw_stime prio)
 {
@@ -511,16 +533,7 @@ tw_event *tw_event_new_user_prio(tw_lpid dest_gid, tw_stime offset_ts, tw_lp *se
     if (dest_gid >= g_tw_total_lps)
         tw_error(TW_LOC, "tw_event_new: LP %llu does not exist (%llu LPs)",
                  (unsigned long long)dest_gid, (unsigned long long)g_tw_total_lps);
-    tw_event **list = &free_events[sender->gid - g_tw_lp_offset];
-    tw_event *e = *list;
-    if (e) *list = e->next_free;
-    else {
-        size_t n = round16(sizeof *e) + (g_tw_msg_sz ? g_tw_msg_sz : 1);
-        if (!(e = malloc(n))) tw_error(TW_LOC, "tw_event_new: out of memory (%zu bytes)", n);
-        e->data = (char *)e + round16(sizeof *e);
-    }
-    e->next_free = NULL;
-    e->owner = list;
+    tw_event *e = event_buffer(&lp_events[sender->gid - g_tw_lp_offset]);
     e->dest_lpid = dest_gid;
     e->send_lp = sender->gid;
     e->send_pe = 0;
@@ -545,9 +558,6 @@ void tw_event_send(tw_event *e)
 {
     /* an event at or past the end time is dropped, as ROSS drops it */
     if (e->recv_ts < g_tw_ts_end) kr_schedule(e->dest_lpid, e->recv_ts, 0, e->data, g_tw_msg_sz);
-    tw_event **list = e->owner;
-    e->next_free = *list;
-    *list = e;
 }
 
 void tw_error(const char *file, int line, const char *fmt, ...)

@@ -137,9 +137,11 @@ struct kr__run {
     bool bundles;                     /* KR_MODEL_BUNDLES: an LP's events of one (ts, gen)
                                        * run as one call of the handler (bundle.h) */
     /* What the key's `tie` holds (msg/event.h): the destination (KR_MODEL_BUNDLES), the
-     * type (KR_MODEL_TYPE_ORDER) or 0 - (dest & tie_dest) | (type & tie_type), each mask 0
+     * type (KR_MODEL_TYPE_ORDER) or 0 - (dest & tie.dest) | (type & tie.type), each mask 0
      * or all ones (no branch per send). */
-    uint32_t tie_dest, tie_type;
+    struct kr__tie_masks {
+        uint32_t dest, type;
+    } tie;
     /* results */
     double wall_seconds;
     kr_time final_gvt;

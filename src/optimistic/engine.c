@@ -722,7 +722,7 @@ void *tw_worker(void *arg)
                 turns = 0;
             }
         } else {
-            th->cnt->throttled += e && e->k.ts < end;
+            th->cnt->win.throttled += e && e->k.ts < end;
             if (tw_bounds(th)) tw_clock_publish(th, e, true);
             tw_idle(th, &spins, over);
         }
@@ -775,7 +775,7 @@ bool tw_test_turn(struct tw_thread *th)
         tw_run_top(th, e, th->r->cfg->end);
         if ((th->cnt->processed & 255) == 0) tw_housekeeping(th, false, 256);
     } else { /* (as tw_idle, without its spinning and sleeping) */
-        th->cnt->throttled += e && e->k.ts < th->r->cfg->end;
+        th->cnt->win.throttled += e && e->k.ts < th->r->cfg->end;
         if (th->fast) tw_clock_publish(th, e, true);
         if (th->out.n) tw_post_publish(th);
         tw_gvt_maybe_start(th, th->uncommitted > 0);

@@ -665,7 +665,7 @@ static void balance_on_report(struct tw_thread *th)
     th->bal.rep_committed = th->cnt->committed;
     th->bal.rep_processed = th->cnt->processed;
     th->bal.rep_rolled = th->cnt->rolled_back;
-    th->bal.rep_cuts = th->cnt->window_cuts;
+    th->bal.rep_cuts = th->cnt->win.cuts;
     balance_sample(th);
 }
 

@@ -89,7 +89,7 @@ static void cut(struct tw_thread *th, uint64_t now, uint64_t floor)
     w->resting = true;
     w->probe_ns = now + w->rest_ns;
     if (w->rest_ns < TW_WINDOW_REST_MAX_NS) w->rest_ns *= 2;
-    th->cnt->window_cuts++;
+    th->cnt->win.cuts++;
 }
 
 /* Safe events went off (the run is stopping): a window of 0 would leave only the event at
@@ -173,7 +173,7 @@ static bool memory_rollback(struct tw_thread *th)
         const struct tw_lp *tl = tw_lp_of(lp);
         if (!tl->tail || tl->tail->k.ts < cut) continue;
         tw_rollback(th, lp, &k, true);
-        th->cnt->mem_rollbacks++;
+        th->cnt->win.mem_rollbacks++;
         gave = true;
     }
     tw_flush_local(th);
@@ -196,7 +196,7 @@ void tw_sendback_take(struct tw_thread *th, struct kr__ev *r)
             if (c != r->child || kr__key_cmp(&c->k, &r->k)) continue;
             struct kr__key k = tw_key_floor(th, &x->k);
             tw_rollback(th, lp, &k, true);
-            th->cnt->sendbacks++;
+            th->cnt->win.sendbacks++;
             x = NULL;
             break;
         }
@@ -341,7 +341,7 @@ static void window_on_gvt(struct tw_thread *th)
 
 static void window_end(struct tw_thread *th)
 {
-    th->cnt->window_final = th->win.limit;
+    th->cnt->win.final = th->win.limit;
 }
 
 const struct tw_module tw_mod_window = {

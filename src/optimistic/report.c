@@ -173,7 +173,7 @@ void tw_summary(const struct kr__run *r, FILE *f)
         fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
                 "what it gained); at the end", (unsigned long long)t.window_cuts);
         for (unsigned i = 0; i < r->nthreads; i++)
-            fprintf(f, " %llu", (unsigned long long)r->counters[i].window_final);
+            fprintf(f, " %llu", (unsigned long long)r->counters[i].win.final);
         fputc('\n', f);
     }
     balance_summary(r, &t, f);

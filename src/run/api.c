@@ -367,7 +367,7 @@ schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, unsigned how, unsig
     struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
     e->k.ts = t;
     e->k.gen = (kr__ctx.mode == KR_MODE_EVENT && t == kr__ctx.now) ? kr__ctx.gen + 1 : 0;
-    e->k.tie = ((uint32_t)dest & kr__ctx.run->tie_dest) | (type & kr__ctx.run->tie_type);
+    e->k.tie = ((uint32_t)dest & kr__ctx.run->tie.dest) | (type & kr__ctx.run->tie.type);
     e->k.src = kr__ctx.id;
     e->k.seq = seq;
     e->dest = dest;

@@ -240,8 +240,8 @@ static void json_threads(FILE *f, const struct kr__run *r)
                 (unsigned long long)c->lone,
                 (unsigned long long)c->remote_sent, (unsigned long long)c->fossil_freed,
                 (unsigned long long)c->pool_bytes, (unsigned long long)c->ckpt_peak_bytes,
-                (unsigned long long)c->throttled, (unsigned long long)c->window_final,
-                (unsigned long long)c->window_cuts, (unsigned long long)c->idle_sleeps,
+                (unsigned long long)c->win.throttled, (unsigned long long)c->win.final,
+                (unsigned long long)c->win.cuts, (unsigned long long)c->idle_sleeps,
                 (unsigned long long)c->yields, (double)c->cpu_ns / 1e9);
     }
     fputs("\n  ]\n", f);

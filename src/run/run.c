@@ -277,8 +277,8 @@ static int model_setup(struct kr__run *r, struct kr__error *err)
     r->lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
     if (model_refused(r, cfg, err)) return err->status;
-    r->tie_dest = r->bundles ? UINT32_MAX : 0;
-    r->tie_type = !r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER) ? UINT32_MAX : 0;
+    r->tie.dest = r->bundles ? UINT32_MAX : 0;
+    r->tie.type = !r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER) ? UINT32_MAX : 0;
     return KR_OK;
 }
 

@@ -223,7 +223,7 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
 static void check_marks(const struct kr__lp *lp, const struct kr__ckpt *before)
 {
     size_t off, size;
-    void *p = kr__ckpt_unmarked_write(&lp->arena, before, &off, &size);
+    void *p = kr__ckpt_first_change(&lp->arena, before, true, &off, &size);
     if (p)
         kr__model_error("--check: the event wrote byte %zu of the %zu-byte block at %p without "
                         "marking it (--state chunk saves only marked blocks): mark the write "
@@ -293,7 +293,7 @@ static void reverse_diff(const struct kr__lp *lp, const struct kr__ckpt *before,
 {
     size_t off = 0, csz = 0;
     const void *at = bytes == before->bytes
-                     ? kr__ckpt_unmarked_write(&lp->arena, before, &off, &csz) : NULL;
+                     ? kr__ckpt_first_change(&lp->arena, before, false, &off, &csz) : NULL;
     if (!at)
         snprintf(buf, cap, "%s", bytes != before->bytes ? "its blocks differ in number or size"
                                                         : "the same blocks, other bytes");

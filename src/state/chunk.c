@@ -127,8 +127,8 @@ const struct kr__state_ops kr__state_chunk = {
     .track = &chunk_track,
 };
 
-void *kr__ckpt_unmarked_write(const struct kr__arena *a, const struct kr__ckpt *c,
-                              size_t *off, size_t *size)
+void *kr__ckpt_first_change(const struct kr__arena *a, const struct kr__ckpt *c,
+                            bool unmarked, size_t *off, size_t *size)
 {
     const unsigned char *in = c->data;
     for (uint32_t i = 0; i < c->nareas; i++) {
@@ -139,7 +139,9 @@ void *kr__ckpt_unmarked_write(const struct kr__arena *a, const struct kr__ckpt *
         kr__ckpt_saved_begin(&it, ar, in);
         while (kr__ckpt_saved_next(&it, &idx)) {
             const char *now = ar->data + (size_t)idx * it.csz;
-            if (!kr__ckpt_bit(ar->bits, idx) || kr__ckpt_bit(KR_AREA_DIRTY(ar), idx)) continue;
+            if (!kr__ckpt_bit(ar->bits, idx) ||
+                (unmarked && kr__ckpt_bit(KR_AREA_DIRTY(ar), idx)))
+                continue;
             for (size_t k = 0; k < it.csz; k++)
                 if ((unsigned char)now[k] != it.data[k]) {
                     *off = k;

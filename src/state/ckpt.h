@@ -42,11 +42,12 @@ void kr__ckpt_restore(struct kr__arena *a, const struct kr__ckpt *c,
  * next checkpoint, incremental to c->prev, is complete. False if c is full: the next
  * checkpoint must then be full. */
 bool kr__ckpt_redirty(struct kr__arena *a, const struct kr__ckpt *c);
-/* --check in chunk mode: a chunk live both in full checkpoint c and now, whose bytes
- * changed although it was not marked written. Returns its address (and the first changed
- * offset and chunk size), or NULL if every change was marked. */
-void *kr__ckpt_unmarked_write(const struct kr__arena *a, const struct kr__ckpt *c,
-                              size_t *off, size_t *size);
+/* --check: a chunk live both in full checkpoint c and now whose bytes changed - in chunk
+ * mode with `unmarked`, one not marked written (the arena's marks are read only then).
+ * Returns its address (and the first changed offset and chunk size), or NULL if there is
+ * none (with `unmarked`: every change was marked). */
+void *kr__ckpt_first_change(const struct kr__arena *a, const struct kr__ckpt *c,
+                            bool unmarked, size_t *off, size_t *size);
 static inline void kr__ckpt_release(struct kr__blobs *b, struct kr__ckpt *c)
 {
     kr__blob_put(b, c, c->bytes);

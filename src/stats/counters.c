@@ -22,9 +22,9 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
         t->lone += c->lone;
         t->migrated += c->migrated_out;
         t->remote_sent += c->remote_sent;
-        t->window_cuts += c->window_cuts;
-        t->mem_rollbacks += c->mem_rollbacks;
-        t->sendbacks += c->sendbacks;
+        t->window_cuts += c->win.cuts;
+        t->mem_rollbacks += c->win.mem_rollbacks;
+        t->sendbacks += c->win.sendbacks;
         t->queries += c->q.answered;
         t->queries_remote += c->q.remote;
         t->query_events += c->q.events;
@@ -40,7 +40,7 @@ void kr__totals(const struct kr__counters *all, unsigned n, struct kr__totals *t
 
 void kr__counters_add(struct kr__counters *into, const struct kr__counters *c)
 {
-    uint64_t wf = into->window_final, kf = into->ckpt_interval_final, sp = into->ts.stacks_peak,
+    uint64_t wf = into->win.final, kf = into->ckpt_interval_final, sp = into->ts.stacks_peak,
              gr = into->gvt_rounds;
     /* (every field from `processed` up to the doubles is a count) */
     uint64_t *a = &into->processed;
@@ -48,7 +48,7 @@ void kr__counters_add(struct kr__counters *into, const struct kr__counters *c)
     size_t n = (offsetof(struct kr__counters, de_ns) - offsetof(struct kr__counters, processed)) /
                sizeof(uint64_t);
     for (size_t i = 0; i < n; i++) a[i] += b[i];
-    into->window_final = wf > c->window_final ? wf : c->window_final;
+    into->win.final = wf > c->win.final ? wf : c->win.final;
     into->ckpt_interval_final = kf > c->ckpt_interval_final ? kf : c->ckpt_interval_final;
     into->ts.stacks_peak = sp > c->ts.stacks_peak ? sp : c->ts.stacks_peak;
     into->gvt_rounds = gr > c->gvt_rounds ? gr : c->gvt_rounds; /* (the same rounds) */

@@ -19,6 +19,15 @@ struct kr__cnt_ckpt {
     uint64_t restore_ns;                 /* time restoring (chain walks) */
 };
 
+/* The optimistic engine's speculation window (optimism.c) and memory budget. */
+struct kr__cnt_window {
+    uint64_t throttled;                  /* loop turns held back by the optimism bound */
+    uint64_t cuts;                       /* times speculation lost and the window was cut */
+    uint64_t mem_rollbacks;              /* --memory-max: LPs rolled back to give memory back */
+    uint64_t sendbacks;                  /* ...and senders rolled back for a pending event */
+    uint64_t final;                      /* the window at the end */
+};
+
 struct kr__cnt_query {
     uint64_t answered;                   /* kr_query answered (by this thread's LPs) */
     uint64_t remote;                     /* kr_query sent to another thread to answer */
@@ -72,12 +81,8 @@ struct kr__counters {
     uint64_t rank_received;              /* events taken in from other ranks */
     uint64_t gvt_rounds;
     uint64_t fossil_freed;
-    uint64_t throttled;                  /* loop turns held back by the optimism bound */
-    uint64_t window_cuts;                /* times speculation lost and the window was cut */
-    uint64_t mem_rollbacks;              /* --memory-max: LPs rolled back to give memory back */
-    uint64_t sendbacks;                  /* ...and senders rolled back for a pending event */
+    struct kr__cnt_window win;           /* speculation window and memory budget */
     struct kr__cnt_query q;              /* kr_query */
-    uint64_t window_final;               /* the window at the end (optimism.c) */
     uint64_t idle_sleeps;                /* times the thread slept or yielded for lack of work */
     uint64_t yields;                     /* turns given up because threads outnumber cores */
     uint64_t cpu_ns;                     /* CPU time the thread ran (set at its end) */

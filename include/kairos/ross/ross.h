@@ -176,8 +176,6 @@ struct tw_event {
     tw_stime recv_ts;
     tw_stime send_ts;
     tw_bf cv;
-    tw_event *next_free; /* (the layer's: its LP's free events) */
-    void *owner;         /* (the layer's: the sending LP's free list) */
     void *data;          /* (the layer's: tw_event_data) */
 };
 
