@@ -12,7 +12,13 @@
 #include "kairos.h"
 #include "ROOT-Sim.h"
 #include "core/core.h"
+#include "net/net.h"
 #include "run/command.h"
+
+/* Where the MPI module is when the program is not beside it (CMakeLists.txt) */
+#ifndef KR_COMPAT_MPI_MODULES
+#define KR_COMPAT_MPI_MODULES ""
+#endif
 
 static struct simulation_configuration conf;
 static bool inited;
@@ -160,6 +166,9 @@ int RootsimRun(void)
     model.name = name;
     model.done = conf.committed ? rs_done : NULL;
     kr__stdout_committed = true; /* (ROOT-Sim models print with printf) */
+    /* (under mpirun every process runs the model's main, as on ROOT-Sim's distributed
+     * runtime: Kairos gives each its block of the configuration's LPs) */
+    kr__net_module_hint = KR_COMPAT_MPI_MODULES;
     const char **argv = calloc((size_t)nown + 24, sizeof *argv);
     if (!argv) return KR_EXIT_MODEL;
     int argc = kairos_argv(argv, own, nown);

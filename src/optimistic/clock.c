@@ -120,18 +120,27 @@ static bool tw_quiet_read(const struct tw_global *g, unsigned i, uint64_t *seqs,
  * taken. Sequences only grow, so equal sums mean each is unchanged; a try that would see
  * what the last failed one saw is skipped, and so is one while a record is void (threads
  * that talk: their lines are read each turn for the clocks anyway). */
+/* What a try would see: the sum of the other records' sequences and this thread's
+ * counts; false while a record is void (odd: being written). */
+static bool quiet_mark(const struct tw_thread *th, uint64_t *mark)
+{
+    const struct tw_global *g = th->g;
+    *mark = th->clk.qsent + th->clk.qtaken;
+    for (unsigned i = 0; i < g->n; i++) {
+        if (i == th->id) continue;
+        uint32_t q = atomic_load_explicit(&g->clock[i].seq, memory_order_relaxed);
+        if (q & 1) return false;
+        *mark += q;
+    }
+    return true;
+}
+
 void tw_quiet_try(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     if (g->net.on) return; /* (other ranks have no quiet records: only their stamps) */
-    uint64_t mark = th->clk.qsent + th->clk.qtaken;
-    for (unsigned i = 0; i < g->n; i++) {
-        if (i == th->id) continue;
-        uint32_t q = atomic_load_explicit(&g->clock[i].seq, memory_order_relaxed);
-        if (q & 1) return;
-        mark += q;
-    }
-    if (mark == th->clk.last) return;
+    uint64_t mark;
+    if (!quiet_mark(th, &mark) || mark == th->clk.last) return;
     th->clk.last = mark;
     uint64_t seqs = 0, sent = th->clk.qsent, taken = th->clk.qtaken;
     struct kr__key lo = kr__key_at(INFINITY), whole = lo;

@@ -92,6 +92,14 @@ static void fossil_all(struct tw_thread *th, struct kr__lp *lp)
     tw_trim_chain(th, tl->base);
 }
 
+/* The latest checkpoint is still speculative: wait for a later round. */
+static bool still_speculative(const struct tw_lp *tl, const struct kr__ev *keep)
+{
+    return tl->first_unc && !kr__key_lt(&keep->k, &tl->first_unc->k) && keep != tl->first_unc;
+}
+
+static void fossil_to(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep);
+
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
@@ -105,9 +113,13 @@ static void fossil(struct tw_thread *th, struct kr__lp *lp)
         return;
     }
     struct kr__ev *keep = tl->ckpt_ev;
-    if (!keep || keep == tl->head) return;
-    if (tl->first_unc && !kr__key_lt(&keep->k, &tl->first_unc->k) && keep != tl->first_unc)
-        return; /* the latest checkpoint is still speculative: wait for a later round */
+    if (keep && keep != tl->head && !still_speculative(tl, keep)) fossil_to(th, lp, keep);
+}
+
+/* Free lp's history before `keep`, whose checkpoint becomes the base. */
+static void fossil_to(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
     if (!th->g->cf.chained && tl->base) kr__ckpt_release(&th->blobs, tl->base);
     tl->base = keep->ckpt;
     keep->ckpt = NULL;

@@ -179,41 +179,59 @@ static struct kr__key local_min(struct tw_thread *th)
     return kr__key_lt(&th->gv.min_sent, &m) ? th->gv.min_sent : m;
 }
 
+/* Phase 1 seen (send): the thread's colour turns, its posted sends count. */
+static void phase_send(struct tw_thread *th, uint64_t s)
+{
+    struct tw_global *g = th->g;
+    th->rk.nround++; /* (its colour: what it sends to other ranks from now on) */
+    th->rk.nudge = false;
+    th->gv.min_sent = tw_post_publish(th) & KR_CHAN_KEPT ? tw_post_backlog_min(th)
+                                                      : kr__key_at(INFINITY);
+    if (last_through(g)) {
+        atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+        atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | TW_PH_REPORT, memory_order_release);
+    }
+}
+
+/* Phase 2 seen (report): the thread's least key and its white messages. */
+static void phase_report(struct tw_thread *th, uint64_t s)
+{
+    struct tw_global *g = th->g;
+    if (g->gvt_ops->report) g->gvt_ops->report(th);
+    tw_drain(th);
+    th->gv.report = local_min(th);
+    th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] -
+                             th->rk.recv[!(th->rk.nround & 1)]);
+    th->cnt->gvt_rounds++; /* every thread reports in every round */
+    for (unsigned i = 0; i < g->hk.nreport; i++) g->hk.report[i](th);
+    if (last_through(g)) close_phase2(th, s);
+}
+
+static void phase_seen(struct tw_thread *th, uint64_t s)
+{
+    switch (s & TW_PH_MASK) {
+    case TW_PH_SEND:
+        phase_send(th, s);
+        break;
+    case TW_PH_REPORT:
+        phase_report(th, s);
+        break;
+    case TW_PH_DONE:
+        report_done(th, &th->g->gvt);
+        if (last_through(th->g)) close_phase3(th, s);
+        break;
+    default:
+        break;
+    }
+}
+
 void tw_gvt_poll(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (s != th->gv.seen_state) {
         th->gv.seen_state = s;
-        switch (s & TW_PH_MASK) {
-        case TW_PH_SEND:
-            th->rk.nround++; /* (its colour: what it sends to other ranks from now on) */
-            th->rk.nudge = false;
-            th->gv.min_sent = tw_post_publish(th) & KR_CHAN_KEPT ? tw_post_backlog_min(th)
-                                                              : kr__key_at(INFINITY);
-            if (last_through(g)) {
-                atomic_store_explicit(&g->count, 0, memory_order_relaxed);
-                atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | TW_PH_REPORT,
-                                      memory_order_release);
-            }
-            break;
-        case TW_PH_REPORT:
-            if (g->gvt_ops->report) g->gvt_ops->report(th);
-            tw_drain(th);
-            th->gv.report = local_min(th);
-            th->rk.white = (int64_t)(th->rk.sent[!(th->rk.nround & 1)] -
-                                     th->rk.recv[!(th->rk.nround & 1)]);
-            th->cnt->gvt_rounds++; /* every thread reports in every round */
-            for (unsigned i = 0; i < g->hk.nreport; i++) g->hk.report[i](th);
-            if (last_through(g)) close_phase2(th, s);
-            break;
-        case TW_PH_DONE:
-            report_done(th, &g->gvt);
-            if (last_through(g)) close_phase3(th, s);
-            break;
-        default:
-            break;
-        }
+        phase_seen(th, s);
     }
     if ((s & TW_PH_MASK) >= TW_PH_NET && g->gvt_ops->poll) g->gvt_ops->poll(th, s);
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);

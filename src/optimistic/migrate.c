@@ -383,17 +383,24 @@ static void trial_judge(struct tw_global *g, uint64_t now, double rate)
     trial_set(g, nact, nact == g->n ? TW_TRIAL_NONE : TW_TRIAL_KEPT, rate);
 }
 
+/* The workers' counts at their last reports: committed, processed, rolled back, cuts. */
+static void trial_counts(const struct tw_global *g, uint64_t *c, uint64_t *p, uint64_t *rb,
+                         uint64_t *cuts)
+{
+    for (unsigned t = 0; t < g->n; t++) {
+        *c += g->th[t].bal.rep_committed;
+        *p += g->th[t].bal.rep_processed;
+        *rb += g->th[t].bal.rep_rolled;
+        *cuts += g->th[t].bal.rep_cuts;
+    }
+}
+
 /* The thread-count trial (tw.h): fewer workers can commit more when they mostly undo each
  * other's work (few LPs, tight coupling) - the committed rate decides, window by window. */
 static void plan_trial(struct tw_global *g, uint64_t now)
 {
     uint64_t c = 0, p = 0, rb = 0, cuts = 0;
-    for (unsigned t = 0; t < g->n; t++) {
-        c += g->th[t].bal.rep_committed;
-        p += g->th[t].bal.rep_processed;
-        rb += g->th[t].bal.rep_rolled;
-        cuts += g->th[t].bal.rep_cuts;
-    }
+    trial_counts(g, &c, &p, &rb, &cuts);
     if (g->bl.win_t0 && now - g->bl.win_t0 < TW_TRIAL_NS) return;
     struct tw_balancer *b = &g->bl;
     double rate = b->win_t0 ? (double)(c - b->win_c0) * 1e9 / (double)(now - b->win_t0) : 0;
@@ -530,6 +537,13 @@ static void all_back(struct tw_global *g)
 /* auto: retire the worker that gets least CPU when another gets nearly all of it, and try
  * it with a share of the LPs (the share trial); bring workers of shared cores back (the
  * first mapping) once their cores are free; and the thread-count trial. */
+/* A worker's share of its core is far below another's, and no trial runs: retire it. */
+static bool retire_now(struct tw_global *g, const struct tw_shares *v)
+{
+    return g->bl.trial == TW_TRIAL_NONE && v->worst >= 0 && v->worst != v->best &&
+           shares_apart(g, v) && atomic_load_explicit(&g->active, memory_order_relaxed) >= 2;
+}
+
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
     if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
@@ -546,8 +560,7 @@ static void plan_auto(struct tw_global *g, uint64_t now)
         all_back(g);
         return;
     }
-    if (g->bl.trial == TW_TRIAL_NONE && v.worst >= 0 && v.worst != v.best &&
-        shares_apart(g, &v) && atomic_load_explicit(&g->active, memory_order_relaxed) >= 2) {
+    if (retire_now(g, &v)) {
         retire_shared(g, (unsigned)v.worst, v.lo, now);
         return;
     }

@@ -128,10 +128,16 @@ void kr__report_summary(const struct kr__run *r, FILE *f)
 
 /* The length of the well-formed UTF-8 sequence at s (1-4; no overlong forms, surrogates or
  * code points past U+10FFFF), or 0. */
+/* The length of a UTF-8 sequence that starts with byte c (0: no lead byte). */
+static size_t utf8_lead(unsigned c)
+{
+    return c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+}
+
 static size_t utf8_len(const unsigned char *s)
 {
     unsigned c = s[0];
-    size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    size_t n = utf8_lead(c);
     for (size_t i = 1; i < n; i++)
         if ((s[i] & 0xC0) != 0x80) return 0;
     /* the second byte's range after the leads that allow less (RFC 3629) */

@@ -675,6 +675,22 @@ def killed_and_chained():
          "those resumed in one process: the uninterrupted digest and stdout")
 
 
+def rootsim_across_ranks():
+    """The ROOT-Sim 3 layer under mpirun: every process runs the model's main, and Kairos
+    gives each its block of the configuration's LPs; the run (ended by the model's
+    `committed` test, done() across ranks) commits one process's digest and output."""
+    prog = os.path.join(build, "rootsim", "buffers")
+    ref = subprocess.run([prog, "--sync", "sequential"], capture_output=True, text=True,
+                         timeout=120)
+    for np_, threads in ((2, 1), (3, 1), (2, 2)):
+        p = mpirun(np_, "--threads", str(threads), program=prog)
+        if p.returncode or digest(p.stderr) != digest(ref.stderr) or p.stdout != ref.stdout:
+            fail(f"ROOT-Sim buffers on {np_} ranks x {threads}: exit {p.returncode}, digest or "
+                 f"output differ from one process's\n{p.stdout}\n{p.stderr}")
+    t.ok("a ROOT-Sim 3 model on 2 and 3 ranks (and 2 x 2 threads): one process's digest and "
+         "output")
+
+
 def ross_across_ranks():
     """The ROSS layer under mpirun: each process a PE, as on ROSS (tw_nnodes, g_tw_mynode,
     tw_define_lps's LPs each process's). PHOLD's LPs split over 1, 2 and 3 processes commit
@@ -723,4 +739,5 @@ else:
     resumed_across_ranks()
     written_across_ranks()
     ross_across_ranks()
+    rootsim_across_ranks()
 t.finish()
