@@ -197,6 +197,21 @@ static void value_of(const char *l, size_t n, const char *name, int nlen, int *v
     *vlen = named ? (int)n - nlen - 1 : n ? (int)n : 9;
 }
 
+/* The first differing lines, a (la bytes) on rank 0 and b (lb) on rank r, either NULL
+ * where that rank's text had ended, said as "name is 'x' on rank 0 and 'y' on rank r". */
+static void describe_difference(const char *a, size_t la, const char *b, size_t lb, int r,
+                                char *out, size_t cap)
+{
+    const char *l = a ? a : b, *va, *vb; /* (named by the line there is) */
+    size_t ll = a ? la : lb;
+    const char *sp = memchr(l, ' ', ll);
+    int name = sp ? (int)(sp - l) : (int)ll, lva, lvb;
+    value_of(a ? a : "", a ? la : 0, l, name, &lva, &va);
+    value_of(b ? b : "", b ? lb : 0, l, name, &lvb, &vb);
+    snprintf(out, cap, "%.*s is '%.*s' on rank 0 and '%.*s' on rank %d", name, l, lva, va, lvb,
+             vb, r);
+}
+
 static bool first_difference(const char *a, size_t na, const char *b, size_t nb, int r,
                              char *out, size_t cap)
 {
@@ -208,17 +223,30 @@ static bool first_difference(const char *a, size_t na, const char *b, size_t nb,
             j += lb + 1;
             continue;
         }
-        const char *l = i < na ? a + i : b + j, *va, *vb; /* (named by the line there is) */
-        size_t ll = i < na ? la : lb;
-        const char *sp = memchr(l, ' ', ll);
-        int name = sp ? (int)(sp - l) : (int)ll, lva, lvb;
-        value_of(i < na ? a + i : "", i < na ? la : 0, l, name, &lva, &va);
-        value_of(j < nb ? b + j : "", j < nb ? lb : 0, l, name, &lvb, &vb);
-        snprintf(out, cap, "%.*s is '%.*s' on rank 0 and '%.*s' on rank %d", name, l, lva, va,
-                 lvb, vb, r);
+        describe_difference(i < na ? a + i : NULL, la, j < nb ? b + j : NULL, lb, r, out, cap);
         return true;
     }
     return false;
+}
+
+/* Rank 0: each rank's text in `all` (a length, then the bytes) against its own. */
+static void compare_gathered(const char *text, size_t len, const char *all, size_t total,
+                             struct kr__error *err)
+{
+    const char *p = all;
+    char diff[512];
+    uint64_t l;
+    for (int r = 0; r < kr__net.size && (size_t)(p - all) + 8 <= total; r++) {
+        memcpy(&l, p, sizeof l);
+        p += sizeof l;
+        bool cmp = r > 0 && l && len && !err->status;
+        if (cmp && first_difference(text, len, p, l, r, diff, sizeof diff))
+            kr__fail(err, KR_ERR_USAGE, "the ranks do not run the same thing: %s; every rank "
+                     "must run the same kairos, model file, parameters and options (a stale "
+                     "copy of a file on one node, or another command line in an MPMD launch, "
+                     "would give an answer of neither run)", diff);
+        p += l;
+    }
 }
 
 int kr__net_same(const char *text, size_t len, struct kr__error *err)
@@ -241,19 +269,7 @@ int kr__net_same(const char *text, size_t len, struct kr__error *err)
                      "run (MPI_Gather failed)", kr__net.rank);
         return err->status;
     }
-    const char *p = all;
-    char diff[512];
-    for (int r = 0; all && r < kr__net.size && (size_t)(p - (const char *)all) + 8 <= total; r++) {
-        memcpy(&l, p, sizeof l);
-        p += sizeof l;
-        bool cmp = r > 0 && l && len && !err->status;
-        if (cmp && first_difference(text, len, p, l, r, diff, sizeof diff))
-            kr__fail(err, KR_ERR_USAGE, "the ranks do not run the same thing: %s; every rank "
-                     "must run the same kairos, model file, parameters and options (a stale "
-                     "copy of a file on one node, or another command line in an MPMD launch, "
-                     "would give an answer of neither run)", diff);
-        p += l;
-    }
+    if (all) compare_gathered(text, len, all, total, err);
     free(all);
     return err->status;
 }

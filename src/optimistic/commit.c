@@ -297,6 +297,25 @@ void tw_commit_before_error(struct tw_thread *th)
  * (tw_process_safe), and a horizon below it left no state to restore (a SIGSEGV, exit 3
  * instead of the model's error: kr_commit misuse on 2 threads, 5 runs in 60 beside a busy
  * core). */
+/* Every checkpoint (and reverse record) of the LP goes. */
+static void release_ckpts(struct tw_thread *th, struct tw_lp *tl)
+{
+    const bool chained = th->g->cf.chained;
+    struct kr__ckpt *c = tw_chain_tip(tl);
+    while (chained && c) { /* the whole chain, newest first */
+        struct kr__ckpt *n = c->prev;
+        kr__ckpt_release(&th->blobs, c);
+        c = n;
+    }
+    for (struct kr__ev *x = tl->head; x; x = x->next) {
+        if (x->ckpt && !chained) kr__ckpt_release(&th->blobs, x->ckpt);
+        x->ckpt = NULL;
+    }
+    if (tl->base && !chained) kr__ckpt_release(&th->blobs, tl->base);
+    tl->base = NULL;
+    tl->ckpt_ev = NULL;
+}
+
 void tw_release_all(struct tw_thread *th)
 {
     pthread_mutex_lock(&th->g->end.err_mu);
@@ -308,19 +327,7 @@ void tw_release_all(struct tw_thread *th)
         struct tw_lp *tl = tw_lp_of(lp);
         if ((tl->tail && !kr__key_lt(&tl->tail->k, &h)) || lp->ult)
             tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */
-        struct kr__ckpt *c = tw_chain_tip(tl);
-        while (th->g->cf.chained && c) { /* the whole chain, newest first */
-            struct kr__ckpt *n = c->prev;
-            kr__ckpt_release(&th->blobs, c);
-            c = n;
-        }
-        for (struct kr__ev *x = tl->head; x; x = x->next) {
-            if (x->ckpt && !th->g->cf.chained) kr__ckpt_release(&th->blobs, x->ckpt);
-            x->ckpt = NULL;
-        }
-        if (tl->base && !th->g->cf.chained) kr__ckpt_release(&th->blobs, tl->base);
-        tl->base = NULL;
-        tl->ckpt_ev = NULL;
+        release_ckpts(th, tl);
         tw_fail_clear(tl);
     }
 }

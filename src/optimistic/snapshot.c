@@ -78,7 +78,7 @@ static void roll_back(struct tw_thread *th, const struct kr__key *h)
 }
 
 /* --check: nothing of this thread is speculative or in flight any more. */
-static void check_settled(struct tw_thread *th)
+static void check_lps_settled(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++) {
@@ -90,6 +90,11 @@ static void check_settled(struct tw_thread *th)
                                tl->first_unc ? "uncommitted events" : tl->fail ?
                                "a failed event" : "a preempted event");
     }
+}
+
+static void check_settled(struct tw_thread *th)
+{
+    check_lps_settled(th);
     for (size_t i = 0; i < th->heap.n; i++) {
         const struct kr__ev *e = th->heap.a[i].e;
         if ((e->st != KR_EV_PENDING && e->st != KR_EV_CANCELLED) || (e->xflags & KR_EVX_LAZY))

@@ -46,16 +46,22 @@ void kr__models_list(FILE *f)
 /* type_names and metrics: each 1 to 63 printable characters without quotes or
  * backslashes (they go into JSON and messages as they are), at most `max` of them (a list
  * without its NULL would be read past its end); metrics' names also differ. */
+/* 1 to 63 printable characters without quotes or backslashes. */
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    bool ok = n >= 1 && n <= 63;
+    for (size_t k = 0; ok && k < n; k++) ok = s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' &&
+                                             s[k] != '\\';
+    return ok;
+}
+
 static int bad_names(const struct kr_model *m, const char *const *list, const char *what,
                      unsigned max, bool distinct, struct kr__error *err)
 {
     for (unsigned i = 0; list && list[i]; i++) {
         const char *s = list[i];
-        size_t n = strlen(s);
-        bool ok = n >= 1 && n <= 63 && i < max;
-        for (size_t k = 0; ok && k < n; k++) ok = s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' &&
-                                                     s[k] != '\\';
-        if (!ok)
+        if (i >= max || !name_ok(s))
             return kr__fail(err, KR_ERR_USAGE, "model '%s': %s[%u] is not a name of 1 to 63 "
                             "printable characters without quotes or backslashes (or the list "
                             "lacks its NULL end within %u names)", m->name, what, i, max);
