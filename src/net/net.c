@@ -151,6 +151,23 @@ static int reporter(const int *all, int size, int *alone)
     return first;
 }
 
+/* Every rank's start-up status in `all`: the lowest failed rank reports; the others take
+ * its status and stay quiet. */
+static void agreed(const int *all, struct kr__error *err)
+{
+    int failed, first = reporter(all, kr__net.size, &failed);
+    if (first >= 0 && first != kr__net.rank) {
+        err->status = all[first] / 2;
+        kr__net.mute = true;
+        kr__net.defer = true; /* (at the next agreement too) */
+    } else if (first == kr__net.rank && failed < kr__net.size && !kr__net.started) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        snprintf(err->msg, sizeof err->msg, "rank %d of %d (%d of the ranks failed, the "
+                 "lowest reports): %.1400s", kr__net.rank, kr__net.size, failed, msg);
+    }
+}
+
 int kr__net_agree(struct kr__error *err)
 {
     if (!kr__net.ops || kr__net.size < 2) return err->status;
@@ -164,17 +181,7 @@ int kr__net_agree(struct kr__error *err)
                      "start-up status (MPI_Allgather failed)", kr__net.rank);
         return err->status;
     }
-    int failed, first = reporter(all, kr__net.size, &failed);
-    if (first >= 0 && first != kr__net.rank) {
-        err->status = all[first] / 2;
-        kr__net.mute = true;
-        kr__net.defer = true; /* (at the next agreement too) */
-    } else if (first == kr__net.rank && failed < kr__net.size && !kr__net.started) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        snprintf(err->msg, sizeof err->msg, "rank %d of %d (%d of the ranks failed, the "
-                 "lowest reports): %.1400s", kr__net.rank, kr__net.size, failed, msg);
-    }
+    agreed(all, err);
     free(all);
     return err->status;
 }

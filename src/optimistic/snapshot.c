@@ -122,20 +122,28 @@ static struct kr__key least_pending(const struct tw_global *g)
 
 /* Thread 0, the others waiting: the committed output out, then the file (across ranks,
  * rank 0 writes it with the others' parts; at: the least pending time of all ranks). */
+/* Every thread's pending events but the cancelled ones (n of them), in a new array. */
+static struct kr__ev **pending_events(const struct tw_global *g, size_t *n)
+{
+    size_t all = 0;
+    for (unsigned t = 0; t < g->n; t++) all += g->th[t].heap.n;
+    struct kr__ev **pending = malloc((all + 1) * sizeof *pending);
+    if (!pending) kr__fatal_oom("a snapshot's event list", (all + 1) * sizeof *pending);
+    *n = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct kr__heap *h = &g->th[t].heap;
+        for (size_t i = 0; i < h->n; i++)
+            if (h->a[i].e->st != KR_EV_CANCELLED) pending[(*n)++] = h->a[i].e;
+    }
+    return pending;
+}
+
 static void write_it(struct tw_global *g, kr_time at)
 {
     bool writer = !g->net.on || g->net.rank == 0;
     if (writer) tw_print_committed(g, false); /* (all before the horizon: ranks.c has it) */
-    size_t n = 0;
-    for (unsigned t = 0; t < g->n; t++) n += g->th[t].heap.n;
-    struct kr__ev **pending = malloc((n + 1) * sizeof *pending);
-    if (!pending) kr__fatal_oom("a snapshot's event list", (n + 1) * sizeof *pending);
-    n = 0;
-    for (unsigned t = 0; t < g->n; t++) {
-        const struct kr__heap *h = &g->th[t].heap;
-        for (size_t i = 0; i < h->n; i++)
-            if (h->a[i].e->st != KR_EV_CANCELLED) pending[n++] = h->a[i].e;
-    }
+    size_t n;
+    struct kr__ev **pending = pending_events(g, &n);
     struct kr__snap_link link;
     if (g->net.on) tw_rank_link(g, &link);
     if (!isinf(at)) { /* (nothing pending anywhere: the run is over) */

@@ -19,16 +19,23 @@ struct find_model {
     struct kr__recheck *c;
 };
 
-static int model_segments(struct dl_phdr_info *info, size_t size, void *arg)
+/* The object holds code address fn in one of its executable segments. */
+static bool holds_code(const struct dl_phdr_info *info, uintptr_t fn)
 {
-    (void)size;
-    struct find_model *f = arg;
     bool mine = false;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         uintptr_t a = info->dlpi_addr + p->p_vaddr;
-        mine |= p->p_type == PT_LOAD && (p->p_flags & PF_X) && f->fn >= a && f->fn < a + p->p_memsz;
+        mine |= p->p_type == PT_LOAD && (p->p_flags & PF_X) && fn >= a && fn < a + p->p_memsz;
     }
+    return mine;
+}
+
+static int model_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct find_model *f = arg;
+    bool mine = holds_code(info, f->fn);
     /* (the first object is the executable: a built-in model's globals are the engine's) */
     if (!mine || !info->dlpi_name || !info->dlpi_name[0]) return mine;
     struct kr__recheck *c = f->c;

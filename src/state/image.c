@@ -295,6 +295,14 @@ static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_
     }
 }
 
+/* A class record that can be: classes ascending, slots for every live chunk, within the
+ * image's size limit. */
+static bool class_ok(int64_t cls, int64_t last, uint32_t slots, uint32_t nlive)
+{
+    return cls > last && cls < KR_ARENA_CLASSES && slots && nlive <= slots &&
+           (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) <= KR_IMAGE_MAX_BYTES;
+}
+
 /* Pass 1: the classes' areas and the chunks' bytes; returns the roots that follow them
  * (0: not an image). */
 static unsigned load_classes(struct kr__arena *a, struct kr__cursor *in)
@@ -309,8 +317,7 @@ static unsigned load_classes(struct kr__arena *a, struct kr__cursor *in)
     for (uint32_t k = 0; k < ncls && !in->why; k++) {
         int64_t cls = (int64_t)kr__cursor_get(in, 1);
         uint32_t slots = (uint32_t)kr__cursor_get(in, 4), nlive = (uint32_t)kr__cursor_get(in, 4);
-        if (cls <= last || cls >= KR_ARENA_CLASSES || !slots || nlive > slots ||
-            (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) > KR_IMAGE_MAX_BYTES) {
+        if (!class_ok(cls, last, slots, nlive)) {
             kr__cursor_fail(in, "the state image is damaged (a class record)");
             return 0;
         }
