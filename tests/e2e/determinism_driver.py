@@ -1,6 +1,7 @@
 """Randomized determinism driver: every model x engine x thread count x state-saving mode x
 preemption mode x seed, sampled at random, must commit the sequential engine's history: the
-same run digest and byte for byte the same output. Sequential and optimistic runs add --check
+same run digest and byte for byte the same output (reverse computation included, for the
+model with a reverse handler). Sequential and optimistic runs add --check
 at random (the sequential engine re-executes every event; the optimistic one verifies its
 invariants).
 
@@ -48,6 +49,9 @@ MODELS = [
      {"spans": None}),
     ("query", ["{build}/libquery.so", "--lps", "12", "--end", "30.5", "-P", "every=4", "-P",
                "noise=1"], {"spans": "zero_lookahead=1"}),
+    # (a reverse handler: --state reverse, and sequential --check runs event/reverse/event)
+    ("revstate", ["{build}/librevstate.so", "--lps", "24", "--end", "40", "-P", "kb=2"],
+     {"reverse": True}),
 ]
 
 
@@ -69,11 +73,15 @@ def pick_config(rnd, caps, tsan):
         return args, extra
     if eng == "sequential":
         if rnd.random() < 0.5:
-            args.append("--check")
+            args += ["--check"] + (["--state", "reverse"] if caps.get("reverse") else [])
         return args, extra
-    states = ["full", "page", "buddy"] + (["chunk"] if caps.get("chunk") else [])
-    preempts = ["off"] if tsan else ["off", "return", "tick", "adaptive"]
-    args += ["--threads", str(rnd.choice([1, 2, 3, 4])), "--state", rnd.choice(states),
+    states = ["full", "page", "buddy"] + (["chunk"] if caps.get("chunk") else []) + \
+        (["reverse", "reverse"] if caps.get("reverse") else [])
+    state = rnd.choice(states)
+    # (an event preempted half-way cannot be reversed: --state reverse takes off or adaptive)
+    preempts = ["off"] if tsan else ["off", "adaptive"] if state == "reverse" else \
+        ["off", "return", "tick", "adaptive"]
+    args += ["--threads", str(rnd.choice([1, 2, 3, 4])), "--state", state,
              "--preempt", rnd.choice(preempts), "--ckpt-interval", str(rnd.choice([1, 4, 16, "auto"])),
              "--gvt-period", rnd.choice(["0.05", "1", "5"]), "--safe", rnd.choice(["on", "off"]),
              "--balance", rnd.choice(["off", "auto", "storm"]),
