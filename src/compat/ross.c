@@ -85,16 +85,11 @@ static size_t round16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
-/* An LP's root block: its streams, then its state. */
-static size_t streams_at(void)
-{
-    return 0;
-}
 
+/* An LP's root block: its streams, then its state, here. */
 static size_t state_at(void)
 {
-    return streams_at() +
-           round16((g_tw_nRNG_per_lp + g_tw_nRNG_core_per_lp) * sizeof(tw_rng_stream));
+    return round16((g_tw_nRNG_per_lp + g_tw_nRNG_core_per_lp) * sizeof(tw_rng_stream));
 }
 
 /* --- what main() calls ---------------------------------------------------------------- */
@@ -231,7 +226,7 @@ static tw_lp *record(kr_lp me, char *root)
     tw_lp *lp = &records[me - g_tw_lp_offset];
     if (lp->cur_state != root + state_at()) {
         lp->cur_state = root + state_at();
-        lp->rng = (tw_rng_stream *)(root + streams_at());
+        lp->rng = (tw_rng_stream *)root;
         lp->core_rng = g_tw_nRNG_core_per_lp ? lp->rng + g_tw_nRNG_per_lp : NULL;
     }
     return lp;
@@ -277,6 +272,7 @@ static void ross_init(kr_lp me)
 #define AREA_MSG 8
 _Static_assert(sizeof(tw_bf) <= AREA_MSG, "the bit field fits before the message");
 static size_t commit_sz;        /* the largest state of a type with a commit handler */
+static tw_lpid no_revent = UINT64_MAX; /* the first LP whose type has no reverse handler */
 static struct kr_model model;   /* (below) */
 
 static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload, size_t size,
@@ -287,9 +283,10 @@ static void ross_event(kr_lp me, kr_time now, unsigned type, const void *payload
     tw_lp *lp = record(me, state);
     tw_lptype *t = lp->type;
     lp_events[me - g_tw_lp_offset].used = 0;
-    /* (a run whose types lack reverse handlers has no reverse area: the stack holds it) */
+    /* (the event's reverse area under --state reverse, else the stack: nothing undoes the
+     * event there with what the handler kept) */
     max_align_t own[(AREA_MSG + g_tw_msg_sz) / sizeof(max_align_t) + 1];
-    unsigned char *area = model.reverse ? kr_reverse_area() : memset(own, 0, AREA_MSG);
+    unsigned char *area = kr__ctx.rev_area ? kr__ctx.rev_area : memset(own, 0, AREA_MSG);
     tw_bf *bf = (tw_bf *)area;
     void *msg = area + AREA_MSG;
     if (size) memcpy(msg, payload, size);
@@ -337,16 +334,22 @@ static void root_describe(size_t off, char *buf, size_t cap)
         snprintf(buf, cap, "byte %zu of the LP's state struct", off - state_at());
 }
 
+/* The first LP without a reverse handler, and the largest state with a commit handler. */
+static void scan_types(void)
+{
+    commit_sz = 0;
+    for (tw_lpid id = g_tw_lp_offset; id < g_tw_lp_offset + g_tw_nlp; id++) {
+        const tw_lptype *t = types[id];
+        if (!t->revent && no_revent == UINT64_MAX) no_revent = id;
+        if (t->commit && t->state_sz > commit_sz) commit_sz = t->state_sz;
+    }
+}
+
 /* Reverse computation when every type of the run's LPs has a reverse handler. */
 static void reverse_setup(void)
 {
-    commit_sz = 0;
-    bool all = true;
-    for (tw_lpid id = g_tw_lp_offset; id < g_tw_lp_offset + g_tw_nlp; id++) {
-        const tw_lptype *t = types[id];
-        all &= t->revent != NULL;
-        if (t->commit && t->state_sz > commit_sz) commit_sz = t->state_sz;
-    }
+    scan_types();
+    bool all = no_revent == UINT64_MAX;
     model.reverse = all ? ross_reverse : NULL;
     kr__root_describe = root_describe;
     model.reverse_bytes = all ? AREA_MSG + g_tw_msg_sz + commit_sz : 0;
@@ -399,12 +402,11 @@ static int synch_args(const char **out)
 /* --state reverse: every LP type of the run needs a reverse handler. */
 static void reverse_missing(void)
 {
-    for (tw_lpid id = g_tw_lp_offset; !model.reverse && id < g_tw_lp_offset + g_tw_nlp; id++)
-        if (!types[id]->revent)
-            ross_die("--state reverse: LP %llu's type has no reverse handler (revent_f in its "
-                     "tw_lptype), and reverse computation needs one for every LP type; give "
-                     "it one, or run with another --state (full, the default, needs none)",
-                     (unsigned long long)id);
+    if (!model.reverse)
+        ross_die("--state reverse: LP %llu's type has no reverse handler (revent_f in its "
+                 "tw_lptype), and reverse computation needs one for every LP type; give it "
+                 "one, or run with another --state (full, the default, needs none)",
+                 (unsigned long long)no_revent);
 }
 
 /* Kairos's options that ROSS's own say: given both ways they would disagree. */
