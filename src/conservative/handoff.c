@@ -27,7 +27,7 @@ static void cons_send(struct kr__ctx *x, struct kr__ev *e)
 {
     struct cons_worker *w = x->eng;
     struct kr__run *r = w->c->r;
-    if (!(e->flags & KR_EVF_SPAN) && r->lookahead <= 0 && !r->lookahead_declared) {
+    if (!(e->flags & KR_EVF_SPAN) && r->lookahead <= 0 && !r->promise.lookahead_declared) {
         kr__pool_put(x->pool, e);
         kr__model_error("kr_schedule to LP %llu at %.17g: --sync conservative needs every event's "
                         "duration, and this model declares no lookahead; declare one (struct "

@@ -126,8 +126,15 @@ struct kr__run {
         unsigned full_every;          /* a full one every this many (0: none taken) */
     } ckpt;
     kr_time lookahead;                /* the model's, lowered by kr_set_lookahead in init */
-    bool lookahead_declared;          /* kr_set_lookahead was called, or the model has
+    struct kr__promises {             /* the model's promises of timing the engine reads: */
+        bool lookahead_declared;      /* kr_set_lookahead was called, or the model has
                                        * run_lookahead */
+        bool spans;                   /* kr_schedule_span's spans, checked at every send
+                                       * (kr__span_refused): the conservative engine's
+                                       * windows scheme in one process, with safe events
+                                       * and without done(), queries or bundles (Horizon
+                                       * checks every event's end itself) */
+    } promise;
     bool reverse;                     /* --state reverse in effect: undone events are
                                        * reversed by the model (struct kr_model.reverse) */
     bool alone;                       /* optimistic, one worker: the sequential core ran
@@ -400,6 +407,11 @@ static inline void kr__lp_commit_event(struct kr__lp *lp, const struct kr__ev *e
 /* done() after a committed event of lp (the current context): true when the LP has just
  * become done; a done() that turns false again is a model error. */
 bool kr__lp_done_step(struct kr__lp *lp, bool done);
+/* Where the run reads spans (struct kr__promises.spans): an engine's send of e from the
+ * running event, refused (a model error; e given back to the pool) if the running event
+ * was sent with kr_schedule_span and e starts before its end. The event's KR_EVF_SPAN and
+ * `dur` must be intact while it runs (lp.c). */
+bool kr__span_refused(struct kr__ctx *c, struct kr__ev *e);
 /* Bind the calling thread, number `id` of `nthreads`, to a core of its own (pin.c); left to
  * the OS where threads outnumber cores. */
 void kr__pin_thread(unsigned id, unsigned nthreads);

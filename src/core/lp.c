@@ -481,3 +481,17 @@ _Noreturn void kr__model_error(const char *fmt, ...)
     }
     kr__die(msg); /* (a crash that may have left locks held, or a thread without a bail) */
 }
+
+bool kr__span_refused(struct kr__ctx *c, struct kr__ev *e)
+{
+    const struct kr__ev *ev = c->ev;
+    if (!ev || !(ev->flags & KR_EVF_SPAN) || e->k.ts >= ev->k.ts + ev->dur) return false;
+    kr_time t = e->k.ts, end = ev->k.ts + ev->dur, dur = ev->dur;
+    kr_lp d = e->dest;
+    kr__pool_put(c->pool, e);
+    kr__model_error("event to LP %llu at %.17g starts before this event ends at %.17g (start + "
+                    "span %g, from kr_schedule_span): under --sync conservative an event may "
+                    "only schedule events at or after its own end; shorten its span or use "
+                    "--sync optimistic", (unsigned long long)d, t, end, dur);
+    return true;
+}

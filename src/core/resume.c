@@ -403,7 +403,7 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
     r->out.bytes = s->out_bytes;
     r->out.hash = s->out_hash;
     r->lookahead = s->lookahead;
-    r->lookahead_declared = s->declared;
+    r->promise.lookahead_declared = s->declared;
     /* (across ranks every rank reads the whole file and loads its own LPs; committed
      * output goes out through rank 0 alone) */
     return kr__net.rank == 0 ? check_output(r, s, err) : KR_OK;

@@ -310,7 +310,7 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     put_u64(b, r->out.bytes);
     put_u64(b, r->out.hash);
     put_f64(b, r->lookahead);
-    uint8_t declared = r->lookahead_declared;
+    uint8_t declared = r->promise.lookahead_declared;
     kr__bytes_put(b, &declared, 1);
     size_t ledger = r->ledger ? r->ledger_size : 0;
     put_u64(b, ledger);

@@ -17,6 +17,77 @@ void tw_safe_read(struct tw_thread *th)
     th->clk.safe = tw_clock_min(th->g, th->id);
 }
 
+/* The windows scheme with spans (tw_settings.spans): an event sent with kr_schedule_span
+ * sends nothing before its end (checked: kr__span_refused), and any other event nothing to
+ * another thread before its time plus the lookahead; what it sends to this thread's own
+ * LPs starts no earlier, and so on. So nothing that descends from a pending event e
+ * reaches another thread before its end e.ts + max(span, lookahead), and the least end of
+ * the pending events bounds what this thread may still send, as the least completion of
+ * the events in flight bounds Horizon's (paper 003). The heap is searched from its top
+ * down to the nodes at or past the least end found so far (every event below a node is
+ * at or after it), at most TW_SPAN_VISITS of them: a node left unvisited counts as its time
+ * plus the lookahead, a lower bound of everything below it. Only when the top itself ends
+ * past its time plus the lookahead can the floor move, so a model that sends no span pays
+ * one test per publish. */
+#define TW_SPAN_VISITS 64
+
+static inline kr_time span_end(const struct kr__ev *e, kr_time la)
+{
+    return e->k.ts + ((e->flags & KR_EVF_SPAN) && e->dur > la ? e->dur : la);
+}
+
+static kr_time span_floor(const struct tw_thread *th, const struct kr__ev *top, kr_time la)
+{
+    kr_time best = span_end(top, la);
+    if (!(best > top->k.ts + la)) return best;
+    const struct kr__heap *h = &th->heap;
+    size_t stack[TW_SPAN_VISITS + 2], sp = 0;
+    unsigned visits = 0;
+    stack[sp++] = 1;
+    stack[sp++] = 2;
+    while (sp) {
+        size_t i = stack[--sp];
+        if (i >= h->n || h->a[i].ts + la >= best) continue;
+        if (++visits > TW_SPAN_VISITS || sp + 2 > TW_SPAN_VISITS + 2) {
+            best = h->a[i].ts + la; /* (unvisited: its time plus the lookahead) */
+            continue;
+        }
+        const struct kr__ev *e = h->a[i].e;
+        if (e->st != KR_EV_CANCELLED) {
+            kr_time end = span_end(e, la);
+            if (end < best) best = end;
+        }
+        stack[sp++] = 2 * i + 1;
+        stack[sp++] = 2 * i + 2;
+    }
+    return best;
+}
+
+/* The least (ts, gen) that can reach another thread from what is pending here (top: the
+ * least pending event): tw_after(top), or with spans the pending events' least end. */
+static struct kr__key send_floor(const struct tw_thread *th, const struct kr__ev *top)
+{
+    const struct tw_global *g = th->g;
+    struct kr__key a = tw_after(g, &top->k);
+    if (!g->cf.spans) return a;
+    kr_time f = span_floor(th, top, g->cf.lookahead);
+    return f > a.ts ? kr__key_at(f) : a;
+}
+
+/* The least time this thread may still send at: its floor plus the lookahead (the floor:
+ * its least pending event, or its safe time, which what is yet to arrive lies at or
+ * above), or with spans the least end of what is pending, if that is lower. */
+static kr_time clock_floor(const struct tw_thread *th, const struct kr__ev *top)
+{
+    kr_time la = th->g->cf.lookahead;
+    kr_time f = top ? top->k.ts : INFINITY;
+    if (th->clk.safe < f && th->nlps) f = th->clk.safe; /* (without LPs nothing can reach it) */
+    f += la;
+    if (!th->g->cf.spans || !top || f != top->k.ts + la) return f;
+    kr_time s = th->nlps ? th->clk.safe + la : INFINITY, e = span_floor(th, top, la);
+    return e < s ? e : s;
+}
+
 /* After draining: publish floor + lookahead, where the floor bounds every event this
  * thread may still run (pending ones, and re-executions after stragglers, which arrive at
  * or above `safe`). Written only when it moved, and at most every TW_CLOCK_TURNS turns
@@ -29,9 +100,7 @@ void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
     if (!turn && !th->clk.eager) return;
     if (turn) tw_quiet_publish(th, top);
     struct tw_global *g = th->g;
-    kr_time f = top ? top->k.ts : INFINITY;
-    if (th->clk.safe < f && th->nlps) f = th->clk.safe; /* (without LPs nothing can reach it) */
-    f += g->cf.lookahead;
+    kr_time f = clock_floor(th, top);
     if (g->net.on) tw_rank_clock_publish(th, f); /* (its stamp's part: records to ranks) */
     if (f == th->clk.sent) return;
     /* (a message put before the clock moves must be visible by the time it has: a backlog
@@ -52,6 +121,27 @@ static bool tw_qline_same(const struct tw_qline *l, const struct kr__key *k)
            atomic_load_explicit(&l->seq, memory_order_relaxed) == k->seq;
 }
 
+/* Whether th's valid record already says what it would write now (key k). (With queries
+ * the whole key counts: a new top of the same time and generation from another sender,
+ * left unwritten, once let another thread's asker wait for an event that had already run,
+ * while this thread's asker waited for it: found by fuzz_model.) */
+static bool quiet_same(const struct tw_thread *th, const struct tw_clock *c,
+                       const struct kr__key *k)
+{
+    return atomic_load_explicit(&c->top_bits, memory_order_relaxed) == kr__time_bits(k->ts) &&
+           atomic_load_explicit(&c->top_gen, memory_order_relaxed) == k->gen &&
+           atomic_load_explicit(&c->taken, memory_order_relaxed) == th->clk.qtaken &&
+           (!th->g->cf.queries || tw_qline_same(&th->g->qline[th->id], k));
+}
+
+/* What the record names: the least pending key, or with spans the send floor itself
+ * (tw_quiet_try). */
+static struct kr__key quiet_key(const struct tw_thread *th, const struct kr__ev *top)
+{
+    if (!top) return kr__key_at(INFINITY);
+    return th->g->cf.spans ? send_floor(th, top) : top->k;
+}
+
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
 {
     if (th->clk.talked) {
@@ -59,18 +149,10 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
         return;
     }
     struct tw_clock *c = &th->g->clock[th->id];
-    struct kr__key k = top ? top->k : kr__key_at(INFINITY);
+    struct kr__key k = quiet_key(th, top);
     uint64_t bits = kr__time_bits(k.ts);
     if (!(th->clk.seq & 1)) {
-        /* (with queries the whole key counts: a new top of the same time and generation
-         * from another sender, left unwritten, once let another thread's asker wait for
-         * an event that had already run, while this thread's asker waited for it: found
-         * by fuzz_model) */
-        if (atomic_load_explicit(&c->top_bits, memory_order_relaxed) == bits &&
-            atomic_load_explicit(&c->top_gen, memory_order_relaxed) == k.gen &&
-            atomic_load_explicit(&c->taken, memory_order_relaxed) == th->clk.qtaken &&
-            (!th->g->cf.queries || tw_qline_same(&th->g->qline[th->id], &k)))
-            return; /* (unchanged: no write) */
+        if (quiet_same(th, c, &k)) return; /* (unchanged: no write) */
         tw_quiet_void(th);
     }
     atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
@@ -82,7 +164,9 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
         atomic_store_explicit(&l->src, k.src, memory_order_relaxed);
         atomic_store_explicit(&l->seq, k.seq, memory_order_relaxed);
     }
-    if (k.ts > th->clk.top_max) th->clk.top_max = k.ts;
+    /* (the latest time named: spans, the latest whose undoing keeps the floor named) */
+    kr_time named = th->g->cf.spans ? k.ts - th->g->cf.lookahead : k.ts;
+    if (named > th->clk.top_max) th->clk.top_max = named;
     atomic_store_explicit(&c->sent, th->clk.qsent, memory_order_relaxed);
     atomic_store_explicit(&c->taken, th->clk.qtaken, memory_order_relaxed);
     atomic_store_explicit(&c->seq, ++th->clk.seq, memory_order_seq_cst);
@@ -135,6 +219,20 @@ static bool quiet_mark(const struct tw_thread *th, uint64_t *mark)
     return true;
 }
 
+/* Read every other record twice: true if all were valid and unchanged in between, with
+ * nothing in flight; then their least key in *lo (queries: the least whole key in *whole). */
+static bool quiet_all(const struct tw_thread *th, struct kr__key *lo, struct kr__key *whole)
+{
+    const struct tw_global *g = th->g;
+    uint64_t seqs = 0, sent = th->clk.qsent, taken = th->clk.qtaken;
+    for (unsigned i = 0; i < g->n; i++)
+        if (i != th->id && !tw_quiet_read(g, i, &seqs, &sent, &taken, lo, whole)) return false;
+    atomic_thread_fence(memory_order_acquire);
+    for (unsigned i = 0; i < g->n; i++)
+        if (i != th->id) seqs -= atomic_load_explicit(&g->clock[i].seq, memory_order_seq_cst);
+    return !seqs && sent == taken;
+}
+
 void tw_quiet_try(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -142,15 +240,9 @@ void tw_quiet_try(struct tw_thread *th)
     uint64_t mark;
     if (!quiet_mark(th, &mark) || mark == th->clk.last) return;
     th->clk.last = mark;
-    uint64_t seqs = 0, sent = th->clk.qsent, taken = th->clk.qtaken;
     struct kr__key lo = kr__key_at(INFINITY), whole = lo;
-    for (unsigned i = 0; i < g->n; i++)
-        if (i != th->id && !tw_quiet_read(g, i, &seqs, &sent, &taken, &lo, &whole)) return;
-    atomic_thread_fence(memory_order_acquire);
-    for (unsigned i = 0; i < g->n; i++)
-        if (i != th->id) seqs -= atomic_load_explicit(&g->clock[i].seq, memory_order_seq_cst);
-    if (seqs || sent != taken) return;
-    struct kr__key b = tw_after(g, &lo);
+    if (!quiet_all(th, &lo, &whole)) return;
+    struct kr__key b = g->cf.spans ? lo : tw_after(g, &lo); /* (spans: floors, send_floor) */
     if (tw_hop_lt(&th->clk.qbound, &b)) th->clk.qbound = b;
     if (kr__key_lt(&th->q.full, &whole)) th->q.full = whole;
 }

@@ -156,6 +156,15 @@ void tw_fail(struct kr__ctx *c, const char *msg)
 const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
                                               tw_record };
 
+static void tw_send_span(struct kr__ctx *c, struct kr__ev *e)
+{
+    if (!kr__span_refused(c, e)) tw_send(c, e);
+}
+
+/* (the windows scheme with spans: its clocks count on them, clock.c) */
+const struct kr__engine_ops tw_ops_span = { tw_send_span, tw_emit, tw_fail, tw_query,
+                                            tw_record };
+
 void tw_keep_error(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
     if (th->g->cf.check && kr__ult_self.app) /* (a tick here could suspend it half-recorded) */
@@ -255,7 +264,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
     tl->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
     if (e->k.ts > th->fast_hi) th->fast_hi = e->k.ts; /* (the latest: tw_memory_floor) */
     e->child = NULL;
-    e->flags = 0;
+    e->flags &= KR_EVF_SPAN; /* (kept while it runs: kr__span_refused) */
     size_t nout = kr__lp_out_n(lp);
     th->in_safe = true;
     tw_run_sampled(th, lp, e);
@@ -323,7 +332,7 @@ static inline __attribute__((always_inline)) void
 tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool plain)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    e->flags = 0; /* (before the checkpoint: KR_EVF_CKPT) */
+    e->flags &= KR_EVF_SPAN; /* (before the checkpoint: KR_EVF_CKPT; the span is kept) */
     if (__builtin_expect(th->g->cf.reverse, 0)) tw_rev_record(th, lp, e);
     else if (tl->since_ckpt >= th->ck.interval) tw_take_ckpt(th, lp, e);
     tl->since_ckpt++;
@@ -596,7 +605,7 @@ static void tw_worker_start(struct tw_thread *th)
     kr__watch_bind(&th->watch);
     tw_ts_thread_start(th);
     kr__ctx.run = th->r;
-    kr__ctx.ops = &tw_ops;
+    kr__ctx.ops = tw_ops_of(th->g);
     kr__ctx.pool = th->pool;
     kr__ctx.eng = th;
     kr__ctx.mode = KR_MODE_NONE;

@@ -45,6 +45,15 @@ static void lone_record(struct kr__ctx *c, uint64_t tag, const void *data, size_
 static const struct kr__engine_ops lone_ops = { lone_send, lone_emit, tw_fail, NULL,
                                                 lone_record };
 
+static void lone_send_span(struct kr__ctx *c, struct kr__ev *e)
+{
+    if (!kr__span_refused(c, e)) lone_send(c, e);
+}
+
+/* (the windows scheme with spans: tw_ops_of) */
+static const struct kr__engine_ops lone_ops_span = { lone_send_span, lone_emit, tw_fail, NULL,
+                                                     lone_record };
+
 void tw_alone_update(struct tw_thread *th)
 {
     const struct tw_global *g = th->g;
@@ -94,7 +103,7 @@ lone_event(struct tw_thread *th, struct kr__run *r, struct kr__ev *e, const bool
     /* (e->child is not cleared: a lone send links no child, and e is freed at its commit -
      * the field lies on the event's second line, a write miss an event; lone_failed clears
      * it for the one event that lives on) */
-    e->flags = 0;
+    e->flags &= KR_EVF_SPAN; /* (kept while it runs: kr__span_refused) */
     kr__ctx_event(lp, e, KR_MODE_EVENT);
     uint64_t t0 = timed ? kr__clock_ns() : 0;
     th->err.armed = true;
@@ -141,7 +150,7 @@ static void lone_pace(struct tw_thread *th, uint64_t n, uint64_t dt)
 static void lone_close(struct tw_thread *th)
 {
     kr__ctx.mode = KR_MODE_NONE;
-    kr__ctx.ops = &tw_ops;
+    kr__ctx.ops = tw_ops_of(th->g);
     if (th->last_ts > th->fast_hi) th->fast_hi = th->last_ts;
     th->cnt->processed += th->lone.n;
     th->cnt->committed += th->lone.n;
@@ -171,7 +180,7 @@ uint64_t tw_lone_burst(struct tw_thread *th, kr_time end)
 {
     jmp_buf jb;
     th->lone.n = 0;
-    kr__ctx.ops = &lone_ops;
+    kr__ctx.ops = th->g->cf.spans ? &lone_ops_span : &lone_ops;
     th->err.cur = &jb;
     uint64_t t0 = kr__clock_ns();
     if (_setjmp(jb)) {

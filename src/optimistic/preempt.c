@@ -355,7 +355,7 @@ struct kr__ckpt *tw_ts_abandon(struct tw_thread *th, struct kr__lp *lp, bool can
     kr__ult_put(&th->ts.ults, u);
     struct kr__ckpt *c = e->ckpt;
     e->ckpt = NULL;
-    e->flags = 0;
+    e->flags &= KR_EVF_SPAN; /* (never processed: its span is intact) */
     e->st = KR_EV_PENDING; /* it is in the heap: it will start afresh */
     return c;
 }

@@ -707,13 +707,13 @@ kr_time tw_rank_begin(struct tw_global *g, kr_time lo)
     }
     net->in = (struct kr__net_gvt){ .min = kr__key_at(lo), .safe_hi = kr__key_at(-INFINITY),
                                     .err = kr__key_at(INFINITY),
-                                    .lookahead = r->lookahead_declared ? r->lookahead : INFINITY,
+                                    .lookahead = r->promise.lookahead_declared ? r->lookahead : INFINITY,
                                     .max_done = kr__key_at(-INFINITY) };
     reduce_begin(net, "starting the run");
     while (!reduce_test(net)) {}
     if (!isinf(net->out.lookahead)) {
         r->lookahead = net->out.lookahead;
-        r->lookahead_declared = true;
+        r->promise.lookahead_declared = true;
     }
     lo = net->out.min.ts;
     for (int k = 0; k < net->nranks; k++) net->from[k] = lo;

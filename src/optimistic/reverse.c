@@ -16,7 +16,8 @@ void tw_rev_record(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
     size_t n = th->r->model->reverse_bytes;
     struct kr__ckpt *c = kr__blob_get(&th->blobs, sizeof *c + n);
-    *c = (struct kr__ckpt){ .bytes = sizeof *c + n, .full = 1, .mode = KR_STATE_REVERSE };
+    *c = (struct kr__ckpt){ .bytes = sizeof *c + n, .full = 1, .mode = KR_STATE_REVERSE,
+                            .span = e->dur };
     kr__lp_save_words(lp, c->words);
     memset(c->data, 0, n);
     e->ckpt = c;

@@ -48,6 +48,7 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     th->cnt->ck.bytes += c->bytes;
     tl->since_ckpt = 0;
     if (at) {
+        c->span = at->dur; /* (intact while pending: msg/event.h) */
         at->ckpt = c;
         at->flags |= KR_EVF_CKPT;
         tl->ckpt_ev = at;
@@ -226,6 +227,11 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     tl->tail = e->prev;
     if (tl->tail) tl->tail->next = NULL;
     else tl->head = NULL;
+    /* (the windows scheme with spans: pending again, it ends where it did - its checkpoint
+     * kept its span, which the processed list's link overwrote - and is checked alike when
+     * it runs again; elsewhere nothing reads it) */
+    uint8_t keep = th->g->cf.spans && (e->flags & KR_EVF_SPAN) && e->ckpt ? KR_EVF_SPAN : 0;
+    if (keep) e->dur = e->ckpt->span;
     if (th->g->cf.reverse) tw_rev_undo(th, lp, e); /* (and its record goes) */
     struct kr__ev *sent = e->child;
     e->child = NULL;
@@ -235,7 +241,7 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     th->uncommitted--;
     struct kr__ckpt *c = th->g->cf.reverse ? NULL : e->ckpt;
     e->ckpt = NULL;
-    e->flags = 0;
+    e->flags = keep;
     e->st = KR_EV_PENDING;
     kr__heap_push(&th->heap, e);
     return c;

@@ -277,6 +277,11 @@ static void tw_settings_init(struct tw_global *g, struct kr__run *r)
     g->cf.round_events = TW_ROUND_EVENTS;
     g->cf.check = r->cfg->check;
     g->cf.windows = r->cfg->engine == &kr__windows_engine;
+    g->cf.spans = r->promise.spans;
+    if (g->cf.spans) { /* (every unsafe event keeps its span in its checkpoint: rollback.c) */
+        g->cf.ckpt_auto = g->cf.ckpt_by_cost = false;
+        g->cf.ckpt_interval = 1;
+    }
 }
 
 struct tw_global *tw_global_new(struct kr__run *r)
@@ -423,8 +428,18 @@ static int tw_run_alone(struct kr__run *r)
     return st;
 }
 
+/* The windows scheme reads the spans of kr_schedule_span (clock.c) where its safe events
+ * run: in one process, with safe events on, and no done(), queries or bundles (the
+ * sequential core checks them too when it runs a lone worker's run: tw_alone). */
+static bool tw_reads_spans(const struct kr__run *r)
+{
+    return r->cfg->engine == &kr__windows_engine && tw_options(r->cfg)->safe_events &&
+           !r->model->done && !r->model->query && !r->bundles && r->nranks == 1;
+}
+
 static int tw_run(struct kr__run *r)
 {
+    r->promise.spans = tw_reads_spans(r);
     if (tw_alone(r)) return tw_run_alone(r);
     struct tw_global *g = tw_global_new(r);
     if (tw_options(r->cfg)->preempt != KR_PREEMPT_OFF && !r->reverse)

@@ -384,7 +384,12 @@ void tw_lone_update(struct tw_thread *th);
 /* Lone mode: run the next events from the top; returns how many ran (0: none could). */
 uint64_t tw_lone_burst(struct tw_thread *th, kr_time end);
 /* engine.c: the general path's engine operations, and those lone mode shares with it. */
-extern const struct kr__engine_ops tw_ops;
+extern const struct kr__engine_ops tw_ops, tw_ops_span;
+/* The general path's operations for this run: with spans, sends are checked against them. */
+static inline const struct kr__engine_ops *tw_ops_of(const struct tw_global *g)
+{
+    return g->cf.spans ? &tw_ops_span : &tw_ops;
+}
 void tw_emit(struct kr__ctx *c, const char *text, size_t len);
 void tw_record(struct kr__ctx *c, uint64_t tag, const void *data, size_t size);
 void tw_fail(struct kr__ctx *c, const char *msg);

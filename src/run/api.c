@@ -466,11 +466,11 @@ void kr_set_lookahead(kr_time lookahead)
     else if (!(lookahead >= 0) || isinf(lookahead))
         kr__model_error("kr_set_lookahead(%g): the lookahead must be a finite number >= 0",
                         lookahead);
-    else if (!r->lookahead_declared && r->lookahead == 0)
+    else if (!r->promise.lookahead_declared && r->lookahead == 0)
         r->lookahead = lookahead;
     else if (lookahead < r->lookahead)
         r->lookahead = lookahead;
-    r->lookahead_declared = true;
+    r->promise.lookahead_declared = true;
     KR_API_LEAVE();
 }
 

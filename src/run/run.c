@@ -274,7 +274,7 @@ static int model_setup(struct kr__run *r, struct kr__error *err)
     r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
     if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
-    r->lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
+    r->promise.lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
     if (model_refused(r, cfg, err)) return err->status;
     r->tie.dest = r->bundles ? UINT32_MAX : 0;

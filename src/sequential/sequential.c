@@ -163,6 +163,15 @@ static const struct kr__engine_ops seq_ops = { seq_send, seq_emit, NULL, seq_que
 static const struct kr__engine_ops seq_ops_plain = { seq_send_plain, kr__emit_direct, NULL,
                                                      seq_query, seq_record };
 
+/* ...running a lone worker of the windows scheme, which reads spans (kr__promises). */
+static void seq_send_span(struct kr__ctx *c, struct kr__ev *e)
+{
+    if (!kr__span_refused(c, e)) seq_send_plain(c, e);
+}
+
+static const struct kr__engine_ops seq_ops_span = { seq_send_span, kr__emit_direct, NULL,
+                                                    seq_query, seq_record };
+
 /* Bundles: the rest of e's bundle, which the key put next in the set. */
 static void seq_gather(struct kr__run *r, struct seq *s, struct kr__ev *e)
 {
@@ -401,7 +410,7 @@ static int seq_run(struct kr__run *r)
         s.check = &check;
     }
     kr__ctx.run = r;
-    kr__ctx.ops = s.check ? &seq_ops : &seq_ops_plain;
+    kr__ctx.ops = s.check ? &seq_ops : r->promise.spans ? &seq_ops_span : &seq_ops_plain;
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &s;
     for (kr_lp id = 0; r->lpstat && id < r->n; id++) r->lpstat[id].thread = 0; /* (one) */

@@ -24,6 +24,8 @@ struct kr__ckpt {
     uint16_t depth;          /* incremental checkpoints since the last full one (0: full) */
     uint8_t full;
     uint8_t mode;            /* enum kr__state_mode it was taken in */
+    double span;             /* the duration of the event it was taken before: the windows
+                              * scheme gives it back when the event is undone (rollback.c) */
     uint64_t words[KR_CKPT_WORDS];
     unsigned char data[];
 };

@@ -112,6 +112,23 @@ t.ok("case=20 runs sequentially")
 expect(1, ["model 'misuse', LP 1, virtual time 2, event type 2", "at 2.5 starts before this "
            "event ends at 3", "--sync conservative", "kr_schedule_span"],
        "run", misuse, "--lps", "2", "--end", "10", *conservative[1], "-P", "case=20")
+# the windows scheme reads spans beside the lookahead (they widen its clocks), so it checks
+# them as Horizon does, on 1 worker (the sequential core) too; the engines that do not read
+# spans run the model (tests/models/spans.c)
+spans = os.path.join(build, "libspans.so")
+violate = [spans, "--lps", "32", "--end", "100", "-P", "violate=30"]
+for sync in (["--threads", "1"], ["--threads", "2"], ["--threads", "3"]):
+    expect(1, ["model 'spans', LP 1, virtual time 3", "event type 0", "starts before this "
+               "event ends at", "from kr_schedule_span", "--sync conservative"],
+           "run", *violate, "--sync", "conservative", "--conservative", "windows", *sync)
+expect(1, ["model 'spans', LP 1, virtual time 3", "starts before this event ends at"],
+       "run", *violate, "--sync", "conservative", "--conservative", "horizon", "--threads", "2")
+for sync in (["--sync", "sequential"], ["--threads", "2"]):
+    rc, _, err = run(kairos, "run", *violate, *sync, check=False)
+    if rc != 0:
+        fail(f"spans violate=30 {sync}: engines that do not read spans run it; exit {rc}\n{err}")
+t.ok("a send inside its sender's span: refused by the windows scheme at 1-3 threads and by "
+     "Horizon, run by the sequential and optimistic engines")
 expect(1, ["model 'queueing', LP 0, in init", "--sync conservative needs every event's duration",
            "kr_set_lookahead", "kr_schedule_span", "kairos run queueing --help"],
        "run", "queueing", "--sync", "conservative")

@@ -49,6 +49,12 @@ MODELS = [
      {"spans": None}),
     ("query", ["{build}/libquery.so", "--lps", "12", "--end", "30.5", "-P", "every=4", "-P",
                "noise=1"], {"spans": "zero_lookahead=1"}),
+    # (spans beside a lookahead and without: the windows scheme's clocks read them)
+    ("spans", ["{build}/libspans.so", "--lps", "24", "--end", "60"], {"spans": None}),
+    ("spans-la0", ["{build}/libspans.so", "--lps", "24", "--end", "60", "-P", "la=0"],
+     {"spans": None}),
+    ("queueing-spans", ["queueing", "--lps", "16", "--end", "200", "-P", "spans=1"],
+     {"spans": None, "chunk": True}),
     # (a reverse handler: --state reverse, and sequential --check runs event/reverse/event)
     ("revstate", ["{build}/librevstate.so", "--lps", "24", "--end", "40", "-P", "kb=2"],
      {"reverse": True}),

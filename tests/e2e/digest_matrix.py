@@ -46,6 +46,10 @@ configs = {
     "timers": [os.path.join(build, "libtimers.so"), "--lps", "32", "--end", "150"],
     # a large table per LP with a reverse handler (tests/models/revstate.c)
     "revstate": [os.path.join(build, "librevstate.so"), "--lps", "64", "--end", "100"],
+    # spans beside a lookahead, and without one (tests/models/spans.c): the windows scheme's
+    # clocks widen with them
+    "spans": [os.path.join(build, "libspans.so"), "--lps", "64", "--end", "150"],
+    "spans-la0": [os.path.join(build, "libspans.so"), "--lps", "32", "--end", "100", "-P", "la=0"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in pick((1, 2), (1, 2, 3, 4))]
 # (the conservative engine's windows scheme: safe events only, on every model - one without

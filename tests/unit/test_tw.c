@@ -16,7 +16,9 @@
  *    is abandoned first, and the LP's state after the pair is what it would be without the
  *    stale copy once that is cancelled;
  *  - a rollback of the thread's own accord (--memory-max) never reaches an event that a
- *    safe event - committed at once - came from: its floor lies above the safe events run. */
+ *    safe event - committed at once - came from: its floor lies above the safe events run;
+ *  - where spans are read (the windows scheme), an undone event sent with a span is
+ *    pending again with its span and duration, which the processed list had overwritten. */
 #include <math.h>
 #include "check.h"
 #include "core/core.h"
@@ -383,6 +385,44 @@ static void floor_above_safe(void)
     kr__options_free(&c);
 }
 
+/* The windows scheme with spans (tw_settings.spans; set by hand on a PHOLD run whose first
+ * events are marked as sent with spans): every event it undoes is pending again with the
+ * span flag and the duration it was sent with (its checkpoint kept it: K = 1 there). */
+#define SPANNED 8
+static void spans_kept(void)
+{
+    struct kr__config c;
+    struct kr__run r;
+    struct tw_global *g = one_thread(&c, &r, "1");
+    g->cf.spans = true;
+    struct tw_thread *th = &g->th[0];
+    tw_test_use(th);
+    struct kr__ev *ev[SPANNED];
+    kr_time dur[SPANNED];
+    unsigned n = 0;
+    for (size_t i = 0; i < th->heap.n && n < SPANNED; i++) {
+        struct kr__ev *e = th->heap.a[i].e;
+        e->flags |= KR_EVF_SPAN;
+        e->dur = dur[n] = 1e-9 * (n + 1); /* (shorter than any PHOLD delay) */
+        ev[n++] = e;
+    }
+    CHECK(n > 0);
+    for (unsigned i = 0; i < 40; i++) CHECK(tw_test_step(th) != NULL);
+    unsigned undone = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (ev[i]->st != KR_EV_PROCESSED) continue;
+        CHECK(ev[i]->flags & KR_EVF_SPAN); /* (kept while it ran, and after) */
+        tw_rollback(th, kr__lp_at(&r, ev[i]->dest), &ev[i]->k, true);
+        CHECK(ev[i]->st == KR_EV_PENDING && (ev[i]->flags & KR_EVF_SPAN));
+        CHECK(ev[i]->dur == dur[i]);
+        undone++;
+    }
+    CHECK(undone > 0);
+    tw_test_end(&r, g);
+    kr__run_free(&r);
+    kr__options_free(&c);
+}
+
 int main(void)
 {
     by_hand();
@@ -390,6 +430,7 @@ int main(void)
     auto_from_medians();
     floor_above_safe();
     interleaved();
+    spans_kept();
 #if !defined(__SANITIZE_THREAD__)
     equal_keys_preempted();
 #endif
