@@ -205,8 +205,8 @@ void kr_bundle_get(unsigned k, unsigned *type, const void **payload, size_t *siz
  * so requires that an event schedules nothing that starts before its own end (t +
  * duration). kr_schedule gives an event the run's lookahead as its duration. The windows
  * scheme counts on the same promise of an event sent with a span (its workers' clocks are
- * their pending events' ends) and refuses a send before the end too, in one process, for
- * models without done(), queries or bundles. The other engines check the arguments and
+ * their pending events' ends) and refuses a send before the end too, for models without
+ * done(), queries or bundles. The other engines check the arguments and
  * otherwise ignore the duration. Where and cost: as kr_schedule. */
 void kr_schedule_span(kr_lp dest, kr_time t, kr_time duration, unsigned type,
                       const void *payload, size_t size);

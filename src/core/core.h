@@ -131,9 +131,9 @@ struct kr__run {
                                        * run_lookahead */
         bool spans;                   /* kr_schedule_span's spans, checked at every send
                                        * (kr__span_refused): the conservative engine's
-                                       * windows scheme in one process, with safe events
-                                       * and without done(), queries or bundles (Horizon
-                                       * checks every event's end itself) */
+                                       * windows scheme, with safe events and without
+                                       * done(), queries or bundles (Horizon checks every
+                                       * event's end itself) */
     } promise;
     bool reverse;                     /* --state reverse in effect: undone events are
                                        * reversed by the model (struct kr_model.reverse) */

@@ -14,7 +14,8 @@ size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t r
     memcpy(buf + sizeof h, e->payload, e->size);
     size_t pad = kr__wire_pad8(e->size) - e->size;
     if (pad) memset(buf + sizeof h + e->size, 0, pad); /* (no stray bytes on the wire) */
-    return kr__wire_event_bytes(e->size);
+    if (h.flags & KR_EVF_SPAN) memcpy(buf + kr__wire_event_bytes(e->size), &e->dur, sizeof e->dur);
+    return kr__wire_event_size(e->size, h.flags);
 }
 
 size_t kr__wire_put_ptrs(unsigned char *buf, const unsigned char *payload,
@@ -25,7 +26,7 @@ size_t kr__wire_put_ptrs(unsigned char *buf, const unsigned char *payload,
     h.ptrs = 1;
     memcpy(buf, &h, sizeof h);
     memcpy(buf + sizeof h, payload, h.size);
-    memcpy(buf + kr__wire_event_bytes(h.size), table, tlen);
+    memcpy(buf + kr__wire_event_size(h.size, h.flags), table, tlen);
     return tlen;
 }
 
@@ -57,6 +58,15 @@ size_t kr__wire_put_upto(unsigned char *buf, const struct kr__key *k)
     return sizeof h;
 }
 
+/* What is wrong with header h of a record (KR_WIRE_OK: nothing). */
+static int header_check(const struct kr__wire_hdr *h, uint64_t nlps)
+{
+    if (h->kind < KR_WIRE_EVENT || h->kind > KR_WIRE_UPTO) return KR_WIRE_BAD_KIND;
+    bool bare = h->kind == KR_WIRE_ANTI || h->kind == KR_WIRE_UPTO;
+    if (h->size > KR_WIRE_MAX_PAYLOAD || (bare && h->size)) return KR_WIRE_BAD_SIZE;
+    return h->dest >= nlps ? KR_WIRE_BAD_DEST : KR_WIRE_OK;
+}
+
 int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nlps,
                   struct kr__wire_item *it)
 {
@@ -64,14 +74,15 @@ int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nl
     if (!left) return KR_WIRE_END;
     if (left < sizeof it->h) return KR_WIRE_TRUNCATED;
     memcpy(&it->h, *p, sizeof it->h);
-    if (it->h.kind < KR_WIRE_EVENT || it->h.kind > KR_WIRE_UPTO) return KR_WIRE_BAD_KIND;
-    bool bare = it->h.kind == KR_WIRE_ANTI || it->h.kind == KR_WIRE_UPTO;
-    if (it->h.size > KR_WIRE_MAX_PAYLOAD || (bare && it->h.size)) return KR_WIRE_BAD_SIZE;
-    if (it->h.dest >= nlps) return KR_WIRE_BAD_DEST;
-    size_t bytes = kr__wire_event_bytes(it->h.size);
+    int bad = header_check(&it->h, nlps);
+    if (bad) return bad;
+    bool span = it->h.kind == KR_WIRE_EVENT && (it->h.flags & KR_EVF_SPAN);
+    size_t bytes = kr__wire_event_size(it->h.size, span ? KR_EVF_SPAN : 0);
     if (left < bytes) return KR_WIRE_TRUNCATED;
     it->payload = *p + sizeof it->h;
     it->table = NULL;
+    it->dur = 0;
+    if (span) memcpy(&it->dur, *p + kr__wire_event_bytes(it->h.size), sizeof it->dur);
     if (it->h.ptrs) {
         size_t tb = it->h.kind == KR_WIRE_EVENT ?
                         kr__addrmap_table_bytes(*p + bytes, left - bytes, it->h.size) : 0;

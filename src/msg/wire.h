@@ -53,6 +53,14 @@ static inline size_t kr__wire_event_bytes(size_t size)
     return sizeof(struct kr__wire_hdr) + kr__wire_pad8(size);
 }
 
+/* Bytes of an event record with `size` bytes of payload and flags `flags` (the header's):
+ * one sent with a span carries it in a word after the padded payload (the windows scheme
+ * reads it there: optimistic/clock.c). */
+static inline size_t kr__wire_event_size(size_t size, unsigned flags)
+{
+    return kr__wire_event_bytes(size) + (flags & KR_EVF_SPAN ? sizeof(double) : 0);
+}
+
 /* Encode e as sent (key, destination, type, payload) with remote id rid and the sender's
  * GVT round count at buf, which has kr__wire_event_bytes(e->size) bytes; returns them. */
 size_t kr__wire_put_event(unsigned char *buf, const struct kr__ev *e, uint64_t rid,
@@ -76,6 +84,7 @@ struct kr__wire_item {
     struct kr__wire_hdr h;
     const unsigned char *payload;
     const unsigned char *table;   /* h.ptrs: the payload's table of pointers, else NULL */
+    double dur;                   /* an event with KR_EVF_SPAN: its span, else 0 */
 };
 
 enum { KR_WIRE_OK = 0, KR_WIRE_END, KR_WIRE_TRUNCATED, KR_WIRE_BAD_KIND, KR_WIRE_BAD_SIZE,

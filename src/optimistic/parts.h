@@ -346,8 +346,8 @@ struct tw_settings {
     bool queries;                          /* the model answers queries (query.c) */
     bool windows;                          /* the conservative engine's windows scheme:
                                             * no speculation (optimism.c) */
-    bool spans;                            /* windows, in one process, safe events on and
-                                            * no done(), queries or bundles: events sent
+    bool spans;                            /* windows, safe events on and no done(),
+                                            * queries or bundles: events sent
                                             * with kr_schedule_span widen the clocks, and
                                             * the spans are checked (clock.c) */
     kr_time lookahead;

@@ -134,11 +134,11 @@ void tw_rank_send(struct tw_thread *th, struct kr__ev *e, unsigned owner, struct
         unsigned char copy[KR_PAYLOAD_MAX], table[KR_ADDR_TABLE_BYTES(KR_PAYLOAD_MAX)];
         memcpy(copy, e->payload, e->size);
         size_t tn = kr__addrmap_export(copy, e->size, table);
-        unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size) + tn);
+        unsigned char *p = reserve(th, to, kr__wire_event_size(e->size, e->flags) + tn);
         size_t n = kr__wire_put_event(p, e, rid, th->rk.nround);
         sent_record(th, to, n + kr__wire_put_ptrs(p, copy, table, tn), &e->k);
     } else {
-        unsigned char *p = reserve(th, to, kr__wire_event_bytes(e->size));
+        unsigned char *p = reserve(th, to, kr__wire_event_size(e->size, e->flags));
         sent_record(th, to, kr__wire_put_event(p, e, rid, th->rk.nround), &e->k);
     }
     th->cnt->remote_sent++;
@@ -235,6 +235,7 @@ static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
     e->xflags = 0;
     e->pflags = it->table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN;
     e->rid = it->h.rid;
+    e->dur = it->h.flags & KR_EVF_SPAN ? it->dur : g->r->lookahead; /* (as it was sent) */
     e->child = e->sib = NULL;
     if (!anti) {
         memcpy(e->payload, it->payload, it->h.size);

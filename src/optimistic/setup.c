@@ -429,12 +429,12 @@ static int tw_run_alone(struct kr__run *r)
 }
 
 /* The windows scheme reads the spans of kr_schedule_span (clock.c) where its safe events
- * run: in one process, with safe events on, and no done(), queries or bundles (the
- * sequential core checks them too when it runs a lone worker's run: tw_alone). */
+ * run: with safe events on, and no done(), queries or bundles (the sequential core checks
+ * them too when it runs a lone worker's run: tw_alone; across ranks the wire carries them). */
 static bool tw_reads_spans(const struct kr__run *r)
 {
     return r->cfg->engine == &kr__windows_engine && tw_options(r->cfg)->safe_events &&
-           !r->model->done && !r->model->query && !r->bundles && r->nranks == 1;
+           !r->model->done && !r->model->query && !r->bundles;
 }
 
 static int tw_run(struct kr__run *r)

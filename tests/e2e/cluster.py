@@ -260,6 +260,25 @@ def same_as_sequential():
                  f"{p.stderr}")
     t.ok("revstate: the sequential digest and stdout with --state reverse on 2x1, 3x2 ranks")
 
+    # (spans across ranks: the wire carries them, and the windows scheme's clocks and its
+    # check read them on every rank - tests/models/spans.c, with and without a lookahead)
+    spans = [os.path.join(build, "libspans.so"), "--lps", "64", "--end", "150"]
+    windows = ["--sync", "conservative", "--conservative", "windows"]
+    for extra, np, threads in (([], 2, 1), (["-P", "la=0"], 3, 2)):
+        rc, out, err = run(kairos, "run", *spans, *extra, "--sync", "sequential")
+        p = mpirun(np, "run", *spans, *extra, *windows, "--threads", str(threads))
+        if p.returncode != 0 or digest(p.stderr) != digest(err) or p.stdout != out:
+            fail(f"spans {extra} {np}x{threads} windows: exit {p.returncode}, digest "
+                 f"{digest(p.stderr) if p.returncode == 0 else '-'}, sequential "
+                 f"{digest(err)}, stdout {'equal' if p.stdout == out else 'differs'}\n"
+                 f"{p.stderr}")
+    p = mpirun(2, "run", *spans, "-P", "violate=30", *windows, "--threads", "1")
+    if p.returncode != 1 or "starts before this event ends at" not in p.stderr or \
+            "model 'spans', LP 1, virtual time 3" not in p.stderr:
+        fail(f"spans violate=30 on 2 ranks: want the span refused, exit 1\n{p.stderr}")
+    t.ok("spans: the sequential digest and stdout on 2x1 and 3x2 ranks (windows, with and "
+         "without a lookahead); a send inside a span refused across ranks")
+
 
 def stats_across_ranks():
     path = os.path.join(build, "cluster-stats.json")

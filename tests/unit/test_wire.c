@@ -21,11 +21,12 @@ static void wire_round_trip(void)
     unsigned char storage[sizeof(struct kr__ev) + 24];
     struct kr__ev *e = event_at(storage, (struct kr__key){ 2.5, 3, 0, 17, 41 }, 9, 7, 19);
     e->flags = KR_EVF_SPAN | KR_EVF_CKPT;
+    e->dur = 1.25; /* (a span: carried after the payload) */
     for (unsigned i = 0; i < e->size; i++) e->payload[i] = (unsigned char)(i * 13 + 1);
     unsigned char buf[512];
     memset(buf, 0xEE, sizeof buf);
     size_t n = kr__wire_put_event(buf, e, 0x10000000000005ull, 1);
-    CHECK(n == kr__wire_event_bytes(19) && n == 64 + 24);
+    CHECK(n == kr__wire_event_size(19, KR_EVF_SPAN) && n == 64 + 24 + 8);
     CHECK(buf[64 + 19] == 0 && buf[64 + 23] == 0);          /* padding zeroed */
     struct kr__key ak = { 4.0, 0, 0, 2, 8 };
     n += kr__wire_put_anti(buf + n, &ak, 5, 77, 0);
@@ -37,6 +38,7 @@ static void wire_round_trip(void)
     CHECK(it.h.flags == KR_EVF_SPAN);                       /* the sender's own flags stay */
     CHECK(it.h.round == 1);
     CHECK(memcmp(it.payload, e->payload, 19) == 0);
+    CHECK(it.dur == 1.25);
     CHECK(kr__wire_next(&p, end, 10, &it) == KR_WIRE_OK);
     CHECK(it.h.kind == KR_WIRE_ANTI && it.h.dest == 5 && it.h.rid == 77 && it.h.size == 0);
     CHECK(it.h.round == 0);
@@ -45,6 +47,8 @@ static void wire_round_trip(void)
     /* damaged buffers stop decoding at the damage */
     p = buf;
     CHECK(kr__wire_next(&p, buf + 64 + 10, 10, &it) == KR_WIRE_TRUNCATED);
+    p = buf;
+    CHECK(kr__wire_next(&p, buf + 64 + 24, 10, &it) == KR_WIRE_TRUNCATED); /* (no span) */
     p = buf;
     CHECK(kr__wire_next(&p, buf + 30, 10, &it) == KR_WIRE_TRUNCATED);
     p = buf;
