@@ -21,6 +21,7 @@
 #include "ross.h"
 #include "compat/ross_int.h"
 #include "core/core.h"
+#include "base/digest.h"
 #include "net/net.h"
 #include "run/command.h"
 
@@ -128,6 +129,90 @@ static void lp_tables(void)
     }
 }
 
+/* PE p's local LPs as tw_define_lps gives them, before a mapping moves them. */
+static void default_gids(tw_peid p)
+{
+    for (tw_lpid i = 0; i < g_tw_nlp; i++) {
+        local_gid[i] = p * g_tw_nlp + i;
+        placeholders[i].gid = local_gid[i];
+    }
+}
+
+/* Mark the LPs PE p's mapping placed (local_gid) in seen[]: each LP on one PE only. */
+static void mark_placed(unsigned char *seen, tw_peid p)
+{
+    for (tw_lpid i = 0; i < g_tw_nlp; i++) {
+        if (seen[local_gid[i]])
+            ross_die("the model's custom mapping places LP %llu on two PEs (PE %lu's local LP "
+                     "%llu is one of them): called as each PE in turn, a mapping must give "
+                     "every LP to one PE", (unsigned long long)local_gid[i], (unsigned long)p,
+                     (unsigned long long)i);
+        seen[local_gid[i]] = 1;
+    }
+}
+
+/* What the mappings called as every PE gave each LP (ross_identity): a hash of its types
+ * by LP id, each named by the order it first appears in (addresses differ between
+ * processes). */
+static uint64_t mapped_types;
+
+static uint64_t types_hash(void)
+{
+    const tw_lptype *seen[64];
+    unsigned n = 0;
+    uint64_t h = 0;
+    for (tw_lpid id = 0; id < g_tw_total_lps; id++) {
+        unsigned k = 0;
+        while (types[id] && k < n && seen[k] != types[id]) k++;
+        if (types[id] && k == n && n < 64) seen[n++] = types[id];
+        h = kr__mix(h, types[id] ? k + 1 : 0); /* (past 64 types: the 65th and later alike) */
+    }
+    return h;
+}
+
+static void ross_identity(FILE *f)
+{
+    fprintf(f, "ross-custom-mapping LP types %016llx (the mapping, called by Kairos as each "
+            "PE, may read nothing of the process but g_tw_mynode)\n",
+            (unsigned long long)mapped_types);
+}
+
+/* A custom mapping across processes. Kairos runs LP `gid` on the process whose block of ids
+ * holds it, which need not be where the model's mapping put it (ROSS-Models' torus puts a
+ * PE's network nodes in one range of ids and its MPI processes in another), and the
+ * mapping is where most models set their LPs' types. So the mapping is called once more as
+ * each other PE (g_tw_mynode and g_tw_lp_offset set to it), which gives every LP's type on
+ * every process; this process's own placement is then put back. That the processes learnt
+ * the same types is checked before the run (ross_identity: a mapping that depends on more
+ * than g_tw_mynode is found there). */
+static void map_other_pes(void)
+{
+    tw_peid me = g_tw_mynode;
+    tw_lpid off = g_tw_lp_offset, *mine = malloc(g_tw_nlp * sizeof *mine);
+    unsigned char *seen = calloc(g_tw_total_lps, 1);
+    if (!mine || !seen) ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
+    memcpy(mine, local_gid, g_tw_nlp * sizeof *mine);
+    mark_placed(seen, me);
+    for (tw_peid p = 0; p < nnodes; p++) {
+        if (p == me) continue;
+        g_tw_mynode = p;
+        g_tw_lp_offset = p * g_tw_nlp;
+        default_gids(p);
+        g_tw_custom_initial_mapping();
+        mark_placed(seen, p);
+    }
+    g_tw_mynode = me;
+    g_tw_lp_offset = off;
+    for (tw_lpid i = 0; i < g_tw_nlp; i++) {
+        local_gid[i] = mine[i];
+        placeholders[i].gid = mine[i];
+    }
+    free(mine);
+    free(seen);
+    mapped_types = types_hash();
+    kr__identity_extra = ross_identity;
+}
+
 void tw_define_lps(tw_lpid nlp, size_t msg_sz)
 {
     if (!inited) ross_die("tw_define_lps before tw_init");
@@ -142,7 +227,10 @@ void tw_define_lps(tw_lpid nlp, size_t msg_sz)
     g_tw_lp_offset = g_tw_mynode * nlp;
     g_tw_msg_sz = msg_sz;
     lp_tables();
-    if (g_tw_mapping == CUSTOM && g_tw_custom_initial_mapping) g_tw_custom_initial_mapping();
+    if (g_tw_mapping == CUSTOM && g_tw_custom_initial_mapping) {
+        g_tw_custom_initial_mapping();
+        if (nnodes > 1) map_other_pes();
+    }
 }
 
 void ross_lp_onpe(tw_lpid index, tw_lpid gid)
@@ -367,13 +455,15 @@ static void resolve_types(void)
             types[id] = &g_tw_lp_types[g_tw_lp_typemap(id)];
         if (types[id] && types[id]->event) continue;
         if (g_tw_mapping == CUSTOM && nnodes > 1)
-            ross_die("the model's custom mapping puts LPs of this process (%llu) outside "
-                     "LPs %llu to %llu, the block Kairos gives it across %lu processes (LP "
-                     "%llu has no type here): run it in one process (--threads for "
-                     "parallelism), or with ROSS's linear mapping", (unsigned long long)
-                     g_tw_mynode, (unsigned long long)g_tw_lp_offset, (unsigned long long)
-                     (g_tw_lp_offset + g_tw_nlp - 1), (unsigned long)nnodes,
-                     (unsigned long long)id);
+            ross_die("LP %llu has no type on process %llu, which Kairos gives LPs %llu to "
+                     "%llu across %lu processes: the model's custom mapping placed it on "
+                     "another PE, and its type was set outside the mapping function "
+                     "(tw_lp_settype after tw_define_lps), which Kairos calls as each PE to "
+                     "learn every LP's type; set the types in the mapping, or by "
+                     "g_tw_lp_typemap, or run it in one process (--threads for parallelism)",
+                     (unsigned long long)id, (unsigned long long)g_tw_mynode,
+                     (unsigned long long)g_tw_lp_offset,
+                     (unsigned long long)(g_tw_lp_offset + g_tw_nlp - 1), (unsigned long)nnodes);
         ross_die("LP %llu has no type: call tw_lp_settype for every LP (or set "
                  "g_tw_lp_typemap and g_tw_lp_types) before tw_run", (unsigned long long)id);
     }

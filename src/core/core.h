@@ -477,6 +477,10 @@ void *kr__reverse_scratch(size_t n);
  * leaves it changed: set by a layer whose root holds more than the model's struct (the
  * ROSS layer: random streams, then the model's state); NULL: the byte is named as such. */
 extern void (*kr__root_describe)(size_t off, char *buf, size_t cap);
+/* Across ranks: what else every rank must have alike, written into the run's identity that
+ * the ranks compare before they start (run/command.c): set by a layer that learnt part of
+ * the run's layout from the model's own code (the ROSS layer: every LP's type). NULL: none. */
+extern void (*kr__identity_extra)(FILE *f);
 /* Commit hooks (ledger.c). The most a model's ledger may hold. */
 #define KR_LEDGER_MAX (256u << 20)
 /* Call the model's commit hook for one record of LP lp's event at now that has committed,

@@ -189,6 +189,7 @@ void kr__foreign_reset(void)
 }
 
 void (*kr__root_describe)(size_t off, char *buf, size_t cap);
+void (*kr__identity_extra)(FILE *f);
 
 /* kr_reverse_area outside --state reverse: the thread's scratch (freed with the thread),
  * or under time-sharing the running stack's own - another event of the thread may run

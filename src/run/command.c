@@ -164,6 +164,7 @@ static int cluster_same(const struct kr__config *c, struct kr__error *err)
         fprintf(f, "model %s %016llx\n", m ? m->name : "?",
                 (unsigned long long)kr__file_hash(c->model));
         kr__options_identity(f, c);
+        if (kr__identity_extra) kr__identity_extra(f);
         if (fclose(f)) len = 0;
     }
     kr__net_same(text ? text : "", len, err);

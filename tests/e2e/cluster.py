@@ -741,6 +741,22 @@ def ross_across_ranks():
         fail(f"tower on 2 ranks: the optimistic and windows engines differ: {digests}")
     t.ok("a ROSS model's MPI_Reduce after tw_run sums over the ranks (PE finals: 2); "
          "optimistic and windows give one digest on 2 ranks")
+    # a custom mapping that deals the ids out to the PEs (ROSS-Models' torus places its
+    # two LP types in two ranges): Kairos calls it as each PE to learn every LP's type
+    p = mpirun(2, "--synch=3", "--end=200", "--scatter=2", program=tower)
+    if p.returncode or digest(p.stderr) not in digests or "PE finals: 2\n" not in p.stdout:
+        fail(f"tower --scatter=2 on 2 ranks: exit {p.returncode}, want digest {digests}\n"
+             f"{p.stdout}\n{p.stderr}")
+    p = mpirun(2, "--synch=3", "--end=200", "--scatter=1", program=tower)
+    if p.returncode == 0 or "its type was set outside the mapping function" not in p.stderr:
+        fail(f"tower --scatter=1 on 2 ranks: want types set outside the mapping refused\n"
+             f"{p.stderr}")
+    p = mpirun(2, "--synch=3", "--end=200", "--scatter=3", program=tower)
+    if p.returncode == 0 or "ross-custom-mapping" not in p.stderr or \
+            "may read nothing of the process but g_tw_mynode" not in p.stderr:
+        fail(f"tower --scatter=3 on 2 ranks: want the ranks' types found to differ\n{p.stderr}")
+    t.ok("a custom mapping that scatters the ids over the PEs: the digest of the block "
+         "mapping; types set outside it, or by more than g_tw_mynode, refused")
 
 
 without_mpirun()

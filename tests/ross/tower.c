@@ -4,7 +4,11 @@
  * mapping (local index i is LP id n-1-i: the tower is local 0), sets types either by
  * tw_lp_settype or by g_tw_lp_typemap over g_tw_lp_types (--typemap=1), uses pre_run, a
  * commit handler, tw_output, a PE type in the older two-argument form, tw_snapshot, and
- * MPI_Reduce of a total after tw_run, as ROSS-Models' models do. */
+ * MPI_Reduce of a total after tw_run, as ROSS-Models' models do. --scatter=1 deals the LP
+ * ids out to the PEs in turn instead (local i of PE p is i * PEs + p), types set after
+ * tw_define_lps; --scatter=2 sets them in the mapping, as ROSS-Models' torus does; 3 sets
+ * them there by what only the process itself knows (its own rank, not g_tw_mynode), which
+ * Kairos must find out across ranks. */
 #include <ross.h>
 
 enum { LANDING, REPORT };
@@ -25,6 +29,8 @@ typedef struct {
 static unsigned airports = 31;
 static unsigned planes = 3;
 static unsigned use_typemap;
+static unsigned scatter;
+static tw_peid home; /* (--scatter=3: this process's own PE) */
 static double flight = 5.0;
 static unsigned long pe_finals;
 
@@ -138,6 +144,24 @@ static void reversed(void)
     }
 }
 
+/* --scatter: the ids dealt out to the PEs in turn (and with 2, each LP's type set here) */
+static void dealt(void)
+{
+    for (tw_lpid i = 0; i < g_tw_nlp; i++) {
+        tw_lp_onpe(i, g_tw_pe, i * tw_nnodes() + g_tw_mynode);
+        tw_kp_onpe(0, g_tw_pe);
+        tw_lp_onkp(g_tw_lp[i], g_tw_kp[0]);
+        tw_lpid gid = g_tw_lp[i]->gid;
+        if (scatter == 2) tw_lp_settype(i, &types[type_of(gid)]);
+        if (scatter == 3) tw_lp_settype(i, &types[g_tw_mynode == home ? type_of(gid) : 0]);
+    }
+}
+
+static tw_lp *dealt_lp(tw_lpid gid)
+{
+    return g_tw_lp[gid / tw_nnodes()];
+}
+
 static tw_lp *reversed_lp(tw_lpid gid)
 {
     return g_tw_lp[g_tw_nlp - 1 - (gid - g_tw_mynode * g_tw_nlp)];
@@ -157,6 +181,8 @@ static const tw_optdef app_opt[] = {
     TWOPT_UINT("planes", planes, "planes each airport starts with"),
     TWOPT_UINT("typemap", use_typemap, "1: LP types by g_tw_lp_typemap, not tw_lp_settype"),
     TWOPT_DOUBLE("flight", flight, "mean flight time"),
+    TWOPT_UINT("scatter", scatter, "1: LP ids dealt out to the PEs in turn, 2: and typed in "
+               "the mapping, 3: typed there by the process's own rank (a misuse)"),
     TWOPT_END(),
 };
 
@@ -165,14 +191,15 @@ int main(int argc, char **argv)
     tw_opt_add(app_opt);
     tw_init(&argc, &argv);
     g_tw_mapping = CUSTOM;
-    g_tw_custom_initial_mapping = &reversed;
-    g_tw_custom_lp_global_to_local_map = &reversed_lp;
+    home = g_tw_mynode;
+    g_tw_custom_initial_mapping = scatter ? &dealt : &reversed;
+    g_tw_custom_lp_global_to_local_map = scatter ? &dealt_lp : &reversed_lp;
     if (use_typemap) {
         g_tw_lp_types = types;
         g_tw_lp_typemap = &type_of;
     }
     tw_define_lps(airports + 1, sizeof(tower_msg));
-    for (tw_lpid i = 0; !use_typemap && i < g_tw_nlp; i++)
+    for (tw_lpid i = 0; !use_typemap && scatter < 2 && i < g_tw_nlp; i++)
         tw_lp_settype(i, &types[type_of(g_tw_lp[i]->gid)]);
     tw_pe_settype(g_tw_pe, &pe_types[0]);
     tw_run();
