@@ -24,6 +24,7 @@
 #include "base/digest.h"
 #include "net/net.h"
 #include "run/command.h"
+#include "core/snapshot.h"
 
 /* Where the MPI module is when the program is not beside it (CMakeLists.txt: this build's
  * and the install's) */
@@ -156,17 +157,22 @@ static void mark_placed(unsigned char *seen, tw_peid p)
  * processes). */
 static uint64_t mapped_types;
 
+/* t's number among the types met so far (seen, *n of them; one more if new), from 1. */
+static uint64_t type_number(const tw_lptype *t, const tw_lptype **seen, unsigned *n)
+{
+    unsigned k = 0;
+    while (k < *n && seen[k] != t) k++;
+    if (k == *n && *n < 64) seen[(*n)++] = t;
+    return k + 1; /* (past 64 types: the 65th and later alike) */
+}
+
 static uint64_t types_hash(void)
 {
     const tw_lptype *seen[64];
     unsigned n = 0;
     uint64_t h = 0;
-    for (tw_lpid id = 0; id < g_tw_total_lps; id++) {
-        unsigned k = 0;
-        while (types[id] && k < n && seen[k] != types[id]) k++;
-        if (types[id] && k == n && n < 64) seen[n++] = types[id];
-        h = kr__mix(h, types[id] ? k + 1 : 0); /* (past 64 types: the 65th and later alike) */
-    }
+    for (tw_lpid id = 0; id < g_tw_total_lps; id++)
+        h = kr__mix(h, types[id] ? type_number(types[id], seen, &n) : 0);
     return h;
 }
 
@@ -446,6 +452,22 @@ static void reverse_setup(void)
 /* Every LP of this process has a type: tw_lp_settype's, or the type map's over
  * g_tw_lp_types. (Kairos gives each rank the block of LP ids ROSS's linear mapping gives
  * its PE: nlp a process, in rank order.) */
+/* LP id has no type here: say what to do. */
+static _Noreturn void untyped(tw_lpid id)
+{
+    if (g_tw_mapping == CUSTOM && nnodes > 1)
+        ross_die("LP %llu has no type on process %llu, which Kairos gives LPs %llu to %llu "
+                 "across %lu processes: the model's custom mapping placed it on another PE, "
+                 "and its type was set outside the mapping function (tw_lp_settype after "
+                 "tw_define_lps), which Kairos calls as each PE to learn every LP's type; set "
+                 "the types in the mapping, or by g_tw_lp_typemap, or run it in one process "
+                 "(--threads for parallelism)", (unsigned long long)id,
+                 (unsigned long long)g_tw_mynode, (unsigned long long)g_tw_lp_offset,
+                 (unsigned long long)(g_tw_lp_offset + g_tw_nlp - 1), (unsigned long)nnodes);
+    ross_die("LP %llu has no type: call tw_lp_settype for every LP (or set g_tw_lp_typemap "
+             "and g_tw_lp_types) before tw_run", (unsigned long long)id);
+}
+
 static void resolve_types(void)
 {
     records = calloc(g_tw_nlp, sizeof *records);
@@ -453,19 +475,10 @@ static void resolve_types(void)
     for (tw_lpid id = g_tw_lp_offset; id < g_tw_lp_offset + g_tw_nlp; id++) {
         if (!types[id] && g_tw_lp_typemap && g_tw_lp_types)
             types[id] = &g_tw_lp_types[g_tw_lp_typemap(id)];
-        if (types[id] && types[id]->event) continue;
-        if (g_tw_mapping == CUSTOM && nnodes > 1)
-            ross_die("LP %llu has no type on process %llu, which Kairos gives LPs %llu to "
-                     "%llu across %lu processes: the model's custom mapping placed it on "
-                     "another PE, and its type was set outside the mapping function "
-                     "(tw_lp_settype after tw_define_lps), which Kairos calls as each PE to "
-                     "learn every LP's type; set the types in the mapping, or by "
-                     "g_tw_lp_typemap, or run it in one process (--threads for parallelism)",
-                     (unsigned long long)id, (unsigned long long)g_tw_mynode,
-                     (unsigned long long)g_tw_lp_offset,
-                     (unsigned long long)(g_tw_lp_offset + g_tw_nlp - 1), (unsigned long)nnodes);
-        ross_die("LP %llu has no type: call tw_lp_settype for every LP (or set "
-                 "g_tw_lp_typemap and g_tw_lp_types) before tw_run", (unsigned long long)id);
+        if (!types[id] || !types[id]->event) untyped(id);
+        /* (here, not in init: a resumed run calls no init) */
+        records[id - g_tw_lp_offset] = (tw_lp){ .id = id - g_tw_lp_offset, .gid = id,
+                                                .pe = &the_pe, .type = types[id] };
     }
 }
 
@@ -507,33 +520,57 @@ static void refuse_own(int argc, char **argv)
             ross_die("the end time is ROSS's option here: --end=T");
         if (!strcmp(argv[i], "--lps"))
             ross_die("--lps: the LPs are what the model gives tw_define_lps");
-        if (!strcmp(argv[i], "--snapshot"))
-            ross_die("--snapshot: a ROSS program's run cannot be resumed yet (kairos resume "
-                     "loads models by name or file): run it without snapshots");
         if (!strcmp(argv[i], "--state") && i + 1 < argc && !strcmp(argv[i + 1], "reverse"))
             reverse_missing();
     }
 }
 
+/* --resume DIR: the snapshot a run of this program wrote (--snapshot) must be of this
+ * model's LPs and end, which the program's own options give again (the model's main built
+ * its LPs from them before tw_run). */
+static void resume_check(const char *dir)
+{
+    struct kr__error err = { 0 };
+    if (kr__snapshot_same_run(dir, g_tw_total_lps, g_tw_ts_end, &err)) ross_die("%s", err.msg);
+}
+
+/* Where --resume DIR stands in the options ROSS's parser left (0: not there). */
+static int resume_at(int n, char **rest)
+{
+    for (int i = 1; i < n; i++) {
+        if (strcmp(rest[i], "--resume")) continue;
+        if (i + 1 >= n) ross_die("--resume needs DIR, a directory a run wrote with --snapshot");
+        return i;
+    }
+    return 0;
+}
+
 /* The kairos command line of the run: the LPs and end time ROSS's, --synch as Kairos's
- * engine options, then the options ROSS's parser left. */
+ * engine options, then the options ROSS's parser left; with --resume DIR, kairos's resume
+ * of the snapshot in DIR (which holds the LPs and end). */
 static const char **kairos_argv(int *argc)
 {
     static char lps[32], end[64];
     char **rest;
     int nrest = ross_opts_rest(&rest);
     refuse_own(nrest, rest);
+    int res = resume_at(nrest, rest);
     snprintf(lps, sizeof lps, "%llu", (unsigned long long)g_tw_total_lps);
     snprintf(end, sizeof end, "%.17g", g_tw_ts_end);
     const char **argv = calloc((size_t)nrest + 12, sizeof *argv);
     if (!argv) ross_die("out of memory");
     int n = 0;
     argv[n++] = rest[0];
-    argv[n++] = "run";
-    argv[n++] = name;
-    argv[n++] = "--lps", argv[n++] = lps, argv[n++] = "--end", argv[n++] = end;
+    if (res) {
+        resume_check(rest[res + 1]);
+        argv[n++] = "resume", argv[n++] = rest[res + 1];
+    } else {
+        argv[n++] = "run", argv[n++] = name;
+        argv[n++] = "--lps", argv[n++] = lps, argv[n++] = "--end", argv[n++] = end;
+    }
     n += synch_args(argv + n);
-    for (int i = 1; i < nrest; i++) argv[n++] = rest[i];
+    for (int i = 1; i < nrest; i++)
+        if (!res || (i != res && i != res + 1)) argv[n++] = rest[i];
     *argc = n;
     return argv;
 }

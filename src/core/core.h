@@ -39,6 +39,8 @@ struct kr__error;
 
 struct kr__config {
     const char *model;          /* built-in name or path to a .so */
+    bool own_model;             /* `model` names the program's own (a layer's: run/command.c
+                                 * kr__cmd_run_model), which no file holds */
     const struct kr__engine *engine;   /* --sync */
     unsigned threads;
     uint64_t lps;

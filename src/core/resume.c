@@ -332,6 +332,39 @@ static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo
     return KR_OK;
 }
 
+int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__error *err)
+{
+    struct kr__config c = { 0 };
+    struct kr__error e = { 0 };
+    if (kr__snapshot_config(dir, &c, &e) == KR_OK && (c.lps != lps || (!isnan(end) && c.end != end)))
+        kr__fail(err, KR_ERR_USAGE, "--resume %s: the snapshot was taken of a run of %llu LPs "
+                 "to time %.17g, and these options give %llu LPs to %.17g: resume with the "
+                 "options of the run that took it", dir, (unsigned long long)c.lps, c.end,
+                 (unsigned long long)lps, end);
+    for (size_t i = 0; i < c.nparams; i++) free((void *)c.params[i].key);
+    free(c.params);
+    free(c.owned);
+    return err->status;
+}
+
+/* The hash of stdout's first n bytes, read back; false if they cannot all be read. */
+static bool stdout_hash(uint64_t n, uint64_t *h)
+{
+    char buf[65536];
+    *h = KR_OUT_HASH0;
+    int fd = open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC); /* (stdout may be write-only) */
+    uint64_t off = 0;
+    while (fd >= 0 && off < n) {
+        size_t want = n - off < sizeof buf ? (size_t)(n - off) : sizeof buf;
+        ssize_t got = pread(fd, buf, want, (off_t)off);
+        if (got <= 0) break;
+        *h = kr__out_hash(*h, buf, (size_t)got);
+        off += (uint64_t)got;
+    }
+    if (fd >= 0) close(fd);
+    return fd >= 0 && off == n;
+}
+
 /* stdout, when it is a file: it must start with the output the snapshot committed (its
  * bytes and hash); it is cut there when the resumed run first appends, or ends - after
  * every check and the engine's start (a refused resume leaves the file as it was). */
@@ -345,25 +378,28 @@ static int check_output(struct kr__run *r, const struct kr__snapshot *s, struct 
                         "output the snapshot's run had committed: append to that run's output "
                         "file (kairos resume DIR >> FILE)", (long long)st.st_size,
                         (unsigned long long)s->out_bytes);
-    uint64_t h = KR_OUT_HASH0;
-    char buf[65536];
-    int fd = open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC); /* (stdout may be write-only) */
-    for (uint64_t off = 0; fd >= 0 && off < s->out_bytes;) {
-        size_t want = s->out_bytes - off < sizeof buf ? (size_t)(s->out_bytes - off) : sizeof buf;
-        ssize_t got = pread(fd, buf, want, (off_t)off);
-        if (got <= 0) break;
-        h = kr__out_hash(h, buf, (size_t)got);
-        off += (uint64_t)got;
-    }
-    if (fd >= 0) close(fd);
-    if (fd < 0) return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back: %s",
-                                strerror(errno));
+    uint64_t h;
+    if (!stdout_hash(s->out_bytes, &h))
+        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back: %s", strerror(errno));
     if (h != s->out_hash)
         return kr__fail(err, KR_ERR_USAGE, "stdout does not start with the output of the "
                         "snapshot's run: resume into that run's output file");
     r->out.cut_at = s->out_bytes;
     r->out.cut_pending = true;
     return KR_OK;
+}
+
+void kr__output_preamble(struct kr__run *r)
+{
+    struct stat st;
+    fflush(stdout);
+    off_t pos = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+    uint64_t h;
+    if (pos <= 0 || fstat(STDOUT_FILENO, &st) || !S_ISREG(st.st_mode) ||
+        !stdout_hash((uint64_t)pos, &h))
+        return;
+    r->out.hash = h;
+    r->out.bytes = (uint64_t)pos;
 }
 
 void kr__output_cut(struct kr__run *r)

@@ -56,7 +56,9 @@ static void put_identity(struct kr__bytes *b, const struct kr__run *r)
 {
     const struct kr__config *c = r->cfg;
     char path[PATH_MAX];
-    bool file = realpath(c->model, path) != NULL;
+    /* (a program's own model - a layer's - is named as such: its file is the program, which
+     * the run's identity already holds; resumed by the program itself) */
+    bool file = !c->own_model && realpath(c->model, path) != NULL;
     put_u32(b, SNAP_VERSION);
     put_str(b, file ? path : c->model);
     put_str(b, r->model->name);

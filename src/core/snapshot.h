@@ -52,6 +52,15 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err);
 /* Cut stdout to the snapshot's output (r->out.cut_pending: kr__snapshot_open checked it):
  * at the resumed run's first output, or its end. A failure counts as a failed write. */
 void kr__output_cut(struct kr__run *r);
+/* A run that writes snapshots, before its first output: what stdout (a file) holds already
+ * - a program's own lines before its run (the ROSS layer's main), a log appended to - is
+ * the start of what a resume must find there, so the output's count and hash begin with
+ * it. */
+void kr__output_preamble(struct kr__run *r);
+/* A program that resumes itself (a layer's --resume DIR): the snapshot in dir must be of a
+ * run of `lps` LPs to time `end` (NAN: any), what the program's own options gave again; a failure in
+ * err naming both (KR_OK also when the snapshot cannot be read: the resume says why). */
+int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__error *err);
 void kr__snapshot_close(struct kr__run *r);
 /* In place of LP id's init: its state and bookkeeping, and the pending events addressed to
  * it, sent through the engine as init's would be. */

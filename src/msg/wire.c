@@ -67,6 +67,21 @@ static int header_check(const struct kr__wire_hdr *h, uint64_t nlps)
     return h->dest >= nlps ? KR_WIRE_BAD_DEST : KR_WIRE_OK;
 }
 
+/* The record at p (left bytes, *bytes of them before any table): its table of payload
+ * pointers, if its header says it has one; false if that is damaged. */
+static bool item_table(struct kr__wire_item *it, const unsigned char *p, size_t left,
+                       size_t *bytes)
+{
+    it->table = NULL;
+    if (!it->h.ptrs) return true;
+    size_t tb = it->h.kind == KR_WIRE_EVENT ?
+                    kr__addrmap_table_bytes(p + *bytes, left - *bytes, it->h.size) : 0;
+    if (!tb) return false;
+    it->table = p + *bytes;
+    *bytes += tb;
+    return true;
+}
+
 int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nlps,
                   struct kr__wire_item *it)
 {
@@ -80,16 +95,9 @@ int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nl
     size_t bytes = kr__wire_event_size(it->h.size, span ? KR_EVF_SPAN : 0);
     if (left < bytes) return KR_WIRE_TRUNCATED;
     it->payload = *p + sizeof it->h;
-    it->table = NULL;
     it->dur = 0;
     if (span) memcpy(&it->dur, *p + kr__wire_event_bytes(it->h.size), sizeof it->dur);
-    if (it->h.ptrs) {
-        size_t tb = it->h.kind == KR_WIRE_EVENT ?
-                        kr__addrmap_table_bytes(*p + bytes, left - bytes, it->h.size) : 0;
-        if (!tb) return KR_WIRE_BAD_TABLE;
-        it->table = *p + bytes;
-        bytes += tb;
-    }
+    if (!item_table(it, *p, left, &bytes)) return KR_WIRE_BAD_TABLE;
     *p += bytes;
     return KR_WIRE_OK;
 }

@@ -108,21 +108,28 @@ static int check_paths(const struct kr__config *c, struct kr__error *err)
     return KR_OK;
 }
 
-static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
+/* After the command line: the defaults that depend on it (threads by the cores this rank
+ * gets), the notes, the paths the run will write. */
+static int configure_finish(struct kr__config *c, long ncpu, struct kr__error *err)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (kr__options_defaults(c, err)) return err->status;
-    if (c->resume_dir && kr__snapshot_config(c->resume_dir, c, err)) return err->status;
-    for (int i = 3; i < argc; i++)
-        if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
-    if (kr__engine_resolve(c, err)) return err->status;
     unsigned lr, ls; /* (by default, the ranks on this machine share its cores) */
     kr__local_ranks(&lr, &ls);
     unsigned cores = ncpu > 0 ? (unsigned)ncpu : 1;
     if (kr__options_finish(c, cores / ls ? cores / ls : 1, err)) return err->status;
     note_unread(c);
-    if (check_paths(c, err)) return err->status;
-    return KR_OK;
+    return check_paths(c, err);
+}
+
+static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (kr__options_defaults(c, err)) return err->status;
+    if (c->resume_dir && kr__snapshot_config(c->resume_dir, c, err)) return err->status;
+    c->own_model = kr__model_own && c->model && !strcmp(c->model, kr__model_own->name);
+    for (int i = 3; i < argc; i++)
+        if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
+    if (kr__engine_resolve(c, err)) return err->status;
+    return configure_finish(c, ncpu, err);
 }
 
 /* More than one rank: what only a run across ranks can get wrong, found on each rank (the
@@ -247,5 +254,6 @@ int kr__cmd_resume(int argc, char **argv)
 int kr__cmd_run_model(const struct kr_model *m, int argc, char **argv)
 {
     kr__model_own = m;
-    return kr__cmd_run(argc, argv);
+    return argc > 1 && !strcmp(argv[1], "resume") ? kr__cmd_resume(argc, argv)
+                                                   : kr__cmd_run(argc, argv);
 }

@@ -380,6 +380,7 @@ int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__er
     r->out.hash = KR_OUT_HASH0;
     kr__out_closed = false; /* (a run in a process that ran others: tests, fuzzing) */
     if (cfg->resume_dir && kr__snapshot_open(r, err)) return err->status;
+    if (!cfg->resume_dir && cfg->snap_dir) kr__output_preamble(r);
     warn_output_passed_on(r);
     return setup_state(r, err);
 }

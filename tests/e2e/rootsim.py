@@ -12,6 +12,7 @@ its configuration giving the run's defaults and its command line Kairos's option
   the program's exit status (1)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,10 +58,29 @@ o, e, s = run("--end", "50", "--threads", "2")
 if s["ended_by"] != "end_time" or s["committed_events"] >= st["committed_events"]:
     fail(f"--end 50: ended by {s['ended_by']}, {s['committed_events']} events")
 t.ok("--end on the command line ends the run at that time")
-_, e, _ = run("--snapshot", "/tmp", rc_want=2)
-if "cannot be resumed yet" not in e:
-    fail(f"--snapshot: {e}")
-t.ok("--snapshot: refused (such a run cannot be resumed yet)")
+# snapshots: the program resumes itself (--resume DIR), in another layout, appending to the
+# first run's output
+snap = os.path.join(build, "rootsim-snap")
+shutil.rmtree(snap, ignore_errors=True)
+out_path = snap + ".out"
+with open(out_path, "w") as f:
+    p = subprocess.run([prog, "--threads", "2", "--snapshot", snap, "--snapshot-every", "2000"],
+                       stdout=f, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT * 4)
+if p.returncode or not os.path.exists(os.path.join(snap, "snapshot")):
+    fail(f"--snapshot: exit {p.returncode}\n{p.stderr}")
+with open(out_path, "a") as f:
+    p = subprocess.run([prog, "--sync", "sequential", "--resume", snap], stdout=f,
+                       stderr=subprocess.PIPE, text=True, timeout=TIMEOUT * 4)
+if p.returncode or "resumed:" not in p.stderr or f"run digest:       {ref}" not in p.stderr or \
+        open(out_path).read() != out:
+    fail(f"--resume: exit {p.returncode}, want the sequential digest {ref} and output\n"
+         f"{p.stderr}")
+t.ok("snapshots on 2 threads, resumed sequentially (--resume DIR): the uninterrupted run's "
+     "digest and output")
+p = subprocess.run([prog, "--resume"], capture_output=True, text=True, timeout=TIMEOUT)
+if p.returncode != 2 or "--resume needs DIR" not in p.stderr:
+    fail(f"--resume without DIR: exit {p.returncode}\n{p.stderr}")
+t.ok("--resume without DIR: refused, saying what it needs")
 _, e, _ = run("--lps", "8", rc_want=2)
 if "the configuration's `lps`" not in e:
     fail(f"--lps: {e}")

@@ -14,11 +14,12 @@ program with ROSS's options and Kairos's beside them.
 - What a ROSS program gets wrong is said: a bad option value, Kairos's --end/--lps given
   instead of ROSS's, tw_error in an event (exit 1, naming the LP, time and place)."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import json
-from common import fail, Tally, build_kind, TIMEOUT
+from common import fail, Tally, build_kind, digest, TIMEOUT
 
 kairos, build = sys.argv[1], sys.argv[2]
 prog = os.path.join(build, "ross", "phold")
@@ -160,11 +161,44 @@ if p.returncode != 2 or "type has no reverse handler (revent_f" not in p.stderr:
     fail(f"tower --state reverse (a type without revent): exit {p.returncode}\n{p.stderr}")
 t.ok("--state reverse with an LP type that has no reverse handler: refused, naming it")
 
+# --- snapshots: the program resumes itself (--resume DIR, with the options of the run that
+# took them); the lines its main printed before tw_run count as the output's start, so the
+# file it appends to ends as the uninterrupted run's; pre_run is not run again
+snapdir = os.path.join(build, "ross-snap")
+for model, args, again in ((prog, ["--nlp=64", "--end=200"], ["--synch=1"]),
+                           (tower, ["--end=200"], ["--synch=3", "--threads", "2"])):
+    shutil.rmtree(snapdir, ignore_errors=True)
+    full = subprocess.run([model, "--synch=1", *args], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    out_path = snapdir + ".out"
+    with open(out_path, "w") as out:
+        p = subprocess.run([model, "--synch=3", "--threads", "2", *args, "--snapshot", snapdir,
+                            "--snapshot-every", "60"], stdout=out, stderr=subprocess.PIPE,
+                           text=True, timeout=TIMEOUT)
+    if p.returncode or not os.path.exists(os.path.join(snapdir, "snapshot")):
+        fail(f"{os.path.basename(model)} --snapshot: exit {p.returncode}\n{p.stderr}")
+    with open(out_path, "a") as out:
+        p = subprocess.run([model, *again, *args, "--resume", snapdir], stdout=out,
+                           stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    got = open(out_path).read()
+    if p.returncode or "resumed:" not in p.stderr or digest(p.stderr) != digest(full.stderr) \
+            or got != full.stdout:
+        fail(f"{os.path.basename(model)} resumed ({' '.join(again)}): exit {p.returncode}, "
+             f"digest {digest(p.stderr)} against {digest(full.stderr)}, output "
+             f"{'equal' if got == full.stdout else 'differs'}\n{p.stderr}")
+    t.ok(f"{os.path.basename(model)}: snapshots on 2 threads, resumed {' '.join(again)}: the "
+         f"uninterrupted run's digest and output")
+p = subprocess.run([tower, "--synch=1", "--end=150", "--resume", snapdir], capture_output=True,
+                   text=True, timeout=TIMEOUT)
+if p.returncode != 2 or "resume with the options of the run that took it" not in p.stderr:
+    fail(f"a resume with another end time: exit {p.returncode}\n{p.stderr}")
+t.ok("--resume with options that give other LPs or another end: refused, saying which")
+
 # --- what a ROSS program gets wrong
 for args, rc, needle in ((["--nlp=abc"], 2, "option --nlp: 'abc' is not a valid value"),
                          (["--end", "5"], 2, "--end=T"),
                          (["--lps", "5"], 2, "tw_define_lps"),
-                         (["--snapshot", "/tmp"], 2, "cannot be resumed yet"),
+                         (["--resume"], 2, "--resume needs DIR"),
                          (["--synch=9"], 2, "ROSS's protocols are 1 to 6"),
                          (["--args-file=x"], 2, "not supported on Kairos"),
                          (["--threads", "zero"], 2, "--threads")):
