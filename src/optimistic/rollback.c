@@ -215,10 +215,9 @@ static void unpark(struct tw_thread *th, struct tw_lp *tl)
     }
 }
 
-/* Undo one processed event (the tail); returns its checkpoint, if it had one. */
-static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool cancel)
+/* lp's newest processed event, taken off its list (--check: above the committed horizon). */
+static struct kr__ev *unlink_tail(const struct tw_thread *th, struct tw_lp *tl)
 {
-    struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ev *e = tl->tail;
     if (th->g->cf.check && kr__key_lt(&e->k, &th->cm.applied))
         kr__internal_error("thread %u rolls back LP %llu's event at %.17g, below the committed "
@@ -227,11 +226,25 @@ static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool 
     tl->tail = e->prev;
     if (tl->tail) tl->tail->next = NULL;
     else tl->head = NULL;
-    /* (the windows scheme with spans: pending again, it ends where it did - its checkpoint
-     * kept its span, which the processed list's link overwrote - and is checked alike when
-     * it runs again; elsewhere nothing reads it) */
-    uint8_t keep = th->g->cf.spans && (e->flags & KR_EVF_SPAN) && e->ckpt ? KR_EVF_SPAN : 0;
-    if (keep) e->dur = e->ckpt->span;
+    return e;
+}
+
+/* The windows scheme with spans: an undone event, pending again, ends where it did - its
+ * checkpoint kept its span, which the processed list's link overwrote - and is checked
+ * alike when it runs again (elsewhere nothing reads it). Its flags to keep. */
+static uint8_t keep_span(const struct tw_thread *th, struct kr__ev *e)
+{
+    if (!th->g->cf.spans || !(e->flags & KR_EVF_SPAN) || !e->ckpt) return 0;
+    e->dur = e->ckpt->span;
+    return KR_EVF_SPAN;
+}
+
+/* Undo one processed event (the tail); returns its checkpoint, if it had one. */
+static struct kr__ckpt *undo_tail(struct tw_thread *th, struct kr__lp *lp, bool cancel)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    struct kr__ev *e = unlink_tail(th, tl);
+    uint8_t keep = keep_span(th, e);
     if (th->g->cf.reverse) tw_rev_undo(th, lp, e); /* (and its record goes) */
     struct kr__ev *sent = e->child;
     e->child = NULL;
