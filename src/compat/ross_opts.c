@@ -110,6 +110,10 @@ static void show_help(void)
     printf("\nKairos options (as 'kairos run' takes them; the LP count comes from "
            "tw_define_lps and the end time from --end=T):\n");
     kr__options_help(stdout);
+    printf("\nResuming (a run that wrote snapshots with --snapshot DIR):\n"
+           "  --resume DIR         continue from the snapshot in DIR: give the program's own "
+           "options again,\n"
+           "                       append to the first run's output (>> FILE)\n");
     exit(0);
 }
 
