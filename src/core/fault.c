@@ -227,7 +227,9 @@ static void crash_site(const ucontext_t *uc, char *buf, size_t cap)
                  info.dli_fname, off);
 }
 
-static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
+/* Before a crash is described: what --check hid comes back into reach, an overrun found
+ * since is reported first, and a crash inside the C library ends the run (fatal). */
+static void crash_prepare(int sig, const ucontext_t *uc)
 {
     /* (sequential --check: every LP's state back within reach, for what reads them next) */
     if (kr__run_current && kr__run_current->check_slices) kr__region_reach_all(true);
@@ -239,6 +241,11 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
                         "failed assert in a library); the model's state is suspect");
     }
     if (in_libc(uc)) kr__ctx.fatal = true;
+}
+
+static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
+{
+    crash_prepare(sig, uc);
     if (sig == SIGSEGV) segv_diagnosis(si, uc);
     char site[640];
     crash_site(uc, site, sizeof site);

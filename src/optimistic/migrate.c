@@ -397,6 +397,21 @@ static void trial_counts(const struct tw_global *g, uint64_t *c, uint64_t *p, ui
 
 /* The thread-count trial (tw.h): fewer workers can commit more when they mostly undo each
  * other's work (few LPs, tight coupling) - the committed rate decides, window by window. */
+/* A window of the trials ended with `rate` committed events/s: judge the running trial,
+ * or start one (one worker fewer) when the threads are coupled, or try the kept worker
+ * count again one higher (has the model changed?). */
+static void trial_step(struct tw_global *g, uint64_t now, double rate, bool coupled)
+{
+    if (g->bl.trial == TW_TRIAL_RUNNING || g->bl.trial == TW_TRIAL_BACK) {
+        trial_judge(g, now, rate);
+    } else if (coupled && g->bl.trial_nact >= 2 && now >= g->bl.trial_next_ns) {
+        g->bl.cnt_trials++;
+        trial_set(g, g->bl.trial_nact - 1, TW_TRIAL_RUNNING, rate);
+    } else if (g->bl.trial == TW_TRIAL_KEPT && now >= g->bl.trial_back_ns) {
+        trial_set(g, g->bl.trial_nact + 1, TW_TRIAL_BACK, rate);
+    }
+}
+
 static void plan_trial(struct tw_global *g, uint64_t now)
 {
     uint64_t c = 0, p = 0, rb = 0, cuts = 0;
@@ -407,15 +422,7 @@ static void plan_trial(struct tw_global *g, uint64_t now)
     double eff = p > b->win_p0 ? 1.0 - (double)(rb - b->win_r0) / (double)(p - b->win_p0) : 1;
     bool first = !g->bl.win_t0, coupled = eff < TW_TRIAL_EFF || cuts > g->bl.win_x0;
     g->bl.win_t0 = now, g->bl.win_c0 = c, g->bl.win_p0 = p, g->bl.win_r0 = rb, g->bl.win_x0 = cuts;
-    if (first) return;
-    if (g->bl.trial == TW_TRIAL_RUNNING || g->bl.trial == TW_TRIAL_BACK) {
-        trial_judge(g, now, rate);
-    } else if (coupled && g->bl.trial_nact >= 2 && now >= g->bl.trial_next_ns) {
-        g->bl.cnt_trials++;
-        trial_set(g, g->bl.trial_nact - 1, TW_TRIAL_RUNNING, rate);
-    } else if (g->bl.trial == TW_TRIAL_KEPT && now >= g->bl.trial_back_ns) {
-        trial_set(g, g->bl.trial_nact + 1, TW_TRIAL_BACK, rate); /* has the model changed? */
-    }
+    if (!first) trial_step(g, now, rate, coupled);
 }
 
 struct tw_shares {

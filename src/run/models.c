@@ -219,6 +219,22 @@ static const struct kr_model *(*model_entry(const char *name, struct kr__error *
     return entry;
 }
 
+/* The model of the library at path `name`, checked (NULL: err says why). */
+static const struct kr_model *from_file(const char *name, struct kr__error *err)
+{
+    kr__fault_install(); /* a crash in the model's constructor or entry is the model's */
+    kr__model_loading = name;
+    const struct kr_model *(*entry)(void) = model_entry(name, err);
+    const struct kr_model *m = entry ? entry() : NULL;
+    kr__model_loading = NULL;
+    if (m && old_size) { /* (an older ABI's shorter struct, padded) */
+        memset(&old_model, 0, sizeof old_model);
+        memcpy(&old_model, m, old_size);
+        m = &old_model;
+    }
+    return entry ? check(m, name, err) : NULL;
+}
+
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
 {
     if (kr__model_own && kr__model_own->name && !strcmp(name, kr__model_own->name))
@@ -231,15 +247,5 @@ const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
         snprintf(path, sizeof path, "./%s", name);
         name = path;
     }
-    kr__fault_install(); /* a crash in the model's constructor or entry is the model's */
-    kr__model_loading = name;
-    const struct kr_model *(*entry)(void) = model_entry(name, err);
-    const struct kr_model *m = entry ? entry() : NULL;
-    kr__model_loading = NULL;
-    if (m && old_size) {
-        memset(&old_model, 0, sizeof old_model);
-        memcpy(&old_model, m, old_size);
-        m = &old_model;
-    }
-    return entry ? check(m, name, err) : NULL;
+    return from_file(name, err);
 }

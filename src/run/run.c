@@ -458,6 +458,22 @@ static void run_failed(struct kr__run *r, struct kr__error *err)
                  r->cfg->engine->name, r->rc);
 }
 
+/* After the engine: --lp-stats (across ranks every rank sends its rows, whatever happened;
+ * a failed run writes none), then the run's report or its failure. */
+static void run_report(struct kr__run *r, struct kr__error *err, int *interrupted)
+{
+    struct kr__error lerr = { 0 };
+    if (r->cfg->lp_stats_path)
+        kr__report_lp_stats(r, !err->status && !r->rc ? r->cfg->lp_stats_path : NULL, &lerr);
+    if (!err->status && !r->rc) {
+        run_succeeded(r, err);
+        if (lerr.status && !err->status) *err = lerr;
+        *interrupted = r->interrupted;
+    } else if (!err->status) {
+        run_failed(r, err);
+    }
+}
+
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)
 {
     struct kr__run r;
@@ -483,17 +499,7 @@ int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *inter
     if (!kr__thread_start(&t, run_engine, &r, cfg->stack_kb, "the engine thread", err))
         pthread_join(t, NULL);
     kr__watch_thread_stop();
-    /* (across ranks every rank sends its rows, whatever happened; a failed run writes none) */
-    struct kr__error lerr = { 0 };
-    if (cfg->lp_stats_path)
-        kr__report_lp_stats(&r, !err->status && !r.rc ? cfg->lp_stats_path : NULL, &lerr);
-    if (!err->status && !r.rc) {
-        run_succeeded(&r, err);
-        if (lerr.status && !err->status) *err = lerr;
-        *interrupted = r.interrupted;
-    } else if (!err->status) {
-        run_failed(&r, err);
-    }
+    run_report(&r, err, interrupted);
     kr__run_free(&r);
     return err->status;
 }
