@@ -112,6 +112,30 @@ static int bad_reverse(const struct kr_model *m, struct kr__error *err)
     return KR_OK;
 }
 
+/* A lookahead the model cannot have; KR_OK: none wrong. */
+static int bad_lookahead(const struct kr_model *m, struct kr__error *err)
+{
+    if (m->lookahead < 0 || m->lookahead != m->lookahead)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares a negative or NaN lookahead",
+                        m->name);
+    if (m->lookahead && m->run_lookahead)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares both lookahead and "
+                        "run_lookahead: give it one way (run_lookahead when it depends on "
+                        "parameters)", m->name);
+    return KR_OK;
+}
+
+/* Flags this Kairos does not know; KR_OK: none. */
+static int bad_flags(const struct kr_model *m, struct kr__error *err)
+{
+    unsigned known = KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER;
+    if (!(m->flags & ~known)) return KR_OK;
+    return kr__fail(err, KR_ERR_USAGE, "model '%s' declares flags 0x%x that this Kairos does not "
+                    "know (KR_MODEL_MARKS_WRITES, KR_MODEL_BUNDLES, KR_MODEL_TYPE_ORDER are "
+                    "0x7): a model built for a newer Kairos, or a typo", m->name,
+                    m->flags & ~known);
+}
+
 static const struct kr_model *check(const struct kr_model *m, const char *from,
                                    struct kr__error *err)
 {
@@ -119,17 +143,8 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
     else if (!m->name || !m->event)
         kr__fail(err, KR_ERR_USAGE, "model from %s is incomplete: struct kr_model needs a name "
                  "and an event handler", from);
-    else if (m->lookahead < 0 || m->lookahead != m->lookahead)
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares a negative or NaN lookahead", m->name);
-    else if (m->lookahead && m->run_lookahead)
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares both lookahead and run_lookahead: "
-                 "give it one way (run_lookahead when it depends on parameters)", m->name);
-    else if (m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER))
-        kr__fail(err, KR_ERR_USAGE, "model '%s' declares flags 0x%x that this Kairos does not "
-                 "know (KR_MODEL_MARKS_WRITES, KR_MODEL_BUNDLES, KR_MODEL_TYPE_ORDER are 0x7): "
-                 "a model built for a newer Kairos, or a typo", m->name,
-                 m->flags & ~(KR_MODEL_MARKS_WRITES | KR_MODEL_BUNDLES | KR_MODEL_TYPE_ORDER));
-    else if (bad_reverse(m, err) == KR_OK && bad_ledger(m, err) == KR_OK &&
+    else if (bad_lookahead(m, err) == KR_OK && bad_flags(m, err) == KR_OK &&
+             bad_reverse(m, err) == KR_OK && bad_ledger(m, err) == KR_OK &&
              bad_lists(m, err) == KR_OK)
         return m;
     return NULL;

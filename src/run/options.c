@@ -223,16 +223,23 @@ static double read_real(const struct kr__opt *o, const char *v)
 }
 
 /* A size with an optional K, M or G suffix. */
+/* A size's number part: decimal digits and one point only (strtod also reads 0x10, 1e3 and
+ * inf); *end after it. */
+static double size_number(const struct kr__opt *o, const char *v, char **end)
+{
+    errno = 0;
+    if (strspn(v, "0123456789.") == 0 || strspn(v, "0123456789.") < strcspn(v, "KMGkmg"))
+        bad("%s needs a size like 64M, got '%s'", o->name, v);
+    double x = strtod(v, end);
+    if (errno || *end == v || !isfinite(x))
+        bad("%s needs a size like 64M, got '%s'", o->name, v);
+    return x;
+}
+
 static size_t read_bytes(const struct kr__opt *o, const char *v)
 {
     char *end;
-    errno = 0;
-    /* (decimal digits and one point only: strtod also reads 0x10, 1e3 and inf) */
-    if (strspn(v, "0123456789.") == 0 || strspn(v, "0123456789.") < strcspn(v, "KMGkmg"))
-        bad("%s needs a size like 64M, got '%s'", o->name, v);
-    double x = strtod(v, &end);
-    if (errno || end == v || !isfinite(x))
-        bad("%s needs a size like 64M, got '%s'", o->name, v);
+    double x = size_number(o, v, &end);
     static const char suffix[] = "KMG";
     const char *s = *end ? strchr(suffix, *end & ~0x20) : NULL;
     double mul = s ? (double)((size_t)1 << (10 * (s - suffix + 1))) : 1;

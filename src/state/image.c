@@ -167,6 +167,19 @@ static void save_chunk(const struct kr__arena *a, const struct kr__area *ar, uin
     if (!out->oom) memcpy(out->p + count_at, &n, 4);
 }
 
+/* Size class cls of the image: its slots, its live chunks' count, then each live chunk. */
+static void save_class(const struct kr__arena *a, uint32_t cls, uint32_t slots, uint32_t nlive,
+                       struct kr__bytes *out)
+{
+    put8(out, (uint8_t)cls);
+    put32(out, slots);
+    put32(out, nlive);
+    for (const struct kr__area *ar = kr__arena_class_first(a, cls); ar;
+         ar = kr__arena_class_next(a, ar))
+        for (uint32_t c = 0; c < kr__area_nchunks(ar) && ar->nused; c++)
+            if (live(ar, c)) save_chunk(a, ar, c, out);
+}
+
 bool kr__image_save(const struct kr__arena *a, const void *root, const void *aux,
                     struct kr__bytes *out, struct kr__alien *alien)
 {
@@ -182,16 +195,8 @@ bool kr__image_save(const struct kr__arena *a, const void *root, const void *aux
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) ncls += slots[cls] > 0;
     put32(out, aux ? IMAGE_MAGIC2 : IMAGE_MAGIC);
     put32(out, ncls);
-    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) {
-        if (!slots[cls]) continue;
-        put8(out, (uint8_t)cls);
-        put32(out, slots[cls]);
-        put32(out, nlive[cls]);
-        for (const struct kr__area *ar = kr__arena_class_first(a, cls); ar;
-             ar = kr__arena_class_next(a, ar))
-            for (uint32_t c = 0; c < kr__area_nchunks(ar) && ar->nused; c++)
-                if (live(ar, c)) save_chunk(a, ar, c, out);
-    }
+    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
+        if (slots[cls]) save_class(a, cls, slots[cls], nlive[cls], out);
     put_word(out, &r);
     if (aux) put_word(out, &x);
     return !out->oom;

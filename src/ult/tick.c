@@ -92,30 +92,40 @@ struct find {
     bool self;
 };
 
+/* Whether one of the object's loaded segments holds the address `code`. */
+static bool object_holds(const struct dl_phdr_info *info, const void *code)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (uintptr_t)code >= lo && (uintptr_t)code < hi) return true;
+    }
+    return false;
+}
+
+/* Add the executable segment [lo, hi) unless it is there already (or the table is full). */
+static void add_range(uintptr_t lo, uintptr_t hi)
+{
+    for (unsigned k = 0; k < nranges; k++)
+        if (ranges[2 * k] == lo) return;
+    if (nranges >= MAX_RANGES) return;
+    ranges[2 * nranges] = lo;
+    ranges[2 * nranges + 1] = hi;
+    nranges++;
+}
+
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct find *f = arg;
     bool main_exe = f->self;   /* the first object listed is the executable */
     f->self = false;
-    bool model = false;
+    if (!main_exe && !object_holds(info, f->code)) return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && (uintptr_t)f->code >= lo && (uintptr_t)f->code < hi)
-            model = true;
-    }
-    if (!main_exe && !model) return 0;
-    for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        bool dup = false;
-        for (unsigned k = 0; k < nranges; k++) dup |= ranges[2 * k] == lo;
-        if (dup) continue;
-        ranges[2 * nranges] = lo;
-        ranges[2 * nranges + 1] = lo + ph->p_memsz;
-        nranges++;
+        add_range(lo, lo + ph->p_memsz);
     }
     return 0;
 }
