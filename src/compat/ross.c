@@ -449,9 +449,6 @@ static void reverse_setup(void)
     model.reverse_bytes = all ? AREA_MSG + g_tw_msg_sz + commit_sz : 0;
 }
 
-/* Every LP of this process has a type: tw_lp_settype's, or the type map's over
- * g_tw_lp_types. (Kairos gives each rank the block of LP ids ROSS's linear mapping gives
- * its PE: nlp a process, in rank order.) */
 /* LP id has no type here: say what to do. */
 static _Noreturn void untyped(tw_lpid id)
 {
@@ -468,6 +465,9 @@ static _Noreturn void untyped(tw_lpid id)
              "and g_tw_lp_types) before tw_run", (unsigned long long)id);
 }
 
+/* Every LP of this process has a type: tw_lp_settype's, or the type map's over
+ * g_tw_lp_types. (Kairos gives each rank the block of LP ids ROSS's linear mapping gives
+ * its PE: nlp a process, in rank order.) */
 static void resolve_types(void)
 {
     records = calloc(g_tw_nlp, sizeof *records);

@@ -336,7 +336,9 @@ int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__
 {
     struct kr__config c = { 0 };
     struct kr__error e = { 0 };
-    if (kr__snapshot_config(dir, &c, &e) == KR_OK && (c.lps != lps || (!isnan(end) && c.end != end)))
+    bool read = kr__snapshot_config(dir, &c, &e) == KR_OK;
+    if (read && isnan(end)) end = c.end; /* (any end: the snapshot's) */
+    if (read && (c.lps != lps || c.end != end))
         kr__fail(err, KR_ERR_USAGE, "--resume %s: the snapshot was taken of a run of %llu LPs "
                  "to time %.17g, and these options give %llu LPs to %.17g: resume with the "
                  "options of the run that took it", dir, (unsigned long long)c.lps, c.end,
@@ -380,7 +382,8 @@ static int check_output(struct kr__run *r, const struct kr__snapshot *s, struct 
                         (unsigned long long)s->out_bytes);
     uint64_t h;
     if (!stdout_hash(s->out_bytes, &h))
-        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back: %s", strerror(errno));
+        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back%s%s", errno ? ": " : "",
+                        errno ? strerror(errno) : "");
     if (h != s->out_hash)
         return kr__fail(err, KR_ERR_USAGE, "stdout does not start with the output of the "
                         "snapshot's run: resume into that run's output file");
