@@ -174,13 +174,14 @@ static size_t old_size; /* (0: this version's layout) */
 /* The loaded object's layout version (kairos.h): another one would be misread. */
 static bool same_layout(void *h, const char *name, struct kr__error *err)
 {
+    /* (an older ABI's struct kr_model: the fields before the first one it lacked) */
+    static const size_t older[KR_ABI_VERSION] = {
+        [2] = offsetof(struct kr_model, query),      [3] = offsetof(struct kr_model, commit),
+        [4] = offsetof(struct kr_model, type_names), [5] = offsetof(struct kr_model, metrics),
+        [6] = offsetof(struct kr_model, run_lookahead), [7] = offsetof(struct kr_model, reverse),
+    };
     const unsigned *abi = dlsym(h, "kr_abi_version");
-    old_size = !abi ? 0 : *abi == 2 ? offsetof(struct kr_model, query)
-                        : *abi == 3 ? offsetof(struct kr_model, commit)
-                        : *abi == 4 ? offsetof(struct kr_model, type_names)
-                        : *abi == 5 ? offsetof(struct kr_model, metrics)
-                        : *abi == 6 ? offsetof(struct kr_model, run_lookahead)
-                        : *abi == 7 ? offsetof(struct kr_model, reverse) : 0;
+    old_size = abi && *abi < KR_ABI_VERSION ? older[*abi] : 0;
     if (abi && (*abi == KR_ABI_VERSION || old_size)) return true;
     char built[64] = "an older kairos.h (before KR_ABI_VERSION)";
     if (abi) snprintf(built, sizeof built, "kairos.h of KR_ABI_VERSION %u", *abi);

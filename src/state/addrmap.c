@@ -91,6 +91,24 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* A line of /proc/self/maps as a range state pointers may point into: false if it is not
+ * one - state pointers point into writable memory of a sane size; a sanitizer's shadow
+ * (terabytes) or a reserved, inaccessible range would make every number an address. */
+static bool map_line(char *line, struct range *x)
+{
+    unsigned long lo, hi;
+    char perms[8] = "";
+    int name_at = 0;
+    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3) return false;
+    if (perms[0] != 'r' || perms[1] != 'w' || hi - lo > MAX_MAPPING) return false;
+    *x = (struct range){ .lo = lo, .hi = hi };
+    char *name = name_at ? line + name_at : line + strlen(line);
+    name[strcspn(name, "\n")] = 0;
+    snprintf(x->where, sizeof x->where, "%s",
+             *name ? name : "anonymous memory (a thread's C library heap, another LP, a stack)");
+    return true;
+}
+
 static void read_maps(void)
 {
     maps.n = 0;
@@ -100,22 +118,9 @@ static void read_maps(void)
                 "the run digest: out of memory or of file descriptors");
     if (!f) return; /* (no /proc: pointers into other memory count as numbers) */
     char line[512];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perms[8] = "";
-        int name_at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) < 3) continue;
-        /* State pointers point into writable memory of a sane size; a sanitizer's shadow
-         * (terabytes) or a reserved, inaccessible range would make every number an address. */
-        if (perms[0] != 'r' || perms[1] != 'w' || hi - lo > MAX_MAPPING) continue;
-        struct range x = { .lo = lo, .hi = hi };
-        char *name = name_at ? line + name_at : line + strlen(line);
-        name[strcspn(name, "\n")] = 0;
-        snprintf(x.where, sizeof x.where, "%s",
-                 *name ? name
-                       : "anonymous memory (a thread's C library heap, another LP, a stack)");
-        push(&maps, &x);
-    }
+    struct range x;
+    while (fgets(line, sizeof line, f))
+        if (map_line(line, &x)) push(&maps, &x);
     fclose(f);
     qsort(maps.r, maps.n, sizeof *maps.r, by_lo);
 }
