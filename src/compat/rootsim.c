@@ -14,7 +14,6 @@
 #include "core/core.h"
 #include "net/net.h"
 #include "run/command.h"
-#include "core/snapshot.h"
 
 /* Where the MPI module is when the program is not beside it (CMakeLists.txt) */
 #ifndef KR_COMPAT_MPI_MODULES
@@ -135,46 +134,22 @@ static int engine_args(const char **argv)
     return n;
 }
 
-/* The configuration as kairos run options, then the command line's; with --resume DIR
- * (at own[res]), kairos's resume of the snapshot there, which holds the LPs and the end. */
-static int kairos_argv(const char **argv, char **own, int nown, int res)
+/* The configuration as kairos run options, then the command line's (--resume DIR among
+ * them makes it a resume: kr__cmd_run_model). */
+static int kairos_argv(const char **argv, char **own, int nown)
 {
     static char lps[32], end[64];
     int n = 0;
     argv[n++] = own[0];
-    if (res) {
-        argv[n++] = "resume", argv[n++] = own[res + 1];
-    } else {
-        argv[n++] = "run", argv[n++] = name;
-        snprintf(lps, sizeof lps, "%llu", (unsigned long long)conf.lps);
-        argv[n++] = "--lps", argv[n++] = lps;
-        snprintf(end, sizeof end, "%.17g", conf.termination_time);
-        argv[n++] = "--end", argv[n++] = conf.termination_time > 0 ? end : "inf";
-    }
+    argv[n++] = "run";
+    argv[n++] = name;
+    snprintf(lps, sizeof lps, "%llu", (unsigned long long)conf.lps);
+    argv[n++] = "--lps", argv[n++] = lps;
+    snprintf(end, sizeof end, "%.17g", conf.termination_time);
+    argv[n++] = "--end", argv[n++] = conf.termination_time > 0 ? end : "inf";
     n += engine_args(argv + n);
-    for (int i = 1; i < nown; i++)
-        if (!res || (i != res && i != res + 1)) argv[n++] = own[i];
+    for (int i = 1; i < nown; i++) argv[n++] = own[i];
     return n;
-}
-
-/* --resume DIR among the program's arguments: where (0: not there), or -1 after saying
- * what is wrong (no DIR; a snapshot of another configuration). */
-static int resume_at(char **own, int nown)
-{
-    int at = 0;
-    for (int i = 1; i < nown && !at; i++)
-        if (!strcmp(own[i], "--resume")) at = i;
-    if (!at) return 0;
-    struct kr__error err = { 0 };
-    if (at + 1 >= nown)
-        kr__fail(&err, KR_ERR_USAGE, "--resume needs DIR, a directory a run wrote with "
-                 "--snapshot");
-    else
-        kr__snapshot_same_run(own[at + 1], conf.lps, NAN, &err); /* (the end: the snapshot's,
-                                                                   * --end included) */
-    if (!err.status) return at;
-    fprintf(stderr, "kairos: error: %s\n", err.msg);
-    return -1;
 }
 
 int RootsimRun(void)
@@ -199,11 +174,9 @@ int RootsimRun(void)
     /* (under mpirun every process runs the model's main, as on ROOT-Sim's distributed
      * runtime: Kairos gives each its block of the configuration's LPs) */
     kr__net_module_hint = KR_COMPAT_MPI_MODULES;
-    int res = resume_at(own, nown);
-    if (res < 0) return KR_EXIT_USAGE;
     const char **argv = calloc((size_t)nown + 24, sizeof *argv);
     if (!argv) return KR_EXIT_MODEL;
-    int argc = kairos_argv(argv, own, nown, res);
+    int argc = kairos_argv(argv, own, nown);
     running = true;
     int rc = kr__cmd_run_model(&model, argc, (char **)argv);
     running = false;

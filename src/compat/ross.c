@@ -24,7 +24,6 @@
 #include "base/digest.h"
 #include "net/net.h"
 #include "run/command.h"
-#include "core/snapshot.h"
 
 /* Where the MPI module is when the program is not beside it (CMakeLists.txt: this build's
  * and the install's) */
@@ -350,9 +349,7 @@ static void ross_init(kr_lp me)
     lp_events[me - g_tw_lp_offset].used = 0;
     char *b = kr_calloc(1, state_at() + (t->state_sz ? t->state_sz : 1));
     kr_set_state(b);
-    tw_lp *lp = &records[me - g_tw_lp_offset];
-    *lp = (tw_lp){ .id = me - g_tw_lp_offset, .gid = me, .pe = &the_pe, .type = t };
-    record(me, b);
+    tw_lp *lp = record(me, b); /* (made by resolve_types) */
     seed_streams(lp);
     if (t->init) t->init(lp->cur_state, lp);
     /* (ROSS runs every init, then every pre_run: an LP sees only itself either way) */
@@ -525,52 +522,26 @@ static void refuse_own(int argc, char **argv)
     }
 }
 
-/* --resume DIR: the snapshot a run of this program wrote (--snapshot) must be of this
- * model's LPs and end, which the program's own options give again (the model's main built
- * its LPs from them before tw_run). */
-static void resume_check(const char *dir)
-{
-    struct kr__error err = { 0 };
-    if (kr__snapshot_same_run(dir, g_tw_total_lps, g_tw_ts_end, &err)) ross_die("%s", err.msg);
-}
-
-/* Where --resume DIR stands in the options ROSS's parser left (0: not there). */
-static int resume_at(int n, char **rest)
-{
-    for (int i = 1; i < n; i++) {
-        if (strcmp(rest[i], "--resume")) continue;
-        if (i + 1 >= n) ross_die("--resume needs DIR, a directory a run wrote with --snapshot");
-        return i;
-    }
-    return 0;
-}
-
 /* The kairos command line of the run: the LPs and end time ROSS's, --synch as Kairos's
- * engine options, then the options ROSS's parser left; with --resume DIR, kairos's resume
- * of the snapshot in DIR (which holds the LPs and end). */
+ * engine options, then the options ROSS's parser left (--resume DIR among them makes it a
+ * resume: kr__cmd_run_model). */
 static const char **kairos_argv(int *argc)
 {
     static char lps[32], end[64];
     char **rest;
     int nrest = ross_opts_rest(&rest);
     refuse_own(nrest, rest);
-    int res = resume_at(nrest, rest);
     snprintf(lps, sizeof lps, "%llu", (unsigned long long)g_tw_total_lps);
     snprintf(end, sizeof end, "%.17g", g_tw_ts_end);
     const char **argv = calloc((size_t)nrest + 12, sizeof *argv);
     if (!argv) ross_die("out of memory");
     int n = 0;
     argv[n++] = rest[0];
-    if (res) {
-        resume_check(rest[res + 1]);
-        argv[n++] = "resume", argv[n++] = rest[res + 1];
-    } else {
-        argv[n++] = "run", argv[n++] = name;
-        argv[n++] = "--lps", argv[n++] = lps, argv[n++] = "--end", argv[n++] = end;
-    }
+    argv[n++] = "run";
+    argv[n++] = name;
+    argv[n++] = "--lps", argv[n++] = lps, argv[n++] = "--end", argv[n++] = end;
     n += synch_args(argv + n);
-    for (int i = 1; i < nrest; i++)
-        if (!res || (i != res && i != res + 1)) argv[n++] = rest[i];
+    for (int i = 1; i < nrest; i++) argv[n++] = rest[i];
     *argc = n;
     return argv;
 }

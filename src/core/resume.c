@@ -336,9 +336,7 @@ int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__
 {
     struct kr__config c = { 0 };
     struct kr__error e = { 0 };
-    bool read = kr__snapshot_config(dir, &c, &e) == KR_OK;
-    if (read && isnan(end)) end = c.end; /* (any end: the snapshot's) */
-    if (read && (c.lps != lps || c.end != end))
+    if (kr__snapshot_config(dir, &c, &e) == KR_OK && (c.lps != lps || c.end != end))
         kr__fail(err, KR_ERR_USAGE, "--resume %s: the snapshot was taken of a run of %llu LPs "
                  "to time %.17g, and these options give %llu LPs to %.17g: resume with the "
                  "options of the run that took it", dir, (unsigned long long)c.lps, c.end,

@@ -58,7 +58,7 @@ void kr__output_cut(struct kr__run *r);
  * it. */
 void kr__output_preamble(struct kr__run *r);
 /* A program that resumes itself (a layer's --resume DIR): the snapshot in dir must be of a
- * run of `lps` LPs to time `end` (NAN: any), what the program's own options gave again; a failure in
+ * run of `lps` LPs to time `end`, what the program's own options gave again; a failure in
  * err naming both (KR_OK also when the snapshot cannot be read: the resume says why). */
 int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__error *err);
 void kr__snapshot_close(struct kr__run *r);

@@ -4,6 +4,7 @@
  * library, so that a program with a model of its own (kr__cmd_run_model: the ROSS layer's
  * tw_run) runs exactly what the kairos command runs. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,9 +252,45 @@ int kr__cmd_resume(int argc, char **argv)
     return run_configured(&c, &err);
 }
 
+/* A program with a model of its own resumes itself: `--resume DIR` among the options of its
+ * run (`PROG run MODEL --lps N --end T ...`) makes it kairos's resume of the snapshot in DIR,
+ * which holds the LPs and the end - the program's own options, given again, must say the
+ * same (the model's code built its LPs from them). The run's argv rewritten in place:
+ * `PROG resume DIR` and the other options; false (err) if it cannot be. */
+static bool own_resume(int *argc, char **argv, struct kr__error *err)
+{
+    int at = 0;
+    for (int i = 3; i < *argc && !at; i++)
+        if (!strcmp(argv[i], "--resume")) at = i;
+    if (!at) return true;
+    if (at + 1 >= *argc)
+        return !kr__fail(err, KR_ERR_USAGE, "--resume needs DIR, a directory a run wrote with "
+                         "--snapshot");
+    char *dir = argv[at + 1];
+    uint64_t lps = 0;
+    double end = INFINITY;
+    int n = 3;
+    for (int i = 3; i < *argc; i++) {
+        bool lp = !strcmp(argv[i], "--lps"), en = !strcmp(argv[i], "--end");
+        if (i + 1 >= *argc || !(lp || en || i == at)) { /* (the last --end wins, as in a run) */
+            argv[n++] = argv[i];
+            continue;
+        }
+        if (lp) lps = strtoull(argv[i + 1], NULL, 10);
+        if (en) end = strtod(argv[i + 1], NULL);
+        i++;
+    }
+    if (kr__snapshot_same_run(dir, lps, end, err)) return false;
+    argv[1] = (char *)"resume";
+    argv[2] = dir;
+    *argc = n;
+    return true;
+}
+
 int kr__cmd_run_model(const struct kr_model *m, int argc, char **argv)
 {
     kr__model_own = m;
-    return argc > 1 && !strcmp(argv[1], "resume") ? kr__cmd_resume(argc, argv)
-                                                   : kr__cmd_run(argc, argv);
+    struct kr__error err = { 0 };
+    if (!own_resume(&argc, argv, &err)) return kr__cmd_fail_exit(&err);
+    return !strcmp(argv[1], "resume") ? kr__cmd_resume(argc, argv) : kr__cmd_run(argc, argv);
 }
