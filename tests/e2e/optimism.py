@@ -79,27 +79,27 @@ def efficient_run():
 
 
 def ckpt_by_cost():
-    # The default interval falls to 1 where an event costs over 64 checkpoints (200-us events,
-    # a 32-byte state: ~4000x quiet; under ASan and a loaded machine checkpoints took a median
-    # of up to ~900 ns, and 50-us events were too close to call); a given one holds, and
-    # PHOLD's own events (~0.1 us, a few checkpoints) keep 16. (--balance off: a worker that
-    # a trial retires before it has timed enough keeps the K it had. Under ThreadSanitizer a
-    # checkpoint took 2.8 us on average quiet, and in the loaded suite the ratio fell under 64:
-    # the 1 is asserted elsewhere, the digest and the 16s everywhere.)
+    # The default interval falls to 1 where an event costs over 64 checkpoints (200-us
+    # events); that decision is on measured times, so it is asserted in test_tw
+    # (interval_by_cost) with the timings given: here a loaded machine, or a thread whose
+    # events mostly ran safe and took too few checkpoints to judge, may keep 16 (CI, ASan,
+    # [8.5, 16, 16]). What holds on any machine: the sequential digest either way, a given
+    # interval holds, and PHOLD's own events (~0.1 us, a few checkpoints: a 64x ratio is out
+    # of reach of any timing) keep 16.
     margs = ["phold", "--lps", "64", "--end", "50", "-P", "busy_us=200", "--balance", "off"]
     runs = same_as_sequential("PHOLD, 200-us events", margs,
                               [["--threads", "2"], ["--threads", "2", "--ckpt-interval", "16"]])
     ks = [st["state_saving"]["ckpt_interval_mean"] for st in runs]
     _, _, st = stats_of(kairos, ["phold", "--lps", "1024", "--end", "300", "--threads", "2"])
     ks.append(st["state_saving"]["ckpt_interval_mean"])
-    if (ks[0] != 1 and build_kind(kairos) != "tsan") or ks[1:] != [16, 16]:
+    if not 1 <= ks[0] <= 16 or ks[1:] != [16, 16]:
         fail(f"checkpoint interval (default with 200-us events, given 16, default PHOLD): {ks}, "
-             "want [1, 16, 16]")
+             "want [1..16, 16, 16]")
     if runs[0]["config"]["ckpt_interval"] != 16:
         fail(f"--stats config ckpt_interval {runs[0]['config']['ckpt_interval']}, want the "
              "configured 16")
-    t.ok("default checkpoint interval: 1 for 200-us events (sequential digest), 16 when given "
-         "and for PHOLD's own")
+    t.ok(f"default checkpoint interval: {ks[0]:g} for 200-us events (sequential digest), 16 "
+         "when given and for PHOLD's own")
 
 
 def one_worker():
