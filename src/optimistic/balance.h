@@ -54,6 +54,13 @@ enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
 #define TW_PART_NS (80u * 1000 * 1000)
 #define TW_PART_EARLY_NS (20u * 1000 * 1000)
 #define TW_PART_ABORT 0.5
+/* ...and a share of a core under TW_PART_MIN is not tried (the question is asked again
+ * after the backoff, with the share its worker's latest probe found): the most a share s
+ * can add is s / (1 + s) of the rate, while a try costs about half its length whatever s
+ * is. With five busy loops on the core (shares 0.10-0.24) every such try failed, and each
+ * cost the run 26-29 ms (datastore, 5-us PHOLD, runs of ~1 s); beside one loop the shares
+ * are 0.4-0.6 and the try goes on (5-us PHOLD gains from it). */
+#define TW_PART_MIN 0.3
 #define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
 enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
 
@@ -67,6 +74,7 @@ void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
 bool tw_balance_plan_at(struct tw_global *g, uint64_t now); /* (now: kr__clock_ns) */
 void tw_balance_start(struct tw_thread *th);
+void tw_balance_tick(struct tw_thread *th, uint64_t now); /* (a CPU-share window, if due) */
 void tw_retired_wait(struct tw_thread *th);
 
 #endif

@@ -539,6 +539,7 @@ static void tw_stop_together(struct tw_thread *th)
 static void tw_housekeeping(struct tw_thread *th, bool over, unsigned turns)
 {
     tw_post_pace(th, turns);
+    tw_balance_tick(th, th->pace.turns_t0);
     tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
                                th->g->cf.round_events);
     if (th->g->cf.ckpt_auto) tw_tune_ckpt(th);

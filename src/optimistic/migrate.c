@@ -219,6 +219,7 @@ static void set_active(struct tw_thread *th)
         th->cm.applied = g->horizon;
         th->gv.seen_epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
         atomic_store_explicit(&th->bal.wants_back, 0, memory_order_relaxed);
+        atomic_store_explicit(&th->bal.probe, -1.0, memory_order_relaxed);
         th->bal.free_probes = 0;
         th->bal.nshares = 0; /* (the shares measured before it left say nothing now) */
         atomic_store_explicit(&th->bal.cpu_share, -1.0, memory_order_relaxed);
@@ -490,6 +491,41 @@ static void part_switch(struct tw_global *g, bool on)
     map_by_weight(g);
 }
 
+/* The shares of retired workers of shared cores, from their latest probes; true if one
+ * is worth a try (TW_PART_MIN). */
+static bool part_worth_trying(struct tw_global *g)
+{
+    bool worth = false;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_bal *b = &g->th[t].bal;
+        double s = atomic_load_explicit(&b->probe, memory_order_relaxed);
+        if (!b->part) continue;
+        if (s >= 0) b->part = s * TW_WEIGHT_FULL >= 1 ? (unsigned)(s * TW_WEIGHT_FULL) : 1;
+        worth |= b->part >= TW_PART_MIN * TW_WEIGHT_FULL;
+    }
+    return worth;
+}
+
+/* The next question after the backoff. */
+static void part_wait(struct tw_global *g, uint64_t now)
+{
+    g->bl.part_next_ns = now + backoff_step(&g->bl.part_backoff_ns);
+    g->bl.part = TW_PART_WAIT;
+}
+
+/* The window as it is ended at `rate`: the other way next, unless a share too small to
+ * gain from would be tried. */
+static void part_base_done(struct tw_global *g, double rate, uint64_t now)
+{
+    g->bl.part_rate = rate;
+    if (!g->bl.part_on && !part_worth_trying(g)) {
+        part_wait(g, now);
+        return;
+    }
+    part_switch(g, !g->bl.part_on);
+    part_window(g, TW_PART_TRY, now);
+}
+
 /* The share trial (tw.h): a window the way it is (the shared workers out, or with their
  * shares), one the other way; a share stays only if it commits TW_TRIAL_MORE of what
  * "out" does, and the question is asked again after a backoff. A try that commits under
@@ -505,9 +541,7 @@ static void plan_part(struct tw_global *g, uint64_t now)
     bool bad = g->bl.part == TW_PART_TRY && rate < g->bl.part_rate * TW_PART_ABORT;
     if (span < TW_PART_NS && !bad) return;
     if (g->bl.part == TW_PART_BASE) {
-        g->bl.part_rate = rate;
-        part_switch(g, !g->bl.part_on);
-        part_window(g, TW_PART_TRY, now);
+        part_base_done(g, rate, now);
         return;
     }
     double on = g->bl.part_on ? rate : g->bl.part_rate;
@@ -516,8 +550,7 @@ static void plan_part(struct tw_global *g, uint64_t now)
     if (share != g->bl.part_on) part_switch(g, share);
     g->bl.cnt_part++;
     g->bl.cnt_part_kept += share;
-    g->bl.part_next_ns = now + backoff_step(&g->bl.part_backoff_ns);
-    g->bl.part = TW_PART_WAIT;
+    part_wait(g, now);
 }
 
 /* Worker w's core is shared: out at once, with the share it would get there noted. */
@@ -644,12 +677,25 @@ static void balance_sample(struct tw_thread *th)
     if (th->bal.wall && wall > slept + TW_BALANCE_NS / 4) {
         double s = (double)(cpu - th->bal.cpu) / (double)(wall - slept);
         bool queued = (double)(waited - th->bal.waited) >= TW_WAIT_SHARED * (double)wall;
+        bool was = atomic_load_explicit(&th->bal.rq_shared, memory_order_relaxed);
         publish_share(th, s > 1 ? 1 : s, queued);
+        /* (found sharing: a round now, so that the closer plans with it - rounds wait for
+         * this worker, and the next had come 20-40 ms later) */
+        if (queued && !was) tw_gvt_maybe_start(th, true);
     }
     th->bal.wall = now;
     th->bal.cpu = cpu;
     th->bal.waited = waited;
     th->bal.slept = th->bal.slept_ns;
+}
+
+/* Between GVT rounds too, from the loop's housekeeping (`now` just read there): a worker
+ * on a shared core takes part in few rounds (they wait for it), and its first window had
+ * lasted 45-68 ms instead of TW_BALANCE_NS / 2 - the busy core found 50-113 ms into the
+ * run with almost nothing committed (datastore beside a busy loop). */
+void tw_balance_tick(struct tw_thread *th, uint64_t now)
+{
+    if (now - th->bal.wall >= TW_BALANCE_NS / 2 && th->g->n > 1) balance_sample(th);
 }
 
 /* A retired worker: sleep, and now and then spin briefly to see whether the core is free
@@ -664,6 +710,7 @@ void tw_retired_wait(struct tw_thread *th)
     uint64_t c0 = kr__thread_cpu_ns(), w0 = kr__clock_ns();
     while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
     double s = (double)(kr__thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
+    atomic_store_explicit(&th->bal.probe, s > 1 ? 1 : s, memory_order_relaxed);
     th->bal.free_probes = s >= TW_FREE_SHARE ? th->bal.free_probes + 1 : 0;
     if (th->bal.free_probes >= 3)
         atomic_store_explicit(&th->bal.wants_back, 1, memory_order_relaxed);
@@ -675,6 +722,7 @@ static void balance_init(struct tw_thread *th)
     atomic_init(&th->bal.cpu_share, -1.0);
     atomic_init(&th->bal.rq_shared, 0);
     atomic_init(&th->bal.wants_back, 0);
+    atomic_init(&th->bal.probe, -1.0);
     th->bal.weight = TW_WEIGHT_FULL;
 }
 

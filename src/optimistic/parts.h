@@ -307,6 +307,7 @@ struct tw_bal {
     _Atomic double cpu_share;   /* -1: not measured yet */
     _Atomic int rq_shared;      /* its last window waited on the run queue (TW_WAIT_SHARED) */
     _Atomic int wants_back;     /* retired, and its core is free again */
+    _Atomic double probe;       /* retired: its core's share at its last probe (-1: none) */
     /* its share of the LPs (per mille of a core, TW_WEIGHT_FULL with a core of its own, 0
      * retired) and, found on a shared core, the share it would get there (0: not found) -
      * both the round closer's, read only in planning */
