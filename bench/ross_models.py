@@ -108,10 +108,15 @@ def build_model(name, files, kairos_prefix, ross, out):
     return out, None
 
 
+# Where the programs run: ROSS writes ross.csv and ross_all_lp_stats/ into the working
+# directory, and models their own files (phold.bin) - never into this repository (main).
+RUN_DIR = None
+
+
 def timed(cmd):
-    """Run cmd; (CompletedProcess, wall seconds)."""
+    """Run cmd in RUN_DIR; (CompletedProcess, wall seconds)."""
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=RUN_DIR)
     return p, time.monotonic() - t0
 
 
@@ -241,7 +246,9 @@ def main():
     ap.add_argument("--models-commit", default="db8b997")
     ap.add_argument("--scratch", default="/tmp/kairos-ross")
     a = ap.parse_args()
-    os.makedirs(a.scratch, exist_ok=True)
+    global RUN_DIR
+    RUN_DIR = os.path.join(os.path.abspath(a.scratch), "runs")
+    os.makedirs(RUN_DIR, exist_ok=True)
     print(loadcheck.describe())
     trees = {"ross": fetch(a.ross, a.ross_commit, a.scratch, "ross"),
              "ross-old": fetch(a.ross, a.ross_old_commit, a.scratch, "ross-old"),
