@@ -374,22 +374,26 @@ static bool stat_load(struct kr__mstat *s, struct kr__cursor *in)
     return !in->why;
 }
 
+/* One metric's histogram; false (in->why) if it cannot be read. */
+static bool metric_load(struct kr__metric *m, struct kr__cursor *in)
+{
+    m->width = get_f64(in);
+    m->nbins = (uint32_t)kr__cursor_get(in, 4);
+    if (m->nbins > KR_METRIC_BINS || !(m->width > 0)) {
+        kr__cursor_fail(in, "the snapshot's metrics are damaged");
+        return false;
+    }
+    if (m->nbins && !m->bins && !(m->bins = calloc(KR_METRIC_BINS, sizeof *m->bins)))
+        kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *m->bins);
+    for (uint32_t k = 0; k < m->nbins && stat_load(&m->bins[k], in); k++) {}
+    if (!in->why) stat_load(&m->all, in);
+    return !in->why;
+}
+
 bool kr__metrics_load(struct kr__metrics *ms, struct kr__cursor *in)
 {
     uint32_t n = (uint32_t)kr__cursor_get(in, 4);
     if (n != (ms ? ms->n : 0)) kr__cursor_fail(in, "the snapshot's metrics are not the model's");
-    for (uint32_t i = 0; i < n && !in->why; i++) {
-        struct kr__metric *m = &ms->m[i];
-        m->width = get_f64(in);
-        m->nbins = (uint32_t)kr__cursor_get(in, 4);
-        if (m->nbins > KR_METRIC_BINS || !(m->width > 0)) {
-            kr__cursor_fail(in, "the snapshot's metrics are damaged");
-            break;
-        }
-        if (m->nbins && !m->bins && !(m->bins = calloc(KR_METRIC_BINS, sizeof *m->bins)))
-            kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *m->bins);
-        for (uint32_t k = 0; k < m->nbins && stat_load(&m->bins[k], in); k++) {}
-        if (!in->why) stat_load(&m->all, in);
-    }
+    for (uint32_t i = 0; i < n && !in->why && metric_load(&ms->m[i], in); i++) {}
     return !in->why;
 }

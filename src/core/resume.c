@@ -169,6 +169,20 @@ static void read_tables(struct kr__snapshot *s, struct kr__cursor *in)
     if (!s->metrics) kr__cursor_fail(in, "the metrics");
 }
 
+/* The run's shape and where it stood: LPs, seed, end, time, output, lookahead. */
+static void read_shape(struct kr__snapshot *s, struct kr__cursor *in)
+{
+    s->lps = kr__cursor_get(in, 8);
+    s->seed = kr__cursor_get(in, 8);
+    s->end = rd_f64(in);
+    s->arena_max = kr__cursor_get(in, 8);
+    s->at = rd_f64(in);
+    s->out_bytes = kr__cursor_get(in, 8);
+    s->out_hash = kr__cursor_get(in, 8);
+    s->lookahead = rd_f64(in);
+    s->declared = kr__cursor_get(in, 1);
+}
+
 static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
 {
     s->version = (uint32_t)kr__cursor_get(in, 4);
@@ -187,15 +201,7 @@ static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct k
         s->params[i].key = rd_str(in);
         s->params[i].val = rd_str(in);
     }
-    s->lps = kr__cursor_get(in, 8);
-    s->seed = kr__cursor_get(in, 8);
-    s->end = rd_f64(in);
-    s->arena_max = kr__cursor_get(in, 8);
-    s->at = rd_f64(in);
-    s->out_bytes = kr__cursor_get(in, 8);
-    s->out_hash = kr__cursor_get(in, 8);
-    s->lookahead = rd_f64(in);
-    s->declared = kr__cursor_get(in, 1);
+    read_shape(s, in);
     read_tables(s, in);
     if (in->why || !s->model_path || !s->model_name || !s->lps)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
@@ -414,12 +420,9 @@ void kr__output_cut(struct kr__run *r)
     lseek(STDOUT_FILENO, 0, SEEK_END);
 }
 
-int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
+/* The snapshot is of this run's model, with the same ledger and metrics: taken in. */
+static int same_model(struct kr__run *r, const struct kr__snapshot *s, struct kr__error *err)
 {
-    struct kr__cursor in;
-    struct kr__snapshot *s = snap_read(r->cfg->resume_dir, &in, err);
-    if (!s) return err->status;
-    r->snap.resume = s;
     uint64_t h = s->model_hash ? kr__file_hash(s->model_path) : 0;
     if (strcmp(s->model_name, r->model->name) || h != s->model_hash)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was taken of model '%s' (%s), and "
@@ -436,7 +439,16 @@ int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
     if (s->metrics && !kr__metrics_load(r->metrics, &mc))
         return kr__fail(err, KR_ERR_USAGE, "the snapshot's model metrics cannot be read (%s): "
                         "resume with the model it was taken of", mc.why);
-    if (index_body(s, &in, r->lo, r->hi, err)) return err->status;
+    return KR_OK;
+}
+
+int kr__snapshot_open(struct kr__run *r, struct kr__error *err)
+{
+    struct kr__cursor in;
+    struct kr__snapshot *s = snap_read(r->cfg->resume_dir, &in, err);
+    if (!s) return err->status;
+    r->snap.resume = s;
+    if (same_model(r, s, err) || index_body(s, &in, r->lo, r->hi, err)) return err->status;
     r->out.bytes = s->out_bytes;
     r->out.hash = s->out_hash;
     r->lookahead = s->lookahead;

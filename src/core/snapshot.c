@@ -204,6 +204,15 @@ static uint64_t out_sum(struct snap_out *o)
     return h;
 }
 
+/* The rename made durable: the directory's entry synced. */
+static void sync_dir(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return;
+    fsync(dfd);
+    close(dfd);
+}
+
 /* The header's length and checksum, synced, renamed; false (o->err) if anything failed -
  * then the temporary file goes and the last snapshot stays. */
 static bool out_close(struct snap_out *o, const char *dir)
@@ -222,11 +231,7 @@ static bool out_close(struct snap_out *o, const char *dir)
         if (o->fd >= 0) unlink(o->tmp);
         return false;
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    sync_dir(dir);
     return true;
 }
 
@@ -303,12 +308,9 @@ static uint64_t take_count(const struct kr__snap_link *l, int from)
     return n;
 }
 
-/* The records after the header (rank 0 of several: the other ranks' parts in theirs);
- * false (with why) if the state of an LP cannot be saved. */
-static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const *pending,
-                     size_t n, const struct kr__snap_link *l, char *why, size_t cap)
+/* The run's output so far, lookahead, commit ledger and model metrics. */
+static void put_run_tail(struct kr__bytes *b, const struct kr__run *r)
 {
-    struct kr__bytes *b = &o->b;
     put_u64(b, r->out.bytes);
     put_u64(b, r->out.hash);
     put_f64(b, r->lookahead);
@@ -322,6 +324,15 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     kr__metrics_save(r->metrics, b);
     uint64_t mlen = b->n - mlen_at - 8;
     if (!b->oom) memcpy(b->p + mlen_at, &mlen, 8);
+}
+
+/* The records after the header (rank 0 of several: the other ranks' parts in theirs);
+ * false (with why) if the state of an LP cannot be saved. */
+static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const *pending,
+                     size_t n, const struct kr__snap_link *l, char *why, size_t cap)
+{
+    struct kr__bytes *b = &o->b;
+    put_run_tail(b, r);
     if (!put_lps(o, r, why, cap) && !o->err) o->err = EINVAL; /* (the rest is dropped) */
     int others = l ? l->nranks : 1;
     uint64_t total = n;

@@ -129,6 +129,16 @@ static void timed_out(struct kr__watch *w, const struct kr__run *r, const char *
     kr__die(msg);
 }
 
+/* A new event since the last poll: its time starts now. */
+static void watch_restart(struct kr__watch *w, uint64_t s, uint64_t now_ns, uint64_t wall)
+{
+    w->seen = s;
+    w->since_ns = w->cpu_last = now_ns;
+    w->wall_last = wall;
+    w->blocked_ns = 0;
+    atomic_store_explicit(&w->call, -1, memory_order_relaxed);
+}
+
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hint)
 {
     double limit = r->cfg->event_timeout;
@@ -138,12 +148,8 @@ void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hi
         return;
     }
     uint64_t now_ns = slot_now(w), wall = kr__clock_ns();
-    if (s != w->seen) { /* a new event since the last poll */
-        w->seen = s;
-        w->since_ns = w->cpu_last = now_ns;
-        w->wall_last = wall;
-        w->blocked_ns = 0;
-        atomic_store_explicit(&w->call, -1, memory_order_relaxed);
+    if (s != w->seen) {
+        watch_restart(w, s, now_ns, wall);
         return;
     }
     uint64_t dwall = wall - w->wall_last, dcpu = now_ns - w->cpu_last;

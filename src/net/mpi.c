@@ -137,6 +137,17 @@ static int mpi_recv_bytes(void **buf, size_t *len, int from)
     return -1;
 }
 
+/* Where each rank's part starts (at[i]), from their lengths; the sum of those. */
+static long long offsets(const int *counts, int *at, int size)
+{
+    long long sum = 0;
+    for (int i = 0; i < size; i++) {
+        at[i] = (int)sum;
+        sum += counts[i];
+    }
+    return sum;
+}
+
 /* The counts first, then the bytes (at most INT_MAX in all: finish output and statistics). */
 static int mpi_gather_bytes(const void *buf, size_t len, void **all, size_t *total)
 {
@@ -153,11 +164,7 @@ static int mpi_gather_bytes(const void *buf, size_t len, void **all, size_t *tot
         return -1; /* (the others block in the gather: the caller aborts the job) */
     }
     int rc = MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    long long sum = 0;
-    for (int i = 0; rank == 0 && i < size; i++) {
-        at[i] = (int)sum;
-        sum += counts[i];
-    }
+    long long sum = rank == 0 ? offsets(counts, at, size) : 0;
     char *out = NULL;
     if (rc == MPI_SUCCESS && rank == 0 && (sum > INT_MAX || !(out = malloc(sum ? sum : 1))))
         rc = MPI_ERR_NO_MEM;

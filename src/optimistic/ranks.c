@@ -641,6 +641,19 @@ static void end_hooks(struct tw_global *g, struct take_ctx *c)
     pthread_mutex_unlock(&net->out_mu);
 }
 
+/* Messages this rank sent to others less those it took from them (the sum over ranks is
+ * what is still in flight). */
+static int64_t in_flight(const struct tw_global *g)
+{
+    const struct tw_net *net = &g->net;
+    int64_t sent = (int64_t)net->sent_text, got = (int64_t)net->received_text;
+    for (unsigned t = 0; t < g->n; t++) {
+        sent += (int64_t)(g->th[t].rk.sent[0] + g->th[t].rk.sent[1]);
+        got += (int64_t)(g->th[t].rk.recv[0] + g->th[t].rk.recv[1]);
+    }
+    return sent - got - (int64_t)(net->late[0] + net->late[1]);
+}
+
 void tw_rank_end(struct kr__run *r, struct tw_global *g)
 {
     (void)r;
@@ -653,13 +666,8 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
     for (;;) {
         if (kr__xport_flush(&net->x, g->n)) net_broken("ending the run");
         if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
-        int64_t sent = (int64_t)net->sent_text, got = (int64_t)net->received_text;
-        for (unsigned t = 0; t < g->n; t++)
-            sent += (int64_t)(g->th[t].rk.sent[0] + g->th[t].rk.sent[1]),
-            got += (int64_t)(g->th[t].rk.recv[0] + g->th[t].rk.recv[1]);
-        got += (int64_t)(net->late[0] + net->late[1]);
         net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err,
-                                        .in_flight = sent - got };
+                                        .in_flight = in_flight(g) };
         reduce_begin(net, "ending the run");
         while (!reduce_test(net))
             if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
@@ -724,14 +732,10 @@ kr_time tw_rank_begin(struct tw_global *g, kr_time lo)
 
 /* ---- statistics ---- */
 
-/* Rank 0 gets every rank's counters (added into its own, thread by thread) and a row per
- * rank (kr__run.rank_stats). Collective. */
-void tw_rank_stats(struct kr__run *r, struct tw_global *g)
+/* This rank's row: its transport's counts and its threads' totals. */
+static struct kr__rank_stats rank_row(const struct kr__run *r, const struct tw_global *g)
 {
-    struct tw_net *net = &g->net;
-    size_t cb = g->n * sizeof *r->counters, len = sizeof(struct kr__rank_stats) + cb;
-    unsigned char *mine = malloc(len);
-    if (!mine) kr__fatal_oom("statistics", len);
+    const struct tw_net *net = &g->net;
     struct kr__rank_stats st = { .messages_sent = net->x.messages_sent,
                                  .messages_received = net->x.messages_received,
                                  .reductions = net->reductions,
@@ -748,6 +752,37 @@ void tw_rank_stats(struct kr__run *r, struct tw_global *g)
         st.rank_received += c->rank_received;
         if (c->gvt_rounds > st.gvt_rounds) st.gvt_rounds = c->gvt_rounds;
     }
+    return st;
+}
+
+/* Rank 0's side: every rank's row and counters (len bytes each, in all), the other ranks'
+ * counters added into its own thread by thread. */
+static void take_rows(struct kr__run *r, const struct tw_global *g, const unsigned char *all,
+                      size_t len)
+{
+    int nranks = g->net.nranks;
+    r->rank_stats = malloc((size_t)nranks * sizeof *r->rank_stats);
+    if (!r->rank_stats) kr__fatal_oom("statistics", (size_t)nranks * sizeof *r->rank_stats);
+    for (int k = 0; k < nranks; k++) {
+        const unsigned char *p = all + (size_t)k * len;
+        memcpy(&r->rank_stats[k], p, sizeof *r->rank_stats);
+        for (unsigned t = 0; k && t < g->n; t++) {
+            struct kr__counters c;
+            memcpy(&c, p + sizeof *r->rank_stats + t * sizeof c, sizeof c);
+            kr__counters_add(&r->counters[t], &c);
+        }
+    }
+}
+
+/* Rank 0 gets every rank's counters (added into its own, thread by thread) and a row per
+ * rank (kr__run.rank_stats). Collective. */
+void tw_rank_stats(struct kr__run *r, struct tw_global *g)
+{
+    struct tw_net *net = &g->net;
+    size_t cb = g->n * sizeof *r->counters, len = sizeof(struct kr__rank_stats) + cb;
+    unsigned char *mine = malloc(len);
+    if (!mine) kr__fatal_oom("statistics", len);
+    struct kr__rank_stats st = rank_row(r, g);
     memcpy(mine, &st, sizeof st);
     memcpy(mine + sizeof st, r->counters, cb);
     void *all = NULL;
@@ -759,17 +794,7 @@ void tw_rank_stats(struct kr__run *r, struct tw_global *g)
     if (total != len * (size_t)net->nranks)
         kr__internal_error("statistics of %zu bytes from %d ranks, %zu expected", total,
                            net->nranks, len * (size_t)net->nranks);
-    r->rank_stats = malloc((size_t)net->nranks * sizeof *r->rank_stats);
-    if (!r->rank_stats) kr__fatal_oom("statistics", (size_t)net->nranks * sizeof *r->rank_stats);
-    for (int k = 0; k < net->nranks; k++) {
-        const unsigned char *p = (const unsigned char *)all + (size_t)k * len;
-        memcpy(&r->rank_stats[k], p, sizeof st);
-        for (unsigned t = 0; k && t < g->n; t++) {
-            struct kr__counters c;
-            memcpy(&c, p + sizeof st + t * sizeof c, sizeof c);
-            kr__counters_add(&r->counters[t], &c);
-        }
-    }
+    take_rows(r, g, all, len);
     free(all);
 }
 

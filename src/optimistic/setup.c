@@ -284,13 +284,9 @@ static void tw_settings_init(struct tw_global *g, struct kr__run *r)
     }
 }
 
-struct tw_global *tw_global_new(struct kr__run *r)
+/* The per-thread arrays, each line-aligned (a thread writes its own entries). */
+static void alloc_per_thread(struct tw_global *g)
 {
-    struct tw_global *g = calloc(1, sizeof *g);
-    if (!g) kr__fatal_oom("engine", sizeof *g);
-    g->r = r;
-    g->n = r->nthreads;
-    g->gvt_ops = &tw_gvt_local; /* (across ranks: tw_rank_setup) */
     g->th = aligned_alloc(64, g->n * sizeof *g->th);
     g->chan = aligned_alloc(64, (size_t)g->n * g->n * sizeof *g->chan);
     g->arr = aligned_alloc(64, g->n * sizeof *g->arr);
@@ -299,6 +295,11 @@ struct tw_global *tw_global_new(struct kr__run *r)
     g->qline = aligned_alloc(64, g->n * sizeof *g->qline);
     if (!g->th || !g->chan || !g->arr || !g->clock || !g->mem || !g->qline)
         kr__fatal_oom("worker threads", (size_t)g->n * g->n * sizeof *g->chan);
+}
+
+/* The LP tables: owner, migration target, LVT. */
+static void alloc_lp_tables(struct tw_global *g, const struct kr__run *r)
+{
     g->lo = r->lo;
     g->nlocal = r->hi - r->lo;
     g->owner = malloc(g->nlocal * sizeof *g->owner);
@@ -306,9 +307,11 @@ struct tw_global *tw_global_new(struct kr__run *r)
     g->lvt = malloc(g->nlocal * sizeof *g->lvt);
     if (!g->owner || !g->target || !g->lvt)
         kr__fatal_oom("LP tables", g->nlocal * (2 * sizeof *g->owner + sizeof *g->lvt));
-    tw_settings_init(g, r);
-    g->horizon = kr__key_at(-INFINITY);    g->gvt = kr__key_at(-INFINITY);
-    atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
+}
+
+/* The end's mutexes and its condition (on the monotonic clock: tw_run waits on it). */
+static void init_sync(struct tw_global *g)
+{
     pthread_mutex_init(&g->end.err_mu, NULL);
     pthread_mutex_init(&g->print_mu, NULL);
     pthread_mutex_init(&g->end.mu, NULL);
@@ -317,6 +320,22 @@ struct tw_global *tw_global_new(struct kr__run *r)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g->end.cv, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+struct tw_global *tw_global_new(struct kr__run *r)
+{
+    struct tw_global *g = calloc(1, sizeof *g);
+    if (!g) kr__fatal_oom("engine", sizeof *g);
+    g->r = r;
+    g->n = r->nthreads;
+    g->gvt_ops = &tw_gvt_local; /* (across ranks: tw_rank_setup) */
+    alloc_per_thread(g);
+    alloc_lp_tables(g, r);
+    tw_settings_init(g, r);
+    g->horizon = kr__key_at(-INFINITY);
+    g->gvt = kr__key_at(-INFINITY);
+    atomic_init(&g->gvt_bits, kr__time_bits(-INFINITY));
+    init_sync(g);
     atomic_init(&g->last_round_ns, kr__clock_ns());
     g->bl.start_ns = kr__clock_ns();
     kr__snapshot_first(r, &g->sn.at, &g->sn.wall);

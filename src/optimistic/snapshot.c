@@ -238,6 +238,16 @@ static void take_it(struct tw_thread *th)
     if (th->id == 0) write_it(g, g->net.on ? g->sn.least.ts : least_pending(g).ts);
 }
 
+/* One that had left its loop applies the horizon here (tw_stop_together); a retired one
+ * has nothing to commit, and its sink stays open to the end. */
+static void commit_seen(struct tw_thread *th)
+{
+    uint64_t ep = atomic_load_explicit(&th->g->epoch, memory_order_acquire);
+    if (ep == th->gv.seen_epoch || th->retired) return;
+    th->gv.seen_epoch = ep;
+    tw_commit(th, &th->g->horizon);
+}
+
 /* (Its cost in the summary and --stats is the whole pause, on thread 0's clock: the
  * rollbacks, the drain and the waits besides the writing.) */
 void tw_snap_round(struct tw_thread *th)
@@ -245,13 +255,7 @@ void tw_snap_round(struct tw_thread *th)
     struct tw_global *g = th->g;
     struct kr__run *r = th->r;
     uint64_t t0 = kr__clock_ns(), snaps = r->snap.written, ns = r->snap.ns;
-    uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
-    /* (one that had left its loop applies the horizon here: tw_stop_together; a retired
-     * one has nothing to commit, and its sink stays open to the end) */
-    if (ep != th->gv.seen_epoch && !th->retired) {
-        th->gv.seen_epoch = ep;
-        tw_commit(th, &g->horizon);
-    }
+    commit_seen(th);
     tw_quiet_void(th);
     if (g->cf.queries) tw_query_settle(th); /* (an asker's answer: others answer meanwhile) */
     tw_barrier(g, g->cf.queries ? th : NULL);

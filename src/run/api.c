@@ -204,19 +204,25 @@ static int check_payload(const char *fn, size_t size, const void *payload)
     return 1;
 }
 
+/* kr_query is asked from an event (not init or done()); false (a model error reported) if
+ * not. */
+static bool query_mode_ok(const struct kr__ctx *c)
+{
+    uint8_t m = c->mode;
+    if (!kr__in_lp()) need_lp("kr_query"); /* (says where it was called from) */
+    if (m != KR_MODE_INIT && m != KR_MODE_DONE) return true;
+    kr__model_error("kr_query in %s: %s", m == KR_MODE_INIT ? "init" : "done()",
+                    m == KR_MODE_INIT ? "init runs before the first event, when there is "
+                    "no earlier state to ask about; ask in an event handler" : "done() "
+                    "only reads the LP's own state; ask in the event handler");
+    return false;
+}
+
 /* kr_query's context and arguments; false (a model error reported) if it cannot be asked. */
 static bool check_query(kr_lp dest, const void *q, size_t size, const void *ans, size_t cap)
 {
     const struct kr__ctx *c = &kr__ctx;
-    uint8_t m = c->mode;
-    if (!kr__in_lp()) need_lp("kr_query"); /* (says where it was called from) */
-    if (m == KR_MODE_INIT || m == KR_MODE_DONE) {
-        kr__model_error("kr_query in %s: %s", m == KR_MODE_INIT ? "init" : "done()",
-                        m == KR_MODE_INIT ? "init runs before the first event, when there is "
-                        "no earlier state to ask about; ask in an event handler" : "done() "
-                        "only reads the LP's own state; ask in the event handler");
-        return false;
-    }
+    if (!query_mode_ok(c)) return false;
     const struct kr__run *r = c->run;
     if (!r->model->query) {
         kr__model_error("kr_query: model '%s' has no query handler (struct kr_model.query) "

@@ -252,6 +252,32 @@ int kr__cmd_resume(int argc, char **argv)
     return run_configured(&c, &err);
 }
 
+/* The argument after PROG run MODEL that is --resume (0: none). */
+static int resume_at(int argc, char **argv)
+{
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--resume")) return i;
+    return 0;
+}
+
+/* argv without --resume DIR, --lps N and --end T, whose values go to *lps and *end (the
+ * last --end wins, as in a run); the new argc. */
+static int drop_run_shape(int argc, char **argv, int at, uint64_t *lps, double *end)
+{
+    int n = 3;
+    for (int i = 3; i < argc; i++) {
+        bool lp = !strcmp(argv[i], "--lps"), en = !strcmp(argv[i], "--end");
+        if (i + 1 >= argc || !(lp || en || i == at)) {
+            argv[n++] = argv[i];
+            continue;
+        }
+        if (lp) *lps = strtoull(argv[i + 1], NULL, 10);
+        if (en) *end = strtod(argv[i + 1], NULL);
+        i++;
+    }
+    return n;
+}
+
 /* A program with a model of its own resumes itself: `--resume DIR` among the options of its
  * run (`PROG run MODEL --lps N --end T ...`) makes it kairos's resume of the snapshot in DIR,
  * which holds the LPs and the end - the program's own options, given again, must say the
@@ -259,9 +285,7 @@ int kr__cmd_resume(int argc, char **argv)
  * `PROG resume DIR` and the other options; false (err) if it cannot be. */
 static bool own_resume(int *argc, char **argv, struct kr__error *err)
 {
-    int at = 0;
-    for (int i = 3; i < *argc && !at; i++)
-        if (!strcmp(argv[i], "--resume")) at = i;
+    int at = resume_at(*argc, argv);
     if (!at) return true;
     if (at + 1 >= *argc)
         return !kr__fail(err, KR_ERR_USAGE, "--resume needs DIR, a directory a run wrote with "
@@ -269,17 +293,7 @@ static bool own_resume(int *argc, char **argv, struct kr__error *err)
     char *dir = argv[at + 1];
     uint64_t lps = 0;
     double end = INFINITY;
-    int n = 3;
-    for (int i = 3; i < *argc; i++) {
-        bool lp = !strcmp(argv[i], "--lps"), en = !strcmp(argv[i], "--end");
-        if (i + 1 >= *argc || !(lp || en || i == at)) { /* (the last --end wins, as in a run) */
-            argv[n++] = argv[i];
-            continue;
-        }
-        if (lp) lps = strtoull(argv[i + 1], NULL, 10);
-        if (en) end = strtod(argv[i + 1], NULL);
-        i++;
-    }
+    int n = drop_run_shape(*argc, argv, at, &lps, &end);
     if (kr__snapshot_same_run(dir, lps, end, err)) return false;
     argv[1] = (char *)"resume";
     argv[2] = dir;

@@ -365,15 +365,9 @@ static void json_digest(FILE *f, const struct kr__run *r)
     else fprintf(f, "  \"run_digest\": \"%016llx\",\n", (unsigned long long)r->run_digest);
 }
 
-int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err)
+/* The run's identity: model, engine, shape. */
+static void json_head(FILE *f, const struct kr__run *r)
 {
-    char tmp[4096];
-    FILE *f = stats_open(path, tmp, sizeof tmp);
-    if (!f)
-        return kr__fail(err, KR_ERR_RESOURCE, "cannot write statistics to '%s': %s", path,
-                        strerror(errno));
-    struct kr__totals t;
-    kr__totals(r->counters, r->nthreads, &t);
     fprintf(f, "{\n  \"schema\": \"kairos-stats\",\n  \"schema_version\": 1,\n  \"model\": ");
     kr__json_str(f, r->model->name);
     fprintf(f, ",\n  \"engine\": \"%s\",\n", r->cfg->engine->name);
@@ -383,12 +377,11 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             (unsigned long long)r->n);
     kr__json_num(f, r->cfg->end);
     fprintf(f, ",\n  \"seed\": %llu,\n", (unsigned long long)r->cfg->seed);
-    json_type_names(f, r->model);
-    json_metrics(f, r->metrics);
-    json_ended(f, r);
-    fputs("  \"final_gvt\": ", f);
-    kr__json_num(f, r->final_gvt);
-    fprintf(f, ",\n  \"timers_cancelled\": %llu", (unsigned long long)t.timers_cancelled);
+}
+
+/* The totals every engine counts. */
+static void json_totals(FILE *f, const struct kr__run *r, const struct kr__totals *t)
+{
     fprintf(f, ",\n  \"committed_events\": %llu,\n  \"processed_events\": %llu,\n"
             "  \"efficiency\": %.6f,\n  \"committed_per_second\": %.1f,\n"
             "  \"rollbacks\": %llu,\n  \"rolled_back_events\": %llu,\n  \"antimessages\": %llu,\n"
@@ -401,20 +394,25 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
             "  \"share_trials_kept\": %llu,\n"
             "  \"window_cuts\": %llu,\n  \"gvt_rounds\": %llu,\n"
             "  \"wall_seconds\": %.6f,\n  \"peak_rss_bytes\": %zu,\n",
-            (unsigned long long)t.committed, (unsigned long long)t.processed,
-            t.processed ? (double)t.committed / (double)t.processed : 1.0,
-            r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0.0,
-            (unsigned long long)t.rollbacks, (unsigned long long)t.rolled_back,
-            (unsigned long long)t.antimessages, (unsigned long long)t.lazy_kept,
-            (unsigned long long)t.checkpoints, (unsigned long long)t.ckpt_bytes,
-            (unsigned long long)t.coasted,
-            (unsigned long long)t.safe, (unsigned long long)t.lone, (unsigned long long)t.migrated,
+            (unsigned long long)t->committed, (unsigned long long)t->processed,
+            t->processed ? (double)t->committed / (double)t->processed : 1.0,
+            r->wall_seconds > 0 ? (double)t->committed / r->wall_seconds : 0.0,
+            (unsigned long long)t->rollbacks, (unsigned long long)t->rolled_back,
+            (unsigned long long)t->antimessages, (unsigned long long)t->lazy_kept,
+            (unsigned long long)t->checkpoints, (unsigned long long)t->ckpt_bytes,
+            (unsigned long long)t->coasted,
+            (unsigned long long)t->safe, (unsigned long long)t->lone,
+            (unsigned long long)t->migrated,
             (unsigned long long)r->bal.migrations, (unsigned long long)r->bal.retired,
             (unsigned long long)r->bal.trials, (unsigned long long)r->bal.undone,
             (unsigned long long)r->bal.shares, (unsigned long long)r->bal.shares_kept,
-            (unsigned long long)t.window_cuts, (unsigned long long)t.gvt_rounds, r->wall_seconds,
+            (unsigned long long)t->window_cuts, (unsigned long long)t->gvt_rounds, r->wall_seconds,
             r->peak_rss);
-    json_digest(f, r);
+}
+
+/* The parts only some runs have: a memory budget, queries, snapshots, a resume. */
+static void json_features(FILE *f, const struct kr__run *r, const struct kr__totals *t)
+{
     if (r->cfg->memory_max)
         fprintf(f, "  \"memory\": {\"budget_bytes\": %zu, \"peak_bytes\": %zu, "
                 "\"peak_event_bytes\": %zu, \"peak_checkpoint_bytes\": %zu, "
@@ -422,15 +420,15 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
                 "\"sendbacks\": %llu},\n",
                 r->cfg->memory_max, (size_t)r->mem_peak[3], (size_t)r->mem_peak[0],
                 (size_t)r->mem_peak[1], (size_t)r->mem_peak[2],
-                (unsigned long long)t.mem_rollbacks, (unsigned long long)t.sendbacks);
+                (unsigned long long)t->mem_rollbacks, (unsigned long long)t->sendbacks);
     if (r->model->query)
         fprintf(f, "  \"queries\": {\"answered\": %llu, \"remote\": %llu, \"asking_events\": "
                 "%llu, \"undone_to_ask\": %llu, \"rollbacks_to_answer\": %llu, "
                 "\"wait_seconds\": %.6f, \"ran_while_waiting\": %llu},\n",
-                (unsigned long long)t.queries, (unsigned long long)t.queries_remote,
-                (unsigned long long)t.query_events, (unsigned long long)t.query_undone,
-                (unsigned long long)t.query_rollbacks, (double)t.query_wait_ns / 1e9,
-                (unsigned long long)t.query_aside);
+                (unsigned long long)t->queries, (unsigned long long)t->queries_remote,
+                (unsigned long long)t->query_events, (unsigned long long)t->query_undone,
+                (unsigned long long)t->query_rollbacks, (double)t->query_wait_ns / 1e9,
+                (unsigned long long)t->query_aside);
     if (r->cfg->snap_dir)
         fprintf(f, "  \"snapshots\": {\"written\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
                 "\"last_time\": %.17g},\n", (unsigned long long)r->snap.written,
@@ -439,6 +437,27 @@ int kr__report_json(const struct kr__run *r, const char *path, struct kr__error 
     if (r->cfg->resume_dir)
         fprintf(f, "  \"resumed_at\": %.17g,\n  \"committed_before_resume\": %llu,\n",
                 kr__snapshot_time(r), (unsigned long long)kr__snapshot_committed(r));
+}
+
+int kr__report_json(const struct kr__run *r, const char *path, struct kr__error *err)
+{
+    char tmp[4096];
+    FILE *f = stats_open(path, tmp, sizeof tmp);
+    if (!f)
+        return kr__fail(err, KR_ERR_RESOURCE, "cannot write statistics to '%s': %s", path,
+                        strerror(errno));
+    struct kr__totals t;
+    kr__totals(r->counters, r->nthreads, &t);
+    json_head(f, r);
+    json_type_names(f, r->model);
+    json_metrics(f, r->metrics);
+    json_ended(f, r);
+    fputs("  \"final_gvt\": ", f);
+    kr__json_num(f, r->final_gvt);
+    fprintf(f, ",\n  \"timers_cancelled\": %llu", (unsigned long long)t.timers_cancelled);
+    json_totals(f, r, &t);
+    json_digest(f, r);
+    json_features(f, r, &t);
     json_config(f, r);
     kr__state_json(r, f);
     if (r->cfg->engine->json) r->cfg->engine->json(r, f);

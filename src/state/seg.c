@@ -20,14 +20,31 @@ static struct {
     struct kr__seg *segs;
 } region;
 
-int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *m)
+/* The log2 of a slice of at least slice_bytes (16 pages or more) for each of n LPs, or 0
+ * (errno ENOMEM) if the region would pass 128 TiB. */
+static unsigned slice_shift(uint64_t n, size_t slice_bytes)
 {
     unsigned shift = KR_PAGE_SHIFT + 4;
     while (((size_t)1 << shift) < slice_bytes) shift++;
-    if (shift >= 47 || n > (((uint64_t)1 << 47) >> shift)) {
-        errno = ENOMEM;
-        return -1;
+    if (shift < 47 && n <= (((uint64_t)1 << 47) >> shift)) return shift;
+    errno = ENOMEM;
+    return 0;
+}
+
+/* Each LP's segment in the region, tracked as the mode does. */
+static void segs_init(uint64_t n, const struct kr__state_ops *m)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        region.segs[i].base = region.base + (i << region.shift);
+        region.segs[i].tracking = m->by_pages;
+        region.segs[i].scan = m->by_pages && !m->faults;
     }
+}
+
+int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *m)
+{
+    unsigned shift = slice_shift(n, slice_bytes);
+    if (!shift) return -1;
     size_t total = (size_t)n << shift;
     /* One mapping for all LPs. Page and buddy tracking protect pages one by one, so the
      * region starts read-only: a closed page then merges with its neighbours into one
@@ -57,11 +74,7 @@ int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *
         errno = e;
         return -2;
     }
-    for (uint64_t i = 0; i < n; i++) {
-        region.segs[i].base = region.base + (i << shift);
-        region.segs[i].tracking = m->by_pages;
-        region.segs[i].scan = m->by_pages && !m->faults;
-    }
+    segs_init(n, m);
     return 0;
 }
 
