@@ -347,6 +347,22 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     return !why[0];
 }
 
+/* The file opened, unless the output it must match could not be written (what the count
+ * says is written must be in the file; the other ranks' parts are taken in whatever
+ * happens here). */
+static void out_begin(struct snap_out *o, const char *dir, char *why, size_t cap)
+{
+    if (kr__out_closed) { /* (a commit hook failed in the printing just before: the run
+                           * ends with its error, and the ledger is half-way; no file) */
+        o->err = ECANCELED;
+    } else if (fflush(stdout) || kr__out_errno) {
+        snprintf(why, cap, "the committed output could not be written to stdout");
+        o->err = EIO;
+    } else {
+        out_open(o, dir);
+    }
+}
+
 bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr_time at,
                         const struct kr__snap_link *link)
 {
@@ -354,17 +370,7 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr
     uint64_t t0 = kr__clock_ns();
     char why[PATH_MAX + 256] = "";
     struct snap_out o = { .fd = -1 };
-    /* (what the count says is written must be in the file; the other ranks' parts are
-     * taken in whatever happens here) */
-    if (kr__out_closed) { /* (a commit hook failed in the printing just before: the run
-                           * ends with its error, and the ledger is half-way; no file) */
-        o.err = ECANCELED;
-    } else if (fflush(stdout) || kr__out_errno) {
-        snprintf(why, sizeof why, "the committed output could not be written to stdout");
-        o.err = EIO;
-    } else {
-        out_open(&o, r->cfg->snap_dir);
-    }
+    out_begin(&o, r->cfg->snap_dir, why, sizeof why);
     kr__bytes_put(&o.b, SNAP_MAGIC, 8);
     put_u64(&o.b, 0); /* (length and checksum: out_close) */
     put_u64(&o.b, 0);

@@ -207,14 +207,12 @@ void tw_sendback_take(struct tw_thread *th, struct kr__ev *r)
     tw_flush_local(th);
 }
 
-/* Sendback, the receiver's side: ask the senders of this thread's pending events furthest
- * ahead - the last quarter of the time from GVT to the latest, at most enough to cover
- * `excess` bytes - to roll back. (Cancelled events, which only leave the heap when they
- * reach its top, leave it now.) */
-static void sendback(struct tw_thread *th, size_t excess)
+/* The heap without its cancelled events (they only leave it when they reach its top: here
+ * they leave now); the latest time still pending, at least gvt. */
+static kr_time drop_cancelled(struct tw_thread *th, kr_time gvt)
 {
     struct kr__heap *h = &th->heap;
-    kr_time gvt = tw_gvt(th->g), last = gvt;
+    kr_time last = gvt;
     size_t keep = 0;
     for (size_t i = 0; i < h->n; i++) {
         struct kr__ev *e = h->a[i].e;
@@ -227,10 +225,16 @@ static void sendback(struct tw_thread *th, size_t excess)
     }
     h->n = keep;
     kr__heap_rebuild(h);
-    kr_time from = gvt + (last - gvt) * 0.75;
-    size_t want = excess / KR_POOL_SMALL_EVENT + 1, n = 0;
+    return last;
+}
+
+/* Up to `want` pending events after `from` sent from this process, listed in
+ * th->mem.sendback. */
+static void list_sendbacks(struct tw_thread *th, kr_time from, size_t want)
+{
+    struct kr__heap *h = &th->heap;
     th->mem.nsendback = 0;
-    for (size_t i = 0; i < h->n && n < want; i++) {
+    for (size_t i = 0; i < h->n && th->mem.nsendback < want; i++) {
         struct kr__ev *e = h->a[i].e;
         unsigned owner = tw_owner(th->g, e->k.src);
         if (!(e->k.ts > from) || e->st != KR_EV_PENDING || tw_remote(th->g, owner)) continue;
@@ -238,8 +242,16 @@ static void sendback(struct tw_thread *th, size_t excess)
             KR_GROW(th->mem.sendback, th->mem.capsendback, th->mem.nsendback + 1, 64,
                     "sendback list");
         th->mem.sendback[th->mem.nsendback++] = e;
-        n++;
     }
+}
+
+/* Sendback, the receiver's side: ask the senders of this thread's pending events furthest
+ * ahead - the last quarter of the time from GVT to the latest, at most enough to cover
+ * `excess` bytes - to roll back. */
+static void sendback(struct tw_thread *th, size_t excess)
+{
+    kr_time gvt = tw_gvt(th->g), last = drop_cancelled(th, gvt);
+    list_sendbacks(th, gvt + (last - gvt) * 0.75, excess / KR_POOL_SMALL_EVENT + 1);
     for (size_t i = 0; i < th->mem.nsendback; i++) { /* (a rollback here moves the heap's slots) */
         struct kr__ev *e = th->mem.sendback[i];
         struct kr__ev *r = kr__pool_get(th->pool, 0);

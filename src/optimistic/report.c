@@ -145,6 +145,15 @@ static void balance_summary(const struct kr__run *r, const struct kr__totals *t,
             (unsigned long long)r->bal.trials, (unsigned long long)r->bal.undone);
 }
 
+static void window_summary(const struct kr__run *r, const struct kr__totals *t, FILE *f)
+{
+    fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
+            "what it gained); at the end", (unsigned long long)t->window_cuts);
+    for (unsigned i = 0; i < r->nthreads; i++)
+        fprintf(f, " %llu", (unsigned long long)r->counters[i].win.final);
+    fputc('\n', f);
+}
+
 void tw_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
@@ -169,13 +178,7 @@ void tw_summary(const struct kr__run *r, FILE *f)
         fprintf(f, "  lone worker:      %llu events (%.1f%%) run the sequential engine's way by a "
                 "worker that held every LP\n", (unsigned long long)t.lone,
                 t.processed ? 100.0 * (double)t.lone / (double)t.processed : 0.0);
-    if (t.window_cuts) {
-        fprintf(f, "  window:           speculation cut %llu times (rollbacks wasted over 4x "
-                "what it gained); at the end", (unsigned long long)t.window_cuts);
-        for (unsigned i = 0; i < r->nthreads; i++)
-            fprintf(f, " %llu", (unsigned long long)r->counters[i].win.final);
-        fputc('\n', f);
-    }
+    if (t.window_cuts) window_summary(r, &t, f);
     balance_summary(r, &t, f);
     kr__state_summary(r, f);
     timeshare_summary(r, f);

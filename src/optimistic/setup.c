@@ -56,6 +56,18 @@ static void tw_hooks_setup(struct tw_global *g)
     }
 }
 
+/* Thread t's block of the first mapping, owned and targeted; its LP count. */
+static kr_lp own_block(const struct kr__run *r, struct tw_global *g, unsigned t)
+{
+    kr_lp lo = r->lo + kr__block_first(t, r->hi - r->lo, g->n),
+          hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
+    for (kr_lp id = lo; id < hi; id++) {
+        g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
+        g->lvt[tw_lidx(g, id)] = -INFINITY;
+    }
+    return hi - lo;
+}
+
 /* A thread's own record: what it is and owns; then each module's part. */
 static void tw_setup_thread(struct kr__run *r, struct tw_global *g, unsigned t)
 {
@@ -66,13 +78,7 @@ static void tw_setup_thread(struct kr__run *r, struct tw_global *g, unsigned t)
     th->g = g;
     th->pool = &r->pools[t];
     th->cnt = &r->counters[t];
-    kr_lp lo = r->lo + kr__block_first(t, r->hi - r->lo, g->n),
-          hi = r->lo + kr__block_first(t + 1, r->hi - r->lo, g->n);
-    th->nlps = hi - lo;
-    for (kr_lp id = lo; id < hi; id++) {
-        g->owner[tw_lidx(g, id)] = g->target[tw_lidx(g, id)] = (uint16_t)t;
-        g->lvt[tw_lidx(g, id)] = -INFINITY;
-    }
+    th->nlps = own_block(r, g, t);
     th->alone = g->n == 1 && !g->net.on;
     th->bundles = r->bundles;
     th->queries = g->cf.queries;
@@ -91,6 +97,23 @@ void tw_setup_threads(struct kr__run *r, struct tw_global *g)
     for (unsigned t = 0; t < g->n; t++) tw_setup_thread(r, g, t);
 }
 
+/* LP id's init, as a part of thread th. Page tracking: its base checkpoint at once, which
+ * closes its pages, so they merge into one kernel mapping with the rest instead of every
+ * LP's open pages counting against vm.max_map_count until all have run init. Otherwise its
+ * first event takes the first checkpoint (when it is not safe): checkpoints taken here
+ * would lie between the LPs' states in memory, and states spread over twice the address
+ * range missed in cache twice as often (airport, 4096 LPs, 1 thread: stalls on the first
+ * state access 4x the sequential engine's). */
+static void init_one(struct kr__run *r, struct tw_thread *th, kr_lp id)
+{
+    kr__lp_run_init(r, id);
+    tw_flush_local(th); /* same-thread sends of init */
+    struct kr__lp *lp = kr__lp_at(r, id);
+    if (tw_page_tracked(r)) tw_take_ckpt(th, lp, NULL);
+    else tw_lp_of(lp)->since_ckpt = TW_CKPT_NOW;
+    th->gv.ndone += lp->done_init;
+}
+
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
 void tw_init_lps(struct kr__run *r, struct tw_global *g)
 {
@@ -103,22 +126,8 @@ void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__ctx.ops = &tw_ops;
         kr__ctx.eng = th;
         kr__ctx.pool = th->pool;
-        for (kr_lp id = r->lo; id < r->hi; id++) {
-            if (g->owner[tw_lidx(g, id)] != t) continue;
-            kr__lp_run_init(r, id);
-            tw_flush_local(th); /* same-thread sends of init */
-            /* Page tracking: its base checkpoint at once, which closes its pages, so they
-             * merge into one kernel mapping with the rest instead of every LP's open pages
-             * counting against vm.max_map_count until all have run init. Otherwise its
-             * first event takes the first checkpoint (when it is not safe): checkpoints
-             * taken here would lie between the LPs' states in memory, and states spread
-             * over twice the address range missed in cache twice as often (airport, 4096
-             * LPs, 1 thread: stalls on the first state access 4x the sequential engine's). */
-            struct kr__lp *lp = kr__lp_at(r, id);
-            if (tw_page_tracked(r)) tw_take_ckpt(th, lp, NULL);
-            else tw_lp_of(lp)->since_ckpt = TW_CKPT_NOW;
-            th->gv.ndone += lp->done_init;
-        }
+        for (kr_lp id = r->lo; id < r->hi; id++)
+            if (g->owner[tw_lidx(g, id)] == t) init_one(r, th, id);
     }
     /* Init sends to other threads went into channels (their backlogs, past a ring's
      * room); move them in now. */
@@ -155,6 +164,29 @@ static void tw_emit_committed(void *arg, const struct kr__outrec *o)
     r->fail = (struct kr__error){ 0 };
 }
 
+/* Nothing after an error is printed (the failed event's own output, yes). */
+static struct kr__key before_error(struct tw_global *g, struct kr__key upto)
+{
+    pthread_mutex_lock(&g->end.err_mu);
+    if (g->end.err) {
+        struct kr__key past = g->end.err_key;
+        past.seq++;
+        if (kr__key_lt(&past, &upto)) upto = past;
+    }
+    pthread_mutex_unlock(&g->end.err_mu);
+    return upto;
+}
+
+/* What is not printable yet goes back to thread 0's sink, to be merged next time. */
+static void keep_for_later(struct tw_global *g, struct kr__outvec *v)
+{
+    struct kr__outsink *s = &g->th[0].cm.sink;
+    pthread_mutex_lock(&s->mu);
+    kr__outvec_move_before(v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
+                                                 UINT64_MAX }, &s->v);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void tw_print_committed(struct tw_global *g, bool all)
 {
     if (g->net.on && g->net.rank) return; /* (rank 0 prints: tw_rank_output) */
@@ -171,22 +203,9 @@ void tw_print_committed(struct tw_global *g, bool all)
     }
     if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
     if (g->net.on) upto = tw_rank_print_upto(g, &v, upto); /* (the other ranks' output) */
-    pthread_mutex_lock(&g->end.err_mu);
-    if (g->end.err) { /* nothing after an error (the failed event's own output, yes) */
-        struct kr__key past = g->end.err_key;
-        past.seq++;
-        if (kr__key_lt(&past, &upto)) upto = past;
-    }
-    pthread_mutex_unlock(&g->end.err_mu);
+    upto = before_error(g, upto);
     kr__outvec_emit_before(&v, &upto, tw_emit_committed, g);
-    /* what is not printable yet goes back to thread 0's sink, to be merged next time */
-    if (v.n) {
-        struct kr__outsink *s = &g->th[0].cm.sink;
-        pthread_mutex_lock(&s->mu);
-        kr__outvec_move_before(&v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
-                                                      UINT64_MAX }, &s->v);
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (v.n) keep_for_later(g, &v);
     kr__outvec_free(&v);
     kr__stdout_flush();
     pthread_mutex_unlock(&g->print_mu);
@@ -250,7 +269,6 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     kr__progress_stop(&prog);
 }
 
-/* The engine's shared part, before the threads are set up. */
 /* The run's settings (struct tw_settings) from the model, the options and the state mode. */
 static void tw_settings_init(struct tw_global *g, struct kr__run *r)
 {
@@ -456,6 +474,29 @@ static bool tw_reads_spans(const struct kr__run *r)
            !r->model->done && !r->model->query && !r->bundles;
 }
 
+/* The workers started, watched from this thread (progress, output, interrupts and event
+ * timeouts: tw_watch) and joined; a crash meanwhile salvages the committed output. */
+static void tw_run_workers(struct kr__run *r, struct tw_global *g)
+{
+    kr__set_salvage(tw_salvage, g);
+    g->end.fast_threads = g->th[0].fast ? g->n : 0;
+    tw_clock_start(g);
+    atomic_store(&g->end.running, g->n);
+    for (unsigned t = 0; t < g->n; t++)
+        kr__thread_start_or_die(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb,
+                                "a worker");
+    tw_watch(r, g);
+    for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
+    kr__set_salvage(NULL, NULL);
+}
+
+/* --lp-stats: the thread that owned each LP at the end. */
+static void lpstat_threads(struct kr__run *r, const struct tw_global *g)
+{
+    for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++)
+        r->lpstat[id - r->lo].thread = g->owner[tw_lidx(g, id)];
+}
+
 static int tw_run(struct kr__run *r)
 {
     r->promise.spans = tw_reads_spans(r);
@@ -470,16 +511,7 @@ static int tw_run(struct kr__run *r)
         tw_global_end(r, g);
         return st;
     }
-    kr__set_salvage(tw_salvage, g);
-    g->end.fast_threads = g->th[0].fast ? g->n : 0;
-    tw_clock_start(g);
-    atomic_store(&g->end.running, g->n);
-    for (unsigned t = 0; t < g->n; t++)
-        kr__thread_start_or_die(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb,
-                                "a worker");
-    tw_watch(r, g);
-    for (unsigned t = 0; t < g->n; t++) pthread_join(g->th[t].tid, NULL);
-    kr__set_salvage(NULL, NULL);
+    tw_run_workers(r, g);
     tw_metrics_drain(g);
     if (g->net.on) {
         if (g->net.rank) tw_rank_output(g, true);
@@ -487,8 +519,7 @@ static int tw_run(struct kr__run *r)
         tw_rank_stats(r, g);
     }
     tw_print_committed(g, g->end.err == NULL);
-    for (kr_lp id = g->lo; r->lpstat && id < g->lo + g->nlocal; id++) /* (--lp-stats) */
-        r->lpstat[id - r->lo].thread = g->owner[tw_lidx(g, id)];
+    if (r->lpstat) lpstat_threads(r, g);
     st = tw_failure(r, g);
     tw_global_end(r, g);
     return st;

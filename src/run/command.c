@@ -22,6 +22,16 @@
 #error "KAIROS_VERSION comes from CMakeLists.txt (project VERSION)"
 #endif
 
+/* The directory a file path names its file in ("." for a bare name). */
+static void dir_of(const char *path, char *dir, size_t cap)
+{
+    snprintf(dir, cap, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = 0;
+    else if (slash) *slash = 0;
+    else snprintf(dir, cap, ".");
+}
+
 /* An output file that cannot be written fails now, not after the whole run. */
 static int check_output_path(const char *opt, const char *path, struct kr__error *err)
 {
@@ -37,11 +47,7 @@ static int check_output_path(const char *opt, const char *path, struct kr__error
         return KR_OK;
     }
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = 0;
-    else if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
+    dir_of(path, dir, sizeof dir);
     if (access(dir, W_OK | X_OK) != 0)
         return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot create it: directory %s %s", opt,
                         path, dir, errno == ENOENT ? "does not exist" : "is not writable");

@@ -35,6 +35,20 @@ static void snapshot_lines(const struct kr__run *r, FILE *f, const struct kr__to
     fputc('\n', f);
 }
 
+static void summary_ended(const struct kr__run *r, FILE *f)
+{
+    if (r->interrupted)
+        fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
+                r->interrupted == SIGINT    ? "SIGINT"
+                : r->interrupted == SIGTERM ? "SIGTERM"
+                                            : "a signal",
+                r->end_key.ts);
+    else
+        fprintf(f, "  ended:            %s\n",
+                r->ended_by_done ? "done() holds for every LP" :
+                isinf(r->cfg->end) ? "no event left" : "end time reached");
+}
+
 /* What the run was, and how it ended. */
 static void summary_head(const struct kr__run *r, FILE *f)
 {
@@ -46,16 +60,7 @@ static void summary_head(const struct kr__run *r, FILE *f)
             e->scheme ? ")" : "", ranks, r->nthreads,
             r->nthreads == 1 ? "" : "s", (unsigned long long)r->n, r->cfg->end,
             (unsigned long long)r->cfg->seed);
-    if (r->interrupted)
-        fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
-                r->interrupted == SIGINT    ? "SIGINT"
-                : r->interrupted == SIGTERM ? "SIGTERM"
-                                            : "a signal",
-                r->end_key.ts);
-    else
-        fprintf(f, "  ended:            %s\n",
-                r->ended_by_done ? "done() holds for every LP" :
-                isinf(r->cfg->end) ? "no event left" : "end time reached");
+    summary_ended(r, f);
 }
 
 static void summary_queries(const struct kr__run *r, const struct kr__totals *t, FILE *f)

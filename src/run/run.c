@@ -200,6 +200,19 @@ static int reverse_refused(const struct kr__run *r, const struct kr__state_ops *
     return KR_OK;
 }
 
+/* A mode the model cannot be run in: one that needs its writes marked, or reverse
+ * handlers it lacks. */
+static bool mode_refused(const struct kr__run *r, const struct kr__state_ops *want,
+                         struct kr__error *err)
+{
+    if (want->marks && !(r->model->flags & KR_MODEL_MARKS_WRITES))
+        return kr__fail(err, KR_ERR_USAGE, "--state %s: model '%s' does not declare that it "
+                        "marks its writes (KR_MODEL_MARKS_WRITES), so incremental checkpoints "
+                        "would miss changes; use --state page or buddy, which need no help "
+                        "from the model, or --state full", want->name, r->model->name);
+    return want->reverse && reverse_refused(r, want, err);
+}
+
 /* Tracked state saving (optimistic engine only: the sequential engine never restores)
  * needs every LP's slice reserved up front: room for twice --arena-max plus slack, since
  * areas are carved in whole pages and never returned. */
@@ -207,12 +220,7 @@ static int setup_state(struct kr__run *r, struct kr__error *err)
 {
     const struct kr__config *cfg = r->cfg;
     const struct kr__state_ops *want = kr__state_ops(cfg->state_mode);
-    if (want->marks && !(r->model->flags & KR_MODEL_MARKS_WRITES))
-        return kr__fail(err, KR_ERR_USAGE, "--state %s: model '%s' does not declare that it "
-                        "marks its writes (KR_MODEL_MARKS_WRITES), so incremental checkpoints "
-                        "would miss changes; use --state page or buddy, which need no help "
-                        "from the model, or --state full", want->name, r->model->name);
-    if (want->reverse && reverse_refused(r, want, err)) return err->status;
+    if (mode_refused(r, want, err)) return err->status;
     /* (sequential --check verifies the marks in the mode that needs them) */
     bool used = cfg->engine->restores_state || (want->marks && cfg->check);
     const struct kr__state_ops *m = used ? want : kr__state_default();
