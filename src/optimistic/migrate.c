@@ -131,7 +131,9 @@ static void give_up(struct tw_thread *th)
     }
 }
 
-static void hand_over(struct tw_thread *th)
+/* The pending events of leaving LPs out of the heap, into th->mg.ev for their new owners
+ * (cancelled ones dropped here rather than carried). */
+static void heap_hand_over(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     struct kr__heap *h = &th->heap;
@@ -141,18 +143,22 @@ static void hand_over(struct tw_thread *th)
         struct kr__ev *e = h->a[i].e;
         if (g->target[e->dest] == th->id) {
             h->a[keep++] = h->a[i];
-            continue;
-        }
-        if (e->st == KR_EV_CANCELLED) { /* (dropped here rather than carried) */
+        } else if (e->st == KR_EV_CANCELLED) {
             kr__pool_put(th->pool, e);
-            continue;
+        } else {
+            if (th->mg.n == th->mg.cap)
+                KR_GROW(th->mg.ev, th->mg.cap, th->mg.n + 1, 256, "migration buffer");
+            th->mg.ev[th->mg.n++] = e;
         }
-        if (th->mg.n == th->mg.cap)
-            KR_GROW(th->mg.ev, th->mg.cap, th->mg.n + 1, 256, "migration buffer");
-        th->mg.ev[th->mg.n++] = e;
     }
     h->n = keep;
     kr__heap_rebuild(h);
+}
+
+static void hand_over(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    heap_hand_over(th);
     th->mg.max_done_out = th->gv.max_done_committed; /* (read by the new owners in take_in) */
     size_t kd = 0;
     for (size_t i = 0; i < th->cm.ndirty; i++)

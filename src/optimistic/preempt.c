@@ -94,6 +94,21 @@ static void arm(struct tw_thread *th, bool fine)
     kr__tick_arm(fine ? th->ts.tick_ns : TW_SLICE_NS);
 }
 
+/* Preemption on: the slice, the tick, the timeout and the adaptive rule; the tick armed
+ * (without a timer, preemption at model calls only). */
+static void ticks_start(struct tw_thread *th, const struct kr__config *cfg,
+                        const struct kr__tw_options *o, struct kr__ult_self *s)
+{
+    s->slice_ns = TW_SLICE_NS;
+    th->ts.tick_ns = (uint64_t)(o->tick_us * 1000.0);
+    th->ts.timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
+    th->ts.rule_ns = (1.0 + o->alpha) * (double)th->ts.tick_ns;
+    kr__typetime_init(&th->ts.types); /* (each type on stacks until timed) */
+    if (kr__tick_thread_init() != 0) return;
+    arm(th, th->ts.preempt == KR_PREEMPT_TICK ||
+                (th->ts.preempt == KR_PREEMPT_ADAPTIVE && o->alpha <= -1));
+}
+
 void tw_ts_thread_start(struct tw_thread *th)
 {
     const struct kr__config *cfg = th->r->cfg;
@@ -112,15 +127,7 @@ void tw_ts_thread_start(struct tw_thread *th)
     th->ts.ults_on = true;
     struct kr__ult_self *s = &kr__ult_self;
     s->bh_min = &th->g->arr[th->id].bh_min;
-    if (th->ts.preempt == KR_PREEMPT_OFF) return;
-    s->slice_ns = TW_SLICE_NS;
-    th->ts.tick_ns = (uint64_t)(o->tick_us * 1000.0);
-    th->ts.timeout_ns = (uint64_t)(cfg->event_timeout * 1e9);
-    th->ts.rule_ns = (1.0 + o->alpha) * (double)th->ts.tick_ns;
-    kr__typetime_init(&th->ts.types); /* (each type on stacks until timed) */
-    if (kr__tick_thread_init() != 0) return; /* no timer: preemption at model calls only */
-    arm(th, th->ts.preempt == KR_PREEMPT_TICK ||
-                (th->ts.preempt == KR_PREEMPT_ADAPTIVE && o->alpha <= -1));
+    if (th->ts.preempt != KR_PREEMPT_OFF) ticks_start(th, cfg, o, s);
 }
 
 void tw_ts_thread_end(struct tw_thread *th)

@@ -414,20 +414,24 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
     }
 }
 
+/* An overrun from elsewhere may have clobbered an area's header: what it says is only
+ * believed if it holds together (sequential --check: the header is apart from the chunks,
+ * in the LP's slice). */
+static bool header_sane(const struct kr__arena *a, const struct kr__area *ar)
+{
+    size_t hdr = (sizeof(struct kr__area) + (size_t)KR_AREA_NWORDS(ar) * 8 + 15) & ~(size_t)15;
+    return ar->cls < KR_ARENA_CLASSES && ar->lg <= 20 &&
+           (a->seg || ar->data == (const char *)ar + hdr);
+}
+
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
 {
     if (kr__arena_sliced(a) || !a->n) return NULL; /* (tracked: in the LP's slice) */
     if (a->cap && !index_intact(a)) return NULL; /* (overwritten by another's overrun) */
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = kr__arena_area(a, i);
-        /* an overrun from elsewhere may have clobbered this header: skip what it says
-         * (sequential --check: the header is apart from the chunks, in the LP's slice) */
-        size_t hdr = (sizeof(struct kr__area) + (size_t)KR_AREA_NWORDS(ar) * 8 + 15) & ~(size_t)15;
-        if (ar->cls >= KR_ARENA_CLASSES || ar->lg > 20 ||
-            (!a->seg && ar->data != (const char *)ar + hdr))
-            continue;
-        if (memcmp(ar->data + (kr__arena_class_bytes(ar->cls) << ar->lg), canary,
-                   CANARY_BYTES))
+        if (header_sane(a, ar) &&
+            memcmp(ar->data + (kr__arena_class_bytes(ar->cls) << ar->lg), canary, CANARY_BYTES))
             return ar;
     }
     return NULL;
