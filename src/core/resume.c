@@ -311,6 +311,18 @@ static void index_events(struct kr__snapshot *s, struct kr__cursor in, uint64_t 
     free(fill);
 }
 
+/* The first pass over the n pending events: how many each of this rank's LPs has. */
+static void count_events(struct kr__snapshot *s, struct kr__cursor *in, uint64_t n)
+{
+    s->ev_dropped = (size_t)(in->p - s->buf) & ~(size_t)(SNAP_WINDOW - 1);
+    for (uint64_t i = 0; i < n && !in->why; i++) {
+        uint64_t dest = event_dest(s, in);
+        if (dest == s->lps) kr__cursor_fail(in, "damaged");
+        else if (mine(s, dest)) s->ev_first[dest - s->lo + 1]++;
+    }
+    drop_all(s);
+}
+
 /* The LP records and the pending events, indexed for the LPs lo .. hi (the events by
  * destination): every record is checked, in two passes over the events (count, place). */
 static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo, uint64_t hi,
@@ -325,13 +337,7 @@ static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo
     if (in->why || n > (uint64_t)(in->end - in->p) / 60)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LPs)");
     struct kr__cursor first = *in;
-    s->ev_dropped = (size_t)(in->p - s->buf) & ~(size_t)(SNAP_WINDOW - 1);
-    for (uint64_t i = 0; i < n && !in->why; i++) {
-        uint64_t dest = event_dest(s, in);
-        if (dest == s->lps) kr__cursor_fail(in, "damaged");
-        else if (mine(s, dest)) s->ev_first[dest - s->lo + 1]++;
-    }
-    drop_all(s);
+    count_events(s, in, n);
     if (in->why || in->p != in->end)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its events)");
     index_events(s, first, n);

@@ -525,26 +525,34 @@ static void help_word(struct help_line *h, const char *w, int len)
     h->fresh = false;
 }
 
+/* A table row (a line that starts with two spaces) as it is, on a line of its own. */
+static void help_row(struct help_line *h, const char *line, int len)
+{
+    if (!h->fresh) help_newline(h);
+    fprintf(h->f, "%.*s", len, line);
+    h->fresh = false;
+    h->col = HELP_WIDTH; /* (the next word starts a line of its own) */
+}
+
+/* A line of prose, word by word (filled to HELP_WIDTH). */
+static void help_words(struct help_line *h, const char *line, int len)
+{
+    for (const char *w = line; w < line + len;) {
+        while (w < line + len && *w == ' ') w++;
+        const char *e = w;
+        while (e < line + len && *e != ' ') e++;
+        if (e > w) help_word(h, w, (int)(e - w));
+        w = e;
+    }
+}
+
 static void help_text(struct help_line *h, const char *text)
 {
     for (const char *line = text; *line;) {
         const char *end = strchr(line, '\n');
         int len = end ? (int)(end - line) : (int)strlen(line);
-        if (!strncmp(line, "  ", 2)) { /* a table row */
-            if (!h->fresh) help_newline(h);
-            fprintf(h->f, "%.*s", len, line);
-            h->col += len;
-            h->fresh = false;
-            h->col = HELP_WIDTH; /* (the next word starts a line of its own) */
-        } else {
-            for (const char *w = line; w < line + len;) {
-                while (w < line + len && *w == ' ') w++;
-                const char *e = w;
-                while (e < line + len && *e != ' ') e++;
-                if (e > w) help_word(h, w, (int)(e - w));
-                w = e;
-            }
-        }
+        if (!strncmp(line, "  ", 2)) help_row(h, line, len);
+        else help_words(h, line, len);
         line += len + (end != NULL);
     }
 }

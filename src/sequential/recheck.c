@@ -338,6 +338,20 @@ static void check_reverse(struct kr__recheck *c, struct kr__run *r, struct kr__l
     kr__ctx = keep;
 }
 
+/* The event run again from the restored state, on a stack scribbled otherwise: true if it
+ * left the state the first run did (first is released). */
+static bool second_run_same(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                            struct kr__ev *e, struct kr__ckpt *first)
+{
+    scribble_stack(0xA5);
+    run_once(c, r, lp, e);
+    struct kr__ckpt *second = kr__lp_snapshot(&c->blobs, lp);
+    bool same = same_state(first, second);
+    kr__ckpt_release(&c->blobs, second);
+    kr__ckpt_release(&c->blobs, first);
+    return same;
+}
+
 void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
                        struct kr__ev *e)
 {
@@ -363,12 +377,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     kr__ckpt_restore(&lp->arena, saved, w);
     kr__lp_load_words(lp, w);
     kr__ckpt_release(&c->blobs, saved);
-    scribble_stack(0xA5);
-    run_once(c, r, lp, e);
-    struct kr__ckpt *second = kr__lp_snapshot(&c->blobs, lp);
-    bool same = same_state(first, second);
-    kr__ckpt_release(&c->blobs, second);
-    kr__ckpt_release(&c->blobs, first);
+    bool same = second_run_same(c, r, lp, e, first);
     size_t at, byte = 0;
     bool sends = same_sends(c, &at, &byte);
     for (size_t i = 0; i < c->nsent1; i++) kr__pool_put(kr__ctx.pool, c->sent1[i]);
