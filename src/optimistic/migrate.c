@@ -497,16 +497,24 @@ static void part_switch(struct tw_global *g, bool on)
     map_by_weight(g);
 }
 
-/* The shares of retired workers of shared cores, from their latest probes; true if one
- * is worth a try (TW_PART_MIN). */
+/* The weight a worker of a shared core gets in a share trial, from its CPU share there
+ * (never 0: 0 means not found on a shared core). */
+static unsigned part_weight(double share)
+{
+    unsigned part = (unsigned)(share * TW_WEIGHT_FULL);
+    return part ? part : 1;
+}
+
+/* Each retired worker of a shared core takes the share its latest probe found (if it has
+ * probed since it left); true if one of them is worth a try (TW_PART_MIN). */
 static bool part_worth_trying(struct tw_global *g)
 {
     bool worth = false;
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_bal *b = &g->th[t].bal;
-        double s = atomic_load_explicit(&b->probe, memory_order_relaxed);
         if (!b->part) continue;
-        if (s >= 0) b->part = s * TW_WEIGHT_FULL >= 1 ? (unsigned)(s * TW_WEIGHT_FULL) : 1;
+        double s = atomic_load_explicit(&b->probe, memory_order_relaxed);
+        if (s >= 0) b->part = part_weight(s);
         worth |= b->part >= TW_PART_MIN * TW_WEIGHT_FULL;
     }
     return worth;
@@ -562,8 +570,7 @@ static void plan_part(struct tw_global *g, uint64_t now)
 /* Worker w's core is shared: out at once, with the share it would get there noted. */
 static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_t now)
 {
-    unsigned part = (unsigned)(share * TW_WEIGHT_FULL);
-    g->th[w].bal.part = part ? part : 1;
+    g->th[w].bal.part = part_weight(share);
     part_switch(g, false);
     g->bl.cnt_retired++;
     g->bl.part_backoff_ns = 0; /* (a new question: the first wait again) */
