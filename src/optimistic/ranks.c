@@ -35,9 +35,8 @@
 #include "base/error.h"
 #include "core/snapshot.h"
 #include "state/addrmap.h"
-#include "core/progress.h"
 
-static _Noreturn void net_broken(const char *what)
+_Noreturn void tw_net_broken(const char *what)
 {
     char msg[256];
     snprintf(msg, sizeof msg, "MPI failed while %s on rank %d; the run cannot go on", what,
@@ -68,7 +67,7 @@ void tw_rank_setup(struct tw_global *g)
     net->nranks = kr__net.size;
     if (g->n + (unsigned)net->nranks > UINT16_MAX)
         kr__die("too many threads and ranks for the owner table (at most 65535 in all)");
-    if (kr__xport_init(&net->x, g->n + 1)) net_broken("setting up messages between ranks");
+    if (kr__xport_init(&net->x, g->n + 1)) tw_net_broken("setting up messages between ranks");
     pthread_mutex_init(&net->out_mu, NULL);
     pthread_mutex_init(&net->text_mu, NULL);
     net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
@@ -112,7 +111,7 @@ static uint64_t next_rid(struct tw_thread *th)
 static unsigned char *reserve(struct tw_thread *th, int to, size_t bytes)
 {
     unsigned char *p = kr__xport_reserve(&th->g->net.x, th->id, to, bytes);
-    if (!p) net_broken("sending events");
+    if (!p) tw_net_broken("sending events");
     return p;
 }
 
@@ -348,17 +347,17 @@ void tw_rank_turn(struct tw_thread *th, bool now)
     struct tw_net *net = &th->g->net;
     if (!now && ++th->rk.turns < th->rk.every) return;
     th->rk.turns = 0;
-    if (kr__xport_flush(&net->x, th->id)) net_broken("sending events");
+    if (kr__xport_flush(&net->x, th->id)) tw_net_broken("sending events");
     th->rk.buf_min = INFINITY;
     /* (one worker sends the stamps alone: each would move the same clock; and only when it
      * moved, or an idle worker would take the lock for every rank at every spin) */
     if (th->id == 0 && th->fast) {
         double c = rank_clock(th->g);
-        if (c > th->rk.stamp_last && kr__xport_stamp(&net->x, 0)) net_broken("sending clocks");
+        if (c > th->rk.stamp_last && kr__xport_stamp(&net->x, 0)) tw_net_broken("sending clocks");
         if (c > th->rk.stamp_last) th->rk.stamp_last = c;
     }
     struct take_ctx c = { th->g, th };
-    if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("taking events in");
+    if (kr__xport_poll(&net->x, take, &c) < 0) tw_net_broken("taking events in");
     if (th->rk.held) clock_retry(th);
 }
 
@@ -381,7 +380,7 @@ static void reduce_begin(struct tw_net *net, const char *what)
     net->reduce_t0 = kr__clock_ns();
     int rc = net->x.ops->gvt_start(&net->in, &net->out, &net->req);
     pthread_mutex_unlock(&net->x.mu);
-    if (rc) net_broken(what);
+    if (rc) tw_net_broken(what);
 }
 
 static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
@@ -429,7 +428,7 @@ static int reduce_test(struct tw_net *net)
     int rc = net->req ? net->x.ops->test(net->req) : 0;
     if (rc == 1) net->req = NULL;
     pthread_mutex_unlock(&net->x.mu);
-    if (rc < 0) net_broken("in a GVT round");
+    if (rc < 0) tw_net_broken("in a GVT round");
     return rc;
 }
 
@@ -501,17 +500,17 @@ void tw_rank_output(struct tw_global *g, bool all)
     for (size_t i = 0; i < v.n; i++) {
         const struct kr__outrec *o = &v.r[i];
         unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, kr__wire_event_bytes(o->len));
-        if (!p) net_broken("sending committed output");
+        if (!p) tw_net_broken("sending committed output");
         kr__xport_append(&net->x, g->n, 0,
                          kr__wire_put_text(p, &o->k, o->part, o->text, o->len));
         net->sent_text++;
     }
     kr__outvec_free(&v);
     unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, sizeof(struct kr__wire_hdr));
-    if (!p) net_broken("sending committed output");
+    if (!p) tw_net_broken("sending committed output");
     kr__xport_append(&net->x, g->n, 0, kr__wire_put_upto(p, &upto));
     net->sent_text++;
-    if (kr__xport_flush(&net->x, g->n)) net_broken("sending committed output");
+    if (kr__xport_flush(&net->x, g->n)) tw_net_broken("sending committed output");
     pthread_mutex_unlock(&net->text_mu);
 }
 
@@ -598,7 +597,7 @@ static void link_send(void *ctx, const void *buf, size_t len)
     pthread_mutex_lock(&net->x.mu);
     int rc = net->x.ops->send_bytes(buf, len, 0);
     pthread_mutex_unlock(&net->x.mu);
-    if (rc) net_broken("sending its part of a snapshot");
+    if (rc) tw_net_broken("sending its part of a snapshot");
 }
 
 static void *link_recv(void *ctx, int from, size_t *len)
@@ -608,7 +607,7 @@ static void *link_recv(void *ctx, int from, size_t *len)
     pthread_mutex_lock(&net->x.mu);
     int rc = net->x.ops->recv_bytes(&buf, len, from);
     pthread_mutex_unlock(&net->x.mu);
-    if (rc) net_broken("taking in the parts of a snapshot");
+    if (rc) tw_net_broken("taking in the parts of a snapshot");
     return buf;
 }
 
@@ -635,7 +634,7 @@ static void end_hooks(struct tw_global *g, struct take_ctx *c)
     net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err };
     reduce_begin(net, "ending the run");
     while (!reduce_test(net))
-        if (kr__xport_poll(&net->x, take, c) < 0) net_broken("ending the run");
+        if (kr__xport_poll(&net->x, take, c) < 0) tw_net_broken("ending the run");
     pthread_mutex_lock(&net->out_mu);
     if (kr__key_lt(&net->out.err, &net->err)) net->err = net->out.err;
     pthread_mutex_unlock(&net->out_mu);
@@ -664,13 +663,13 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
     struct kr__key err = g->end.err ? g->end.err_key : kr__key_at(INFINITY);
     pthread_mutex_unlock(&g->end.err_mu);
     for (;;) {
-        if (kr__xport_flush(&net->x, g->n)) net_broken("ending the run");
-        if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
+        if (kr__xport_flush(&net->x, g->n)) tw_net_broken("ending the run");
+        if (kr__xport_poll(&net->x, take, &c) < 0) tw_net_broken("ending the run");
         net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err,
                                         .in_flight = in_flight(g) };
         reduce_begin(net, "ending the run");
         while (!reduce_test(net))
-            if (kr__xport_poll(&net->x, take, &c) < 0) net_broken("ending the run");
+            if (kr__xport_poll(&net->x, take, &c) < 0) tw_net_broken("ending the run");
         if (!net->out.in_flight) break;
     }
     /* (a model error found in the last commit: every rank fails, the lowest key reports) */
@@ -685,10 +684,10 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
 int tw_rank_started(struct kr__run *r, char *out, size_t len, int st)
 {
     const struct kr__net_ops *o = kr__net.ops;
-    if (kr__net_print_gathered(out, len)) net_broken("gathering init's output");
+    if (kr__net_print_gathered(out, len)) tw_net_broken("gathering init's output");
     int *sts = calloc((size_t)kr__net.size, sizeof *sts);
     if (!sts) kr__fatal_oom("start-up statuses", (size_t)kr__net.size * sizeof *sts);
-    if (o->allgather_int(st, sts)) net_broken("agreeing on the start");
+    if (o->allgather_int(st, sts)) tw_net_broken("agreeing on the start");
     int failed = -1;
     for (int k = 0; k < kr__net.size && failed < 0; k++)
         if (sts[k]) failed = k;
@@ -711,7 +710,7 @@ kr_time tw_rank_begin(struct tw_global *g, kr_time lo)
     for (unsigned t = 0; t < g->n; t++) {
         struct tw_thread *th = &g->th[t];
         if (th->rk.buf_min < lo) lo = th->rk.buf_min; /* (init's records to other ranks) */
-        if (kr__xport_flush(&net->x, t)) net_broken("sending init's events");
+        if (kr__xport_flush(&net->x, t)) tw_net_broken("sending init's events");
         th->rk.buf_min = INFINITY;
     }
     net->in = (struct kr__net_gvt){ .min = kr__key_at(lo), .safe_hi = kr__key_at(-INFINITY),
@@ -728,74 +727,6 @@ kr_time tw_rank_begin(struct tw_global *g, kr_time lo)
     for (int k = 0; k < net->nranks; k++) net->from[k] = lo;
     atomic_store_explicit(&net->clock_bits, kr__time_bits(lo), memory_order_release);
     return lo;
-}
-
-/* ---- statistics ---- */
-
-/* This rank's row: its transport's counts and its threads' totals. */
-static struct kr__rank_stats rank_row(const struct kr__run *r, const struct tw_global *g)
-{
-    const struct tw_net *net = &g->net;
-    struct kr__rank_stats st = { .messages_sent = net->x.messages_sent,
-                                 .messages_received = net->x.messages_received,
-                                 .reductions = net->reductions,
-                                 .reduce_seconds = (double)net->reduce_ns * 1e-9,
-                                 .peak_rss = kr__peak_rss_bytes() };
-    for (unsigned t = 0; t < g->n; t++) {
-        const struct kr__counters *c = &r->counters[t];
-        st.committed += c->committed;
-        st.processed += c->processed;
-        st.rollbacks += c->rollbacks;
-        st.rolled_back += c->rolled_back;
-        st.antimessages += c->antimessages;
-        st.rank_sent += c->rank_sent;
-        st.rank_received += c->rank_received;
-        if (c->gvt_rounds > st.gvt_rounds) st.gvt_rounds = c->gvt_rounds;
-    }
-    return st;
-}
-
-/* Rank 0's side: every rank's row and counters (len bytes each, in all), the other ranks'
- * counters added into its own thread by thread. */
-static void take_rows(struct kr__run *r, const struct tw_global *g, const unsigned char *all,
-                      size_t len)
-{
-    int nranks = g->net.nranks;
-    r->rank_stats = malloc((size_t)nranks * sizeof *r->rank_stats);
-    if (!r->rank_stats) kr__fatal_oom("statistics", (size_t)nranks * sizeof *r->rank_stats);
-    for (int k = 0; k < nranks; k++) {
-        const unsigned char *p = all + (size_t)k * len;
-        memcpy(&r->rank_stats[k], p, sizeof *r->rank_stats);
-        for (unsigned t = 0; k && t < g->n; t++) {
-            struct kr__counters c;
-            memcpy(&c, p + sizeof *r->rank_stats + t * sizeof c, sizeof c);
-            kr__counters_add(&r->counters[t], &c);
-        }
-    }
-}
-
-/* Rank 0 gets every rank's counters (added into its own, thread by thread) and a row per
- * rank (kr__run.rank_stats). Collective. */
-void tw_rank_stats(struct kr__run *r, struct tw_global *g)
-{
-    struct tw_net *net = &g->net;
-    size_t cb = g->n * sizeof *r->counters, len = sizeof(struct kr__rank_stats) + cb;
-    unsigned char *mine = malloc(len);
-    if (!mine) kr__fatal_oom("statistics", len);
-    struct kr__rank_stats st = rank_row(r, g);
-    memcpy(mine, &st, sizeof st);
-    memcpy(mine + sizeof st, r->counters, cb);
-    void *all = NULL;
-    size_t total = 0;
-    if (kr__net.ops->gather_bytes(mine, len, &all, &total)) net_broken("gathering statistics");
-    free(mine);
-    r->nranks = (unsigned)net->nranks;
-    if (!all) return;
-    if (total != len * (size_t)net->nranks)
-        kr__internal_error("statistics of %zu bytes from %d ranks, %zu expected", total,
-                           net->nranks, len * (size_t)net->nranks);
-    take_rows(r, g, all, len);
-    free(all);
 }
 
 /* Nothing buffered for other ranks yet; flushed every turn until the turns are timed. */

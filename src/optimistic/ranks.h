@@ -56,7 +56,9 @@ struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, str
 void tw_rank_end(struct kr__run *r, struct tw_global *g);
 int tw_rank_started(struct kr__run *r, char *out, size_t len, int st);
 void tw_rank_free(struct tw_global *g);
-void tw_rank_stats(struct kr__run *r, struct tw_global *g);
+void tw_rank_stats(struct kr__run *r, struct tw_global *g); /* (report.c) */
+/* An MPI call failed: the run cannot go on (says what it was doing, on which rank). */
+_Noreturn void tw_net_broken(const char *what);
 /* Snapshots across ranks (snapshot.c), thread 0 of each rank with the others waiting: */
 bool tw_rank_any(struct tw_global *g, bool mine);
 bool tw_rank_settled(struct tw_global *g, struct kr__key *least);

@@ -1,9 +1,12 @@
 /* report.c - the optimistic engine's part of the summary (rollbacks, safe events, the
  * window, balance, state saving, time-sharing) and of the --stats JSON ("time_sharing";
- * "state_saving" is every engine's, core/statesave.c). */
+ * "state_saving" is every engine's, core/statesave.c), and across ranks every rank's counters
+ * gathered on rank 0. */
+#include <stdlib.h>
 #include <string.h>
 #include "optimistic/tw.h"
 #include "core/statesave.h"
+#include "core/progress.h"
 
 struct ts_totals {
     uint64_t ult_events, by_return, by_tick, by_slice, resumed, abandoned, switches;
@@ -183,4 +186,72 @@ void tw_summary(const struct kr__run *r, FILE *f)
     kr__state_summary(r, f);
     timeshare_summary(r, f);
     if (r->nranks > 1 && r->rank_stats) ranks_summary(r, f);
+}
+
+/* ---- across ranks (ranks.c) ---- */
+
+/* This rank's row: its transport's counts and its threads' totals. */
+static struct kr__rank_stats rank_row(const struct kr__run *r, const struct tw_global *g)
+{
+    const struct tw_net *net = &g->net;
+    struct kr__rank_stats st = { .messages_sent = net->x.messages_sent,
+                                 .messages_received = net->x.messages_received,
+                                 .reductions = net->reductions,
+                                 .reduce_seconds = (double)net->reduce_ns * 1e-9,
+                                 .peak_rss = kr__peak_rss_bytes() };
+    for (unsigned t = 0; t < g->n; t++) {
+        const struct kr__counters *c = &r->counters[t];
+        st.committed += c->committed;
+        st.processed += c->processed;
+        st.rollbacks += c->rollbacks;
+        st.rolled_back += c->rolled_back;
+        st.antimessages += c->antimessages;
+        st.rank_sent += c->rank_sent;
+        st.rank_received += c->rank_received;
+        if (c->gvt_rounds > st.gvt_rounds) st.gvt_rounds = c->gvt_rounds;
+    }
+    return st;
+}
+
+/* Rank 0's side: every rank's row and counters (len bytes each, in all), the other ranks'
+ * counters added into its own thread by thread. */
+static void take_rows(struct kr__run *r, const struct tw_global *g, const unsigned char *all,
+                      size_t len)
+{
+    int nranks = g->net.nranks;
+    r->rank_stats = malloc((size_t)nranks * sizeof *r->rank_stats);
+    if (!r->rank_stats) kr__fatal_oom("statistics", (size_t)nranks * sizeof *r->rank_stats);
+    for (int k = 0; k < nranks; k++) {
+        const unsigned char *p = all + (size_t)k * len;
+        memcpy(&r->rank_stats[k], p, sizeof *r->rank_stats);
+        for (unsigned t = 0; k && t < g->n; t++) {
+            struct kr__counters c;
+            memcpy(&c, p + sizeof *r->rank_stats + t * sizeof c, sizeof c);
+            kr__counters_add(&r->counters[t], &c);
+        }
+    }
+}
+
+/* Rank 0 gets every rank's counters (added into its own, thread by thread) and a row per
+ * rank (kr__run.rank_stats). Collective. */
+void tw_rank_stats(struct kr__run *r, struct tw_global *g)
+{
+    struct tw_net *net = &g->net;
+    size_t cb = g->n * sizeof *r->counters, len = sizeof(struct kr__rank_stats) + cb;
+    unsigned char *mine = malloc(len);
+    if (!mine) kr__fatal_oom("statistics", len);
+    struct kr__rank_stats st = rank_row(r, g);
+    memcpy(mine, &st, sizeof st);
+    memcpy(mine + sizeof st, r->counters, cb);
+    void *all = NULL;
+    size_t total = 0;
+    if (kr__net.ops->gather_bytes(mine, len, &all, &total)) tw_net_broken("gathering statistics");
+    free(mine);
+    r->nranks = (unsigned)net->nranks;
+    if (!all) return;
+    if (total != len * (size_t)net->nranks)
+        kr__internal_error("statistics of %zu bytes from %d ranks, %zu expected", total,
+                           net->nranks, len * (size_t)net->nranks);
+    take_rows(r, g, all, len);
+    free(all);
 }
