@@ -764,15 +764,11 @@ if not shutil.which("mpirun"):
     print("skipped: the checks under mpirun (no mpirun on this machine)")
 elif not os.path.exists(MODULE):
     print(f"skipped: the checks under mpirun ({MODULE} not built: CMake found no MPI)")
-else:
-    with_mpirun()
-    different_ranks()
-    same_as_sequential()
-    stats_across_ranks()
-    errors_across_ranks()
-    interrupted_across_ranks()
-    resumed_across_ranks()
-    written_across_ranks()
-    ross_across_ranks()
-    rootsim_across_ranks()
+else:  # (each case writes files of its own names; two at a time: most of a case's time
+    # is mpirun's launch and teardown, not CPU; under the sanitizers CI already runs two
+    # tests at once)
+    t.cases([with_mpirun, different_ranks, same_as_sequential, stats_across_ranks,
+             errors_across_ranks, interrupted_across_ranks, resumed_across_ranks,
+             written_across_ranks, ross_across_ranks, rootsim_across_ranks],
+            jobs=1 if kind else 2)
 t.finish()

@@ -130,12 +130,62 @@ class Tally:
     def __init__(self):
         self.passed = 0
 
+    def cases(self, funcs, jobs=2):
+        """Run each function (a case of its own: files, checks) in a forked child, `jobs` at
+        a time, for tests that mostly wait on launches (mpirun); each child's output is
+        printed whole, in the functions' order, and its checks counted here. Exits 1 (as
+        fail does) once all have ended if any failed, naming which."""
+        results, running, todo = {}, {}, list(enumerate(funcs))
+        while todo or running:
+            while todo and len(running) < max(jobs, 1):
+                i, f = todo.pop(0)
+                out = tempfile.TemporaryFile(mode="w+")
+                sys.stdout.flush()
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(_child_case(f, out))
+                running[pid] = (i, out)
+            pid, status = os.wait()
+            if pid in running:
+                i, out = running.pop(pid)
+                results[i] = (status, out)
+        failed = []
+        for i, f in enumerate(funcs):
+            status, out = results[i]
+            out.seek(0)
+            text = out.read()
+            sys.stdout.write(text)
+            self.passed += sum(1 for line in text.splitlines() if line.startswith("ok:"))
+            if status:
+                failed.append(f.__name__)
+        if failed:
+            print("FAIL: in", ", ".join(failed))
+            sys.exit(1)
+
     def ok(self, what):
         self.passed += 1
         print("ok:", what)
 
     def finish(self):
         print(f"{self.passed} passed, 0 failed")
+
+
+def _child_case(f, out):
+    """In a child of Tally.cases: f's output into out; its exit status."""
+    os.dup2(out.fileno(), 1)
+    os.dup2(out.fileno(), 2)
+    code = 0
+    try:
+        f()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # (a bug of the test itself: its traceback is its output)
+        import traceback
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
 
 
 def build_kind(kairos):
