@@ -311,6 +311,23 @@ static inline bool maybe_pointers(const void *payload, size_t size)
     return false;
 }
 
+/* Once a run: a payload word below 4 GiB in mapped memory, taken as a number (addrmap.h). */
+static void low_number_warning(const char *fn, kr_lp dest, unsigned type, const void *payload,
+                               size_t size, uint64_t w, const char *where)
+{
+    size_t at = 0;
+    while (at + 8 <= size && memcmp((const char *)payload + at, &w, 8)) at += 8;
+    char ctx[320];
+    kr__ctx_where(ctx, sizeof ctx);
+    fprintf(stderr, "kairos: warning: %s: %s: the payload of a type-%u event to LP %llu holds "
+            "at byte %zu a word (0x%llx) that lies in %s, below 4 GiB, where a program built "
+            "without -pie (or run under valgrind) keeps its heap and where ids and counts are "
+            "common: it is taken as a number. If it is an address, the run digest depends on "
+            "where memory lies; build the program with -pie (the default) to have payload "
+            "pointers refused\n", ctx, fn, type, (unsigned long long)dest, at,
+            (unsigned long long)w, where);
+}
+
 /* The pointers in a payload (state/addrmap.h): KR_PAYLOAD_IMAGE or _PLAIN, or -1 after
  * reporting a word that points into memory with no name another run or rank shares. */
 static __attribute__((noinline, cold)) int payload_pointers(const char *fn, kr_lp dest,
@@ -320,8 +337,10 @@ static __attribute__((noinline, cold)) int payload_pointers(const char *fn, kr_l
     size_t at = 0;
     char where[96] = "";
     int vals = kr__addrmap_payload(payload, size, &at, where, sizeof where);
-    if (vals >= 0) return vals;
     uint64_t w;
+    if (vals >= 0 && kr__addrmap_low_taken(&w, where, sizeof where))
+        low_number_warning(fn, dest, type, payload, size, w, where);
+    if (vals >= 0) return vals;
     memcpy(&w, (const char *)payload + at, 8);
     const void *x = (const void *)(uintptr_t)w;
     if (kr__arena_find(&kr__ctx.lp->arena, x))

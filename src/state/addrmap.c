@@ -52,6 +52,20 @@ struct published {
 };
 static _Atomic(struct published *) pub;
 
+/* Below 4 GiB a PIE program (x86-64 Linux's default) has nothing mapped; a program built
+ * without -pie keeps its image and C heap there, and valgrind the whole process. Ids,
+ * counts and sums lie there too, and which of them the heap covers moves with its
+ * randomised start: a payload word there that points into other mapped memory is taken
+ * as a number (a refusal would strike a correct model now and then) and the first is kept
+ * for one warning (kr__addrmap_low_taken). Words into the image stay named. */
+#define LOW_NUMBERS 0x100000000ull
+
+static struct {
+    _Atomic int state; /* 0 none seen, 1 being written, 2 kept, 3 taken */
+    uint64_t word;
+    char where[80];
+} low;
+
 static void push(struct table *t, const struct range *x)
 {
     if (t->n == t->cap) {
@@ -227,6 +241,7 @@ void kr__addrmap_reset(void)
     pthread_mutex_lock(&mu);
     loaded = false;
     reloads = 0;
+    atomic_store(&low.state, 0);
     struct published *p = atomic_exchange(&pub, NULL);
     while (p) {
         struct published *o = p->older;
@@ -310,6 +325,26 @@ static enum kr__addr_kind in_region(uint64_t w, char *where, size_t cap)
     return KR_ADDR_FOREIGN;
 }
 
+static void low_seen(uint64_t w, const char *where)
+{
+    int none = 0;
+    if (!atomic_compare_exchange_strong(&low.state, &none, 1)) return;
+    low.word = w;
+    snprintf(low.where, sizeof low.where, "%s", where);
+    atomic_store_explicit(&low.state, 2, memory_order_release);
+}
+
+bool kr__addrmap_low_taken(uint64_t *w, char *where, size_t cap)
+{
+    int kept = 2;
+    if (atomic_load_explicit(&low.state, memory_order_acquire) != 2 ||
+        !atomic_compare_exchange_strong(&low.state, &kept, 3))
+        return false;
+    *w = low.word;
+    if (cap) snprintf(where, cap, "%s", low.where);
+    return true;
+}
+
 /* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
  * is a number unless the kernel says its page is mapped. */
 static enum kr__addr_kind classify(const struct published **pp, uint64_t w, char *where,
@@ -318,18 +353,23 @@ static enum kr__addr_kind classify(const struct published **pp, uint64_t w, char
     const struct published *p = *pp;
     if (!kr__addr_maybe(w) || w < p->floor || sanitizer_shadow(w)) return KR_ADDR_NUMBER;
     if (range_of(p->r, p->nimages, w)) return KR_ADDR_IMAGE;
-    enum kr__addr_kind k = in_region(w, where, cap);
-    if (k != KR_ADDR_IMAGE) return k;
-    const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
-    unsigned char in;
-    if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
-        return KR_ADDR_NUMBER;
-    if (!m) {
-        enum kr__addr_kind k = classify_again(pp, w, &m);
-        if (k != KR_ADDR_FOREIGN) return k;
+    char named[80];
+    enum kr__addr_kind k = in_region(w, named, sizeof named);
+    if (k == KR_ADDR_IMAGE) { /* (not in the LP region) */
+        const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
+        unsigned char in;
+        if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
+            return KR_ADDR_NUMBER;
+        if (!m && (k = classify_again(pp, w, &m)) != KR_ADDR_FOREIGN) return k;
+        snprintf(named, sizeof named, "%s", m->where);
+        k = KR_ADDR_FOREIGN;
     }
-    if (where && cap) snprintf(where, cap, "%s", m->where);
-    return KR_ADDR_FOREIGN;
+    if (k == KR_ADDR_FOREIGN && w < LOW_NUMBERS) {
+        low_seen(w, named);
+        return KR_ADDR_NUMBER;
+    }
+    if (where && cap) snprintf(where, cap, "%s", named);
+    return k;
 }
 
 static uint64_t word_at(const void *p, size_t i)

@@ -54,6 +54,10 @@ enum { KR_PAYLOAD_PLAIN = 0, KR_PAYLOAD_IMAGE = 1,
 /* KR_PAYLOAD_IMAGE if a word points into the image, else KR_PAYLOAD_PLAIN; -1 if one
  * points into other mapped memory: its byte offset in *at, the mapping's name in where. */
 int kr__addrmap_payload(const void *payload, size_t size, size_t *at, char *where, size_t cap);
+/* A payload word below 4 GiB that points into mapped memory other than the image (a
+ * program built without -pie, or valgrind, maps its heap there; numbers lie there too) is
+ * taken as a number: true once a run for the first such word, with what it points into. */
+bool kr__addrmap_low_taken(uint64_t *w, char *where, size_t cap);
 /* kr__mix_bytes(h, payload, size) with each image pointer word replaced by its name. */
 uint64_t kr__addrmap_mix_payload(uint64_t h, const void *payload, size_t size);
 /* The portable form: image pointer words of payload (a copy) rewritten as offsets in their

@@ -40,6 +40,9 @@
  *   case 29 a write through the payload pointer of an empty event (run it with --check)
  *   case 30 events of LPs but 0 at >= `at` read LP 0's state through a pointer init kept in
  *           a global, and print what they read
+ *   case 31 payloads holding numbers that lie in memory init maps below 4 GiB (as a
+ *           program built without -pie, or valgrind, keeps its heap there) when `low` is 1,
+ *           and that the receiver prints: numbers, whatever is mapped there
  */
 #include <poll.h>
 #include <signal.h>
@@ -47,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "kairos.h"
 
@@ -55,7 +59,9 @@ enum { PRINTING, POINTERS, HEAP_POINTER, EXIT_IN_EVENT, ABORT_IN_EVENT, BIG_FRAM
        MALLOC_IN_DONE, DONE_WRITES, HEAP_OVERFLOW, PADDED_PAYLOAD, ERROR_AT, IMAGE_PAYLOAD,
        STATE_PAYLOAD, HEAP_PAYLOAD, BLOCKED, FOREIGN_SEND, FOREIGN_ERROR, RAW_PRINTF,
        RAW_PUTS, RAW_WRITE, RAISE_TERM, GLOBAL_COUNT, RANDOM_IN_DONE, WRITE_EMPTY,
-       PEEK_LP0 };
+       PEEK_LP0, LOW_NUMBERS };
+
+#define LOW_BASE 0x40000000ul /* case 31: 1 GiB */
 
 static uint64_t global_count; /* case 27 */
 
@@ -79,6 +85,7 @@ static const struct kr_param params[] = {
     { "work_after", KR_PARAM_INT, "0", "case 21: busy-loop iterations after the thread ended", 0, 0 },
     { "heap_lp", KR_PARAM_INT, "0", "case 2: the LP whose state points into the C heap", 0, 0 },
     { "block", KR_PARAM_INT, "0", "case 20: how the event blocks (see hazard.c)", 0, 0 },
+    { "low", KR_PARAM_INT, "1", "case 31: map the numbers' memory (1) or not (0)", 0, 1 },
     { 0 },
 };
 
@@ -120,6 +127,10 @@ static void hazard_init(kr_lp me)
     if (which() == HEAP_OVERFLOW) s->block = kr_malloc(1024);
     if (which() == HEAP_PAYLOAD && me == 0) kept = malloc(16); /* (init: one thread) */
     if (which() == PEEK_LP0 && me == 0) lp0 = s;
+    if (which() == LOW_NUMBERS && me == 0 && kr_param_int("low", 1) &&
+        mmap((void *)LOW_BASE, 1 << 16, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != (void *)LOW_BASE)
+        kr_error("case 31: cannot map memory at %#lx", LOW_BASE);
     kr_schedule(me, 0.5 + kr_random(), 0, NULL, 0);
 }
 
@@ -229,6 +240,15 @@ static void hazard_event(kr_lp me, kr_time now, unsigned type, const void *paylo
         if (c == STATE_PAYLOAD && now >= at) m.name = (const char *)&s->events;
         if (c == HEAP_PAYLOAD && now >= at) m.name = kept;
         kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, &m, sizeof m);
+        return;
+    }
+    if (c == LOW_NUMBERS) {
+        uint64_t k = LOW_BASE + 8 * (s->events % 64);
+        if (size == sizeof k) {
+            memcpy(&k, payload, sizeof k);
+            kr_printf("  number %#llx\n", (unsigned long long)k);
+        }
+        kr_schedule(kr_random_u64() % kr_lp_count(), now + 0.5 + kr_expo(1), 0, &k, sizeof k);
         return;
     }
     if (c == PADDED_PAYLOAD) {
