@@ -14,6 +14,8 @@
                                              * busy process beside: ~0.5; an idle machine
                                              * shows 20 ms windows down to ~0.7)... */
 #define TW_FREE_SHARE 0.9                   /* ...and over this, a core is free */
+#define TW_FIRST_NS (5u * 1000 * 1000)      /* a worker's first window may end this soon,
+                                             * if it says shared or free */
 #define TW_WAIT_SHARED 0.25                 /* run-queue wait over this share of a window:
                                              * another process on the core, seen at once
                                              * (a busy loop beside: 0.4-0.6; an idle VM:

@@ -536,6 +536,8 @@ static int tw_open_high(const char *path)
 
 static void tw_worker_start(struct tw_thread *th)
 {
+    th->bal.sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
+    tw_balance_start(th); /* (before the pinning: moving to a busy core is a wait) */
     kr__pin_thread(th->id, th->g->n);
     kr__fault_thread_init();
     kr__watch_bind(&th->watch);
@@ -546,8 +548,6 @@ static void tw_worker_start(struct tw_thread *th)
     kr__ctx.eng = th;
     kr__ctx.mode = KR_MODE_NONE;
     th->pace.turns_t0 = kr__clock_ns();
-    th->bal.sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
-    tw_balance_start(th);
     tw_lone_update(th); /* (one thread: lone from its first event) */
 }
 

@@ -607,16 +607,17 @@ static void plan_auto(struct tw_global *g, uint64_t now)
     struct tw_shares v = read_shares(g);
     /* (At the start, decide once every worker has a share: one measured alone cannot be
      * compared. A worker that mostly sleeps may never get one: not waited for later.) */
-    if (v.unmeasured && !v.back && now - g->bl.start_ns < 2 * TW_BALANCE_NS) return;
-    g->bl.last_ns = now;
-    if (v.back) {
-        all_back(g);
+    bool starting = now - g->bl.start_ns < 2 * TW_BALANCE_NS;
+    if (v.unmeasured && !v.back && starting) return;
+    if (v.back || retire_now(g, &v)) {
+        g->bl.last_ns = now;
+        if (v.back) all_back(g);
+        else retire_shared(g, (unsigned)v.worst, v.lo, now);
         return;
     }
-    if (retire_now(g, &v)) {
-        retire_shared(g, (unsigned)v.worst, v.lo, now);
-        return;
-    }
+    /* (at the start, a look that changes nothing is no decision: the first shares come in
+     * window by window, and a shared core seen at 10 ms had waited 40 ms for the next look) */
+    if (!starting) g->bl.last_ns = now;
     if (g->bl.part != TW_PART_NONE) plan_part(g, now);
     else if (!v.retired) plan_trial(g, now);
 }
@@ -667,8 +668,9 @@ static void publish_share(struct tw_thread *th, double s, bool queued)
         atomic_store_explicit(&th->bal.cpu_share, best, memory_order_relaxed);
 }
 
-/* The first window starts with the worker (not at its first GVT round): a shared core is
- * seen TW_BALANCE_NS / 2 after the start. */
+/* The first window starts with the worker, before it pins itself to its core (engine.c):
+ * a worker pinned to a busy core waits there first, 10-18 ms, inside the pinning call, and
+ * that wait is the first sign of its sharing. */
 void tw_balance_start(struct tw_thread *th)
 {
     th->bal.wall = kr__clock_ns();
@@ -677,38 +679,53 @@ void tw_balance_start(struct tw_thread *th)
     th->bal.slept = th->bal.slept_ns;
 }
 
-/* At each GVT round this worker takes part in: over the last window, the share of the
- * wall time it was not sleeping that it actually ran. Near 1 on a core of its own; near
- * 1/2 when another busy process shares the core. */
-static void balance_sample(struct tw_thread *th)
+/* Over the window from th->bal.wall to now (at least min_ns long, min_ns / 2 of it not
+ * asleep), the share of the wall time it was not sleeping that it actually ran: near 1 on
+ * a core of its own, near 1/2 when another busy process shares the core. `decisive`: only
+ * a window that says the core is shared (by the run queue) or free counts. False if no
+ * window was taken. */
+static bool balance_window(struct tw_thread *th, uint64_t min_ns, bool decisive)
 {
-    if (th->g->cf.balance != KR_BALANCE_AUTO) return;
     uint64_t now = kr__clock_ns();
-    if (now - th->bal.wall < TW_BALANCE_NS / 2) return;
+    if (now - th->bal.wall < min_ns) return false;
     uint64_t cpu = kr__thread_cpu_ns(), waited = thread_waited_ns(th);
     uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
-    if (th->bal.wall && wall > slept + TW_BALANCE_NS / 4) {
-        double s = (double)(cpu - th->bal.cpu) / (double)(wall - slept);
-        bool queued = (double)(waited - th->bal.waited) >= TW_WAIT_SHARED * (double)wall;
-        bool was = atomic_load_explicit(&th->bal.rq_shared, memory_order_relaxed);
-        publish_share(th, s > 1 ? 1 : s, queued);
-        /* (found sharing: a round now, so that the closer plans with it - rounds wait for
-         * this worker, and the next had come 20-40 ms later) */
-        if (queued && !was) tw_gvt_maybe_start(th, true);
-    }
+    if (wall <= slept + min_ns / 2) return false;
+    double s = (double)(cpu - th->bal.cpu) / (double)(wall - slept);
+    bool queued = (double)(waited - th->bal.waited) >= TW_WAIT_SHARED * (double)wall;
+    if (decisive && !queued && s < TW_FREE_SHARE) return false;
+    bool was = atomic_load_explicit(&th->bal.rq_shared, memory_order_relaxed);
+    publish_share(th, s > 1 ? 1 : s, queued);
+    /* (found sharing: a round now, so that the closer plans with it - rounds wait for this
+     * worker, and the next had come 20-40 ms later) */
+    if (queued && !was) tw_gvt_maybe_start(th, true);
     th->bal.wall = now;
     th->bal.cpu = cpu;
     th->bal.waited = waited;
     th->bal.slept = th->bal.slept_ns;
+    return true;
+}
+
+/* At each GVT round this worker takes part in: its share over the last window. */
+static void balance_sample(struct tw_thread *th)
+{
+    if (th->g->cf.balance == KR_BALANCE_AUTO) balance_window(th, TW_BALANCE_NS / 2, false);
 }
 
 /* Between GVT rounds too, from the loop's housekeeping (`now` just read there): a worker
  * on a shared core takes part in few rounds (they wait for it), and its first window had
  * lasted 45-68 ms instead of TW_BALANCE_NS / 2 - the busy core found 50-113 ms into the
- * run with almost nothing committed (datastore beside a busy loop). */
+ * run with almost nothing committed (datastore beside a busy loop). Until a worker has a
+ * share published, a window may end from TW_FIRST_NS on if it is decisive: the workers'
+ * first shares decide whether one leaves a busy core, and until then the free core's
+ * worker mostly waits for it (a first 20-ms window of 0.78 on the free core, not published
+ * as a low share may be a blip, had put the decision off to 80 ms). */
 void tw_balance_tick(struct tw_thread *th, uint64_t now)
 {
-    if (now - th->bal.wall >= TW_BALANCE_NS / 2 && th->g->n > 1) balance_sample(th);
+    if (th->g->n < 2 || th->g->cf.balance != KR_BALANCE_AUTO) return;
+    if (now - th->bal.wall >= TW_BALANCE_NS / 2) balance_window(th, TW_BALANCE_NS / 2, false);
+    else if (atomic_load_explicit(&th->bal.cpu_share, memory_order_relaxed) < 0)
+        balance_window(th, TW_FIRST_NS, true); /* (until a share is published) */
 }
 
 /* A retired worker: sleep, and now and then spin briefly to see whether the core is free

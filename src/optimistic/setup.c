@@ -482,6 +482,7 @@ static void tw_run_workers(struct kr__run *r, struct tw_global *g)
     g->end.fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
     atomic_store(&g->end.running, g->n);
+    g->bl.start_ns = kr__clock_ns(); /* (the workers' start: their first shares awaited) */
     for (unsigned t = 0; t < g->n; t++)
         kr__thread_start_or_die(&g->th[t].tid, tw_worker, &g->th[t], r->cfg->stack_kb,
                                 "a worker");
