@@ -679,26 +679,38 @@ void tw_balance_start(struct tw_thread *th)
     th->bal.slept = th->bal.slept_ns;
 }
 
-/* Over the window from th->bal.wall to now (at least min_ns long, min_ns / 2 of it not
- * asleep), the share of the wall time it was not sleeping that it actually ran: near 1 on
- * a core of its own, near 1/2 when another busy process shares the core. `decisive`: only
- * a window that says the core is shared (by the run queue) or free counts. False if no
- * window was taken. */
-static bool balance_window(struct tw_thread *th, uint64_t min_ns, bool decisive)
+/* A window's share (CPU time over `awake` ns) published, unless `decisive` and it says
+ * neither shared (the run queue waited over TW_WAIT_SHARED of `wall`) nor free. */
+static bool window_share(struct tw_thread *th, uint64_t cpu, uint64_t waited, uint64_t wall,
+                         uint64_t awake, bool decisive)
 {
-    uint64_t now = kr__clock_ns();
-    if (now - th->bal.wall < min_ns) return false;
-    uint64_t cpu = kr__thread_cpu_ns(), waited = thread_waited_ns(th);
-    uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
-    if (wall <= slept + min_ns / 2) return false;
-    double s = (double)(cpu - th->bal.cpu) / (double)(wall - slept);
-    bool queued = (double)(waited - th->bal.waited) >= TW_WAIT_SHARED * (double)wall;
+    double s = (double)cpu / (double)awake;
+    bool queued = (double)waited >= TW_WAIT_SHARED * (double)wall;
     if (decisive && !queued && s < TW_FREE_SHARE) return false;
     bool was = atomic_load_explicit(&th->bal.rq_shared, memory_order_relaxed);
     publish_share(th, s > 1 ? 1 : s, queued);
     /* (found sharing: a round now, so that the closer plans with it - rounds wait for this
      * worker, and the next had come 20-40 ms later) */
     if (queued && !was) tw_gvt_maybe_start(th, true);
+    return true;
+}
+
+/* Over the window from th->bal.wall to now (at least min_ns long; one mostly asleep is
+ * dropped, or kept growing if `decisive`), the share of the wall time it was not sleeping that it actually ran: near 1 on
+ * a core of its own, near 1/2 when another busy process shares the core. `decisive`: only
+ * a window that says the core is shared (by the run queue) or free counts, else it goes
+ * on. False if the window goes on. */
+static bool balance_window(struct tw_thread *th, uint64_t min_ns, bool decisive)
+{
+    uint64_t now = kr__clock_ns();
+    if (now - th->bal.wall < min_ns) return false;
+    uint64_t cpu = kr__thread_cpu_ns(), waited = thread_waited_ns(th);
+    uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
+    bool asleep = wall <= slept + min_ns / 2; /* (mostly asleep: the window says nothing) */
+    if (asleep && decisive) return false;
+    if (!asleep && !window_share(th, cpu - th->bal.cpu, waited - th->bal.waited, wall,
+                                 wall - slept, decisive))
+        return false;
     th->bal.wall = now;
     th->bal.cpu = cpu;
     th->bal.waited = waited;
