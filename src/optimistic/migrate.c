@@ -680,10 +680,13 @@ void tw_balance_start(struct tw_thread *th)
 }
 
 /* A window's share (CPU time over `awake` ns) published, unless `decisive` and it says
- * neither shared (the run queue waited over TW_WAIT_SHARED of `wall`) nor free. */
+ * neither shared (the run queue waited over TW_WAIT_SHARED of `wall`) nor free; a window
+ * mostly asleep says nothing (dropped, or kept growing if `decisive`). True if the window
+ * is done with. */
 static bool window_share(struct tw_thread *th, uint64_t cpu, uint64_t waited, uint64_t wall,
-                         uint64_t awake, bool decisive)
+                         uint64_t awake, uint64_t min_ns, bool decisive)
 {
+    if (awake <= min_ns / 2) return !decisive;
     double s = (double)cpu / (double)awake;
     bool queued = (double)waited >= TW_WAIT_SHARED * (double)wall;
     if (decisive && !queued && s < TW_FREE_SHARE) return false;
@@ -695,21 +698,21 @@ static bool window_share(struct tw_thread *th, uint64_t cpu, uint64_t waited, ui
     return true;
 }
 
-/* Over the window from th->bal.wall to now (at least min_ns long; one mostly asleep is
- * dropped, or kept growing if `decisive`), the share of the wall time it was not sleeping that it actually ran: near 1 on
- * a core of its own, near 1/2 when another busy process shares the core. `decisive`: only
- * a window that says the core is shared (by the run queue) or free counts, else it goes
- * on. False if the window goes on. */
+/* Over the window from th->bal.wall to now (at least min_ns long), the share of the wall
+ * time it was not sleeping that it actually ran: near 1 on a core of its own, near 1/2
+ * when another busy process shares the core. A window mostly asleep says nothing and is
+ * dropped. `decisive`: only a window that says the core is shared (by the run queue) or
+ * free counts, else it goes on growing. False if the window goes on. */
 static bool balance_window(struct tw_thread *th, uint64_t min_ns, bool decisive)
 {
     uint64_t now = kr__clock_ns();
     if (now - th->bal.wall < min_ns) return false;
     uint64_t cpu = kr__thread_cpu_ns(), waited = thread_waited_ns(th);
     uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
-    bool asleep = wall <= slept + min_ns / 2; /* (mostly asleep: the window says nothing) */
-    if (asleep && decisive) return false;
-    if (!asleep && !window_share(th, cpu - th->bal.cpu, waited - th->bal.waited, wall,
-                                 wall - slept, decisive))
+    uint64_t awake = wall > slept ? wall - slept : 0;
+    /* (bal.wall 0: back from retirement, set_active - the window starts now) */
+    if (th->bal.wall && !window_share(th, cpu - th->bal.cpu, waited - th->bal.waited, wall,
+                                      awake, min_ns, decisive))
         return false;
     th->bal.wall = now;
     th->bal.cpu = cpu;

@@ -347,24 +347,34 @@ bool kr__addrmap_low_taken(uint64_t *w, char *where, size_t cap)
 
 /* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
  * is a number unless the kernel says its page is mapped. */
-static enum kr__addr_kind classify(const struct published **pp, uint64_t w, char *where,
-                                   size_t cap)
+static enum kr__addr_kind classify_mapped(const struct published **pp, uint64_t w,
+                                          char *where, size_t cap)
 {
     const struct published *p = *pp;
     if (!kr__addr_maybe(w) || w < p->floor || sanitizer_shadow(w)) return KR_ADDR_NUMBER;
     if (range_of(p->r, p->nimages, w)) return KR_ADDR_IMAGE;
-    char named[80];
-    enum kr__addr_kind k = in_region(w, named, sizeof named);
-    if (k == KR_ADDR_IMAGE) { /* (not in the LP region) */
-        const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
-        unsigned char in;
-        if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
-            return KR_ADDR_NUMBER;
-        if (!m && (k = classify_again(pp, w, &m)) != KR_ADDR_FOREIGN) return k;
-        snprintf(named, sizeof named, "%s", m->where);
-        k = KR_ADDR_FOREIGN;
+    enum kr__addr_kind k = in_region(w, where, cap);
+    if (k != KR_ADDR_IMAGE) return k;
+    const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
+    unsigned char in;
+    if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
+        return KR_ADDR_NUMBER;
+    if (!m) {
+        enum kr__addr_kind k = classify_again(pp, w, &m);
+        if (k != KR_ADDR_FOREIGN) return k;
     }
-    if (k == KR_ADDR_FOREIGN && w < LOW_NUMBERS) {
+    if (where && cap) snprintf(where, cap, "%s", m->where);
+    return KR_ADDR_FOREIGN;
+}
+
+/* ...and below 4 GiB a word in other mapped memory is a number (LOW_NUMBERS). */
+static enum kr__addr_kind classify(const struct published **pp, uint64_t w, char *where,
+                                   size_t cap)
+{
+    char named[80];
+    enum kr__addr_kind k = classify_mapped(pp, w, named, sizeof named);
+    if (k != KR_ADDR_FOREIGN) return k;
+    if (w < LOW_NUMBERS) {
         low_seen(w, named);
         return KR_ADDR_NUMBER;
     }
