@@ -487,15 +487,8 @@ void tw_rank_output(struct tw_global *g, bool all)
 {
     struct tw_net *net = &g->net;
     pthread_mutex_lock(&net->text_mu);
-    struct kr__key upto = key_max;
     struct kr__outvec v = { 0 };
-    for (unsigned t = 0; t < g->n; t++) {
-        struct kr__outsink *s = &g->th[t].cm.sink;
-        pthread_mutex_lock(&s->mu);
-        if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
-        kr__outvec_move_before(&s->v, &key_max, &v);
-        pthread_mutex_unlock(&s->mu);
-    }
+    struct kr__key upto = kr__outsinks_take(&g->th[0].cm.sink, g->n, sizeof g->th[0], &v);
     if (all) upto = key_max;
     for (size_t i = 0; i < v.n; i++) {
         const struct kr__outrec *o = &v.r[i];

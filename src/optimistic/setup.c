@@ -191,16 +191,8 @@ void tw_print_committed(struct tw_global *g, bool all)
 {
     if (g->net.on && g->net.rank) return; /* (rank 0 prints: tw_rank_output) */
     pthread_mutex_lock(&g->print_mu);
-    struct kr__key upto = kr__key_at(INFINITY);
     struct kr__outvec v = { 0 };
-    for (unsigned t = 0; t < g->n; t++) {
-        struct kr__outsink *s = &g->th[t].cm.sink;
-        pthread_mutex_lock(&s->mu);
-        if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
-        kr__outvec_move_before(&s->v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
-                                                         UINT64_MAX }, &v);
-        pthread_mutex_unlock(&s->mu);
-    }
+    struct kr__key upto = kr__outsinks_take(&g->th[0].cm.sink, g->n, sizeof g->th[0], &v);
     if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
     if (g->net.on) upto = tw_rank_print_upto(g, &v, upto); /* (the other ranks' output) */
     upto = before_error(g, upto);

@@ -1,5 +1,6 @@
 /* output.c - see output.h. */
 #include "stats/output.h"
+#include <math.h>
 #include <stdlib.h>
 #include "base/grow.h"
 #include "base/error.h"
@@ -101,4 +102,28 @@ void kr__outvec_emit_before(struct kr__outvec *v, const struct kr__key *h,
     }
     memmove(v->r, v->r + m, (v->n - m) * sizeof *v->r);
     v->n -= m;
+}
+
+static struct kr__outsink *sink_at(struct kr__outsink *first, size_t stride, unsigned t)
+{
+    return (struct kr__outsink *)((char *)first + stride * t);
+}
+
+/* Under every sink's lock at once (taken in order: no one else holds two): marks and records
+ * of one moment. Read one sink at a time, a worker that had left (+inf) could come back,
+ * at the mark the others had then, and commit while the others went on past it: their
+ * later mark let their records print ahead of its. */
+struct kr__key kr__outsinks_take(struct kr__outsink *first, unsigned n, size_t stride,
+                                 struct kr__outvec *to)
+{
+    static const struct kr__key all = { INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+    struct kr__key upto = all;
+    for (unsigned t = 0; t < n; t++) pthread_mutex_lock(&sink_at(first, stride, t)->mu);
+    for (unsigned t = 0; t < n; t++) {
+        struct kr__outsink *s = sink_at(first, stride, t);
+        if (kr__key_lt(&s->upto, &upto)) upto = s->upto;
+        kr__outvec_move_before(&s->v, &all, to);
+    }
+    for (unsigned t = n; t-- > 0;) pthread_mutex_unlock(&sink_at(first, stride, t)->mu);
+    return upto;
 }

@@ -62,4 +62,9 @@ struct kr__outsink {
     struct kr__key upto;   /* everything before this key has been committed by the owner */
 };
 
+/* Take the records of n sinks (first, and one every `stride` bytes after it) into `to`, and
+ * return the least of their marks: how far what was taken may be printed. */
+struct kr__key kr__outsinks_take(struct kr__outsink *first, unsigned n, size_t stride,
+                                 struct kr__outvec *to);
+
 #endif
