@@ -12,6 +12,7 @@
 #include "base/sanitize.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -273,22 +274,45 @@ static void loading_crash(int sig, const siginfo_t *si)
     kr__die(buf);
 }
 
+/* Where an engine crash was, and its callers, as file+offset (for addr2line on the same
+ * build): a crash seen once in CI can be placed without a core file. The first frames are
+ * this handler's own. (backtrace is warmed up at install: its first call loads the
+ * unwinder, which allocates.) */
+static void engine_site(const ucontext_t *uc, char *buf, size_t cap)
+{
+    crash_site(uc, buf, cap);
+    void *pc[12];
+    int n = backtrace(pc, 12);
+    size_t len = strlen(buf);
+    const char *sep = "; called from ";
+    for (int i = 0; i < n && len + 48 < cap; i++) {
+        Dl_info info;
+        if (!dladdr(pc[i], &info) || !info.dli_fname) continue;
+        const char *base = strrchr(info.dli_fname, '/');
+        base = base ? base + 1 : info.dli_fname;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s+0x%lx", sep, base,
+                                (unsigned long)((uintptr_t)pc[i] - (uintptr_t)info.dli_fbase));
+        sep = ", ";
+    }
+}
+
 /* Outside model code: a Kairos bug, or memory the model corrupted earlier (a write past a
  * block lands in the C library's heap metadata or the engine's data, and the crash comes
  * later, in engine code). Exit 3, as documented for internal errors, after the committed
  * output. */
-static void engine_crash(int sig, const siginfo_t *si)
+static void engine_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
 {
-    char what[96], buf[640];
+    char what[96], site[900], buf[1600];
     overrun_check(); /* the model's doing after all? */
     if (sig == SIGABRT) snprintf(what, sizeof what, "the C library aborted (SIGABRT)");
     else snprintf(what, sizeof what, "%s at address %p", sig_name(sig), si->si_addr);
+    engine_site(uc, site, sizeof site);
     const struct kr__run *r = kr__run_current;
     snprintf(buf, sizeof buf, "%s in engine code, not in a model callback (model '%s'): a "
              "Kairos bug, or memory the model corrupted earlier (a write past the end of a "
              "kr_malloc block, or through a stale pointer). Check the model with --sync "
-             "sequential --check --state page; if it is clean, please report this", what,
-             r ? r->model->name : "?");
+             "sequential --check --state page; if it is clean, please report this, with "
+             "where it was:%s", what, r ? r->model->name : "?", site);
     kr__die_status("kairos: internal error: ", buf, KR_EXIT_INTERNAL);
 }
 
@@ -310,7 +334,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     }
     if (kr__in_lp()) model_crash(sig, si, uc); /* does not return */
     if (kr__model_loading) loading_crash(sig, si);
-    engine_crash(sig, si);
+    engine_crash(sig, si, uc);
 }
 
 void kr__fault_install(void)
@@ -325,6 +349,8 @@ void kr__fault_install(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    void *warm[1];
+    (void)backtrace(warm, 1); /* (engine_site: the unwinder loaded now, not in a crash) */
     code_of((uintptr_t)strlen, &libc_lo, &libc_hi);
     code_of((uintptr_t)kr__fault_install, &self_lo, &self_hi);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);

@@ -422,7 +422,8 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
  * sharing 2 cores: 3-5% of runs took 10-100 s when idle threads yielded (even 4 yields
  * before sleeping), none of 200 over 0.15 s with sleeps; PHOLD-std on 4 threads loses
  * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
-static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
+/* (snap: it waits for a snapshot's round only - a round at each sleep, not each period) */
+static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool snap)
 {
     if (th->out.n) tw_post_publish(th);
     if (th->g->net.on) tw_rank_turn(th, true);
@@ -432,7 +433,7 @@ static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed)
     }
     *spins = 0;
     th->cnt->idle_sleeps++;
-    tw_gvt_maybe_start(th, th->uncommitted > 0); /* idle with uncommitted work: commit it */
+    tw_gvt_maybe_start(th, th->uncommitted > 0 || snap); /* (uncommitted work: commit it) */
     struct timespec ts = { 0, 20000 };
     uint64_t t0 = kr__clock_ns();
     nanosleep(&ts, NULL);
@@ -636,6 +637,24 @@ static void tw_worker_end(struct tw_thread *th)
     }
 }
 
+/* How far events may run: the end, or before the next snapshot's time until that is taken
+ * (its round rewrites sn.at, every worker inside). Lone bursts and safe events outran the
+ * rounds that take one, and a short run ended with none. */
+static inline kr_time tw_run_bound(const struct tw_global *g, kr_time stop)
+{
+    return g->sn.at < stop ? g->sn.at : stop;
+}
+
+/* A turn with nothing to run below `end` (e: the top, if any). */
+static void tw_wait_turn(struct tw_thread *th, const struct kr__ev *e, kr_time end,
+                         unsigned *spins, bool over)
+{
+    bool below = e && e->k.ts < end;
+    th->cnt->win.throttled += below;
+    if (tw_bounds(th)) tw_clock_publish(th, e, true);
+    tw_idle(th, spins, over, e && !below && e->k.ts < th->r->cfg->end);
+}
+
 void *tw_worker(void *arg)
 {
     struct tw_thread *th = arg;
@@ -648,7 +667,7 @@ void *tw_worker(void *arg)
      * line handed between threads that take turns on one core) */
     th->clk.eager = th->g->cf.lookahead > 0 && !over;
     tw_worker_start(th);
-    const kr_time end = th->r->cfg->end;
+    const kr_time stop = th->r->cfg->end;
     unsigned spins = 0, turns = 0;
     for (;;) {
         if (th->retired) {
@@ -657,6 +676,7 @@ void *tw_worker(void *arg)
         }
         if (!tw_platform_turn(th)) break;
         struct kr__ev *e = tw_turn_top(th);
+        const kr_time end = tw_run_bound(th->g, stop);
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             tw_run_top(th, e, end);
             spins = 0;
@@ -667,9 +687,7 @@ void *tw_worker(void *arg)
                 turns = 0;
             }
         } else {
-            th->cnt->win.throttled += e && e->k.ts < end;
-            if (tw_bounds(th)) tw_clock_publish(th, e, true);
-            tw_idle(th, &spins, over);
+            tw_wait_turn(th, e, end, &spins, over);
         }
     }
     tw_worker_end(th);

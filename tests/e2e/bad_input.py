@@ -1,6 +1,7 @@
 """Bad input gets a clear error and a non-zero exit, never a crash or a hang: command-line
 mistakes (exit 2) and model misuse (exit 1), each message naming what and where."""
 import os
+import subprocess
 import sys
 from common import run, fail, digest, Tally, scan_available, build_kind, expect_exit
 
@@ -173,6 +174,16 @@ for sync in setups[:1] if tsan else setups:
         if asan and c == 17 and ("page" in sync or "tick" in sync):
             continue
         expect(1, needles, "run", misuse, "--lps", "2", "--end", "10", *sync, "-P", f"case={c}")
+# a crash outside every model callback (a thread of the model's own): an internal error
+# saying where it was and its callers, for addr2line on the same build
+if not tsan:  # (exit 3, which run() takes for a crash of the engine itself)
+    p = subprocess.run([kairos, "run", misuse, "--lps", "2", "--end", "10", "-P", "case=25"],
+                       capture_output=True, text=True, timeout=120)
+    for n in ["kairos: internal error: SIGSEGV at address 0x8 in engine code",
+              "with where it was: (in libmisuse.so+0x", "addr2line -f -e", "; called from "]:
+        if p.returncode != 3 or n not in p.stderr:
+            fail(f"a crash outside the callbacks: exit {p.returncode}, lacks {n!r}:\n{p.stderr}")
+    t.ok("a crash outside every callback: exit 3, an internal error saying where and whence")
 for sync in setups[:1] if tsan else setups[:4]:
     expect(1, crashes[17][:2] + ["64 KiB"], "run", misuse, "--lps", "2", "--end", "10", *sync,
            "--stack-kb", "64", "-P", "case=17")

@@ -2,6 +2,7 @@
  * so the tests can check that each misuse gives a clear error and exit status 1. Case 0 is
  * a correct run whose only error lies on a speculative path (see `speculative`). */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include "kairos.h"
@@ -11,7 +12,7 @@ enum {
     USER_ERROR, IN_FINISH, INIT_ERROR, NOT_MONOTONE, GLOBAL_STATE, ZERO_DELAY_LOOP,
     NULL_WRITE, DIV_ZERO, STACK_OVERFLOW, FOREIGN_STATE, OK_SPECULATIVE_CRASH,
     SPAN_VIOLATION, BAD_SPAN, LOOKAHEAD_IN_EVENT, OK_SPECULATIVE_DONE_CRASH,
-    OK_SPECULATIVE_DONE_ERROR
+    OK_SPECULATIVE_DONE_ERROR, OUTSIDE_CRASH
 };
 
 /* A real integer division (sanitizer builds must not trap it first: the test is that the
@@ -59,8 +60,21 @@ static void send(kr_lp dest, kr_time t, unsigned type, const void *p, size_t n)
     else kr_schedule(dest, t, type, p, n);
 }
 
+/* OUTSIDE_CRASH: a thread of the model's own crashes, outside every callback - to the
+ * engine a crash in engine code (the internal error's report: where, and its callers) */
+static void *crash_thread(void *arg)
+{
+    (void)arg;
+    poke(bad_address);
+    return NULL;
+}
+
 static void misuse_init(kr_lp me)
 {
+    if (me == 0 && kr_param_int("case", 0) == OUTSIDE_CRASH) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, crash_thread, NULL) == 0) pthread_join(t, NULL);
+    }
     struct st *s = kr_malloc(sizeof *s);
     kr_set_state(s);
     if (me == 0) lp0_state = s;
