@@ -21,6 +21,7 @@
  * rollbacks undo much of the work, and keeps that only if more gets committed (the trial);
  * storm (tests), random moves at every round. */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -486,6 +487,7 @@ static void part_window(struct tw_global *g, int state, uint64_t now)
     g->bl.part = state;
     g->bl.part_t0 = now;
     g->bl.part_c0 = committed_sum(g);
+    g->bl.part_v0 = g->gvt.ts;
 }
 
 /* Every worker found on a shared core gets its share (on) or none; then the map. */
@@ -527,12 +529,21 @@ static void part_wait(struct tw_global *g, uint64_t now)
     g->bl.part = TW_PART_WAIT;
 }
 
+/* Time enough left in the run for a try to pay (TW_PART_WORTH_NS), judged by how far GVT
+ * went in the window of `span` ns just ended; a run without a finite end has. */
+static bool part_time_left(const struct tw_global *g, uint64_t span)
+{
+    kr_time end = g->r->cfg->end, dv = g->gvt.ts - g->bl.part_v0;
+    if (!isfinite(end) || !(dv > 0)) return true;
+    return (end - g->gvt.ts) / dv * (double)span >= (double)TW_PART_WORTH_NS;
+}
+
 /* The window as it is ended at `rate`: the other way next, unless a share too small to
- * gain from would be tried. */
+ * gain from would be tried, or the run ends too soon for a try to pay. */
 static void part_base_done(struct tw_global *g, double rate, uint64_t now)
 {
     g->bl.part_rate = rate;
-    if (!g->bl.part_on && !part_worth_trying(g)) {
+    if (!g->bl.part_on && (!part_worth_trying(g) || !part_time_left(g, now - g->bl.part_t0))) {
         part_wait(g, now);
         return;
     }
@@ -574,7 +585,8 @@ static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_
     part_switch(g, false);
     g->bl.cnt_retired++;
     g->bl.part_backoff_ns = 0; /* (a new question: the first wait again) */
-    part_window(g, TW_PART_BASE, now);
+    g->bl.part = TW_PART_WAIT; /* (the window "out" begins once the moves have settled) */
+    g->bl.part_next_ns = now + TW_PART_SETTLE_NS;
 }
 
 /* A shared core is free again: the first mapping, every worker with a core of its own. */
@@ -638,129 +650,6 @@ bool tw_balance_plan_at(struct tw_global *g, uint64_t now)
     return true;
 }
 
-/* ---- measuring: CPU time against wall time, per worker ---- */
-
-/* This thread's time waiting on a run queue so far (ns), from the kernel's schedstat; the
- * last value when it cannot be read (so a window without it shows no wait). */
-static uint64_t thread_waited_ns(const struct tw_thread *th)
-{
-    char buf[96];
-    ssize_t n = th->bal.sched_fd >= 0 ? pread(th->bal.sched_fd, buf, sizeof buf - 1, 0) : -1;
-    if (n <= 0) return th->bal.waited;
-    buf[n] = 0;
-    unsigned long long run, wait;
-    return sscanf(buf, "%llu %llu", &run, &wait) == 2 && wait >= th->bal.waited ? wait
-                                                                                : th->bal.waited;
-}
-
-/* Publish the window's share s: a low one only once it has lasted TW_SHARED_WINDOWS (a
- * window alone may be a blip - a page-fault storm, the hypervisor), unless the run queue
- * says another process shares the core; a high one at once (blips only go down). */
-static void publish_share(struct tw_thread *th, double s, bool queued)
-{
-    th->bal.shares[th->bal.nshares++ % TW_SHARED_WINDOWS] = s;
-    atomic_store_explicit(&th->bal.rq_shared, queued, memory_order_relaxed);
-    double best = 0;
-    for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->bal.nshares; i++)
-        if (th->bal.shares[i] > best) best = th->bal.shares[i];
-    if (queued) best = s;
-    if (queued || best >= TW_FREE_SHARE || th->bal.nshares >= TW_SHARED_WINDOWS)
-        atomic_store_explicit(&th->bal.cpu_share, best, memory_order_relaxed);
-}
-
-/* The first window starts with the worker, before it pins itself to its core (engine.c):
- * a worker pinned to a busy core waits there first, 10-18 ms, inside the pinning call, and
- * that wait is the first sign of its sharing. */
-void tw_balance_start(struct tw_thread *th)
-{
-    th->bal.wall = kr__clock_ns();
-    th->bal.cpu = kr__thread_cpu_ns();
-    th->bal.waited = thread_waited_ns(th);
-    th->bal.slept = th->bal.slept_ns;
-}
-
-/* A window's share (CPU time over `awake` ns) published, unless `decisive` and it says
- * neither shared (the run queue waited over TW_WAIT_SHARED of `wall`) nor free; a window
- * mostly asleep says nothing (dropped, or kept growing if `decisive`). True if the window
- * is done with. */
-static bool window_share(struct tw_thread *th, uint64_t cpu, uint64_t waited, uint64_t wall,
-                         uint64_t awake, uint64_t min_ns, bool decisive)
-{
-    if (awake <= min_ns / 2) return !decisive;
-    double s = (double)cpu / (double)awake;
-    bool queued = (double)waited >= TW_WAIT_SHARED * (double)wall;
-    if (decisive && !queued && s < TW_FREE_SHARE) return false;
-    bool was = atomic_load_explicit(&th->bal.rq_shared, memory_order_relaxed);
-    publish_share(th, s > 1 ? 1 : s, queued);
-    /* (found sharing: a round now, so that the closer plans with it - rounds wait for this
-     * worker, and the next had come 20-40 ms later) */
-    if (queued && !was) tw_gvt_maybe_start(th, true);
-    return true;
-}
-
-/* Over the window from th->bal.wall to now (at least min_ns long), the share of the wall
- * time it was not sleeping that it actually ran: near 1 on a core of its own, near 1/2
- * when another busy process shares the core. A window mostly asleep says nothing and is
- * dropped. `decisive`: only a window that says the core is shared (by the run queue) or
- * free counts, else it goes on growing. False if the window goes on. */
-static bool balance_window(struct tw_thread *th, uint64_t min_ns, bool decisive)
-{
-    uint64_t now = kr__clock_ns();
-    if (now - th->bal.wall < min_ns) return false;
-    uint64_t cpu = kr__thread_cpu_ns(), waited = thread_waited_ns(th);
-    uint64_t wall = now - th->bal.wall, slept = th->bal.slept_ns - th->bal.slept;
-    uint64_t awake = wall > slept ? wall - slept : 0;
-    /* (bal.wall 0: back from retirement, set_active - the window starts now) */
-    if (th->bal.wall && !window_share(th, cpu - th->bal.cpu, waited - th->bal.waited, wall,
-                                      awake, min_ns, decisive))
-        return false;
-    th->bal.wall = now;
-    th->bal.cpu = cpu;
-    th->bal.waited = waited;
-    th->bal.slept = th->bal.slept_ns;
-    return true;
-}
-
-/* At each GVT round this worker takes part in: its share over the last window. */
-static void balance_sample(struct tw_thread *th)
-{
-    if (th->g->cf.balance == KR_BALANCE_AUTO) balance_window(th, TW_BALANCE_NS / 2, false);
-}
-
-/* Between GVT rounds too, from the loop's housekeeping (`now` just read there): a worker
- * on a shared core takes part in few rounds (they wait for it), and its first window had
- * lasted 45-68 ms instead of TW_BALANCE_NS / 2 - the busy core found 50-113 ms into the
- * run with almost nothing committed (datastore beside a busy loop). Until a worker has a
- * share published, a window may end from TW_FIRST_NS on if it is decisive: the workers'
- * first shares decide whether one leaves a busy core, and until then the free core's
- * worker mostly waits for it (a first 20-ms window of 0.78 on the free core, not published
- * as a low share may be a blip, had put the decision off to 80 ms). */
-void tw_balance_tick(struct tw_thread *th, uint64_t now)
-{
-    if (th->g->n < 2 || th->g->cf.balance != KR_BALANCE_AUTO) return;
-    if (now - th->bal.wall >= TW_BALANCE_NS / 2) balance_window(th, TW_BALANCE_NS / 2, false);
-    else if (atomic_load_explicit(&th->bal.cpu_share, memory_order_relaxed) < 0)
-        balance_window(th, TW_FIRST_NS, true); /* (until a share is published) */
-}
-
-/* A retired worker: sleep, and now and then spin briefly to see whether the core is free
- * again (three probes in a row). */
-void tw_retired_wait(struct tw_thread *th)
-{
-    struct timespec ts = { 0, 5 * 1000 * 1000 };
-    nanosleep(&ts, NULL);
-    uint64_t now = kr__clock_ns();
-    if (now - th->bal.wall < TW_PROBE_EVERY_NS) return;
-    th->bal.wall = now;
-    uint64_t c0 = kr__thread_cpu_ns(), w0 = kr__clock_ns();
-    while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
-    double s = (double)(kr__thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
-    atomic_store_explicit(&th->bal.probe, s > 1 ? 1 : s, memory_order_relaxed);
-    th->bal.free_probes = s >= TW_FREE_SHARE ? th->bal.free_probes + 1 : 0;
-    if (th->bal.free_probes >= 3)
-        atomic_store_explicit(&th->bal.wants_back, 1, memory_order_relaxed);
-}
-
 /* Its CPU share unknown yet, at full weight. */
 static void balance_init(struct tw_thread *th)
 {
@@ -779,7 +668,7 @@ static void balance_on_report(struct tw_thread *th)
     th->bal.rep_processed = th->cnt->processed;
     th->bal.rep_rolled = th->cnt->rolled_back;
     th->bal.rep_cuts = th->cnt->win.cuts;
-    balance_sample(th);
+    tw_balance_sample(th);
 }
 
 /* Moves planned with this horizon: every worker enters the migration. */

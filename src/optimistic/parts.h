@@ -412,7 +412,8 @@ struct tw_balancer {
     int part;
     bool part_on;                          /* the shared workers have their shares */
     double part_rate;                      /* committed/s in the window before (BASE) */
-    uint64_t part_t0, part_c0;             /* its measuring window */
+    uint64_t part_t0, part_c0;             /* its measuring window, */
+    kr_time part_v0;                       /* ...and GVT's time when it began */
     uint64_t part_next_ns, part_backoff_ns;
     uint64_t cnt_part, cnt_part_kept;
 };
