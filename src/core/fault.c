@@ -12,7 +12,6 @@
 #include "base/sanitize.h"
 #include <dlfcn.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <link.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -20,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
 #include "core/core.h"
 #include "base/error.h"
 #include "core/watchdog.h"
@@ -274,24 +274,39 @@ static void loading_crash(int sig, const siginfo_t *si)
     kr__die(buf);
 }
 
+/* The return addresses of the calls that led here, through the signal's frame, with GCC's
+ * unwinder (libgcc_s, linked at start: glibc's backtrace() loads it with dlopen at its
+ * first call, an allocation that LeakSanitizer then reports). */
+struct frames {
+    void *pc[12];
+    int n;
+};
+
+static _Unwind_Reason_Code one_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct frames *f = arg;
+    if (f->n == (int)(sizeof f->pc / sizeof f->pc[0])) return _URC_END_OF_STACK;
+    f->pc[f->n++] = (void *)_Unwind_GetIP(ctx);
+    return _URC_NO_REASON;
+}
+
 /* Where an engine crash was, and its callers, as file+offset (for addr2line on the same
  * build): a crash seen once in CI can be placed without a core file. The first frames are
- * this handler's own. (backtrace is warmed up at install: its first call loads the
- * unwinder, which allocates.) */
+ * this handler's own. */
 static void engine_site(const ucontext_t *uc, char *buf, size_t cap)
 {
     crash_site(uc, buf, cap);
-    void *pc[12];
-    int n = backtrace(pc, 12);
+    struct frames f = { .n = 0 };
+    _Unwind_Backtrace(one_frame, &f);
     size_t len = strlen(buf);
     const char *sep = "; called from ";
-    for (int i = 0; i < n && len + 48 < cap; i++) {
+    for (int i = 0; i < f.n && len + 48 < cap; i++) {
         Dl_info info;
-        if (!dladdr(pc[i], &info) || !info.dli_fname) continue;
+        if (!dladdr(f.pc[i], &info) || !info.dli_fname) continue;
         const char *base = strrchr(info.dli_fname, '/');
         base = base ? base + 1 : info.dli_fname;
         len += (size_t)snprintf(buf + len, cap - len, "%s%s+0x%lx", sep, base,
-                                (unsigned long)((uintptr_t)pc[i] - (uintptr_t)info.dli_fbase));
+                                (unsigned long)((uintptr_t)f.pc[i] - (uintptr_t)info.dli_fbase));
         sep = ", ";
     }
 }
@@ -349,8 +364,6 @@ void kr__fault_install(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
-    void *warm[1];
-    (void)backtrace(warm, 1); /* (engine_site: the unwinder loaded now, not in a crash) */
     code_of((uintptr_t)strlen, &libc_lo, &libc_hi);
     code_of((uintptr_t)kr__fault_install, &self_lo, &self_hi);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
