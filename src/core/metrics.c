@@ -249,12 +249,10 @@ void kr__metrics_drain(struct kr__metrics *into, struct kr__metrics *from)
     }
 }
 
-void kr__metric_add(struct kr__metrics *ms, kr_time t, const struct kr__mrec *rec)
+/* The bin of time t (its bins made at the first value; under --end inf, widened until t
+ * falls in one: the last bin takes what lies past a fixed end). */
+static uint32_t bin_for(const struct kr__metrics *ms, struct kr__metric *m, kr_time t)
 {
-    if (!ms || rec->id >= ms->n)
-        kr__internal_error("a metric record of metric %u (the model has %u)", rec->id,
-                           ms ? ms->n : 0);
-    struct kr__metric *m = &ms->m[rec->id];
     if (!m->bins && !(m->bins = calloc(KR_METRIC_BINS, sizeof *m->bins)))
         kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *m->bins);
     double at = t > 0 ? floor(t / m->width) : 0;
@@ -262,7 +260,16 @@ void kr__metric_add(struct kr__metrics *ms, kr_time t, const struct kr__mrec *re
         widen(m);
         at = floor(t / m->width);
     }
-    uint32_t idx = at < KR_METRIC_BINS ? (uint32_t)at : KR_METRIC_BINS - 1;
+    return at < KR_METRIC_BINS ? (uint32_t)at : KR_METRIC_BINS - 1;
+}
+
+void kr__metric_add(struct kr__metrics *ms, kr_time t, const struct kr__mrec *rec)
+{
+    if (!ms || rec->id >= ms->n)
+        kr__internal_error("a metric record of metric %u (the model has %u)", rec->id,
+                           ms ? ms->n : 0);
+    struct kr__metric *m = &ms->m[rec->id];
+    uint32_t idx = bin_for(ms, m, t);
     int32_t k = rec->value != 0 ? bucket_of(rec->value) : 0;
     stat_add(&m->bins[idx], rec->value, k);
     stat_add(&m->all, rec->value, k);

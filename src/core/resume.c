@@ -183,6 +183,20 @@ static void read_shape(struct kr__snapshot *s, struct kr__cursor *in)
     s->declared = kr__cursor_get(in, 1);
 }
 
+/* The run's -P parameters; nonzero if their count is beyond reason (a damaged header). */
+static int read_params(struct kr__snapshot *s, struct kr__cursor *in)
+{
+    s->nparams = (uint32_t)kr__cursor_get(in, 4);
+    if (in->why || s->nparams > 4096) return 1;
+    if (!(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
+        kr__fatal_oom("a snapshot's parameters", (s->nparams + 1u) * sizeof *s->params);
+    for (uint32_t i = 0; i < s->nparams; i++) {
+        s->params[i].key = rd_str(in);
+        s->params[i].val = rd_str(in);
+    }
+    return 0;
+}
+
 static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
 {
     s->version = (uint32_t)kr__cursor_get(in, 4);
@@ -192,15 +206,8 @@ static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct k
     s->model_path = rd_str(in);
     s->model_name = rd_str(in);
     s->model_hash = kr__cursor_get(in, 8);
-    s->nparams = (uint32_t)kr__cursor_get(in, 4);
-    if (in->why || s->nparams > 4096)
+    if (read_params(s, in))
         return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its header)");
-    if (!(s->params = calloc(s->nparams + 1u, sizeof *s->params)))
-        kr__fatal_oom("a snapshot's parameters", (s->nparams + 1u) * sizeof *s->params);
-    for (uint32_t i = 0; i < s->nparams; i++) {
-        s->params[i].key = rd_str(in);
-        s->params[i].val = rd_str(in);
-    }
     read_shape(s, in);
     read_tables(s, in);
     if (in->why || !s->model_path || !s->model_name || !s->lps)

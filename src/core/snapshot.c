@@ -213,9 +213,9 @@ static void sync_dir(const char *dir)
     close(dfd);
 }
 
-/* The header's length and checksum, synced, renamed; false (o->err) if anything failed -
- * then the temporary file goes and the last snapshot stays. */
-static bool out_close(struct snap_out *o, const char *dir)
+/* The file's tail (its length and sum), on disk, closed and renamed to its name; the first
+ * error kept in o->err. */
+static void out_finish(struct snap_out *o)
 {
     out_flush(o, true);
     if (!o->err) {
@@ -225,6 +225,13 @@ static bool out_close(struct snap_out *o, const char *dir)
     if (!o->err && fsync(o->fd)) o->err = errno;
     if (o->fd >= 0 && close(o->fd) && !o->err) o->err = errno;
     if (!o->err && rename(o->tmp, o->path)) o->err = errno;
+}
+
+/* The header's length and checksum, synced, renamed; false (o->err) if anything failed -
+ * then the temporary file goes and the last snapshot stays. */
+static bool out_close(struct snap_out *o, const char *dir)
+{
+    out_finish(o);
     kr__unlink_on_death(NULL);
     kr__bytes_free(&o->b);
     if (o->err) {

@@ -139,6 +139,20 @@ static void watch_restart(struct kr__watch *w, uint64_t s, uint64_t now_ns, uint
     atomic_store_explicit(&w->call, -1, memory_order_relaxed);
 }
 
+/* Since the last look: if the event's thread ran under a tenth of the wall time, the
+ * system call it is blocked in (if any) and the time it spent there. */
+static void note_blocked(struct kr__watch *w, uint64_t now_ns, uint64_t wall)
+{
+    uint64_t dwall = wall - w->wall_last, dcpu = now_ns - w->cpu_last;
+    w->cpu_last = now_ns;
+    w->wall_last = wall;
+    long call = w->has_cpu && dcpu < dwall / 10 ? blocked_call(w) : -1;
+    if (call >= 0) {
+        w->blocked_ns += dwall < KR_WATCH_GAP_NS ? dwall : KR_WATCH_GAP_NS;
+        atomic_store_explicit(&w->call, call, memory_order_relaxed);
+    }
+}
+
 void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hint)
 {
     double limit = r->cfg->event_timeout;
@@ -152,14 +166,7 @@ void kr__watch_poll(struct kr__watch *w, const struct kr__run *r, const char *hi
         watch_restart(w, s, now_ns, wall);
         return;
     }
-    uint64_t dwall = wall - w->wall_last, dcpu = now_ns - w->cpu_last;
-    w->cpu_last = now_ns;
-    w->wall_last = wall;
-    long call = w->has_cpu && dcpu < dwall / 10 ? blocked_call(w) : -1;
-    if (call >= 0) {
-        w->blocked_ns += dwall < KR_WATCH_GAP_NS ? dwall : KR_WATCH_GAP_NS;
-        atomic_store_explicit(&w->call, call, memory_order_relaxed);
-    }
+    note_blocked(w, now_ns, wall);
     uint64_t lim = (uint64_t)(limit * 1e9);
     if (now_ns - w->since_ns < lim && w->blocked_ns < lim) return;
     if (now_ns - w->since_ns >= lim) atomic_store_explicit(&w->call, -1, memory_order_relaxed);

@@ -609,6 +609,16 @@ static bool retire_now(struct tw_global *g, const struct tw_shares *v)
            shares_apart(g, v) && atomic_load_explicit(&g->active, memory_order_relaxed) >= 2;
 }
 
+/* A core shared or free again: the workers out or back. True if that was decided. */
+static bool plan_cores(struct tw_global *g, const struct tw_shares *v, uint64_t now)
+{
+    if (!v->back && !retire_now(g, v)) return false;
+    g->bl.last_ns = now;
+    if (v->back) all_back(g);
+    else retire_shared(g, (unsigned)v->worst, v->lo, now);
+    return true;
+}
+
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
     if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
@@ -621,12 +631,7 @@ static void plan_auto(struct tw_global *g, uint64_t now)
      * compared. A worker that mostly sleeps may never get one: not waited for later.) */
     bool starting = now - g->bl.start_ns < 2 * TW_BALANCE_NS;
     if (v.unmeasured && !v.back && starting) return;
-    if (v.back || retire_now(g, &v)) {
-        g->bl.last_ns = now;
-        if (v.back) all_back(g);
-        else retire_shared(g, (unsigned)v.worst, v.lo, now);
-        return;
-    }
+    if (plan_cores(g, &v, now)) return;
     /* (at the start, a look that changes nothing is no decision: the first shares come in
      * window by window, and a shared core seen at 10 ms had waited 40 ms for the next look) */
     if (!starting) g->bl.last_ns = now;

@@ -350,6 +350,11 @@ void tw_ckpt_by_cost(struct tw_thread *th)
  * medians of the thread's recent timings (tw_costs: means since the previous step were
  * moved by cold starts and descheduled samples), r is counted since the previous step;
  * K moves at most 2x per step to damp noise. */
+static double clamp(double x, double lo, double hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
 void tw_tune_ckpt(struct tw_thread *th)
 {
     struct kr__counters *c = th->cnt;
@@ -360,10 +365,8 @@ void tw_tune_ckpt(struct tw_thread *th)
     if (!cs || !ce) return;
     double r = (double)(c->rollbacks - t->rollbacks) / (double)events;
     double k = r > 0 ? sqrt(2 * cs / (r * ce)) : 2.0 * th->ck.interval;
-    double lo = th->ck.interval / 2.0, hi = th->ck.interval * 2.0;
-    k = k < lo ? lo : k > hi ? hi : k;
-    k = k < 1 ? 1 : k > TW_CKPT_AUTO_MAX ? TW_CKPT_AUTO_MAX : k;
-    th->ck.interval = (unsigned)(k + 0.5);
+    th->ck.interval = (unsigned)(clamp(clamp(k, th->ck.interval / 2.0, th->ck.interval * 2.0),
+                                       1, TW_CKPT_AUTO_MAX) + 0.5);
     *t = (struct tw_tune){ c->processed, c->ck.timed, c->rollbacks, c->events_timed };
 }
 

@@ -68,6 +68,18 @@ static kr_lp own_block(const struct kr__run *r, struct tw_global *g, unsigned t)
     return hi - lo;
 }
 
+/* What the thread's paths test once, from the run's features: alone from the start (one
+ * thread, one process), the plain path (no bundles, queries, lazy cancellation or ranks),
+ * and whether lone mode may run. */
+static void tw_thread_features(struct tw_thread *th, const struct tw_global *g)
+{
+    th->alone = g->n == 1 && !g->net.on;
+    th->bundles = th->r->bundles;
+    th->queries = g->cf.queries;
+    th->plain = !th->bundles && !g->cf.queries && !g->cf.lazy && !g->net.on;
+    th->lone.ok = th->plain && !g->cf.check && !g->cf.open_pages && !kr__trace_run;
+}
+
 /* A thread's own record: what it is and owns; then each module's part. */
 static void tw_setup_thread(struct kr__run *r, struct tw_global *g, unsigned t)
 {
@@ -79,11 +91,7 @@ static void tw_setup_thread(struct kr__run *r, struct tw_global *g, unsigned t)
     th->pool = &r->pools[t];
     th->cnt = &r->counters[t];
     th->nlps = own_block(r, g, t);
-    th->alone = g->n == 1 && !g->net.on;
-    th->bundles = r->bundles;
-    th->queries = g->cf.queries;
-    th->plain = !th->bundles && !g->cf.queries && !g->cf.lazy && !g->net.on;
-    th->lone.ok = th->plain && !g->cf.check && !g->cf.open_pages && !kr__trace_run;
+    tw_thread_features(th, g);
     th->pace.every = 1;
     th->last_ts = -INFINITY;
     kr__heap_init(&th->heap);

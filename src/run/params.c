@@ -180,24 +180,37 @@ static int64_t int_of(const char *name, const char *v, int64_t fallback)
     return fallback;
 }
 
+/* The model's declaration of `name` (*p, NULL if none) and its value parsed at set-up, if
+ * kept (vals). */
+static const struct param_val *param_cached(const char *name, const struct kr_param **p)
+{
+    *p = cur_model ? table_find(cur_model, name) : NULL;
+    return *p && vals ? &vals[*p - cur_model->params] : NULL;
+}
+
+/* The text of its value: given with -P, else the declared default (NULL: neither). */
+static const char *param_text(const char *name, const struct kr_param *p)
+{
+    const char *v = given(name);
+    return v || !p ? v : p->def;
+}
+
 int64_t kr_param_int(const char *name, int64_t fallback)
 {
-    const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
-    const struct param_val *c = p && vals ? &vals[p - cur_model->params] : NULL;
+    const struct kr_param *p;
+    const struct param_val *c = param_cached(name, &p);
     if (c && c->is_int) return c->i;
     if (c && c->is_dbl && c->d == (double)(int64_t)c->d) return (int64_t)c->d;
-    const char *v = given(name);
-    if (!v && p) v = p->def;
+    const char *v = param_text(name, p);
     return v ? int_of(name, v, fallback) : fallback;
 }
 
 double kr_param_double(const char *name, double fallback)
 {
-    const struct kr_param *p = cur_model ? table_find(cur_model, name) : NULL;
-    const struct param_val *c = p && vals ? &vals[p - cur_model->params] : NULL;
+    const struct kr_param *p;
+    const struct param_val *c = param_cached(name, &p);
     if (c && c->is_dbl) return c->d;
-    const char *v = given(name);
-    if (!v && p) v = p->def;
+    const char *v = param_text(name, p);
     if (!v) return fallback;
     double out;
     if (!parse_double(v, &out)) return out;

@@ -199,9 +199,8 @@ uint64_t kr_geometric(double p)
     return x < 0x1p64 ? (uint64_t)x + 1 : UINT64_MAX; /* (p near 0: a count past 2^64) */
 }
 
-/* Inversion by sequential search over the weights (Devroye, Non-Uniform Random Variate
- * Generation, 1986, III.2): n steps at most. */
-unsigned kr_discrete(const double *weights, unsigned n)
+/* kr_discrete's weights checked (each finite and >= 0, their sum finite and > 0): the sum. */
+static double discrete_sum(const double *weights, unsigned n)
 {
     if (!weights || n == 0)
         kr__model_error("kr_discrete(%p, %u): needs an array of n >= 1 weights",
@@ -216,6 +215,14 @@ unsigned kr_discrete(const double *weights, unsigned n)
     if (!(sum > 0) || isinf(sum))
         kr__model_error("kr_discrete: the %u weights sum to %g; they must sum to a finite "
                         "number > 0", n, sum);
+    return sum;
+}
+
+/* Inversion by sequential search over the weights (Devroye, Non-Uniform Random Variate
+ * Generation, 1986, III.2): n steps at most. */
+unsigned kr_discrete(const double *weights, unsigned n)
+{
+    double sum = discrete_sum(weights, n);
     double t = unit("kr_discrete") * sum;
     unsigned last = 0;
     for (unsigned i = 0; i < n; i++) {
