@@ -148,6 +148,20 @@ static long long offsets(const int *counts, int *at, int size)
     return sum;
 }
 
+/* Every rank's count of bytes into counts (rank 0), their offsets into at, then the bytes
+ * into a buffer of *sum (*out, rank 0). An MPI status. */
+static int gather_counted(const void *buf, int n, int rank, int size, int *counts, int *at,
+                          long long *sum, char **out)
+{
+    int rc = MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    *sum = rank == 0 ? offsets(counts, at, size) : 0;
+    if (rc == MPI_SUCCESS && rank == 0 && (*sum > INT_MAX || !(*out = malloc(*sum ? *sum : 1))))
+        rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Gatherv(buf, n, MPI_BYTE, *out, counts, at, MPI_BYTE, 0, MPI_COMM_WORLD);
+    return rc;
+}
+
 /* The counts first, then the bytes (at most INT_MAX in all: finish output and statistics). */
 static int mpi_gather_bytes(const void *buf, size_t len, void **all, size_t *total)
 {
@@ -163,13 +177,9 @@ static int mpi_gather_bytes(const void *buf, size_t len, void **all, size_t *tot
         free(counts);
         return -1; /* (the others block in the gather: the caller aborts the job) */
     }
-    int rc = MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    long long sum = rank == 0 ? offsets(counts, at, size) : 0;
+    long long sum = 0;
     char *out = NULL;
-    if (rc == MPI_SUCCESS && rank == 0 && (sum > INT_MAX || !(out = malloc(sum ? sum : 1))))
-        rc = MPI_ERR_NO_MEM;
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Gatherv(buf, n, MPI_BYTE, out, counts, at, MPI_BYTE, 0, MPI_COMM_WORLD);
+    int rc = gather_counted(buf, n, rank, size, counts, at, &sum, &out);
     free(counts);
     free(at);
     if (rc != MPI_SUCCESS) {

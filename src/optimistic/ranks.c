@@ -646,6 +646,21 @@ static int64_t in_flight(const struct tw_global *g)
     return sent - got - (int64_t)(net->late[0] + net->late[1]);
 }
 
+/* One reduction of the end: what is in flight between the ranks, and the first error;
+ * true while messages are still on their way. */
+static bool end_round(struct tw_global *g, struct take_ctx *c, const struct kr__key *err)
+{
+    struct tw_net *net = &g->net;
+    if (kr__xport_flush(&net->x, g->n)) tw_net_broken("ending the run");
+    if (kr__xport_poll(&net->x, take, c) < 0) tw_net_broken("ending the run");
+    net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = *err,
+                                    .in_flight = in_flight(g) };
+    reduce_begin(net, "ending the run");
+    while (!reduce_test(net))
+        if (kr__xport_poll(&net->x, take, c) < 0) tw_net_broken("ending the run");
+    return net->out.in_flight != 0;
+}
+
 void tw_rank_end(struct kr__run *r, struct tw_global *g)
 {
     (void)r;
@@ -655,15 +670,7 @@ void tw_rank_end(struct kr__run *r, struct tw_global *g)
     pthread_mutex_lock(&g->end.err_mu);
     struct kr__key err = g->end.err ? g->end.err_key : kr__key_at(INFINITY);
     pthread_mutex_unlock(&g->end.err_mu);
-    for (;;) {
-        if (kr__xport_flush(&net->x, g->n)) tw_net_broken("ending the run");
-        if (kr__xport_poll(&net->x, take, &c) < 0) tw_net_broken("ending the run");
-        net->in = (struct kr__net_gvt){ .min = kr__key_at(INFINITY), .err = err,
-                                        .in_flight = in_flight(g) };
-        reduce_begin(net, "ending the run");
-        while (!reduce_test(net))
-            if (kr__xport_poll(&net->x, take, &c) < 0) tw_net_broken("ending the run");
-        if (!net->out.in_flight) break;
+    while (end_round(g, &c, &err)) {
     }
     /* (a model error found in the last commit: every rank fails, the lowest key reports) */
     pthread_mutex_lock(&net->out_mu);

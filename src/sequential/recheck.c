@@ -31,6 +31,17 @@ static bool holds_code(const struct dl_phdr_info *info, uintptr_t fn)
     return mine;
 }
 
+/* A writable loaded segment of the model's file (its globals) is one --check watches. */
+static void keep_segment(struct kr__recheck *c, ElfW(Addr) base, const ElfW(Phdr) *p)
+{
+    if (p->p_type != PT_LOAD || !(p->p_flags & PF_W) || !p->p_memsz) return;
+    struct kr__recheck_seg *g = &c->glob[c->nglob++];
+    g->at = (unsigned char *)(base + p->p_vaddr);
+    g->len = p->p_memsz;
+    g->copy = malloc(g->len);
+    if (!g->copy) kr__fatal_oom("--check's copy of the model's globals", g->len);
+}
+
 static int model_segments(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -41,15 +52,8 @@ static int model_segments(struct dl_phdr_info *info, size_t size, void *arg)
     struct kr__recheck *c = f->c;
     snprintf(c->glob_file, sizeof c->glob_file, "%s", info->dlpi_name);
     c->glob_base = info->dlpi_addr;
-    for (int i = 0; i < info->dlpi_phnum && c->nglob < 4; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_LOAD || !(p->p_flags & PF_W) || !p->p_memsz) continue;
-        struct kr__recheck_seg *g = &c->glob[c->nglob++];
-        g->at = (unsigned char *)(info->dlpi_addr + p->p_vaddr);
-        g->len = p->p_memsz;
-        g->copy = malloc(g->len);
-        if (!g->copy) kr__fatal_oom("--check's copy of the model's globals", g->len);
-    }
+    for (int i = 0; i < info->dlpi_phnum && c->nglob < 4; i++)
+        keep_segment(c, info->dlpi_addr, &info->dlpi_phdr[i]);
     return 1;
 }
 

@@ -308,6 +308,27 @@ static bool class_ok(int64_t cls, int64_t last, uint32_t slots, uint32_t nlive)
            (uint64_t)slots * kr__arena_class_bytes((uint32_t)cls) <= KR_IMAGE_MAX_BYTES;
 }
 
+/* One class record (after the one of class *last) and its live chunks; false if it is
+ * damaged or its area cannot be had. */
+static bool load_class(struct kr__arena *a, struct kr__cursor *in, int64_t *last)
+{
+    int64_t cls = (int64_t)kr__cursor_get(in, 1);
+    uint32_t slots = (uint32_t)kr__cursor_get(in, 4), nlive = (uint32_t)kr__cursor_get(in, 4);
+    if (!class_ok(cls, *last, slots, nlive)) {
+        kr__cursor_fail(in, "the state image is damaged (a class record)");
+        return false;
+    }
+    *last = cls;
+    if (!reserve(a, (uint32_t)cls, slots)) {
+        kr__cursor_fail(in, "no memory for the state's blocks");
+        return false;
+    }
+    int64_t prev = -1;
+    for (uint32_t i = 0; i < nlive && !in->why; i++)
+        load_chunk(a, (uint32_t)cls, slots, &prev, in);
+    return true;
+}
+
 /* Pass 1: the classes' areas and the chunks' bytes; returns the roots that follow them
  * (0: not an image). */
 static unsigned load_classes(struct kr__arena *a, struct kr__cursor *in)
@@ -319,22 +340,8 @@ static unsigned load_classes(struct kr__arena *a, struct kr__cursor *in)
     }
     uint32_t ncls = (uint32_t)kr__cursor_get(in, 4);
     int64_t last = -1;
-    for (uint32_t k = 0; k < ncls && !in->why; k++) {
-        int64_t cls = (int64_t)kr__cursor_get(in, 1);
-        uint32_t slots = (uint32_t)kr__cursor_get(in, 4), nlive = (uint32_t)kr__cursor_get(in, 4);
-        if (!class_ok(cls, last, slots, nlive)) {
-            kr__cursor_fail(in, "the state image is damaged (a class record)");
-            return 0;
-        }
-        last = cls;
-        if (!reserve(a, (uint32_t)cls, slots)) {
-            kr__cursor_fail(in, "no memory for the state's blocks");
-            return 0;
-        }
-        int64_t prev = -1;
-        for (uint32_t i = 0; i < nlive && !in->why; i++)
-            load_chunk(a, (uint32_t)cls, slots, &prev, in);
-    }
+    for (uint32_t k = 0; k < ncls && !in->why; k++)
+        if (!load_class(a, in, &last)) return 0;
     return magic == IMAGE_MAGIC2 ? 2 : 1;
 }
 
