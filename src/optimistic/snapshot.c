@@ -35,6 +35,15 @@ static bool safe_passed(struct tw_global *g, const struct kr__net_gvt *all)
     return !hi || g->gvt.ts > tw_time_of(hi - 1);
 }
 
+/* A snapshot is due: GVT has reached its virtual time, or its wall time has come (across
+ * ranks, as the round's reduction says). */
+static bool snap_due(const struct tw_global *g, const struct kr__net_gvt *all)
+{
+    bool wall = all ? all->flags & KR_NET_SNAP_DUE
+                    : g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
+    return g->gvt.ts >= g->sn.at || wall;
+}
+
 bool tw_snap_plan(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -44,10 +53,7 @@ bool tw_snap_plan(struct tw_thread *th)
      * their snapshot at one horizon) */
     const struct kr__net_gvt *all = g->net.on ? &g->net.out : NULL;
     if (!atomic_load_explicit(&g->sn.want, memory_order_relaxed)) {
-        bool wall = all ? all->flags & KR_NET_SNAP_DUE
-                        : g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
-        if (g->gvt.ts >= g->sn.at || wall)
-            atomic_store_explicit(&g->sn.want, 1, memory_order_relaxed);
+        if (snap_due(g, all)) atomic_store_explicit(&g->sn.want, 1, memory_order_relaxed);
         return false;
     }
     if (!safe_passed(g, all)) return false;
