@@ -61,6 +61,19 @@ bool tw_snap_plan(struct tw_thread *th)
     return true;
 }
 
+/* The sends that lazy rollbacks kept on pending events, cancelled (this thread's own
+ * antimessages are queued, and taken in after). */
+static void cancel_kept(struct tw_thread *th)
+{
+    for (size_t i = 0; i < th->heap.n; i++) {
+        struct kr__ev *e = th->heap.a[i].e;
+        if (!(e->xflags & KR_EVX_LAZY)) continue;
+        tw_cancel_children(th, e);
+        e->child = NULL;
+        e->xflags &= (uint8_t)~KR_EVX_LAZY;
+    }
+}
+
 /* Every LP of this thread back to the horizon h (a preempted event abandoned), and the sends
  * that earlier lazy rollbacks kept on pending events cancelled. */
 static void roll_back(struct tw_thread *th, const struct kr__key *h)
@@ -73,13 +86,7 @@ static void roll_back(struct tw_thread *th, const struct kr__key *h)
         if ((tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->ts.nsusp && lp->ult))
             tw_rollback(th, lp, h, true);
     }
-    for (size_t i = 0; g->cf.lazy && i < th->heap.n; i++) {
-        struct kr__ev *e = th->heap.a[i].e;
-        if (!(e->xflags & KR_EVX_LAZY)) continue;
-        tw_cancel_children(th, e); /* (this thread's own: queued, taken in below) */
-        e->child = NULL;
-        e->xflags &= (uint8_t)~KR_EVX_LAZY;
-    }
+    if (g->cf.lazy) cancel_kept(th);
     tw_flush_local(th);
 }
 
@@ -254,6 +261,16 @@ static void commit_seen(struct tw_thread *th)
     tw_commit(th, &th->g->horizon);
 }
 
+/* Thread 0, the round over: the ranks' restart, the pause's cost if one was written (its
+ * counts before the round: snaps, ns, from t0), and no request left. */
+static void round_done(struct tw_global *g, uint64_t t0, uint64_t snaps, uint64_t ns)
+{
+    struct kr__run *r = g->r;
+    if (g->net.on && !g->sn.skip) tw_rank_restart(g, g->horizon.ts + g->cf.lookahead);
+    if (r->snap.written != snaps) r->snap.ns = ns + (kr__clock_ns() - t0);
+    atomic_store_explicit(&g->sn.req, 0, memory_order_release);
+}
+
 /* (Its cost in the summary and --stats is the whole pause, on thread 0's clock: the
  * rollbacks, the drain and the waits besides the writing.) */
 void tw_snap_round(struct tw_thread *th)
@@ -272,11 +289,7 @@ void tw_snap_round(struct tw_thread *th)
     tw_barrier(g, NULL);
     restart(th);
     tw_barrier(g, NULL);
-    if (th->id == 0) {
-        if (g->net.on && !g->sn.skip) tw_rank_restart(g, g->horizon.ts + g->cf.lookahead);
-        if (r->snap.written != snaps) r->snap.ns = ns + (kr__clock_ns() - t0);
-        atomic_store_explicit(&g->sn.req, 0, memory_order_release);
-    }
+    if (th->id == 0) round_done(g, t0, snaps, ns);
     tw_barrier(g, NULL);
 }
 
