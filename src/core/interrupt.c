@@ -28,6 +28,19 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+/* The first interrupt: noted, and said (true); a later one: false. */
+static bool first_interrupt(int sig)
+{
+    int none = 0;
+    if (!atomic_compare_exchange_strong(&kr__interrupt_sig, &none, sig)) return false;
+    atomic_store(&first_ns, now_ns());
+    static const char msg[] = "\nkairos: interrupted: stopping at the next committed "
+                              "point (signal again to quit at once)\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    return true;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
@@ -42,17 +55,9 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 #else
     (void)si;
 #endif
-    int none = 0, first = atomic_load(&kr__interrupt_sig);
+    int first = atomic_load(&kr__interrupt_sig);
     if (atomic_load(&done)) kr__exit_now(128 + (first ? first : sig)); /* (the run is over) */
-    if (atomic_compare_exchange_strong(&kr__interrupt_sig, &none, sig)) {
-        atomic_store(&first_ns, now_ns());
-        static const char msg[] = "\nkairos: interrupted: stopping at the next committed "
-                                  "point (signal again to quit at once)\n";
-        ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)n;
-        return;
-    }
-    if (now_ns() - atomic_load(&first_ns) < ECHO_NS) return;
+    if (first_interrupt(sig) || now_ns() - atomic_load(&first_ns) < ECHO_NS) return;
     static const char quit[] = "kairos: interrupted twice: quitting without a summary\n";
     ssize_t n = write(STDERR_FILENO, quit, sizeof quit - 1);
     (void)n;

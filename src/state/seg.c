@@ -191,6 +191,19 @@ static int grow(struct kr__seg *s, uint32_t need)
     return 0;
 }
 
+/* The np pages after the segment's last, of area area_index: open, and counted dirty when
+ * tracked. */
+static void new_pages(struct kr__seg *s, uint32_t np, uint32_t area_index)
+{
+    for (uint32_t i = 0; i < np; i++) {
+        uint32_t q = s->npages + i;
+        s->pg_area[q] = area_index;
+        s->order[q] = 0;
+        s->pg[q] = s->tracking ? KR_PG_DIRTY : 0;
+    }
+    if (s->tracking) s->ndirty += np;
+}
+
 char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index, int *why)
 {
     uint32_t np = (uint32_t)(bytes >> KR_PAGE_SHIFT);
@@ -204,13 +217,7 @@ char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index, int *w
         }
         s->mprotects++;
     }
-    for (uint32_t i = 0; i < np; i++) {
-        uint32_t q = s->npages + i;
-        s->pg_area[q] = area_index;
-        s->order[q] = 0;
-        s->pg[q] = s->tracking ? KR_PG_DIRTY : 0; /* new pages are open: count them dirty */
-    }
-    if (s->tracking) s->ndirty += np;
+    new_pages(s, np, area_index);
     s->npages += np;
     s->top += bytes;
     if (s->bud) kr__buddy_grow(s);
