@@ -563,6 +563,19 @@ static void part_base_done(struct tw_global *g, double rate, uint64_t now)
     part_window(g, TW_PART_TRY, now);
 }
 
+/* The try ended at `rate`: the share stays (or comes back) only if it committed
+ * TW_TRIAL_MORE of "out"; then the wait for the next question. */
+static void part_try_done(struct tw_global *g, double rate, uint64_t now)
+{
+    double on = g->bl.part_on ? rate : g->bl.part_rate;
+    double off = g->bl.part_on ? g->bl.part_rate : rate;
+    bool share = on >= off * TW_TRIAL_MORE;
+    if (share != g->bl.part_on) part_switch(g, share);
+    g->bl.cnt_part++;
+    g->bl.cnt_part_kept += share;
+    part_wait(g, now);
+}
+
 /* The share trial (tw.h): a window the way it is (the shared workers out, or with their
  * shares), one the other way; a share stays only if it commits TW_TRIAL_MORE of what
  * "out" does, and the question is asked again after a backoff. A try that commits under
@@ -577,17 +590,8 @@ static void plan_part(struct tw_global *g, uint64_t now)
     double rate = (double)(committed_sum(g) - g->bl.part_c0) * 1e9 / (double)span;
     bool bad = g->bl.part == TW_PART_TRY && rate < g->bl.part_rate * TW_PART_ABORT;
     if (span < TW_PART_NS && !bad) return;
-    if (g->bl.part == TW_PART_BASE) {
-        part_base_done(g, rate, now);
-        return;
-    }
-    double on = g->bl.part_on ? rate : g->bl.part_rate;
-    double off = g->bl.part_on ? g->bl.part_rate : rate;
-    bool share = on >= off * TW_TRIAL_MORE;
-    if (share != g->bl.part_on) part_switch(g, share);
-    g->bl.cnt_part++;
-    g->bl.cnt_part_kept += share;
-    part_wait(g, now);
+    if (g->bl.part == TW_PART_BASE) part_base_done(g, rate, now);
+    else part_try_done(g, rate, now);
 }
 
 /* Worker w's core is shared: out at once, with the share it would get there noted. */

@@ -157,6 +157,26 @@ static void window_summary(const struct kr__run *r, const struct kr__totals *t, 
     fputc('\n', f);
 }
 
+/* The lines of what happened to events: rollbacks, lazily kept sends, safe events and the
+ * lone worker's. */
+static void events_summary(const struct kr__run *r, const struct kr__totals *t, FILE *f)
+{
+    fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
+            "checkpoints, %llu GVT rounds)\n", (unsigned long long)t->rollbacks,
+            (unsigned long long)t->rolled_back, (unsigned long long)t->antimessages,
+            (unsigned long long)t->checkpoints, (unsigned long long)t->gvt_rounds);
+    if (tw_options(r->cfg)->cancel == KR_CANCEL_LAZY)
+        fprintf(f, "  lazy cancel:      %llu sends of undone events kept (sent alike again)\n",
+                (unsigned long long)t->lazy_kept);
+    fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
+            (unsigned long long)t->safe,
+            t->processed ? 100.0 * (double)t->safe / (double)t->processed : 0.0);
+    if (t->lone)
+        fprintf(f, "  lone worker:      %llu events (%.1f%%) run the sequential engine's way by a "
+                "worker that held every LP\n", (unsigned long long)t->lone,
+                t->processed ? 100.0 * (double)t->lone / (double)t->processed : 0.0);
+}
+
 void tw_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
@@ -167,20 +187,7 @@ void tw_summary(const struct kr__run *r, FILE *f)
                 "at once)\n");
         return;
     }
-    fprintf(f, "  rollbacks:        %llu (%llu events undone, %llu antimessages, %llu "
-            "checkpoints, %llu GVT rounds)\n", (unsigned long long)t.rollbacks,
-            (unsigned long long)t.rolled_back, (unsigned long long)t.antimessages,
-            (unsigned long long)t.checkpoints, (unsigned long long)t.gvt_rounds);
-    if (tw_options(r->cfg)->cancel == KR_CANCEL_LAZY)
-        fprintf(f, "  lazy cancel:      %llu sends of undone events kept (sent alike again)\n",
-                (unsigned long long)t.lazy_kept);
-    fprintf(f, "  safe events:      %llu (%.1f%%: no checkpoint, committed at once)\n",
-            (unsigned long long)t.safe,
-            t.processed ? 100.0 * (double)t.safe / (double)t.processed : 0.0);
-    if (t.lone)
-        fprintf(f, "  lone worker:      %llu events (%.1f%%) run the sequential engine's way by a "
-                "worker that held every LP\n", (unsigned long long)t.lone,
-                t.processed ? 100.0 * (double)t.lone / (double)t.processed : 0.0);
+    events_summary(r, &t, f);
     if (t.window_cuts) window_summary(r, &t, f);
     balance_summary(r, &t, f);
     kr__state_summary(r, f);

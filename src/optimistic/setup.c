@@ -122,6 +122,21 @@ static void init_one(struct kr__run *r, struct tw_thread *th, kr_lp id)
     th->gv.ndone += lp->done_init;
 }
 
+/* Init sends to other threads went into channels (their backlogs, past a ring's room):
+ * moved in now. */
+static void init_sends_in(struct tw_global *g)
+{
+    for (bool left = true; left;) {
+        left = false;
+        for (unsigned t = 0; t < g->n; t++) left |= tw_post_publish(&g->th[t]) & KR_CHAN_KEPT;
+        for (unsigned t = 0; t < g->n; t++) {
+            kr__ctx.eng = &g->th[t];
+            kr__ctx.pool = g->th[t].pool;
+            tw_drain(&g->th[t]);
+        }
+    }
+}
+
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
 void tw_init_lps(struct kr__run *r, struct tw_global *g)
 {
@@ -137,17 +152,7 @@ void tw_init_lps(struct kr__run *r, struct tw_global *g)
         for (kr_lp id = r->lo; id < r->hi; id++)
             if (g->owner[tw_lidx(g, id)] == t) init_one(r, th, id);
     }
-    /* Init sends to other threads went into channels (their backlogs, past a ring's
-     * room); move them in now. */
-    for (bool left = true; left;) {
-        left = false;
-        for (unsigned t = 0; t < g->n; t++) left |= tw_post_publish(&g->th[t]) & KR_CHAN_KEPT;
-        for (unsigned t = 0; t < g->n; t++) {
-            kr__ctx.eng = &g->th[t];
-            kr__ctx.pool = g->th[t].pool;
-            tw_drain(&g->th[t]);
-        }
-    }
+    init_sends_in(g);
     for (unsigned t = 0; t < g->n; t++) {
         g->th[t].gv.min_sent = kr__key_at(INFINITY);
         g->th[t].gv.max_done_committed = kr__key_at(-INFINITY);

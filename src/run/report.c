@@ -622,6 +622,19 @@ static void span_arg(FILE *f, const struct kr_model *m, const struct kr__span *x
     }
 }
 
+/* A span's "args": its LP (not GVT's), its virtual time (a rollback's target, GVT's time,
+ * an event's time) and what span_arg adds. */
+static void span_args(FILE *f, const struct kr_model *m, const struct kr__span *x)
+{
+    fputs("\"args\":{", f);
+    if (x->kind != KR_SPAN_GVT) fprintf(f, "\"lp\":%llu,", (unsigned long long)x->lp);
+    fputs(x->kind == KR_SPAN_ROLLBACK ? "\"to\":" : x->kind == KR_SPAN_GVT ? "\"gvt\":" : "\"t\":",
+          f);
+    json_vt(f, x->vt);
+    span_arg(f, m, x);
+    fputc('}', f);
+}
+
 /* One span: events and checkpoints last (ph X), the others are instants on their thread's
  * track (GVT on all of them); ts and dur in microseconds of wall time. */
 static void span_line(FILE *f, const struct kr_model *m, const struct kr__span *x, bool first)
@@ -634,13 +647,8 @@ static void span_line(FILE *f, const struct kr_model *m, const struct kr__span *
             (double)x->t0 / 1e3);
     if (lasts) fprintf(f, "\"dur\":%.3f,", (double)x->dur / 1e3);
     else fprintf(f, "\"s\":\"%s\",", x->kind == KR_SPAN_GVT ? "g" : "t");
-    fputs("\"args\":{", f);
-    if (x->kind != KR_SPAN_GVT) fprintf(f, "\"lp\":%llu,", (unsigned long long)x->lp);
-    fputs(x->kind == KR_SPAN_ROLLBACK ? "\"to\":" : x->kind == KR_SPAN_GVT ? "\"gvt\":" : "\"t\":",
-          f);
-    json_vt(f, x->vt);
-    span_arg(f, m, x);
-    fputs("}}\n", f);
+    span_args(f, m, x);
+    fputs("}\n", f);
 }
 
 /* --trace-mode run: every thread's spans by start time, its first --trace-limit. */
