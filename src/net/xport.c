@@ -87,11 +87,10 @@ static bool has_records(const struct kr__xout *o)
     return o->nm && o->m[o->fill].n > KR_XPORT_HDR;
 }
 
-/* Stamp and send the message being filled (the stamp read under the lock, so that stamps
- * to one rank only grow), and make a free one the one to fill. */
-static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
+/* Stamp m and send it (the stamp read under the lock, so that stamps to one rank only
+ * grow); nonzero if the send failed. */
+static int stamp_send(struct kr__xport *x, struct kr__xmsg *m, int to)
 {
-    struct kr__xmsg *m = &o->m[o->fill];
     pthread_mutex_lock(&x->mu);
     double c = x->clock ? x->clock(x->clock_ctx) : -INFINITY;
     memcpy(m->buf, &c, sizeof c);
@@ -101,7 +100,13 @@ static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
     x->stamps_sent += r == 0 && m->n == KR_XPORT_HDR;
     if (c > x->stamped[to]) x->stamped[to] = c;
     pthread_mutex_unlock(&x->mu);
-    if (r) return -1;
+    return r;
+}
+
+/* Stamp and send the message being filled, and make a free one the one to fill. */
+static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
+{
+    if (stamp_send(x, &o->m[o->fill], to)) return -1;
     for (unsigned k = 1; k < o->nm; k++) { /* oldest first */
         unsigned i = (o->fill + k) % o->nm;
         int d = reap(x, &o->m[i]);

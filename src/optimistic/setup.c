@@ -246,6 +246,16 @@ static void tw_watch_wait(struct tw_global *g)
     pthread_mutex_unlock(&g->end.mu);
 }
 
+/* What an --event-timeout message adds about time-sharing, as the run has it. */
+static const char *timeout_hint(const struct kr__run *r)
+{
+    return tw_options(r->cfg)->preempt == KR_PREEMPT_OFF ?
+        " (with --preempt off an event cannot be preempted: if it loops only on a wrong "
+        "speculative path, --preempt return or tick breaks the loop)" :
+        " (it ran on the worker's stack, where events shorter than 5 us on average run under "
+        "--preempt adaptive: --preempt return or tick preempts every event)";
+}
+
 static void tw_watch(struct kr__run *r, struct tw_global *g)
 {
     struct kr__progress prog;
@@ -253,11 +263,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     bool others = g->net.on && g->net.rank; /* (rank 0 shows the progress and prints) */
     if (others) prog.on = false;
     uint64_t last = kr__clock_ns();
-    const char *why = tw_options(r->cfg)->preempt == KR_PREEMPT_OFF ?
-        " (with --preempt off an event cannot be preempted: if it loops only on a wrong "
-        "speculative path, --preempt return or tick breaks the loop)" :
-        " (it ran on the worker's stack, where events shorter than 5 us on average run under "
-        "--preempt adaptive: --preempt return or tick preempts every event)";
+    const char *why = timeout_hint(r);
     while (atomic_load_explicit(&g->end.running, memory_order_acquire) > 0) {
         tw_watch_wait(g);
         uint64_t now = kr__clock_ns();
