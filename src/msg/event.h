@@ -12,6 +12,7 @@
 #ifndef KR_MSG_EVENT_H
 #define KR_MSG_EVENT_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,6 +112,13 @@ static inline int kr__key_lt(const struct kr__key *a, const struct kr__key *b)
 static inline struct kr__key kr__key_at(kr_time t)
 {
     struct kr__key k = { t, 0, 0, 0, 0 };
+    return k;
+}
+
+/* A key after every event's: "all of it" where output moves and marks need a bound. */
+static inline struct kr__key kr__key_last(void)
+{
+    struct kr__key k = { INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
     return k;
 }
 

@@ -479,8 +479,6 @@ const struct tw_gvt_ops tw_gvt_ranks = { tw_rank_gvt_start, tw_rank_done_start, 
 
 /* ---- committed output to rank 0 ---- */
 
-static const struct kr__key key_max = { INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
-
 /* Ranks but 0: what the workers committed, with the mark of how far it reaches, to rank 0
  * (from the watcher's slot, n: by the watcher, or by thread 0 taking a snapshot). */
 void tw_rank_output(struct tw_global *g, bool all)
@@ -489,7 +487,7 @@ void tw_rank_output(struct tw_global *g, bool all)
     pthread_mutex_lock(&net->text_mu);
     struct kr__outvec v = { 0 };
     struct kr__key upto = kr__outsinks_take(&g->th[0].cm.sink, g->n, sizeof g->th[0], &v);
-    if (all) upto = key_max;
+    if (all) upto = kr__key_last();
     for (size_t i = 0; i < v.n; i++) {
         const struct kr__outrec *o = &v.r[i];
         unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, kr__wire_event_bytes(o->len));
@@ -512,7 +510,8 @@ struct kr__key tw_rank_print_upto(struct tw_global *g, struct kr__outvec *v, str
 {
     struct tw_net *net = &g->net;
     pthread_mutex_lock(&net->out_mu);
-    kr__outvec_move_before(&net->rout, &key_max, v);
+    struct kr__key last = kr__key_last();
+    kr__outvec_move_before(&net->rout, &last, v);
     for (int k = 1; k < net->nranks; k++)
         if (kr__key_lt(&net->rupto[k], &upto)) upto = net->rupto[k];
     if (!isinf(net->err.ts)) { /* nothing after the first error of all ranks */

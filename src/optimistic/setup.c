@@ -195,8 +195,8 @@ static void keep_for_later(struct tw_global *g, struct kr__outvec *v)
 {
     struct kr__outsink *s = &g->th[0].cm.sink;
     pthread_mutex_lock(&s->mu);
-    kr__outvec_move_before(v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
-                                                 UINT64_MAX }, &s->v);
+    struct kr__key last = kr__key_last();
+    kr__outvec_move_before(v, &last, &s->v);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -206,7 +206,7 @@ void tw_print_committed(struct tw_global *g, bool all)
     pthread_mutex_lock(&g->print_mu);
     struct kr__outvec v = { 0 };
     struct kr__key upto = kr__outsinks_take(&g->th[0].cm.sink, g->n, sizeof g->th[0], &v);
-    if (all) upto = (struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+    if (all) upto = kr__key_last();
     if (g->net.on) upto = tw_rank_print_upto(g, &v, upto); /* (the other ranks' output) */
     upto = before_error(g, upto);
     kr__outvec_emit_before(&v, &upto, tw_emit_committed, g);

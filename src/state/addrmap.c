@@ -359,10 +359,7 @@ static enum kr__addr_kind classify_mapped(const struct published **pp, uint64_t 
     unsigned char in;
     if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
         return KR_ADDR_NUMBER;
-    if (!m) {
-        enum kr__addr_kind k = classify_again(pp, w, &m);
-        if (k != KR_ADDR_FOREIGN) return k;
-    }
+    if (!m && (k = classify_again(pp, w, &m)) != KR_ADDR_FOREIGN) return k;
     if (where && cap) snprintf(where, cap, "%s", m->where);
     return KR_ADDR_FOREIGN;
 }

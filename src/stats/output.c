@@ -1,6 +1,5 @@
 /* output.c - see output.h. */
 #include "stats/output.h"
-#include <math.h>
 #include <stdlib.h>
 #include "base/grow.h"
 #include "base/error.h"
@@ -116,7 +115,7 @@ static struct kr__outsink *sink_at(struct kr__outsink *first, size_t stride, uns
 struct kr__key kr__outsinks_take(struct kr__outsink *first, unsigned n, size_t stride,
                                  struct kr__outvec *to)
 {
-    static const struct kr__key all = { INFINITY, UINT32_MAX, 0, UINT64_MAX, UINT64_MAX };
+    const struct kr__key all = kr__key_last();
     struct kr__key upto = all;
     for (unsigned t = 0; t < n; t++) pthread_mutex_lock(&sink_at(first, stride, t)->mu);
     for (unsigned t = 0; t < n; t++) {

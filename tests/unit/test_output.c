@@ -93,8 +93,8 @@ static void sim_print(struct sim *m, bool all)
     if (all) upto = kr__key_at(INFINITY);
     kr__outvec_emit_before(&v, &upto, sim_emit, m);
     pthread_mutex_lock(&m->sink[0].mu); /* (what is not printable yet: back, for later) */
-    kr__outvec_move_before(&v, &(struct kr__key){ INFINITY, UINT32_MAX, 0, UINT64_MAX,
-                                                  UINT64_MAX }, &m->sink[0].v);
+    struct kr__key last = kr__key_last();
+    kr__outvec_move_before(&v, &last, &m->sink[0].v);
     pthread_mutex_unlock(&m->sink[0].mu);
     kr__outvec_free(&v);
 }
