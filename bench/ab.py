@@ -4,11 +4,12 @@ speed drifts within minutes: prints per configuration the median committed event
 build with its range (min-max) and B/A, and the cross-core round trip measured before and
 after (bench/tools/pingpong.c), as Markdown for bench/RESULTS.md. Digests must agree.
 
-    python3 bench/ab.py A/kairos B/kairos [--reps 5] [--load] [--pingpong build/kr_pingpong]
-        [--config 'MODEL ARGS...' ...]
+    python3 bench/ab.py A/kairos B/kairos [--reps 5] [--load] [--busy-core 1]
+        [--pingpong build/kr_pingpong] [--config 'MODEL ARGS...' ...]
 
 --load runs every configuration a second time with a busy loop pinned to core 1 (a user's
-machine is never idle)."""
+machine is never idle), or to --busy-core N: the core the run's thread happens to be on
+decides where a run with --threads 2 starts (--balance auto), so measure both."""
 import argparse
 import json
 import os
@@ -50,6 +51,7 @@ def main():
     ap.add_argument("b")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--load", action="store_true")
+    ap.add_argument("--busy-core", type=int, default=1)
     ap.add_argument("--config", action="append", default=[],
                     help="a run's arguments instead of the built-in set (repeatable), "
                          "e.g. --config 'build/libairport.so --lps 4096 --end 100 --threads 1'")
@@ -63,7 +65,7 @@ def main():
     print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
     print("|---|---|---|---|---|")
     for loaded in loads:
-        with loadcheck.busy_core(1 if loaded else None):
+        with loadcheck.busy_core(a.busy_core if loaded else None):
             for name, args in configs:
                 ra, rb, digests = [], [], set()
                 for _ in range(a.reps):
@@ -74,7 +76,7 @@ def main():
                 da = {d for k, d in digests if k == a.a}
                 db = {d for k, d in digests if k == a.b}
                 note = "" if len(da) == 1 and len(db) == 1 else " (digests vary!)"
-                print(f"| {name}{note} | {'busy core 1' if loaded else 'idle'} | {fmt(ra)} | "
+                print(f"| {name}{note} | {f'busy core {a.busy_core}' if loaded else 'idle'} | {fmt(ra)} | "
                       f"{fmt(rb)} | {statistics.median(rb) / statistics.median(ra):.2f} |")
     print(f"\ncross-core round trip after: {loadcheck.pingpong(a.pingpong)}")
 

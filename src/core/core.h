@@ -417,6 +417,9 @@ bool kr__span_refused(struct kr__ctx *c, struct kr__ev *e);
 /* Bind the calling thread, number `id` of `nthreads`, to a core of its own (pin.c); left to
  * the OS where threads outnumber cores. */
 void kr__pin_thread(unsigned id, unsigned nthreads);
+/* The worker (of `nthreads`) that kr__pin_thread binds to the core the calling thread runs
+ * on now, or -1 (none: oversubscribed, or a core outside the workers'). */
+int kr__pin_worker_here(unsigned nthreads);
 /* This process's place among the MPI ranks on this machine, from the launcher's
  * environment (0 of 1 when there is none). */
 void kr__local_ranks(unsigned *rank, unsigned *size);

@@ -96,14 +96,23 @@ void kr__local_ranks(unsigned *rank, unsigned *size)
 /* Worker `id` of `nthreads` in this process, beside the other ranks on this machine: the
  * CPUs the process may use are dealt out over all of those workers (mpirun may have bound
  * each rank to cores of its own, or left them all on every core). */
-static cpu_set_t allowed; /* the process's CPUs, as the first worker found them */
+static cpu_set_t allowed; /* the process's CPUs, as first read (by the run's thread) */
 
 static void take_allowed(void)
 {
     if (sched_getaffinity(0, sizeof allowed, &allowed)) CPU_ZERO(&allowed);
 }
 
-void kr__pin_thread(unsigned id, unsigned nthreads)
+/* The k-th CPU the process may use. */
+static int nth_allowed(unsigned k)
+{
+    for (unsigned c = 0, i = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed) && i++ == k) return (int)c;
+    return -1;
+}
+
+/* The CPU worker `id` of `nthreads` is bound to, or -1 (oversubscribed: the OS places). */
+static int pin_cpu(unsigned id, unsigned nthreads)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, take_allowed);
@@ -112,13 +121,23 @@ void kr__pin_thread(unsigned id, unsigned nthreads)
     unsigned cnt = (unsigned)CPU_COUNT(&allowed);
     bool bound = cnt < (unsigned)sysconf(_SC_NPROCESSORS_ONLN); /* (by mpirun: its own) */
     unsigned total = bound ? nthreads : ls * nthreads, at = bound ? id : lr * nthreads + id;
-    if (!cnt || total > cnt) return; /* oversubscribed: let the OS place */
-    for (unsigned c = 0, k = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &allowed) || k++ != at % cnt) continue;
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(c, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-        return;
-    }
+    return cnt && total <= cnt ? nth_allowed(at % cnt) : -1;
+}
+
+void kr__pin_thread(unsigned id, unsigned nthreads)
+{
+    int c = pin_cpu(id, nthreads);
+    if (c < 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+int kr__pin_worker_here(unsigned nthreads)
+{
+    int here = sched_getcpu();
+    for (unsigned id = 0; here >= 0 && id < nthreads; id++)
+        if (pin_cpu(id, nthreads) == here) return (int)id;
+    return -1;
 }

@@ -73,21 +73,31 @@ enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
  * try 90 ms into runs of 0.2-0.5 s cost them 5-9% (queueing 0.78x sequential with it, 0.87
  * without; datastore 0.91, 0.96: 15 interleaved runs each). */
 #define TW_PART_WORTH_NS (500ull * 1000 * 1000)
+/* The start on one worker (tw_balance_home): the first plan waits this long at most for
+ * the other workers' first probes (beside a busy loop they end at 20-24 ms) and the home's
+ * first window. */
+#define TW_START_WAIT_NS (40u * 1000 * 1000)
+#define TW_START_PROBE_NS (20u * 1000 * 1000) /* a probe that finds no free core, at most */
 #define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
 enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT };
 
-/* migrate.c */
+/* quiesce.c */
 /* All n workers meet (spinning, then sleeping); `serve`, if not NULL, answers the queries
  * put to it meanwhile. */
 void tw_barrier(struct tw_global *g, struct tw_thread *serve);
 /* With every worker inside: publish and drain until no message is in flight. */
 void tw_quiesce(struct tw_thread *th);
+/* migrate.c */
 void tw_migrate(struct tw_thread *th);
 bool tw_balance_plan(struct tw_thread *th);
 bool tw_balance_plan_at(struct tw_global *g, uint64_t now); /* (now: kr__clock_ns) */
 void tw_balance_start(struct tw_thread *th);
 void tw_balance_tick(struct tw_thread *th, uint64_t now); /* (a CPU-share window, if due) */
 void tw_retired_wait(struct tw_thread *th);
+/* The start on one worker: every LP to the home worker (set-up, before init), and the
+ * others out (once the clocks started). */
+void tw_balance_home(struct tw_global *g);
+void tw_balance_home_out(struct tw_global *g);
 /* At each GVT round this worker takes part in: its share over the last window. */
 void tw_balance_sample(struct tw_thread *th);
 

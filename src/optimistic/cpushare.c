@@ -113,10 +113,57 @@ void tw_balance_tick(struct tw_thread *th, uint64_t now)
         balance_window(th, TW_FIRST_NS, true); /* (until a share is published) */
 }
 
+/* The start probe's window (from w0: wall, CPU and run-queue wait) so far: its share, and
+ * whether it waited; true if that decides. */
+struct start_win {
+    uint64_t w0, c0, q0;
+    double s;
+    bool queued;
+};
+
+static bool start_decided(struct tw_thread *th, struct start_win *w, uint64_t now)
+{
+    w->s = (double)(kr__thread_cpu_ns() - w->c0) / (double)(now - w->w0);
+    w->queued = (double)(thread_waited_ns(th) - w->q0) >= TW_WAIT_SHARED * (double)(now - w->w0);
+    return (!w->queued && w->s >= TW_FREE_SHARE) || now - w->w0 >= TW_START_PROBE_NS;
+}
+
+/* A worker that starts out (the start on one worker, tw_balance_home): its core probed
+ * once it is bound there (a thread starts on its creator's core, and waited 11 ms there
+ * once, beside a busy loop, before it could bind itself to a free one). Free as soon as it
+ * ran TW_FREE_SHARE of TW_FIRST_NS or more with little wait on the run queue; shared only
+ * if after TW_START_PROBE_NS it still waited (a busy loop beside: 8-14 ms of 20-24, the
+ * share 0.40-0.61): on an idle VM, 7 first windows of 60 read 0.03-0.72, some with waits
+ * of 1.5-4 ms (the hypervisor, the run's own thread), and only a wait that lasts tells a
+ * busy process beside. Then a round, for the plan. */
+static void start_probe(struct tw_thread *th)
+{
+    const struct tw_global *g = th->g;
+    struct start_win w = { kr__clock_ns(), kr__thread_cpu_ns(), thread_waited_ns(th), 1, false };
+    uint64_t now = w.w0, at = w.w0 + TW_FIRST_NS;
+    while (!atomic_load_explicit(&g->stop, memory_order_acquire)) {
+        if ((now = kr__clock_ns()) < at) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        if (start_decided(th, &w, now)) break;
+        at = now + TW_FIRST_NS / 5;
+    }
+    th->bal.start_probe = false;
+    th->bal.wall = now; /* (the next probe a period on) */
+    atomic_store_explicit(&th->bal.wants_back, !w.queued, memory_order_relaxed);
+    atomic_store_explicit(&th->bal.probe, w.s > 1 ? 1 : w.s, memory_order_release);
+    tw_gvt_maybe_start(th, true);
+}
+
 /* A retired worker: sleep, and now and then spin briefly to see whether the core is free
  * again (three probes in a row). */
 void tw_retired_wait(struct tw_thread *th)
 {
+    if (th->bal.start_probe) {
+        start_probe(th);
+        return;
+    }
     struct timespec ts = { 0, 5 * 1000 * 1000 };
     nanosleep(&ts, NULL);
     uint64_t now = kr__clock_ns();

@@ -33,67 +33,6 @@
 #include "base/grow.h"
 #include "base/error.h"
 
-/* ---- barrier (all n workers; spins, then sleeps: a worker may be descheduled) ---- */
-
-void tw_barrier(struct tw_global *g, struct tw_thread *serve)
-{
-    unsigned gen = atomic_load_explicit(&g->bar_gen, memory_order_acquire);
-    if (atomic_fetch_add_explicit(&g->bar_count, 1, memory_order_acq_rel) + 1 == g->n) {
-        atomic_store_explicit(&g->bar_count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&g->bar_gen, 1, memory_order_release);
-        return;
-    }
-    for (unsigned spin = 0; atomic_load_explicit(&g->bar_gen, memory_order_acquire) == gen;) {
-        if (serve) tw_query_serve(serve);
-        if (++spin < 2048) {
-            __builtin_ia32_pause();
-            continue;
-        }
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
-    }
-}
-
-/* ---- quiescence (migration and snapshots: snapshot.c) ---- */
-
-/* --check: after quiescence nothing is left in a channel to this thread. */
-static void check_quiet(struct tw_thread *th)
-{
-    struct tw_global *g = th->g;
-    for (unsigned from = 0; from < g->n; from++) {
-        struct kr__chan *c = tw_chan(g, from, th->id);
-        uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
-        if (from != th->id && tail != atomic_load_explicit(&c->head, memory_order_relaxed))
-            kr__internal_error("quiescence: %llu messages from thread %u to thread %u "
-                               "were not taken in",
-                               (unsigned long long)(tail - atomic_load_explicit(
-                                   &c->head, memory_order_relaxed)), from, th->id);
-    }
-}
-
-/* Publish and drain until no worker sent a message during a whole pass (or kept one back
- * in a full channel): then every message is in its destination's heap (or local queue,
- * flushed by the drain). */
-void tw_quiesce(struct tw_thread *th)
-{
-    struct tw_global *g = th->g;
-    if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
-    for (;;) {
-        tw_barrier(g, NULL);
-        tw_drain(th);
-        /* (what the drain sent was counted as it was sent; a backlog that only now fits
-         * its ring was not: any publish that made something visible, or kept something
-         * back, asks for another pass) */
-        if (tw_post_publish(th)) atomic_fetch_add_explicit(&g->mig_pushes, 1, memory_order_release);
-        tw_barrier(g, NULL);
-        uint64_t pushed = atomic_load_explicit(&g->mig_pushes, memory_order_acquire);
-        tw_barrier(g, NULL);
-        if (th->id == 0) atomic_store_explicit(&g->mig_pushes, 0, memory_order_relaxed);
-        if (!pushed) break;
-    }
-    if (g->cf.check) check_quiet(th);
-}
-
 /* ---- the moves ---- */
 
 /* Processed events not yet committed on lp (the thread's `uncommitted` share). */
@@ -295,6 +234,45 @@ void tw_migrate(struct tw_thread *th)
     }
     tw_barrier(g, NULL);
     lone_soon(th);
+}
+
+/* ---- the start on one worker ---- */
+
+/* Beside a busy core, workers that split the LPs from the start ran at its pace until it
+ * was found (10-13 ms), then the moves and the wait for lone mode (3-7 ms more): 5-9% of a
+ * loaded run of 0.2-0.3 s. A run that can go lone starts instead with every LP on the
+ * worker bound to the core this (the run's) thread is on, which runs them in lone mode
+ * from its first event while the others probe their cores (start_probe, cpushare.c); the
+ * first plan (plan_start) spreads the LPs over those found free. Beside a busy loop the
+ * run's thread was on the busy core in 3 to 8 of 12 runs: then the home finds its core
+ * shared and the plan moves every LP to a free one, once. Before init: its sends go where
+ * the LPs are. */
+static bool home_start_ok(const struct tw_global *g)
+{
+    const struct tw_thread *t0 = &g->th[0];
+    return g->cf.balance == KR_BALANCE_AUTO && g->n >= 2 && t0->lone.ok && t0->fast;
+}
+
+void tw_balance_home(struct tw_global *g)
+{
+    int home = home_start_ok(g) ? kr__pin_worker_here(g->n) : -1;
+    if (home < 0) return;
+    g->bl.home = home;
+    g->bl.starting = true;
+    for (kr_lp i = 0; i < g->nlocal; i++) g->owner[i] = g->target[i] = (uint16_t)home;
+    for (unsigned t = 0; t < g->n; t++) {
+        g->th[t].nlps = (int)t == home ? g->nlocal : 0;
+        g->th[t].bal.start_probe = (int)t != home;
+    }
+}
+
+/* ...and, the clocks started, the others out (a clock at +inf, out of GVT). */
+void tw_balance_home_out(struct tw_global *g)
+{
+    if (!g->bl.starting) return;
+    for (unsigned t = 0; t < g->n; t++)
+        if ((int)t != g->bl.home) set_active(&g->th[t]);
+    atomic_store_explicit(&g->active, 1, memory_order_relaxed);
 }
 
 /* ---- planning (by the thread that closes a GVT round) ---- */
@@ -512,10 +490,10 @@ static void part_switch(struct tw_global *g, bool on)
 }
 
 /* The weight a worker of a shared core gets in a share trial, from its CPU share there
- * (never 0: 0 means not found on a shared core). */
+ * (never 0: 0 means not found on a shared core; a share not measured, -1, gives 1). */
 static unsigned part_weight(double share)
 {
-    unsigned part = (unsigned)(share * TW_WEIGHT_FULL);
+    unsigned part = share > 0 ? (unsigned)(share * TW_WEIGHT_FULL) : 0;
     return part ? part : 1;
 }
 
@@ -594,15 +572,79 @@ static void plan_part(struct tw_global *g, uint64_t now)
     else part_try_done(g, rate, now);
 }
 
+/* The workers with a share noted (bal.part) are out of shared cores, `k` of them new. */
+static void shared_out(struct tw_global *g, unsigned k, uint64_t now)
+{
+    part_switch(g, false);
+    g->bl.cnt_retired += k;
+    g->bl.part_backoff_ns = 0; /* (a new question: the first wait again) */
+    g->bl.part = TW_PART_WAIT; /* (the window "out" begins once the moves have settled) */
+    g->bl.part_next_ns = now + TW_PART_SETTLE_NS;
+}
+
 /* Worker w's core is shared: out at once, with the share it would get there noted. */
 static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_t now)
 {
     g->th[w].bal.part = part_weight(share);
-    part_switch(g, false);
-    g->bl.cnt_retired++;
-    g->bl.part_backoff_ns = 0; /* (a new question: the first wait again) */
-    g->bl.part = TW_PART_WAIT; /* (the window "out" begins once the moves have settled) */
-    g->bl.part_next_ns = now + TW_PART_SETTLE_NS;
+    shared_out(g, 1, now);
+}
+
+/* The home worker's first window says its core is shared (the run's thread was on a busy
+ * core when the home was chosen); `known`: it has said anything yet. */
+static bool home_shared(const struct tw_global *g, bool *known)
+{
+    const struct tw_bal *b = &g->th[g->bl.home].bal;
+    double s = atomic_load_explicit(&b->cpu_share, memory_order_relaxed);
+    bool queued = atomic_load_explicit(&b->rq_shared, memory_order_relaxed);
+    *known = queued || s >= 0;
+    return queued || (s >= 0 && s < TW_SHARED_SHARE);
+}
+
+/* Every worker but the home has probed its core. */
+static bool start_probed(const struct tw_global *g)
+{
+    for (unsigned t = 0; t < g->n; t++)
+        if ((int)t != g->bl.home &&
+            atomic_load_explicit(&g->th[t].bal.probe, memory_order_acquire) < 0)
+            return false;
+    return true;
+}
+
+/* Each worker but the home that its probe did not find free takes the share the probe
+ * found; how many. */
+static unsigned start_shared(struct tw_global *g)
+{
+    unsigned n = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        struct tw_bal *b = &g->th[t].bal;
+        if ((int)t == g->bl.home || atomic_load_explicit(&b->wants_back, memory_order_relaxed))
+            continue;
+        b->part = part_weight(atomic_load_explicit(&b->probe, memory_order_relaxed));
+        n++;
+    }
+    return n;
+}
+
+/* The start's plan (tw_balance_home), once every other worker has probed its core and the
+ * home has a first window, or TW_START_WAIT_NS on (a worker that has not got its core yet
+ * is on a busy one; a home without a share yet counts as free): the workers found free get
+ * LPs - the first mapping when all are -, those found shared stay out as retire_shared
+ * leaves them, their share trial to come, and so does the home if its core is shared and
+ * another is free. */
+static void plan_start(struct tw_global *g, uint64_t now)
+{
+    bool known, shared_home = home_shared(g, &known);
+    if (now - g->bl.start_ns < TW_START_WAIT_NS && (!known || !start_probed(g))) return;
+    g->bl.starting = false;
+    g->bl.last_ns = now;
+    unsigned shared = start_shared(g);
+    if (shared_home && shared < g->n - 1) {
+        struct tw_bal *b = &g->th[g->bl.home].bal;
+        b->part = part_weight(atomic_load_explicit(&b->cpu_share, memory_order_relaxed));
+        shared++;
+    }
+    if (shared) shared_out(g, shared, now);
+    else block_mapping(g, g->n);
 }
 
 /* A shared core is free again: the first mapping, every worker with a core of its own. */
@@ -637,6 +679,10 @@ static bool plan_cores(struct tw_global *g, const struct tw_shares *v, uint64_t 
 
 static void plan_auto(struct tw_global *g, uint64_t now)
 {
+    if (g->bl.starting) {
+        plan_start(g, now);
+        return;
+    }
     if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
         plan_part(g, now);
         return;

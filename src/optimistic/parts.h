@@ -319,6 +319,7 @@ struct tw_bal {
     double shares[TW_SHARED_WINDOWS];
     unsigned nshares;
     unsigned free_probes;
+    bool start_probe;         /* started out: its core not probed yet (tw_balance_home) */
     /* its counters at its last phase-2 report, read by the round's closer (the trial) */
     uint64_t rep_committed, rep_processed, rep_rolled, rep_cuts;
 };
@@ -398,6 +399,8 @@ struct tw_balancer {
     uint64_t storm_rounds;                 /* ...and its rounds (all to one worker: 1 in 8) */
     uint64_t last_ns;                      /* its last decision */
     uint64_t start_ns;                     /* the run's start (first shares awaited) */
+    bool starting;                         /* started on one worker, not spread yet... */
+    int home;                              /* ...that one (tw_balance_home) */
     uint64_t cnt_retired, cnt_back;
     /* balance auto: the thread-count trial */
     int trial;

@@ -492,6 +492,7 @@ static void tw_run_workers(struct kr__run *r, struct tw_global *g)
     kr__set_salvage(tw_salvage, g);
     g->end.fast_threads = g->th[0].fast ? g->n : 0;
     tw_clock_start(g);
+    tw_balance_home_out(g);
     atomic_store(&g->end.running, g->n);
     g->bl.start_ns = kr__clock_ns(); /* (the workers' start: their first shares awaited) */
     for (unsigned t = 0; t < g->n; t++)
@@ -518,6 +519,7 @@ static int tw_run(struct kr__run *r)
         kr__tick_install((const void *)r->model->event);
     tw_rank_setup(g);
     tw_setup_threads(r, g);
+    tw_balance_home(g);
     int st = tw_init_all(r, g);
     if (st) {
         tw_global_end(r, g);

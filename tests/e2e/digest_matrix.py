@@ -52,6 +52,10 @@ configs = {
     "spans-la0": [os.path.join(build, "libspans.so"), "--lps", "32", "--end", "100", "-P", "la=0"],
 }
 engines = [["--sync", "sequential"]] + [["--threads", str(n)] for n in pick((1, 2), (1, 2, 3, 4))]
+# (2 threads start on one worker, lone, and spread once the other's core is found free -
+# 5-25 ms in, most of a short run here: --balance off keeps both speculating from the first
+# event)
+engines += [["--threads", "2", "--balance", "off"]]
 # (the conservative engine's windows scheme: safe events only, on every model - one without
 # a lookahead or with done() included, where it speculates a little or waits for GVT)
 engines += [["--sync", "conservative", "--conservative", "windows", "--threads", str(n)]

@@ -70,11 +70,14 @@ if ticked == 0 and not tsan:
 t.ok(f"{ticked} preemptions by ticks across the matrix")
 
 # An endless loop on a wrong speculative path: broken by preemption (plain Time Warp would
-# spin for ever), the event abandoned and run again after the straggler.
+# spin for ever), the event abandoned and run again after the straggler. (--balance off:
+# both workers hold LPs from the start - the balancer starts a run on one worker, in
+# lone mode, where nothing is speculative.)
 rc, ref_out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--sync", "sequential")
 ref = digest(err)
 for mode in ([] if tsan else (["--preempt", "return"], ["--preempt", "tick"], ["--preempt", "adaptive"])):
-    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", "2", *mode)
+    rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", "2",
+                       "--balance", "off", *mode)
     s = ts_line(err)
     if digest(err) != ref or out != ref_out or "passed the gate at time 10" not in out:
         fail(f"speculative loop {mode}: digest {digest(err)} vs {ref}; output {out!r}")
@@ -110,8 +113,9 @@ for th in (["--sync", "sequential"], ["--threads", "2"], ["--sync", "conservativ
 # Plain Time Warp: the watchdog signals the looping worker, whose event ends as a model error
 # at its key - rolled back by the straggler, with the error - and the run ends as the
 # sequential one (issue 35). (ThreadSanitizer cannot unwind it: reported, with advice.)
+# (--balance off: two workers speculating from the start, as above)
 rc, out, err = run(kairos, "run", spin, "--lps", "4", "--end", "20", "--threads", "2",
-                   "--preempt", "off", "--event-timeout", "0.5", check=False)
+                   "--balance", "off", "--preempt", "off", "--event-timeout", "0.5", check=False)
 if tsan:
     if rc != 1 or "LP 1, virtual time 10, event type 1" not in err or \
             "--preempt return or tick" not in err:

@@ -10,7 +10,11 @@
  *  - once its core is free (by its CPU share and its run queue), the first mapping comes
  *    back;
  *  - a share too small to gain from is not tried, until a probe finds a larger one;
- *  - nor is one when the run ends too soon for a try to pay. */
+ *  - nor is one when the run ends too soon for a try to pay;
+ *  - a run started on one worker (tw_balance_home) waits for the others' probes and the
+ *    home's first window, then gets the first mapping if every core is free, keeps a
+ *    worker found shared out (its share trial to come), moves every LP off a home found
+ *    shared when another core is free, and decides at TW_START_WAIT_NS without them. */
 #include "check.h"
 #include "core/core.h"
 #include "run/options.h"
@@ -151,6 +155,83 @@ static void ends_soon(struct tw_global *g)
     CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->bl.part == TW_PART_TRY);
 }
 
+/* As tw_balance_home leaves a run: every LP on worker 0, worker 1 out, not probed yet. */
+static uint64_t start_home(struct tw_global *g)
+{
+    for (kr_lp lp = 0; lp < LPS; lp++) g->owner[lp] = g->target[lp] = 0;
+    apply(g);
+    CHECK(g->th[1].retired && atomic_load(&g->active) == 1);
+    g->bl.starting = true;
+    g->bl.home = 0;
+    return g->bl.start_ns;
+}
+
+static void probed(struct tw_global *g, unsigned t, double share, bool free_core)
+{
+    atomic_store(&g->th[t].bal.wants_back, free_core);
+    atomic_store(&g->th[t].bal.probe, share);
+}
+
+static void start_free(struct tw_global *g)
+{
+    uint64_t t = start_home(g);
+    CHECK(!plan(g, t += MS, 0) && g->bl.starting); /* (nothing known) */
+    probed(g, 1, 1.0, true);
+    CHECK(!plan(g, t += 5 * MS, 0) && g->bl.starting); /* (the home's window not yet) */
+    atomic_store(&g->th[0].bal.cpu_share, 1.0);
+    CHECK(plan(g, t += MS, 0) && !g->bl.starting); /* the first mapping */
+    CHECK(owned_by_1(g) == LPS / 2 && !g->th[1].retired && g->bl.cnt_retired == 0);
+    CHECK(g->bl.part == TW_PART_NONE);
+}
+
+/* Worker 1's core shared: nothing moves, and it is out as if retired from there. */
+static void start_other_shared(struct tw_global *g)
+{
+    uint64_t t = start_home(g);
+    atomic_store(&g->th[0].bal.cpu_share, 1.0);
+    probed(g, 1, 0.5, false);
+    CHECK(!plan(g, t += 22 * MS, 0) && !g->bl.starting);
+    CHECK(owned_by_1(g) == 0 && g->bl.cnt_retired == 1 && g->bl.part == TW_PART_WAIT);
+    CHECK(g->th[1].bal.part == 500);
+    CHECK(!plan(g, t += 40 * MS, 500) && g->bl.part == TW_PART_BASE);
+    CHECK(plan(g, t += TW_PART_NS, 1000)); /* its share trial: a third */
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->bl.part == TW_PART_TRY);
+}
+
+/* The run's thread was on the busy core: the home's core is shared, worker 1's free -
+ * every LP moves to worker 1 and the home is out. */
+static void start_home_shared(struct tw_global *g)
+{
+    uint64_t t = start_home(g);
+    probed(g, 1, 1.0, true);
+    atomic_store(&g->th[0].bal.rq_shared, 1);
+    atomic_store(&g->th[0].bal.cpu_share, 0.45);
+    CHECK(plan(g, t += 12 * MS, 0) && !g->bl.starting);
+    CHECK(owned_by_1(g) == LPS && g->th[0].retired && g->bl.cnt_retired == 1);
+    CHECK(g->th[0].bal.part == 450 && g->bl.part == TW_PART_WAIT);
+}
+
+/* Both cores shared: the LPs stay with the home, worker 1 out. */
+static void start_both_shared(struct tw_global *g)
+{
+    uint64_t t = start_home(g);
+    probed(g, 1, 0.5, false);
+    atomic_store(&g->th[0].bal.rq_shared, 1);
+    atomic_store(&g->th[0].bal.cpu_share, 0.5);
+    CHECK(!plan(g, t += 22 * MS, 0) && !g->bl.starting);
+    CHECK(owned_by_1(g) == 0 && g->bl.cnt_retired == 1 && g->th[0].bal.part == 0);
+}
+
+/* No probe and no window by TW_START_WAIT_NS: worker 1 counts as shared (it did not even
+ * get its core), the home as free. */
+static void start_late(struct tw_global *g)
+{
+    uint64_t t = start_home(g);
+    CHECK(!plan(g, t + TW_START_WAIT_NS - MS, 0) && g->bl.starting);
+    CHECK(!plan(g, t + TW_START_WAIT_NS, 0) && !g->bl.starting);
+    CHECK(owned_by_1(g) == 0 && g->bl.cnt_retired == 1 && g->bl.part == TW_PART_WAIT);
+}
+
 static void with_two_workers(void (*test)(struct tw_global *))
 {
     char *args[] = { "--threads", "2", "--lps", "64", "--end", "40", "--preempt", "off",
@@ -174,5 +255,10 @@ int main(void)
     with_two_workers(shared_core);
     with_two_workers(small_share);
     with_two_workers(ends_soon);
+    with_two_workers(start_free);
+    with_two_workers(start_other_shared);
+    with_two_workers(start_home_shared);
+    with_two_workers(start_both_shared);
+    with_two_workers(start_late);
     return check_done("balance");
 }
