@@ -230,18 +230,25 @@ static void crash_site(const ucontext_t *uc, char *buf, size_t cap)
 
 /* Before a crash is described: what --check hid comes back into reach, an overrun found
  * since is reported first, and a crash inside the C library ends the run (fatal). */
-static void crash_prepare(int sig, const ucontext_t *uc)
+/* ThreadSanitizer runs this handler with the signal blocked, SA_NODEFER or not, and the
+ * engine's longjmp out of a model error leaves the mask as it is: a second crash on the
+ * thread - a speculative one, then the next LP's - found SIGSEGV blocked, and the kernel
+ * killed the process. Unblocked before that longjmp. */
+static void tsan_unblock(int sig)
 {
 #if defined(KR_TSAN)
-    /* (ThreadSanitizer runs this handler with the signal blocked, SA_NODEFER or not, and
-     * the engine's longjmp out of a model error leaves the mask as it is: a second crash
-     * on the thread - a speculative one, then the next LP's - found SIGSEGV blocked, and
-     * the kernel killed the process) */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, sig);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+#else
+    (void)sig;
 #endif
+}
+
+static void crash_prepare(int sig, const ucontext_t *uc)
+{
+    tsan_unblock(sig);
     /* (sequential --check: every LP's state back within reach, for what reads them next) */
     if (kr__run_current && kr__run_current->check_slices) kr__region_reach_all(true);
     if (sig != SIGFPE && sig != SIGILL) overrun_check();
