@@ -228,8 +228,6 @@ static void crash_site(const ucontext_t *uc, char *buf, size_t cap)
                  info.dli_fname, off);
 }
 
-/* Before a crash is described: what --check hid comes back into reach, an overrun found
- * since is reported first, and a crash inside the C library ends the run (fatal). */
 /* ThreadSanitizer runs this handler with the signal blocked, SA_NODEFER or not, and the
  * engine's longjmp out of a model error leaves the mask as it is: a second crash on the
  * thread - a speculative one, then the next LP's - found SIGSEGV blocked, and the kernel
@@ -246,6 +244,9 @@ static void tsan_unblock(int sig)
 #endif
 }
 
+/* Before a crash is described: what --check hid comes back into reach, an overrun found
+ * since is reported first, and a crash inside the C library ends the run (fatal); the
+ * signal unblocked again under ThreadSanitizer. */
 static void crash_prepare(int sig, const ucontext_t *uc)
 {
     tsan_unblock(sig);
