@@ -415,7 +415,7 @@ bool kr__lp_done_step(struct kr__lp *lp, bool done);
  * `dur` must be intact while it runs (lp.c). */
 bool kr__span_refused(struct kr__ctx *c, struct kr__ev *e);
 /* Bind the calling thread, number `id` of `nthreads`, to a core of its own (pin.c); left to
- * the OS where threads outnumber cores. */
+ * the OS where threads outnumber cores, and a worker alone on the machine. */
 void kr__pin_thread(unsigned id, unsigned nthreads);
 /* The worker (of `nthreads`) that kr__pin_thread binds to the core the calling thread runs
  * on now, or -1 (none: oversubscribed, or a core outside the workers'). */

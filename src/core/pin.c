@@ -111,7 +111,10 @@ static int nth_allowed(unsigned k)
     return -1;
 }
 
-/* The CPU worker `id` of `nthreads` is bound to, or -1 (oversubscribed: the OS places). */
+/* The CPU worker `id` of `nthreads` is bound to, or -1: the OS places it where workers
+ * outnumber cores, and where one worker is alone on the machine (nothing to keep apart or
+ * near; bound to the first core, it ran at 0.42x the sequential engine beside a busy loop
+ * there, while the unbound sequential engine moved to the free one). */
 static int pin_cpu(unsigned id, unsigned nthreads)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -121,7 +124,7 @@ static int pin_cpu(unsigned id, unsigned nthreads)
     unsigned cnt = (unsigned)CPU_COUNT(&allowed);
     bool bound = cnt < (unsigned)sysconf(_SC_NPROCESSORS_ONLN); /* (by mpirun: its own) */
     unsigned total = bound ? nthreads : ls * nthreads, at = bound ? id : lr * nthreads + id;
-    return cnt && total <= cnt ? nth_allowed(at % cnt) : -1;
+    return cnt && total > 1 && total <= cnt ? nth_allowed(at % cnt) : -1;
 }
 
 void kr__pin_thread(unsigned id, unsigned nthreads)
