@@ -41,20 +41,25 @@ static bool first_interrupt(int sig)
     return true;
 }
 
-static void on_signal(int sig, siginfo_t *si, void *uc)
+/* raise(SIGTERM) in model code: the model's call, like exit() (interpose.c) - a model
+ * error at the event, deferred on a speculative path (unwound as a crash is: this
+ * handler does not defer the signal, SA_NODEFER) */
+static void raised_by_model(int sig, const siginfo_t *si)
 {
-    (void)uc;
-    /* raise(SIGTERM) in model code: the model's call, like exit() (interpose.c) - a model
-     * error at the event, deferred on a speculative path (unwound as a crash is: this
-     * handler does not defer the signal, SA_NODEFER) */
 #if !defined(KR_TSAN) /* (it delivers signals late, from its runtime: an interrupt there) */
     if (si && si->si_code == SI_TKILL && si->si_pid == getpid() && kr__in_lp())
         kr__model_error("the model raised %s; a model ends a run with done() or --end, or "
                         "stops it with kr_error(), which name what went wrong",
                         sig == SIGINT ? "SIGINT" : "SIGTERM");
 #else
-    (void)si;
+    (void)sig, (void)si;
 #endif
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    raised_by_model(sig, si);
     int first = atomic_load(&kr__interrupt_sig);
     if (atomic_load(&done)) kr__exit_now(128 + (first ? first : sig)); /* (the run is over) */
     if (first_interrupt(sig) || now_ns() - atomic_load(&first_ns) < ECHO_NS) return;

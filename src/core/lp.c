@@ -280,6 +280,16 @@ static bool cut_first(struct kr__ctx *c)
     return !kr__out_errno;
 }
 
+/* Text that reached the run's stdout, in its hash and byte count (what a snapshot and a
+ * resume check). */
+static void out_counted(const struct kr__ctx *c, const char *text, size_t len)
+{
+    if (!c || !c->run) return;
+    struct kr__run *r = c->run;
+    r->out.hash = kr__out_hash(r->out.hash, text, len);
+    r->out.bytes += len;
+}
+
 /* (Committed output to stdout is counted and hashed byte by byte - FNV-1a, so that
  * however it was cut into writes - for snapshots: resume checks the file it appends to.) */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
@@ -292,10 +302,7 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
         kr__out_errno = errno ? errno : EIO; /* (not counted: a snapshot says what is out) */
         return;
     }
-    if (kr__emit_file || !c || !c->run) return;
-    struct kr__run *r = c->run;
-    r->out.hash = kr__out_hash(r->out.hash, text, len);
-    r->out.bytes += len;
+    if (!kr__emit_file) out_counted(c, text, len);
 }
 
 uint64_t kr__out_hash(uint64_t h, const char *p, size_t n)

@@ -677,17 +677,9 @@ static bool plan_cores(struct tw_global *g, const struct tw_shares *v, uint64_t 
     return true;
 }
 
-static void plan_auto(struct tw_global *g, uint64_t now)
+/* A decision's look (at most every TW_BALANCE_NS): the cores, then the trials. */
+static void plan_look(struct tw_global *g, uint64_t now)
 {
-    if (g->bl.starting) {
-        plan_start(g, now);
-        return;
-    }
-    if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
-        plan_part(g, now);
-        return;
-    }
-    if (now - g->bl.last_ns < TW_BALANCE_NS) return;
     struct tw_shares v = read_shares(g);
     /* (At the start, decide once every worker has a share: one measured alone cannot be
      * compared. A worker that mostly sleeps may never get one: not waited for later.) */
@@ -699,6 +691,19 @@ static void plan_auto(struct tw_global *g, uint64_t now)
     if (!starting) g->bl.last_ns = now;
     if (g->bl.part != TW_PART_NONE) plan_part(g, now);
     else if (!v.retired) plan_trial(g, now);
+}
+
+static void plan_auto(struct tw_global *g, uint64_t now)
+{
+    if (g->bl.starting) {
+        plan_start(g, now);
+        return;
+    }
+    if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
+        plan_part(g, now);
+        return;
+    }
+    if (now - g->bl.last_ns >= TW_BALANCE_NS) plan_look(g, now);
 }
 
 /* Called by the closer of a round before it publishes; true if moves were planned. */

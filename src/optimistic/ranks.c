@@ -220,6 +220,21 @@ struct take_ctx {
     struct tw_thread *th;     /* the poller (NULL: the watcher, at the end) */
 };
 
+/* The payload's words that point into the program image, at this process's addresses
+ * (KR_PAYLOAD_IMAGE); a module this rank has not loaded ends the run. */
+static void import_pointers(const struct tw_global *g, struct kr__ev *e,
+                            const struct kr__wire_item *it)
+{
+    uint64_t missing = 0;
+    if (kr__addrmap_import(e->payload, e->size, it->table, &missing)) return;
+    char msg[320];
+    snprintf(msg, sizeof msg, "rank %d got an event for LP %llu (type %u) whose payload "
+             "points into a module (name hash %016llx) it has not loaded: every rank must "
+             "run the same model and kairos", g->net.rank, (unsigned long long)e->dest,
+             e->type, (unsigned long long)missing);
+    kr__die(msg);
+}
+
 /* An event or antimessage from another rank, into the poller's pool and on to its owner. */
 static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
 {
@@ -240,15 +255,7 @@ static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
         memcpy(e->payload, it->payload, it->h.size);
         th->cnt->rank_received++;
     }
-    uint64_t missing = 0;
-    if (it->table && !kr__addrmap_import(e->payload, e->size, it->table, &missing)) {
-        char msg[320];
-        snprintf(msg, sizeof msg, "rank %d got an event for LP %llu (type %u) whose payload "
-                 "points into a module (name hash %016llx) it has not loaded: every rank must "
-                 "run the same model and kairos", g->net.rank, (unsigned long long)e->dest,
-                 e->type, (unsigned long long)missing);
-        kr__die(msg);
-    }
+    if (it->table) import_pointers(g, e, it);
     unsigned owner = tw_owner(g, e->dest);
     if (tw_remote(g, owner))
         kr__internal_error("rank %d got a%s for LP %llu, which rank %u owns", g->net.rank,
@@ -307,6 +314,28 @@ static void clock_retry(struct tw_thread *th)
     pthread_mutex_unlock(&net->x.mu);
 }
 
+/* An event or antimessage counted in its round's colour: by the worker taking it, or as
+ * late (after the end, or taken outside a worker); a newer round nudges the worker's. */
+static void count_colour(struct take_ctx *c, const struct kr__wire_item *it)
+{
+    if (!c->th) {
+        c->g->net.late[it->h.round & 1]++;
+        return;
+    }
+    c->th->rk.recv[it->h.round & 1]++;
+    if ((int8_t)(uint8_t)(it->h.round - c->th->rk.nround) > 0) c->th->rk.nudge = true;
+}
+
+/* --check: nothing comes below what the sender's last stamp promised. */
+static void check_stamp(const struct tw_net *net, const struct kr__wire_item *it, int from)
+{
+    if (it->h.k.ts < net->from[from])
+        kr__internal_error("rank %d got a%s at time %.17g from rank %d, whose stamp said "
+                           "nothing below %.17g would come", net->rank,
+                           it->h.kind == KR_WIRE_ANTI ? "n antimessage" : "n event",
+                           it->h.k.ts, from, net->from[from]);
+}
+
 static void take(void *arg, const unsigned char *buf, size_t n, int from, double stamp)
 {
     struct take_ctx *c = arg;
@@ -315,23 +344,13 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from, double
     struct kr__wire_item it;
     int rc;
     while ((rc = kr__wire_next(&p, end, c->g->r->n, &it)) == KR_WIRE_OK) {
-        bool text = it.h.kind == KR_WIRE_TEXT || it.h.kind == KR_WIRE_UPTO;
-        if (text) {
+        if (it.h.kind == KR_WIRE_TEXT || it.h.kind == KR_WIRE_UPTO) {
             net->received_text++;
             if (net->rank == 0) take_text(net, &it, from);
             continue;
         }
-        if (c->th) {
-            c->th->rk.recv[it.h.round & 1]++; /* (its colour) */
-            if ((int8_t)(uint8_t)(it.h.round - c->th->rk.nround) > 0) c->th->rk.nudge = true;
-        } else {
-            net->late[it.h.round & 1]++;
-        }
-        if (c->g->cf.check && it.h.k.ts < net->from[from])
-            kr__internal_error("rank %d got a%s at time %.17g from rank %d, whose stamp said "
-                               "nothing below %.17g would come", net->rank,
-                               it.h.kind == KR_WIRE_ANTI ? "n antimessage" : "n event",
-                               it.h.k.ts, from, net->from[from]);
+        count_colour(c, &it);
+        if (c->g->cf.check) check_stamp(net, &it, from);
         if (!net->ended && c->th) take_event(c->th, &it);
     }
     if (rc != KR_WIRE_END)

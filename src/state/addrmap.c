@@ -347,18 +347,29 @@ bool kr__addrmap_low_taken(uint64_t *w, char *where, size_t cap)
 
 /* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
  * is a number unless the kernel says its page is mapped. */
+/* w cannot be an address: not canonical, below the lowest mapping, or the sanitizer's. */
+static bool never_address(const struct published *p, uint64_t w)
+{
+    return !kr__addr_maybe(w) || w < p->floor || sanitizer_shadow(w);
+}
+
+/* No page is mapped at w (the kernel says so): a number. */
+static bool unmapped(uint64_t w)
+{
+    unsigned char in;
+    return mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM;
+}
+
 static enum kr__addr_kind classify_mapped(const struct published **pp, uint64_t w,
                                           char *where, size_t cap)
 {
     const struct published *p = *pp;
-    if (!kr__addr_maybe(w) || w < p->floor || sanitizer_shadow(w)) return KR_ADDR_NUMBER;
+    if (never_address(p, w)) return KR_ADDR_NUMBER;
     if (range_of(p->r, p->nimages, w)) return KR_ADDR_IMAGE;
     enum kr__addr_kind k = in_region(w, where, cap);
     if (k != KR_ADDR_IMAGE) return k;
     const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
-    unsigned char in;
-    if (!m && mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM)
-        return KR_ADDR_NUMBER;
+    if (!m && unmapped(w)) return KR_ADDR_NUMBER;
     if (!m && (k = classify_again(pp, w, &m)) != KR_ADDR_FOREIGN) return k;
     if (where && cap) snprintf(where, cap, "%s", m->where);
     return KR_ADDR_FOREIGN;

@@ -46,6 +46,35 @@ static bool pc_ok(const struct kr__ult_self *s, uintptr_t pc)
     return false;
 }
 
+/* Why the running event should yield now: an event below it waits (KR_BY_TICK), its
+ * slice is over (KR_BY_SLICE), or 0. */
+static int tick_reason(const struct kr__ult_self *s)
+{
+    uint64_t b = atomic_load_explicit(s->bh_min, memory_order_relaxed);
+    if (s->now > kr__ult_bits_time(b)) return KR_BY_TICK;
+    if (s->slice_ns && kr__clock_ns() - s->seg_start_ns > s->slice_ns) return KR_BY_SLICE;
+    return 0;
+}
+
+/* The running event's ULT suspended from the handler, `why`; back when it resumes. */
+static void tick_suspend(struct kr__ult_self *s, int why)
+{
+    s->app = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    /* The tick is blocked while its handler runs, and this one now stays suspended
+     * while other events run: unblock it for them. When this ULT resumes and the
+     * handler returns, sigreturn restores the interrupted mask (unblocked) anyway. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, kr__tick_signal());
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    if (why == KR_BY_TICK) s->by_tick++;
+    else s->by_slice++;
+    kr__ult_yield(KR_ULT_SUSPENDED, why);
+    atomic_signal_fence(memory_order_seq_cst);
+    s->app = 1;
+}
+
 static void on_tick(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
@@ -64,26 +93,8 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
         return;
     }
     int saved = errno;
-    int why = 0;
-    uint64_t b = atomic_load_explicit(s->bh_min, memory_order_relaxed);
-    if (s->now > kr__ult_bits_time(b)) why = KR_BY_TICK;
-    else if (s->slice_ns && kr__clock_ns() - s->seg_start_ns > s->slice_ns) why = KR_BY_SLICE;
-    if (why && s->can_suspend) {
-        s->app = 0;
-        atomic_signal_fence(memory_order_seq_cst);
-        /* The tick is blocked while its handler runs, and this one now stays suspended
-         * while other events run: unblock it for them. When this ULT resumes and the
-         * handler returns, sigreturn restores the interrupted mask (unblocked) anyway. */
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, kr__tick_signal());
-        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-        if (why == KR_BY_TICK) s->by_tick++;
-        else s->by_slice++;
-        kr__ult_yield(KR_ULT_SUSPENDED, why);
-        atomic_signal_fence(memory_order_seq_cst);
-        s->app = 1;
-    }
+    int why = tick_reason(s);
+    if (why && s->can_suspend) tick_suspend(s, why);
     errno = saved;
 }
 
