@@ -314,8 +314,8 @@ static void clock_retry(struct tw_thread *th)
     pthread_mutex_unlock(&net->x.mu);
 }
 
-/* An event or antimessage counted in its round's colour: by the worker taking it, or as
- * late (after the end, or taken outside a worker); a newer round nudges the worker's. */
+/* An event or antimessage counted in its round's colour: by the worker taking it (a newer
+ * round nudges the worker's), or as late when the watcher takes it at the end. */
 static void count_colour(struct take_ctx *c, const struct kr__wire_item *it)
 {
     if (!c->th) {
