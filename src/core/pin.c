@@ -2,6 +2,7 @@
  * model code on every engine, a large guard below) and binding each to a core of its own,
  * when there are cores enough. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "base/error.h"
 #include <unistd.h>
 #include "core/core.h"
+#include "core/pin.h"
 #include "ult/ult.h"
 
 __thread char *kr__stack_lo;
@@ -143,4 +145,107 @@ int kr__pin_worker_here(unsigned nthreads)
     for (unsigned id = 0; here >= 0 && id < nthreads; id++)
         if (pin_cpu(id, nthreads) == here) return (int)id;
     return -1;
+}
+
+/* ---- where other processes run now (the home of a run that starts on one worker) ---- */
+
+/* The start of small file `path` into buf (NUL-terminated, empty if it cannot be read). */
+static void read_small(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    if (f) {
+        n = fread(buf, 1, cap - 1, f);
+        fclose(f);
+    }
+    buf[n] = 0;
+}
+
+/* Field `k` (from 1) of a stat line whose second field, the command name in parentheses,
+ * ends at `close` (it may hold spaces and parentheses itself), or NULL. */
+static const char *stat_field(const char *close, int k)
+{
+    const char *p = close + 1; /* (the space before field 3) */
+    for (int field = 3; field < k && p; field++) p = strchr(p + 1, ' ');
+    return p;
+}
+
+/* Task `path`'s stat (/proc/P/task/T/stat): runnable, on CPU *cpu (field 39)? */
+static bool task_runnable(const char *path, int *cpu)
+{
+    char buf[1024];
+    read_small(path, buf, sizeof buf);
+    const char *close = strrchr(buf, ')');
+    if (!close || strncmp(close, ") R", 3)) return false;
+    const char *p = stat_field(close, 39);
+    return p && sscanf(p, " %d", cpu) == 1;
+}
+
+static bool numeric_name(const struct dirent *e)
+{
+    return e->d_name[0] >= '0' && e->d_name[0] <= '9';
+}
+
+static void busy_add(cpu_set_t *busy, int cpu)
+{
+    if (busy && cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, busy);
+}
+
+/* Process `pid`'s runnable tasks: their CPUs into *busy (if not NULL); how many. */
+static unsigned runnable_tasks(const char *pid, cpu_set_t *busy)
+{
+    char dir[64], path[96];
+    snprintf(dir, sizeof dir, "/proc/%s/task", pid);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    unsigned n = 0;
+    for (struct dirent *t; (t = readdir(d));) {
+        int cpu;
+        snprintf(path, sizeof path, "%s/%.20s/stat", dir, t->d_name);
+        if (!numeric_name(t) || !task_runnable(path, &cpu)) continue;
+        n++;
+        busy_add(busy, cpu);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Runnable tasks on the machine now (/proc/loadavg's fourth field), or 0. */
+static unsigned runnable_now(void)
+{
+    char buf[128];
+    unsigned run = 0, all;
+    read_small("/proc/loadavg", buf, sizeof buf);
+    return sscanf(buf, "%*f %*f %*f %u/%u", &run, &all) == 2 ? run : 0;
+}
+
+bool kr__cpus_busy(cpu_set_t *busy)
+{
+    CPU_ZERO(busy);
+    if (runnable_now() <= runnable_tasks("self", NULL)) return false;
+    char self[24];
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    DIR *d = opendir("/proc");
+    if (!d) return false;
+    for (struct dirent *e; (e = readdir(d));)
+        if (numeric_name(e) && strcmp(e->d_name, self)) runnable_tasks(e->d_name, busy);
+    closedir(d);
+    return CPU_COUNT(busy) > 0;
+}
+
+int kr__pin_home_of(unsigned nthreads, int here, const cpu_set_t *busy)
+{
+    if (here < 0 || !busy || !CPU_ISSET(pin_cpu((unsigned)here, nthreads), busy)) return here;
+    for (unsigned id = 0; id < nthreads; id++) {
+        int c = pin_cpu(id, nthreads);
+        if (c >= 0 && !CPU_ISSET(c, busy)) return (int)id;
+    }
+    return here; /* (every worker's core is busy: the balancer sorts it out) */
+}
+
+int kr__pin_worker_home(unsigned nthreads)
+{
+    int here = kr__pin_worker_here(nthreads);
+    cpu_set_t busy;
+    return kr__pin_home_of(nthreads, here, here >= 0 && kr__cpus_busy(&busy) ? &busy : NULL);
 }

@@ -5,13 +5,20 @@
  *    core 0, while the unbound sequential engine moved to the free core;
  *  - two workers on a machine with two CPUs or more each get one CPU, different ones;
  *  - so does one worker of a rank that shares the machine with another (mpirun's local
- *    size), the CPUs dealt out over both ranks' workers. */
+ *    size), the CPUs dealt out over both ranks' workers;
+ *  - a process spinning on a CPU is found there (kr__cpus_busy), and the home of a run
+ *    that starts on one worker moves off the run thread's core only when that core is busy
+ *    and another worker's is not (kr__pin_home_of). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "check.h"
 #include "core/core.h"
+#include "core/pin.h"
 
 struct pin_case {
     unsigned id, nthreads;
@@ -44,6 +51,51 @@ static int only_cpu(const cpu_set_t *s)
     return -1;
 }
 
+static cpu_set_t one(int cpu)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    if (cpu >= 0) CPU_SET(cpu, &s);
+    return s;
+}
+
+/* A child process spinning on `cpu` is seen there. */
+static void check_busy_found(int cpu)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        cpu_set_t s = one(cpu);
+        if (sched_setaffinity(0, sizeof s, &s)) _exit(1);
+        if (write(p[1], "x", 1) != 1) _exit(1);
+        for (volatile unsigned long i = 0;; i++) {
+        }
+    }
+    char c;
+    CHECK(read(p[0], &c, 1) == 1); /* (bound, and spinning from now on) */
+    cpu_set_t busy;
+    bool found = kr__cpus_busy(&busy);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(p[0]);
+    close(p[1]);
+    CHECK(found && CPU_ISSET(cpu, &busy));
+}
+
+/* The home's choice on 2 workers bound to CPUs a and b. */
+static void check_home(int a, int b)
+{
+    cpu_set_t none = one(-1), on_a = one(a), on_b = one(b), both = one(a);
+    CPU_SET(b, &both);
+    CHECK(kr__pin_home_of(2, 0, NULL) == 0 && kr__pin_home_of(2, 0, &none) == 0);
+    CHECK(kr__pin_home_of(2, 0, &on_a) == 1 && kr__pin_home_of(2, 1, &on_b) == 0);
+    CHECK(kr__pin_home_of(2, 0, &on_b) == 0 && kr__pin_home_of(2, 1, &on_a) == 1);
+    CHECK(kr__pin_home_of(2, 0, &both) == 0); /* (both busy: where it is) */
+    CHECK(kr__pin_home_of(2, -1, &on_a) == -1);
+}
+
 int main(void)
 {
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -62,6 +114,8 @@ int main(void)
         cpu_set_t r = pinned(0, 1);
         CHECK(only_cpu(&r) == only_cpu(&b));
         unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        check_home(only_cpu(&a), only_cpu(&b));
+        check_busy_found(only_cpu(&b));
     }
     return check_done("test_pin");
 }
