@@ -23,13 +23,15 @@
 struct pin_case {
     unsigned id, nthreads;
     cpu_set_t got;
+    int rc;
 };
 
+/* (no CHECK on this thread: the checks' counter is the test thread's) */
 static void *pin_here(void *arg)
 {
     struct pin_case *c = arg;
     kr__pin_thread(c->id, c->nthreads);
-    CHECK(sched_getaffinity(0, sizeof c->got, &c->got) == 0);
+    c->rc = sched_getaffinity(0, sizeof c->got, &c->got);
     return NULL;
 }
 
@@ -39,7 +41,7 @@ static cpu_set_t pinned(unsigned id, unsigned nthreads)
     struct pin_case c = { .id = id, .nthreads = nthreads };
     pthread_t t;
     CHECK(pthread_create(&t, NULL, pin_here, &c) == 0);
-    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0 && c.rc == 0);
     return c.got;
 }
 
