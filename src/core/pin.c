@@ -233,13 +233,18 @@ bool kr__cpus_busy(cpu_set_t *busy)
     return CPU_COUNT(busy) > 0;
 }
 
+/* Worker `id`'s core is in `busy` (false for no worker, -1, or one not bound). */
+static bool worker_busy(unsigned nthreads, int id, const cpu_set_t *busy)
+{
+    int c = id < 0 ? -1 : pin_cpu((unsigned)id, nthreads);
+    return c >= 0 && CPU_ISSET(c, busy);
+}
+
 int kr__pin_home_of(unsigned nthreads, int here, const cpu_set_t *busy)
 {
-    if (here < 0 || !busy || !CPU_ISSET(pin_cpu((unsigned)here, nthreads), busy)) return here;
-    for (unsigned id = 0; id < nthreads; id++) {
-        int c = pin_cpu(id, nthreads);
-        if (c >= 0 && !CPU_ISSET(c, busy)) return (int)id;
-    }
+    if (!busy || !worker_busy(nthreads, here, busy)) return here;
+    for (unsigned id = 0; id < nthreads; id++)
+        if (!worker_busy(nthreads, (int)id, busy)) return (int)id;
     return here; /* (every worker's core is busy: the balancer sorts it out) */
 }
 
