@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/error.h"
+#include "base/procfile.h"
 #include <unistd.h>
 #include "core/core.h"
 #include "core/pin.h"
@@ -149,18 +150,6 @@ int kr__pin_worker_here(unsigned nthreads)
 
 /* ---- where other processes run now (the home of a run that starts on one worker) ---- */
 
-/* The start of small file `path` into buf (NUL-terminated, empty if it cannot be read). */
-static void read_small(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = 0;
-    if (f) {
-        n = fread(buf, 1, cap - 1, f);
-        fclose(f);
-    }
-    buf[n] = 0;
-}
-
 /* Field `k` (from 1) of a stat line whose second field, the command name in parentheses,
  * ends at `close` (it may hold spaces and parentheses itself), or NULL. */
 static const char *stat_field(const char *close, int k)
@@ -174,7 +163,7 @@ static const char *stat_field(const char *close, int k)
 static bool task_runnable(const char *path, int *cpu)
 {
     char buf[1024];
-    read_small(path, buf, sizeof buf);
+    kr__read_proc(path, buf, sizeof buf);
     const char *close = strrchr(buf, ')');
     if (!close || strncmp(close, ") R", 3)) return false;
     const char *p = stat_field(close, 39);
@@ -215,7 +204,7 @@ static unsigned runnable_now(void)
 {
     char buf[128];
     unsigned run = 0, all;
-    read_small("/proc/loadavg", buf, sizeof buf);
+    kr__read_proc("/proc/loadavg", buf, sizeof buf);
     return sscanf(buf, "%*f %*f %*f %u/%u", &run, &all) == 2 ? run : 0;
 }
 

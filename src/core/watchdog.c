@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "base/clock.h"
+#include "base/procfile.h"
 #include "core/core.h"
 #include "base/error.h"
 
@@ -76,12 +77,7 @@ static long blocked_call(const struct kr__watch *w)
 {
     char path[64], buf[160];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)w->tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = 0;
+    if (kr__read_proc(path, buf, sizeof buf) <= 0) return -1;
     char *end;
     long nr = strtol(buf, &end, 10);
     if (end == buf || nr < 0) return -1; /* ("running", or -1 with registers: in user code) */

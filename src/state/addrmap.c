@@ -345,8 +345,6 @@ bool kr__addrmap_low_taken(uint64_t *w, char *where, size_t cap)
     return true;
 }
 
-/* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
- * is a number unless the kernel says its page is mapped. */
 /* w cannot be an address: not canonical, below the lowest mapping, or the sanitizer's. */
 static bool never_address(const struct published *p, uint64_t w)
 {
@@ -360,6 +358,8 @@ static bool unmapped(uint64_t w)
     return mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM;
 }
 
+/* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
+ * is a number unless the kernel says its page is mapped. */
 static enum kr__addr_kind classify_mapped(const struct published **pp, uint64_t w,
                                           char *where, size_t cap)
 {

@@ -1,5 +1,5 @@
-/* test_pin.c - binding engine threads to cores (core/pin.c), each case on a thread of its
- * own so the test's thread keeps the process's CPUs:
+/* test_pin.c - binding engine threads to cores (core/pin.c; each binding on a thread of its
+ * own, so the test's thread keeps the process's CPUs):
  *  - a worker alone on the machine (one thread, no other rank here) is left where the OS
  *    puts it: bound to core 0, it ran at 0.42x the sequential engine beside a busy loop on
  *    core 0, while the unbound sequential engine moved to the free core;
