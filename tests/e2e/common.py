@@ -170,6 +170,17 @@ class Tally:
         print(f"{self.passed} passed, 0 failed")
 
 
+def in_own_dir(f, space):
+    """f as a case of Tally.cases whose script-global `tmp` (space: the script's globals())
+    is a directory of its own, made inside the script's: cases that name their files alike
+    can then run side by side."""
+    def case():
+        space["tmp"] = tempfile.mkdtemp(prefix="case-", dir=space["tmp"])
+        f()
+    case.__name__ = f.__name__
+    return case
+
+
 def _child_case(f, out):
     """In a child of Tally.cases: f's output into out; its exit status."""
     os.dup2(out.fileno(), 1)

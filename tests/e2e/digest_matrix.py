@@ -61,7 +61,9 @@ engines += [["--threads", "2", "--balance", "off"]]
 engines += [["--sync", "conservative", "--conservative", "windows", "--threads", str(n)]
             for n in pick((2,), (2, 3))]
 
-for name, args in configs.items():
+
+def engines_agree(name, args):
+    """Every engine and thread count of `engines` commits the sequential history."""
     rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
     ref, ref_n = digest(err), committed(err)
     rc, out, err = run(kairos, "run", *args, "--sync", "sequential", "--check")
@@ -109,7 +111,10 @@ if os.path.exists(chaos_instr):
     state_configs["chaos-instrumented"] = ([chaos_instr, "--lps", "64", "--end", "30"],
                                            ["chunk", "page"])
 has_scan = scan_available(kairos)
-for name, (args, modes) in state_configs.items():
+
+
+def modes_agree(name, args, modes):
+    """Every state-saving mode of `modes` commits the sequential history."""
     modes = [m for m in modes if m != "scan" or has_scan]
     rc, ref_out, err = run(kairos, "run", *args, "--sync", "sequential")
     ref, ref_n = digest(err), committed(err)
@@ -124,24 +129,41 @@ for name, (args, modes) in state_configs.items():
                      f"{committed(err)} events, sequential {ref} / {ref_n}")
     t.ok(f"{name}: same digest with --state {', '.join(modes)} at 1, 2 and 4 threads")
 
-_, out_t, err_t = run(kairos, "run", os.path.join(build, "libplainheap_t.so"), "--lps", "32", "--end", "40")
-_, out_w, err_w = run(kairos, "run", os.path.join(build, "libplainheap_wrap.so"), "--lps", "32", "--end", "40")
-if digest(err_t) != digest(err_w) or out_t != out_w:
-    fail("plainheap: transparent.h and --wrap builds of the same model differ")
-t.ok("plainheap: the transparent.h and --wrap builds commit the same history")
 
-# datastore: allocating a batch's metadata up front (clustered=1) simulates the same history
-_, out_rr, _ = run(kairos, "run", *configs["datastore"], "--threads", "2")
-_, out_cl, _ = run(kairos, "run", *configs["datastore"], "--threads", "2", "-P", "clustered=1")
-if out_rr != out_cl or "committed" not in out_rr:
-    fail("datastore: clustered=1 changed the simulated store")
-t.ok("datastore: round-robin and clustered metadata allocation give the same store")
+def variants_agree():
+    """Builds and parameters that must not change the history, and seeds that must."""
+    _, out_t, err_t = run(kairos, "run", os.path.join(build, "libplainheap_t.so"), "--lps", "32", "--end", "40")
+    _, out_w, err_w = run(kairos, "run", os.path.join(build, "libplainheap_wrap.so"), "--lps", "32", "--end", "40")
+    if digest(err_t) != digest(err_w) or out_t != out_w:
+        fail("plainheap: transparent.h and --wrap builds of the same model differ")
+    t.ok("plainheap: the transparent.h and --wrap builds commit the same history")
 
-# seeds matter, and a rerun is identical
-_, _, e1 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
-_, _, e2 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
-_, _, e3 = run(kairos, "run", "phold", "--end", "50", "--seed", "3", "--threads", "2")
-if digest(e1) != digest(e2) or digest(e1) == digest(e3):
-    fail("seed handling: reruns must agree, different seeds must differ")
-t.ok("reruns agree, seeds change the digest")
+    # datastore: allocating a batch's metadata up front (clustered=1) simulates the same history
+    _, out_rr, _ = run(kairos, "run", *configs["datastore"], "--threads", "2")
+    _, out_cl, _ = run(kairos, "run", *configs["datastore"], "--threads", "2", "-P", "clustered=1")
+    if out_rr != out_cl or "committed" not in out_rr:
+        fail("datastore: clustered=1 changed the simulated store")
+    t.ok("datastore: round-robin and clustered metadata allocation give the same store")
+
+    # seeds matter, and a rerun is identical
+    _, _, e1 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
+    _, _, e2 = run(kairos, "run", "phold", "--end", "50", "--seed", "2", "--threads", "2")
+    _, _, e3 = run(kairos, "run", "phold", "--end", "50", "--seed", "3", "--threads", "2")
+    if digest(e1) != digest(e2) or digest(e1) == digest(e3):
+        fail("seed handling: reruns must agree, different seeds must differ")
+    t.ok("reruns agree, seeds change the digest")
+
+
+def case(f, *args):
+    """One forked case of Tally.cases, named for its failure line."""
+    def run_case():
+        f(*args)
+    run_case.__name__ = f"{f.__name__} {args[0]}" if args else f.__name__
+    return run_case
+
+
+# (each case forked, two at a time: most of the time is the launches of short runs)
+t.cases([case(engines_agree, n, a) for n, a in configs.items()] +
+        [case(modes_agree, n, a, m) for n, (a, m) in state_configs.items()] +
+        [case(variants_agree)])
 t.finish()

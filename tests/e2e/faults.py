@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from common import fail, digest, Tally, build_kind, pick
+from common import fail, digest, Tally, build_kind, in_own_dir, pick
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -141,17 +141,19 @@ def judge(fault, engine, ref_out, ref_digest, resume):
     return v
 
 
-def case_sequential():
+def sequential(kind):
+    """The N-th allocation (kind alloc) or write (write) of a sequential run failing, for
+    sampled N."""
     allocs, writes, ref_out, ref_digest = counts(["--sync", "sequential"])
-    for kind, n in (("alloc", allocs), ("write", writes)):
-        seen = {"absorbed": 0, "error": 0, "resumed": 0, "sanitizer": 0}
-        for i, k in enumerate(sample(n)):
-            seen[judge(f"{kind}:{k}", ["--sync", "sequential"], ref_out, ref_digest,
-                       resume=kind == "write" or i % 8 == 0)] += 1
-        t.ok(f"the N-th {kind} failing, {sum(seen.values())} of {n} sites: {seen['absorbed']} "
-             f"absorbed (the full digest and output), {seen['error'] + seen['resumed']} clear "
-             f"errors ({seen['resumed']} left a snapshot that resumed to the full run)"
-             + in_runtime(seen))
+    n = allocs if kind == "alloc" else writes
+    seen = {"absorbed": 0, "error": 0, "resumed": 0, "sanitizer": 0}
+    for i, k in enumerate(sample(n)):
+        seen[judge(f"{kind}:{k}", ["--sync", "sequential"], ref_out, ref_digest,
+                   resume=kind == "write" or i % 8 == 0)] += 1
+    t.ok(f"the N-th {kind} failing, {sum(seen.values())} of {n} sites: {seen['absorbed']} "
+         f"absorbed (the full digest and output), {seen['error'] + seen['resumed']} clear "
+         f"errors ({seen['resumed']} left a snapshot that resumed to the full run)"
+         + in_runtime(seen))
 
 
 def random_allocations(engine, what):
@@ -235,10 +237,28 @@ def case_resume():
              f"prefix that a second resume completed" + in_runtime(seen))
 
 
-case_sequential()
-random_allocations(["--threads", "2"], "on 2 threads")
-case_resume()
-random_allocations(["--sync", "conservative", "--threads", "2", "-P", "spans=1"],
-                   "of the conservative engine on 2 threads")  # (spans: durations)
-shutil.rmtree(tmp, ignore_errors=True)
+def allocations_failing():
+    sequential("alloc")
+
+
+def writes_failing():
+    sequential("write")
+
+
+def on_two_threads():
+    random_allocations(["--threads", "2"], "on 2 threads")
+
+
+def conservative_on_two_threads():
+    random_allocations(["--sync", "conservative", "--threads", "2", "-P", "spans=1"],
+                       "of the conservative engine on 2 threads")  # (spans: durations)
+
+
+# (each case forked, two at a time, in a directory of its own: short runs, mostly launches)
+try:
+    t.cases([in_own_dir(f, globals()) for f in (allocations_failing, writes_failing,
+                                                on_two_threads, case_resume,
+                                                conservative_on_two_threads)])
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
 t.finish()

@@ -15,6 +15,7 @@ on both parallel engines; and a model built against the previous struct kr_model
 query field) still loads."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -210,6 +211,13 @@ def case_commo():
 
 def interrupt_once(threads, after_bytes, extra=()):
     d = tempfile.mkdtemp(prefix="kr-query-")
+    try:
+        return interrupt_in(d, threads, after_bytes, extra)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def interrupt_in(d, threads, after_bytes, extra):
     out, stats = os.path.join(d, "out"), os.path.join(d, "stats.json")
     base = ["--lps", "16", "-P", "every=3", "-P", "noise=1"]
     p = subprocess.Popen([kairos, "run", MODEL, *base, "--end", "1e9", "--threads",

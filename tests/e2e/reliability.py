@@ -16,6 +16,7 @@ from common import run, fail, digest, Tally, build_kind, expect_exit, pick, LONG
 kairos, build = sys.argv[1], sys.argv[2]
 hazard = os.path.join(build, "libhazard.so")
 t = Tally()
+tmp = tempfile.mkdtemp(prefix="kr-rel-")  # (the runs' files, each in a directory in it)
 ENGINES = [["--sync", "sequential"], ["--threads", "1"], ["--threads", "2"],
            ["--sync", "conservative", "--threads", "1"]]
 KIND = build_kind(kairos)  # 'tsan': no time-sharing; sanitizers: no tight ulimit -v
@@ -63,30 +64,30 @@ def case_payload_pointers():
     trace: one digest and output in every run (ASLR moves them) on every engine, two
     traces alike; a snapshot's pending events carry them into another process. A pointer
     into the sender's state or the C library heap is refused, naming it, on every engine."""
-    tmp = tempfile.mkdtemp(prefix="kr-payptr-")
+    work = tempfile.mkdtemp(prefix="payptr-", dir=tmp)
     seen, outs = set(), set()
     for i, eng in enumerate(ENGINES + [["--threads", "2", "--state", "page"]]):
         for rep in range(2):
-            trace = os.path.join(tmp, f"t{i}{rep}.json")
+            trace = os.path.join(work, f"t{i}{rep}.json")
             _, out, err = run(kairos, *hazard_args(17, "--trace", trace), *eng)
             seen.add(digest(err))
             outs.add(out)
     if len(seen) != 1 or len(outs) != 1 or "from a odd LP" not in outs.pop():
         fail(f"payload pointers into the image: {len(seen)} digests, {len(outs)} outputs "
              f"in 10 runs (want one each)")
-    q = subprocess.run([kairos, "trace-diff", os.path.join(tmp, "t00.json"),
-                        os.path.join(tmp, "t21.json")], capture_output=True, text=True)
+    q = subprocess.run([kairos, "trace-diff", os.path.join(work, "t00.json"),
+                        os.path.join(work, "t21.json")], capture_output=True, text=True)
     if q.returncode != 0 or "the same committed history" not in q.stdout:
         fail(f"payload pointers: trace-diff of two runs reports a difference:\n{q.stdout}")
     t.ok("payloads pointing into the image: one digest and output in 10 runs on 5 "
          "engines/modes, traces alike")
-    snap, full = os.path.join(tmp, "snap"), os.path.join(tmp, "full")
+    snap, full = os.path.join(work, "snap"), os.path.join(work, "full")
     with open(full, "w") as f:
         subprocess.run([kairos, *hazard_args(17, "--sync", "sequential", "--snapshot", snap,
                                              "--snapshot-every", "5", "--progress", "off")],
                        stdout=f, stderr=subprocess.DEVNULL, check=True)
     for eng in (["--sync", "sequential"], ["--threads", "2"]):
-        cut = os.path.join(tmp, "cut")
+        cut = os.path.join(work, "cut")
         shutil.copyfile(full, cut)
         with open(cut, "a") as f:
             p = subprocess.run([kairos, "resume", snap, "--progress", "off", *eng], stdout=f,
@@ -95,7 +96,7 @@ def case_payload_pointers():
             fail(f"payload pointers, resumed {eng}: exit {p.returncode}, digest "
                  f"{digest(p.stderr)} vs {seen}")
     t.ok("a snapshot's pending events with image pointers resume in another process")
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
     for case, where in ((18, "into the sending LP's own state (kr_malloc)"),
                         (19, ") into ")):
         for eng in ENGINES + [["--threads", "2", "--state", "page"]]:
@@ -203,7 +204,7 @@ def case_short_ticks():
     expect_fail(2, ["--tick-us must be from 20"], "run", "phold", "--tick-us", "5")
     if KIND == "tsan":
         return
-    d = tempfile.mkdtemp(prefix="kr-cal-")
+    d = tempfile.mkdtemp(prefix="cal-", dir=tmp)
     cal, stats = os.path.join(d, "calibration"), os.path.join(d, "s.json")
     open(cal, "w").write("tick_us 5\n")
     p = subprocess.run([kairos, "run", "phold", "--end", "20", "--threads", "2", "--preempt",
@@ -249,7 +250,7 @@ def case_many_lps():
 
 def start(args, ignore_int=False):
     """Start kairos with stdout to a file; returns (process, stdout path, stats path)."""
-    d = tempfile.mkdtemp(prefix="kr-rel-")
+    d = tempfile.mkdtemp(prefix="run-", dir=tmp)
     out, stats = os.path.join(d, "out"), os.path.join(d, "stats.json")
     pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_int else None
     p = subprocess.Popen([kairos, *map(str, args), "--stats", stats, "--progress", "off"],
@@ -467,13 +468,13 @@ def case_raw_stdout():
 def case_failed_stats():
     """Issue 35, 8: a run that ends in a model error, a crash in model code or a timeout
     still writes its --stats: ended_by "error", the message, no digest - on every engine."""
-    tmp = tempfile.mkdtemp(prefix="kr-fstats-")
+    work = tempfile.mkdtemp(prefix="fstats-", dir=tmp)
     # (a timeout ends the process where the thread cannot be unwound - under
     # ThreadSanitizer -, and then there is no --stats)
     timeout = () if KIND == "tsan" else ((11, ["--event-timeout", "0.3"]),)
     for case, extra in ((16, []), (18, [])) + timeout:
         for eng in ENGINES:
-            st = os.path.join(tmp, "st.json")
+            st = os.path.join(work, "st.json")
             args = hazard_args(case, "-P", "at=10", "--progress", "off", "--stats", st, *extra)
             _, err = expect_fail(1, ["kairos: error: model 'hazard', LP "], *args, *eng)
             if not os.path.exists(st):
@@ -485,7 +486,7 @@ def case_failed_stats():
                 fail(f"case {case} {eng}: --stats of a failed run: ended_by {d['ended_by']}, "
                      f"digest {d['run_digest']}, error {d.get('error')!r}")
             os.unlink(st)
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def case_blocked_events():
@@ -576,11 +577,11 @@ def case_false_timeouts():
         t.ok(f"{' '.join(eng)}: stdout reader stalled 2.5 s under --event-timeout 1, no timeout")
 
 
-for case in (case_pointer_digest, case_payload_pointers, case_numbers, case_output_paths, case_messages, case_signals,
-             case_interrupt_time, case_write_errors, case_dying_runs, case_blocked_events,
-             case_failed_stats, case_raw_stdout,
-             case_done_contract, case_callback_timeouts,
-             case_stack_frames, case_false_timeouts, case_many_lps,
-             case_heap_overflow, case_short_ticks):
-    case()
+# (each case forked, two at a time: much of it waits on signals, timeouts and launches)
+t.cases([case_pointer_digest, case_payload_pointers, case_numbers, case_output_paths,
+         case_messages, case_signals, case_interrupt_time, case_write_errors, case_dying_runs,
+         case_blocked_events, case_failed_stats, case_raw_stdout, case_done_contract,
+         case_callback_timeouts, case_stack_frames, case_false_timeouts, case_many_lps,
+         case_heap_overflow, case_short_ticks])
+shutil.rmtree(tmp, ignore_errors=True)
 t.finish()

@@ -9,6 +9,7 @@ time commits the same events and digest."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -131,6 +132,7 @@ def case_interrupted():
         if p.returncode != 130 or not m:
             fail(f"{threads} threads: exit {p.returncode}\n{err}")
         st = json.load(open(stats))
+        shutil.rmtree(d, ignore_errors=True)
         upto = m.group(1)
         _, ref_err, ref = stats_of(kairos, margs[:-2] + ["--end", upto, "--sync", "sequential"])
         if ref["committed_events"] != st["committed_events"] or digest(ref_err) != digest(err):

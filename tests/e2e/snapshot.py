@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from common import run, fail, digest, Tally, expect_exit, build_kind, LONG
+from common import run, fail, digest, Tally, expect_exit, build_kind, in_own_dir, LONG
 
 kairos, build = sys.argv[1], sys.argv[2]
 t = Tally()
@@ -352,12 +352,12 @@ def case_every_one_taken():
          "on 1 thread in lone bursts, 2 threads and 2 with migrations")
 
 
-case_every_one_taken()
-case_kill_and_resume()
-case_chained()
-case_interrupted()
-case_refused()
-if os.path.exists(f"{build}/libhazard.so"):
-    case_state_it_cannot_hold()
-shutil.rmtree(tmp, ignore_errors=True)
+# (each case forked, two at a time: much of it waits for snapshots and kills)
+cases = [case_every_one_taken, case_kill_and_resume, case_chained, case_interrupted,
+         case_refused] + ([case_state_it_cannot_hold]
+                          if os.path.exists(f"{build}/libhazard.so") else [])
+try:
+    t.cases([in_own_dir(f, globals()) for f in cases])
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
 t.finish()
