@@ -76,6 +76,7 @@ static void ts_entry(void *arg)
              * with the record half made (its memory leaked or freed twice). */
             kr__ult_self.app = 0;
             atomic_signal_fence(memory_order_seq_cst);
+            kr__ult_unwound(u);
             if (!th->q.abort) tw_keep_error(th, lp, e); /* deferred: reported if it commits */
         }
         kr__ult_self.app = 0;

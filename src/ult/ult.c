@@ -187,6 +187,16 @@ void kr__ult_put(struct kr__ult_pool *p, struct kr__ult *u)
     p->live--;
 }
 
+void kr__ult_unwound(const struct kr__ult *u)
+{
+#if defined(KR_ASAN)
+    char here; /* (this frame and the caller's lie above it) */
+    __asan_unpoison_memory_region(u->lo, (size_t)(&here - u->lo));
+#else
+    (void)u;
+#endif
+}
+
 void kr__ult_pool_destroy(struct kr__ult_pool *p)
 {
     for (size_t i = 0; i < p->nall; i++) {

@@ -140,6 +140,11 @@ void kr__ult_pool_destroy(struct kr__ult_pool *p);
 struct kr__ult *kr__ult_get(struct kr__ult_pool *p);
 /* Back to the pool; a ULT left mid-event (abandoned) is reset to a fresh start. */
 void kr__ult_put(struct kr__ult_pool *p, struct kr__ult *u);
+/* An error in the running ULT's event unwound into its entry (from a crash handler on the
+ * signal stack, or from deep frames). Under AddressSanitizer the frames it left are still
+ * poisoned - its no-return hook cleared the handler's stack, not this one - and a tick's
+ * signal frame written there later reads as an overflow: this clears them. */
+void kr__ult_unwound(const struct kr__ult *u);
 /* Platform: run u (start or resume) until it finishes its event or is preempted. */
 void kr__ult_run(struct kr__ult *u);
 /* On a ULT: give the CPU back with this status (DONE after an event, SUSPENDED). */

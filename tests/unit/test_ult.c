@@ -4,14 +4,24 @@
  *  2. asynchronous: a ULT runs a loop holding known values in every general register it may
  *     use and in all 16 SSE registers (and the AVX upper halves where present), checking
  *     them on every turn, while extra ticks preempt it at arbitrary instructions; between
- *     its turns another ULT overwrites every one of those registers. Nothing may change. */
+ *     its turns another ULT overwrites every one of those registers. Nothing may change.
+ *  3. AddressSanitizer builds: an event that recursed deep and was unwound into its entry
+ *     by a handler on the signal stack (as a crash is) leaves no frame poisoned below the
+ *     entry once it says so (kr__ult_unwound): a later signal frame there read as an
+ *     overflow. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <setjmp.h>
+#include <signal.h>
 #include "check.h"
+#include "base/sanitize.h"
 #include "ult/ult.h"
+#if defined(KR_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
 
-enum { KIND_STEPS = 1, KIND_REGS, KIND_CLOBBER, KIND_AVX };
+enum { KIND_STEPS = 1, KIND_REGS, KIND_CLOBBER, KIND_AVX, KIND_UNWIND };
 
 static int steps_done, regs_bad = -1, avx_bad = -1;
 
@@ -95,12 +105,49 @@ static void clobber(void)
         "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
 }
 
+/* 3: frames with arrays (redzones under ASan) down to the depth, where a signal whose
+ * handler runs on the signal stack jumps back to the entry. */
+static sigjmp_buf unwind_to;
+static int poisoned_after = -1;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    siglongjmp(unwind_to, 1);
+}
+
+__attribute__((noinline)) static int dive(int depth)
+{
+    volatile char pad[512];
+    pad[depth % 512] = (char)depth;
+    if (depth == 0) raise(SIGUSR1);
+    return depth ? dive(depth - 1) + pad[depth % 512] : 0;
+}
+
+static void unwind_case(void)
+{
+    if (sigsetjmp(unwind_to, 1) == 0) {
+        dive(40); /* (some 20 KiB of a 64-KiB stack) */
+        return;
+    }
+    kr__ult_unwound(kr__ult_self.cur);
+#if defined(KR_ASAN)
+    char here;
+    poisoned_after = __asan_region_is_poisoned(kr__ult_self.cur->lo,
+                                               (size_t)(&here - 256 - kr__ult_self.cur->lo)) != NULL;
+#else
+    poisoned_after = 0;
+#endif
+}
+
 static void entry(void *arg)
 {
     (void)arg;
     for (;;) {
         int kind = (int)(intptr_t)kr__ult_self.cur->ev;
-        if (kind == KIND_STEPS) {
+        if (kind == KIND_UNWIND) {
+            unwind_case();
+        } else if (kind == KIND_STEPS) {
             steps_done = 1;
             kr__ult_yield(KR_ULT_SUSPENDED, KR_BY_RETURN); /* as check-and-switch does */
             steps_done = 2;
@@ -165,6 +212,24 @@ int main(void)
     CHECK(steps_done == 2);
     kr__ult_put(&p, v);
     CHECK(p.live == 0);
+
+    /* 3. unwound from a handler on the signal stack (not under ThreadSanitizer, which
+     * cannot reliably follow a siglongjmp out of a handler: bad_input.py leaves the
+     * parallel engines' crashes out there too) */
+#if !defined(KR_TSAN)
+    static char alt[64 * 1024];
+    stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt };
+    struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_ONSTACK };
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaltstack(&ss, NULL) == 0 && sigaction(SIGUSR1, &sa, NULL) == 0);
+    struct kr__ult *w = kr__ult_get(&p);
+    w->ev = (void *)(intptr_t)KIND_UNWIND;
+    kr__ult_run(w);
+    CHECK(w->status == KR_ULT_DONE && poisoned_after == 0);
+    kr__ult_put(&p, w);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+#endif
 
     /* 2. asynchronous, by ticks at any instruction (not under ThreadSanitizer, which defers
      * signals to its own interception points: the engine refuses time-sharing there) */
