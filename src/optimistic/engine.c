@@ -413,6 +413,34 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
     }
 }
 
+/* Across ranks, an idle turn whose top is held back (held): the ranks' clocks carry no
+ * quiet records, so without a lookahead they bound each other and only a GVT round moves
+ * them, a round an event. A hold of TW_HELD_NS in which the other ranks' clock stood still
+ * starts a round: waiting for the sleep (4096 spins, each with a look at MPI: some 4 ms)
+ * or the period, a 6 330-event run of spans without a lookahead took 23 s on 2 ranks, now
+ * 6. (With a lookahead, stamps move that clock and end holds. At 200 us - 1.2 s - spans
+ * with one made half as many rounds again and ran a fifth longer on 2 ranks; at 1 ms
+ * neither shows.) */
+#define TW_HELD_NS (1000u * 1000)
+static void tw_held_turn(struct tw_thread *th, bool held)
+{
+    if (!held) {
+        th->rk.held_ns = 0;
+        return;
+    }
+    uint64_t now = kr__clock_ns(), ran = th->cnt->processed,
+             clock = atomic_load_explicit(&th->g->net.clock_bits, memory_order_relaxed);
+    if (!th->rk.held_ns || th->rk.held_ran != ran || th->rk.held_clock != clock) {
+        th->rk.held_ns = now; /* (held anew: events ran, or stamps came, since) */
+        th->rk.held_ran = ran;
+        th->rk.held_clock = clock;
+        return;
+    }
+    if (now - th->rk.held_ns < TW_HELD_NS) return;
+    th->rk.held_ns = now;
+    tw_gvt_maybe_start(th, true);
+}
+
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
  * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
  * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
@@ -422,11 +450,16 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
  * sharing 2 cores: 3-5% of runs took 10-100 s when idle threads yielded (even 4 yields
  * before sleeping), none of 200 over 0.15 s with sleeps; PHOLD-std on 4 threads loses
  * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
-/* (snap: it waits for a snapshot's round only - a round at each sleep, not each period) */
-static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool snap)
+/* (snap: it waits for a snapshot's round only - a round at each sleep, not each period;
+ * held: an event it has is held back, tw_held_turn) */
+static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool snap,
+                    bool held)
 {
     if (th->out.n) tw_post_publish(th);
-    if (th->g->net.on) tw_rank_turn(th, true);
+    if (th->g->net.on) {
+        tw_rank_turn(th, true);
+        tw_held_turn(th, held);
+    }
     if (!oversubscribed && ++*spins < 4096) {
         __builtin_ia32_pause();
         return;
@@ -652,7 +685,7 @@ static void tw_wait_turn(struct tw_thread *th, const struct kr__ev *e, kr_time e
     bool below = e && e->k.ts < end;
     th->cnt->win.throttled += below;
     if (tw_bounds(th)) tw_clock_publish(th, e, true);
-    tw_idle(th, spins, over, e && !below && e->k.ts < th->r->cfg->end);
+    tw_idle(th, spins, over, e && !below && e->k.ts < th->r->cfg->end, below);
 }
 
 void *tw_worker(void *arg)

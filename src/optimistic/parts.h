@@ -265,6 +265,9 @@ struct tw_rank_th {
     unsigned nround;          /* GVT rounds whose phase 1 it passed: its colour is the lowest
                                * bit (what it sends to other ranks is counted by colour) */
     bool nudge;               /* another rank is in a later round: start one */
+    uint64_t held_ns;         /* idle, its top held back since (engine.c; 0: not held)... */
+    uint64_t held_ran;        /* ...with this many events processed then, */
+    uint64_t held_clock;      /* ...and the other ranks' clock then (net.clock_bits) */
     unsigned turns;           /* loop turns since it last flushed and took messages in... */
     unsigned every;           /* ...and how many make TW_RANK_POST_NS (tw_post_pace) */
     uint64_t sent[2], recv[2]; /* records to and from other ranks, by colour */

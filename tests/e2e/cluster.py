@@ -265,8 +265,8 @@ def same_as_sequential():
     spans = [os.path.join(build, "libspans.so"), "--lps", "64", "--end", "150"]
     windows = ["--sync", "conservative", "--conservative", "windows"]
     # (without a lookahead the ranks' clocks cannot pass each other: each event waits for
-    # a GVT round across the ranks, some 4 ms here - the quick tier runs it to 20, 948
-    # events)
+    # a GVT round across the ranks, about 1 ms (engine.c, TW_HELD_NS) - the quick tier runs
+    # it to 20, 948 events)
     la0 = ["-P", "la=0"] + ([] if LONG else ["--end", "20"])
     for extra, np, threads in (([], 2, 1), (la0, 3, 2)):
         rc, out, err = run(kairos, "run", *spans, *extra, "--sync", "sequential")
