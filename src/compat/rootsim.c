@@ -152,6 +152,18 @@ static int kairos_argv(const char **argv, char **own, int nown)
     return n;
 }
 
+/* --lps on the command line, refused (with a message): the configuration sets them. */
+static bool lps_given(char **own, int nown)
+{
+    for (int i = 1; i < nown; i++)
+        if (!strcmp(own[i], "--lps")) {
+            fprintf(stderr, "kairos: error: --lps: the LPs are the configuration's `lps` "
+                    "(%llu), which the model's code counts on\n", (unsigned long long)conf.lps);
+            return true;
+        }
+    return false;
+}
+
 int RootsimRun(void)
 {
     if (!inited) {
@@ -160,12 +172,7 @@ int RootsimRun(void)
     }
     char **own;
     int nown = own_args(&own);
-    for (int i = 1; i < nown; i++)
-        if (!strcmp(own[i], "--lps")) {
-            fprintf(stderr, "kairos: error: --lps: the LPs are the configuration's `lps` "
-                    "(%llu), which the model's code counts on\n", (unsigned long long)conf.lps);
-            return KR_EXIT_USAGE;
-        }
+    if (lps_given(own, nown)) return KR_EXIT_USAGE;
     const char *slash = strrchr(own[0], '/');
     snprintf(name, sizeof name, "%s", slash ? slash + 1 : own[0]);
     model.name = name;

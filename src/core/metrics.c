@@ -50,6 +50,35 @@ static void store_fold_to(struct kr__mstore *st, int32_t base)
     st->c[0] += acc;
 }
 
+/* Room below the store's base down to k, or as far as KR_METRIC_BUCKETS below the top
+ * allow, k then folded into the lowest: the store covers what it would had k come first
+ * (a sketch does not depend on the order of its values). Returns k's bucket. */
+static int32_t store_grow_down(struct kr__mstore *st, int32_t k)
+{
+    int64_t lowest = (int64_t)st->base + st->len - KR_METRIC_BUCKETS;
+    int32_t to = k < lowest ? (int32_t)lowest : k;
+    uint32_t shift = (uint32_t)(st->base - to);
+    if (shift) {
+        store_room(st, st->len + shift);
+        memmove(st->c + shift, st->c, st->len * sizeof st->c[0]);
+        memset(st->c, 0, shift * sizeof st->c[0]);
+        st->base = to;
+        st->len += shift;
+    }
+    return to;
+}
+
+/* Room above the store's top up to k, the lowest buckets folded if k lies too far up. */
+static void store_grow_up(struct kr__mstore *st, int32_t k)
+{
+    if ((int64_t)k - st->base >= KR_METRIC_BUCKETS)
+        store_fold_to(st, k - (int32_t)KR_METRIC_BUCKETS + 1);
+    uint32_t len = (uint32_t)(k - st->base) + 1;
+    store_room(st, len);
+    memset(st->c + st->len, 0, (len - st->len) * sizeof st->c[0]);
+    st->len = len;
+}
+
 static void store_add(struct kr__mstore *st, int32_t k, uint64_t n)
 {
     if (!st->len) {
@@ -58,29 +87,9 @@ static void store_add(struct kr__mstore *st, int32_t k, uint64_t n)
         st->c[0] = 0;
         st->len = 1;
     } else if (k < st->base) {
-        /* (down to k, or as far as KR_METRIC_BUCKETS below the top allow, k folded into
-         * the lowest: the store then covers what it would had k come first - a sketch does
-         * not depend on the order of its values) */
-        int64_t lowest = (int64_t)st->base + st->len - KR_METRIC_BUCKETS;
-        int32_t to = k < lowest ? (int32_t)lowest : k;
-        uint32_t shift = (uint32_t)(st->base - to);
-        if (!shift) {
-            st->c[0] += n;
-            return;
-        }
-        store_room(st, st->len + shift);
-        memmove(st->c + shift, st->c, st->len * sizeof st->c[0]);
-        memset(st->c, 0, shift * sizeof st->c[0]);
-        st->base = to;
-        st->len += shift;
-        k = to > k ? to : k;
+        k = store_grow_down(st, k);
     } else if ((int64_t)k - st->base >= st->len) {
-        if ((int64_t)k - st->base >= KR_METRIC_BUCKETS)
-            store_fold_to(st, k - (int32_t)KR_METRIC_BUCKETS + 1);
-        uint32_t len = (uint32_t)(k - st->base) + 1;
-        store_room(st, len);
-        memset(st->c + st->len, 0, (len - st->len) * sizeof st->c[0]);
-        st->len = len;
+        store_grow_up(st, k);
     }
     st->c[k - st->base] += n;
 }

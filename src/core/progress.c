@@ -83,6 +83,20 @@ void kr__progress_start(struct kr__progress *p, struct kr__run *r)
     p->last_committed = 0;
 }
 
+/* The progress line, redrawn in place on stderr. */
+static void draw(const struct kr__progress *p, double now, kr_time vt, uint64_t committed,
+                 uint64_t processed)
+{
+    double rate = (double)(committed - p->last_committed) / (now - p->last);
+    double end = p->r->cfg->end;
+    double pct = isinf(end) || end <= 0 ? 0 : 100.0 * (vt > end ? end : vt) / end;
+    fprintf(stderr, "\r\033[K[kairos] %5.1f%% vt %-10.4g %7.2f M committed ev/s  eff %5.1f%%  "
+            "mem %zu MiB  %.0fs", pct, vt, rate / 1e6,
+            processed ? 100.0 * (double)committed / (double)processed : 100.0,
+            kr__rss_bytes() >> 20, now - p->t0);
+    fflush(stderr);
+}
+
 void kr__progress_tick(struct kr__progress *p, kr_time vt)
 {
     double now = kr__wall_now();
@@ -92,14 +106,7 @@ void kr__progress_tick(struct kr__progress *p, kr_time vt)
     uint64_t committed = PUB_SUM(p->r, pub_committed), processed = PUB_SUM(p->r, pub_processed);
     sample(p, now, vt, committed, processed);
     if (!p->on || now - p->last < 0.5) return;
-    double rate = (double)(committed - p->last_committed) / (now - p->last);
-    double end = p->r->cfg->end;
-    double pct = isinf(end) || end <= 0 ? 0 : 100.0 * (vt > end ? end : vt) / end;
-    fprintf(stderr, "\r\033[K[kairos] %5.1f%% vt %-10.4g %7.2f M committed ev/s  eff %5.1f%%  "
-            "mem %zu MiB  %.0fs", pct, vt, rate / 1e6,
-            processed ? 100.0 * (double)committed / (double)processed : 100.0,
-            kr__rss_bytes() >> 20, now - p->t0);
-    fflush(stderr);
+    draw(p, now, vt, committed, processed);
     p->drawn = true;
     p->last = now;
     p->last_committed = committed;

@@ -110,6 +110,22 @@ static void drop_all(struct kr__snapshot *s)
     s->dropped = 0;
 }
 
+/* The checksum of everything after the head, read a window at a time (kr__mix_bytes's
+ * value, in whole words: SNAP_HEAD and SNAP_WINDOW are multiples of 8), each window
+ * dropped from memory once summed. */
+static uint64_t body_hash(struct kr__snapshot *s)
+{
+    uint64_t h = kr__mix(0x5AA9, s->n - SNAP_HEAD);
+    for (size_t off = SNAP_HEAD; off < s->n;) {
+        size_t end = (off + SNAP_WINDOW) & ~(size_t)(SNAP_WINDOW - 1);
+        if (end > s->n) end = s->n;
+        h = kr__mix_words(h, s->buf + off, end - off);
+        drop_behind(s, s->buf + end);
+        off = end;
+    }
+    return h;
+}
+
 /* Its length and checksum. */
 static int check_sum(struct kr__snapshot *s, const char *path, struct kr__error *err)
 {
@@ -119,14 +135,7 @@ static int check_sum(struct kr__snapshot *s, const char *path, struct kr__error 
     if (memcmp(s->buf, SNAP_MAGIC, 8))
         return kr__fail(err, KR_ERR_USAGE, "%s is not a Kairos snapshot (or one of another "
                         "version)", path);
-    uint64_t h = kr__mix(0x5AA9, s->n - SNAP_HEAD); /* (kr__mix_bytes, a window at a time) */
-    for (size_t off = SNAP_HEAD; len == s->n && off < s->n;) {
-        size_t end = (off + SNAP_WINDOW) & ~(size_t)(SNAP_WINDOW - 1);
-        if (end > s->n) end = s->n;
-        h = kr__mix_words(h, s->buf + off, end - off); /* (whole words: SNAP_HEAD, WINDOW) */
-        drop_behind(s, s->buf + end);
-        off = end;
-    }
+    uint64_t h = len == s->n ? body_hash(s) : 0;
     drop_all(s);
     if (len != s->n || sum != h)
         return kr__fail(err, KR_ERR_USAGE, "the snapshot %s is damaged (%s): it cannot be "
@@ -231,24 +240,31 @@ static struct kr__snapshot *snap_read(const char *dir, struct kr__cursor *in, st
     return s;
 }
 
-int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err)
+/* The snapshot's model path and parameters into the configuration, which owns the copies
+ * (kr__options_free). */
+static void copy_params(struct kr__config *c, const struct kr__snapshot *s)
 {
-    struct kr__cursor in;
-    struct kr__snapshot *s = snap_read(dir, &in, err);
-    if (!s) return err->status;
     size_t bytes = strlen(s->model_path) + 1;
     for (uint32_t i = 0; i < s->nparams; i++) bytes += strlen(s->params[i].val) + 1;
-    char *o = c->owned = malloc(bytes); /* (the model path and values: kr__options_free) */
+    char *o = c->owned = malloc(bytes); /* (the model path and values) */
     c->params = calloc(s->nparams + 1u, sizeof *c->params);
     if (!o || !c->params) kr__fatal_oom("a snapshot's parameters", bytes);
     c->model = strcpy(o, s->model_path);
     o += strlen(o) + 1;
     for (uint32_t i = 0; i < s->nparams; i++) {
-        c->params[i].key = strdup(s->params[i].key); /* (keys: kr__options_free) */
+        c->params[i].key = strdup(s->params[i].key); /* (keys too) */
         c->params[i].val = strcpy(o, s->params[i].val);
         o += strlen(o) + 1;
         if (!c->params[i].key) kr__fatal_oom("a snapshot's parameters", bytes);
     }
+}
+
+int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err)
+{
+    struct kr__cursor in;
+    struct kr__snapshot *s = snap_read(dir, &in, err);
+    if (!s) return err->status;
+    copy_params(c, s);
     c->lps = s->lps;
     c->seed = s->seed;
     c->end = s->end;

@@ -97,6 +97,17 @@ static void sift_down(struct kr__trace_rec *a, size_t n)
     }
 }
 
+/* Twice the room, up to the limit (the buffer is a heap of the lowest keys once full). */
+static void buf_grow(struct trace_buf *b)
+{
+    size_t cap = b->cap ? b->cap * 2 : 1024;
+    if (cap > limit) cap = limit;
+    struct kr__trace_rec *a = realloc(b->a, cap * sizeof *a);
+    if (!a) kr__fatal_oom("the --trace buffer", cap * sizeof *a);
+    b->a = a;
+    b->cap = cap;
+}
+
 void kr__trace_commit(const struct kr__ev *e)
 {
     struct trace_buf *b = my_buf();
@@ -112,14 +123,7 @@ void kr__trace_commit(const struct kr__ev *e)
         sift_down(b->a, b->n);
         return;
     }
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 1024;
-        if (cap > limit) cap = limit;
-        struct kr__trace_rec *a = realloc(b->a, cap * sizeof *a);
-        if (!a) kr__fatal_oom("the --trace buffer", cap * sizeof *a);
-        b->a = a;
-        b->cap = cap;
-    }
+    if (b->n == b->cap) buf_grow(b);
     b->a[b->n] = r;
     sift_up(b->a, b->n++);
 }

@@ -116,6 +116,22 @@ static void hand_over(struct tw_thread *th)
     }
 }
 
+/* An LP moved here: its uncommitted events, done() answers, checkpoints and open pages
+ * now count on this thread. */
+static void take_lp(struct tw_thread *th, const struct tw_move *m)
+{
+    const struct tw_global *g = th->g;
+    struct kr__lp *lp = kr__lp_at(th->r, m->lp);
+    struct tw_lp *tl = tw_lp_of(lp);
+    th->uncommitted += lp_uncommitted(tl);
+    th->gv.ndone += lp->done_seen || lp->done_init;
+    th->blobs.held += lp_ckpt_bytes(th, lp);
+    if (kr__key_lt(&th->gv.max_done_committed, &g->th[m->from].mg.max_done_out))
+        th->gv.max_done_committed = g->th[m->from].mg.max_done_out;
+    th->nlps++;
+    if (tl->dirty) tw_mark_dirty_again(th, m->lp);
+}
+
 /* The new owner's side: the LPs' pending events, bookkeeping and commit duties. */
 static void take_in(struct tw_thread *th)
 {
@@ -125,19 +141,8 @@ static void take_in(struct tw_thread *th)
         for (size_t i = 0; i < o->mg.n; i++)
             if (g->owner[o->mg.ev[i]->dest] == th->id) kr__heap_push(&th->heap, o->mg.ev[i]);
     }
-    for (size_t i = 0; i < g->bl.nmoves; i++) {
-        const struct tw_move *m = &g->bl.moves[i];
-        if (m->to != th->id) continue;
-        struct kr__lp *lp = kr__lp_at(th->r, m->lp);
-        struct tw_lp *tl = tw_lp_of(lp);
-        th->uncommitted += lp_uncommitted(tl);
-        th->gv.ndone += lp->done_seen || lp->done_init;
-        th->blobs.held += lp_ckpt_bytes(th, lp);
-        if (kr__key_lt(&th->gv.max_done_committed, &g->th[m->from].mg.max_done_out))
-            th->gv.max_done_committed = g->th[m->from].mg.max_done_out;
-        th->nlps++;
-        if (tl->dirty) tw_mark_dirty_again(th, m->lp);
-    }
+    for (size_t i = 0; i < g->bl.nmoves; i++)
+        if (g->bl.moves[i].to == th->id) take_lp(th, &g->bl.moves[i]);
 }
 
 /* A worker without LPs leaves GVT and the clocks (it can receive nothing); one that gets
@@ -193,6 +198,29 @@ static void lone_soon(struct tw_thread *th)
     else tw_lone_update(th);
 }
 
+/* Thread 0, between the hand-over and the take-in: the new owners, and how many threads
+ * have LPs once the moves land (hand_over took the leaving LPs off already). */
+static void apply_moves(struct tw_global *g)
+{
+    for (size_t i = 0; i < g->bl.nmoves; i++) g->owner[g->bl.moves[i].lp] = g->bl.moves[i].to;
+    unsigned active = 0;
+    for (unsigned t = 0; t < g->n; t++) {
+        kr_lp n = g->th[t].nlps;
+        for (size_t i = 0; i < g->bl.nmoves; i++) n += g->bl.moves[i].to == t;
+        active += n > 0;
+    }
+    atomic_store_explicit(&g->active, active, memory_order_relaxed);
+}
+
+/* The highest time any thread ran safe events to. */
+static kr_time highest_fast(const struct tw_global *g)
+{
+    kr_time hi = -INFINITY;
+    for (unsigned t = 0; t < g->n; t++)
+        if (g->th[t].fast_hi > hi) hi = g->th[t].fast_hi;
+    return hi;
+}
+
 void tw_migrate(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -204,21 +232,10 @@ void tw_migrate(struct tw_thread *th)
     kr_time lo = tw_clock_min(g, g->n); /* (read before anyone rewrites a clock) */
     hand_over(th);
     tw_barrier(g, NULL);
-    if (th->id == 0) {
-        for (size_t i = 0; i < g->bl.nmoves; i++) g->owner[g->bl.moves[i].lp] = g->bl.moves[i].to;
-        unsigned active = 0;
-        for (unsigned t = 0; t < g->n; t++) {
-            kr_lp n = g->th[t].nlps; /* (hand_over took the leaving LPs off already) */
-            for (size_t i = 0; i < g->bl.nmoves; i++) n += g->bl.moves[i].to == t;
-            active += n > 0;
-        }
-        atomic_store_explicit(&g->active, active, memory_order_relaxed);
-    }
+    if (th->id == 0) apply_moves(g);
     /* (an LP arrives with uncommitted events whose sends its old owner may have run safe:
      * every thread's own-accord rollbacks stay above every safe event run, tw_memory_floor) */
-    kr_time hi = th->fast_hi;
-    for (unsigned t = 0; t < g->n; t++)
-        if (g->th[t].fast_hi > hi) hi = g->th[t].fast_hi;
+    kr_time hi = highest_fast(g);
     tw_barrier(g, NULL);
     th->fast_hi = hi;
     take_in(th);
@@ -297,6 +314,17 @@ static void add_move(struct tw_global *g, kr_lp lp, unsigned to)
 
 static void block_mapping(struct tw_global *g, unsigned nact);
 
+/* Up to 8 LPs, drawn from the storm's own generator, each to a drawn thread. */
+static void storm_scatter(struct tw_global *g, kr_lp n)
+{
+    for (int k = 0; k < 8 && n; k++) {
+        g->bl.storm = g->bl.storm * 6364136223846793005ull + 1442695040888963407ull;
+        kr_lp lp = (kr_lp)((g->bl.storm >> 33) % n);
+        unsigned to = (unsigned)((g->bl.storm >> 13) % g->n);
+        if (g->target[lp] == g->owner[lp]) add_move(g, lp, to);
+    }
+}
+
 /* storm: a few random LPs to random threads (a fixed stream: moves change no result) for
  * three rounds in eight; at the fifth all of them go to one worker, which keeps them three
  * rounds - the others retire, and it runs alone, in lone mode (lone.c) - and at the first
@@ -315,12 +343,7 @@ static void plan_storm(struct tw_global *g)
         block_mapping(g, g->n);
         return;
     }
-    for (int k = 0; k < 8 && n; k++) {
-        g->bl.storm = g->bl.storm * 6364136223846793005ull + 1442695040888963407ull;
-        kr_lp lp = (kr_lp)((g->bl.storm >> 33) % n);
-        unsigned to = (unsigned)((g->bl.storm >> 13) % g->n);
-        if (g->target[lp] == g->owner[lp]) add_move(g, lp, to);
-    }
+    storm_scatter(g, n);
 }
 
 /* Contiguous blocks in proportion to the workers' weights (bal_weight): equal weights give

@@ -284,6 +284,18 @@ static void tw_query_post(struct tw_global *g, unsigned owner, struct tw_qreq *r
                                                     memory_order_relaxed));
 }
 
+/* The owner could not answer: the run stops (unwound), or the asking event fails with the
+ * answering handler's error. */
+_Noreturn static void remote_failed(struct tw_thread *th, int st, char *err)
+{
+    if (st == TW_Q_STOPPED) tw_query_unwind(th);
+    free(th->q.err);
+    th->q.err = err;
+    th->err.msg = err;
+    th->err.armed = false;
+    longjmp(*th->err.cur, 1);
+}
+
 /* Ask owner's thread and wait, serving this thread's own inbox meanwhile. The request
  * counts as a message in the quiet records: the receiver may roll back for it, and cancel
  * from its key on. */
@@ -309,13 +321,8 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
     th->cnt->q.wait_ns += waited;
     if (!stack && waited > TW_QUERY_LONG_NS && th->q.ev && !th->q.rq) /* (its own event) */
         th->q.wtypes |= 1ull << (th->q.ev->type & 63);                /* (tw_process_query) */
-    if (st == TW_Q_ANSWERED) return rq.n;
-    if (st == TW_Q_STOPPED) tw_query_unwind(th);
-    free(th->q.err);
-    th->q.err = rq.err;
-    th->err.msg = rq.err;
-    th->err.armed = false;
-    longjmp(*th->err.cur, 1);
+    if (st != TW_Q_ANSWERED) remote_failed(th, st, rq.err);
+    return rq.n;
 }
 
 size_t tw_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t size, void *ans,

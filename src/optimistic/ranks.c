@@ -56,6 +56,17 @@ static double rank_clock(void *arg)
     return c;
 }
 
+/* Each other rank's output mark and clock, both at minus infinity. */
+static void per_rank_tables(struct tw_net *net)
+{
+    net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
+    if (!net->rupto) kr__fatal_oom("output marks", (size_t)net->nranks * sizeof *net->rupto);
+    for (int k = 0; k < net->nranks; k++) net->rupto[k] = kr__key_at(-INFINITY);
+    net->from = malloc((size_t)net->nranks * sizeof *net->from);
+    if (!net->from) kr__fatal_oom("clocks of other ranks", (size_t)net->nranks * sizeof(double));
+    for (int k = 0; k < net->nranks; k++) net->from[k] = -INFINITY;
+}
+
 void tw_rank_setup(struct tw_global *g)
 {
     struct tw_net *net = &g->net;
@@ -70,12 +81,7 @@ void tw_rank_setup(struct tw_global *g)
     if (kr__xport_init(&net->x, g->n + 1)) tw_net_broken("setting up messages between ranks");
     pthread_mutex_init(&net->out_mu, NULL);
     pthread_mutex_init(&net->text_mu, NULL);
-    net->rupto = calloc((size_t)net->nranks, sizeof *net->rupto);
-    if (!net->rupto) kr__fatal_oom("output marks", (size_t)net->nranks * sizeof *net->rupto);
-    for (int k = 0; k < net->nranks; k++) net->rupto[k] = kr__key_at(-INFINITY);
-    net->from = malloc((size_t)net->nranks * sizeof *net->from);
-    if (!net->from) kr__fatal_oom("clocks of other ranks", (size_t)net->nranks * sizeof(double));
-    for (int k = 0; k < net->nranks; k++) net->from[k] = -INFINITY;
+    per_rank_tables(net);
     net->hold = 0;
     atomic_init(&net->clock_bits, kr__time_bits(-INFINITY));
     net->x.clock = rank_clock;
@@ -176,14 +182,20 @@ void tw_rank_forget(struct tw_thread *th, struct kr__ev *parent)
     parent->flags &= (uint8_t)~KR_EVF_RKIDS;
 }
 
-void tw_rank_take(struct tw_thread *th, struct kr__ev *e)
+/* --check: nothing from another rank arrives below what this thread counted as safe. */
+static void check_above_safe(const struct tw_thread *th, const struct kr__ev *e)
 {
-    uint64_t rid = e->rid;
-    if (th->g->cf.check && e->k.ts < th->clk.safe_prev)
+    if (e->k.ts < th->clk.safe_prev)
         kr__internal_error("thread %u received a%s from another rank at time %.17g below its "
                            "safe time %.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
                            "n antimessage" : "n event", e->k.ts, th->clk.safe_prev,
                            (unsigned long long)e->dest);
+}
+
+void tw_rank_take(struct tw_thread *th, struct kr__ev *e)
+{
+    uint64_t rid = e->rid;
+    if (th->g->cf.check) check_above_safe(th, e);
     if (e->flags & KR_EVF_ANTI) {
         struct kr__ev *t = kr__match_anti(&th->rk.match, rid, e->k.ts);
         kr__pool_put(th->pool, e);
@@ -235,11 +247,10 @@ static void import_pointers(const struct tw_global *g, struct kr__ev *e,
     kr__die(msg);
 }
 
-/* An event or antimessage from another rank, into the poller's pool and on to its owner. */
-static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
+/* The event (or antimessage) a wire item carries, as its sender made it. */
+static struct kr__ev *ev_from_wire(struct tw_thread *th, const struct kr__wire_item *it,
+                                   bool anti)
 {
-    struct tw_global *g = th->g;
-    bool anti = it->h.kind == KR_WIRE_ANTI;
     struct kr__ev *e = kr__pool_get(th->pool, anti ? 0 : it->h.size);
     e->k = it->h.k;
     e->dest = it->h.dest;
@@ -249,12 +260,21 @@ static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
     e->xflags = 0;
     e->pflags = it->table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN;
     e->rid = it->h.rid;
-    e->dur = it->h.flags & KR_EVF_SPAN ? it->dur : g->r->lookahead; /* (as it was sent) */
+    e->dur = it->h.flags & KR_EVF_SPAN ? it->dur : th->g->r->lookahead; /* (as it was sent) */
     e->child = e->sib = NULL;
     if (!anti) {
         memcpy(e->payload, it->payload, it->h.size);
         th->cnt->rank_received++;
     }
+    return e;
+}
+
+/* An event or antimessage from another rank, into the poller's pool and on to its owner. */
+static void take_event(struct tw_thread *th, const struct kr__wire_item *it)
+{
+    struct tw_global *g = th->g;
+    bool anti = it->h.kind == KR_WIRE_ANTI;
+    struct kr__ev *e = ev_from_wire(th, it, anti);
     if (it->table) import_pointers(g, e, it);
     unsigned owner = tw_owner(g, e->dest);
     if (tw_remote(g, owner))

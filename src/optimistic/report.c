@@ -109,12 +109,9 @@ static void ranks_summary(const struct kr__run *r, FILE *f)
     }
 }
 
-void tw_json(const struct kr__run *r, FILE *f)
+/* --stats: time-sharing's part, summed over the threads. */
+static void time_sharing_json(const struct kr__run *r, const struct kr__tw_options *o, FILE *f)
 {
-    fprintf(f, "  \"sequential_core\": %s,\n", r->alone ? "true" : "false");
-    if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
-    const struct kr__tw_options *o = tw_options(r->cfg);
-    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query || r->reverse) return;
     struct ts_totals t;
     totals(r, &t);
     fprintf(f,
@@ -134,6 +131,15 @@ void tw_json(const struct kr__run *r, FILE *f)
             (unsigned long long)t.ticks, (unsigned long long)t.ticks_platform,
             (unsigned long long)t.ticks_outside, (double)t.armed_ns * 1e-9, t.de_ns / 1e3, t.apms,
             (unsigned long long)t.stacks_peak);
+}
+
+void tw_json(const struct kr__run *r, FILE *f)
+{
+    fprintf(f, "  \"sequential_core\": %s,\n", r->alone ? "true" : "false");
+    if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
+    const struct kr__tw_options *o = tw_options(r->cfg);
+    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query || r->reverse) return;
+    time_sharing_json(r, o, f);
 }
 
 static void balance_summary(const struct kr__run *r, const struct kr__totals *t, FILE *f)

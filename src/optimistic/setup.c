@@ -510,6 +510,14 @@ static void lpstat_threads(struct kr__run *r, const struct tw_global *g)
         r->lpstat[id - r->lo].thread = g->owner[tw_lidx(g, id)];
 }
 
+/* Across ranks, after the run: the other ranks' output to rank 0, the end, the counts. */
+static void ranks_end(struct kr__run *r, struct tw_global *g)
+{
+    if (g->net.rank) tw_rank_output(g, true);
+    tw_rank_end(r, g);
+    tw_rank_stats(r, g);
+}
+
 static int tw_run(struct kr__run *r)
 {
     r->promise.spans = tw_reads_spans(r);
@@ -527,11 +535,7 @@ static int tw_run(struct kr__run *r)
     }
     tw_run_workers(r, g);
     tw_metrics_drain(g);
-    if (g->net.on) {
-        if (g->net.rank) tw_rank_output(g, true);
-        tw_rank_end(r, g);
-        tw_rank_stats(r, g);
-    }
+    if (g->net.on) ranks_end(r, g);
     tw_print_committed(g, g->end.err == NULL);
     if (r->lpstat) lpstat_threads(r, g);
     st = tw_failure(r, g);

@@ -464,6 +464,24 @@ static const char *restoring(char *buf, size_t cap)
     return buf;
 }
 
+/* The note for an option given of engine slot s, which this run's engine (or scheme) does
+ * not read; false if the run's scheme reads it after all. */
+static bool engine_unread(const struct kr__config *c, unsigned s, char *buf, size_t cap)
+{
+    const struct kr__engine *e = c->opt_engine[s];
+    if (!strcmp(e->name, c->engine->name)) { /* (another scheme of this engine) */
+        if (scheme_option(e, c->opt_given[s])) return false;
+        snprintf(buf, cap, "%s is an option of the %s engine's %s scheme; this run uses "
+                 "its %s scheme, which does not read it (%s %s runs that one)",
+                 c->opt_given[s], e->name, e->scheme, c->engine->scheme,
+                 scheme_option(e, NULL), e->scheme);
+    } else {
+        snprintf(buf, cap, "%s is an option of the %s engine; this run uses the %s engine, "
+                 "which does not read it", c->opt_given[s], e->name, c->engine->name);
+    }
+    return true;
+}
+
 /* An option given for another engine than the run's (a script that switches --sync keeps
  * them, so it is a note, not an error): NULL, or the note. */
 const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap)
@@ -475,21 +493,9 @@ const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap
                  "engine, which does not read it", restoring(who, sizeof who), c->engine->name);
         return buf;
     }
-    for (unsigned s = 0; s < KR_ENGINES_MAX; s++) {
-        const struct kr__engine *e = c->opt_engine[s];
-        if (!c->opt_given[s] || e == c->engine) continue;
-        if (!strcmp(e->name, c->engine->name)) { /* (another scheme of this engine) */
-            if (scheme_option(e, c->opt_given[s])) continue;
-            snprintf(buf, cap, "%s is an option of the %s engine's %s scheme; this run uses "
-                     "its %s scheme, which does not read it (%s %s runs that one)",
-                     c->opt_given[s], e->name, e->scheme, c->engine->scheme,
-                     scheme_option(e, NULL), e->scheme);
-        } else {
-            snprintf(buf, cap, "%s is an option of the %s engine; this run uses the %s engine, "
-                     "which does not read it", c->opt_given[s], e->name, c->engine->name);
-        }
-        return buf;
-    }
+    for (unsigned s = 0; s < KR_ENGINES_MAX; s++)
+        if (c->opt_given[s] && c->opt_engine[s] != c->engine && engine_unread(c, s, buf, cap))
+            return buf;
     return NULL;
 }
 

@@ -324,6 +324,23 @@ static void json_mstat(FILE *f, const struct kr__mstat *s)
     }
 }
 
+/* A metric's bins that saw a value, each with its start time. */
+static void json_metric_bins(FILE *f, const struct kr__metric *m)
+{
+    fputs(", \"bins\": [", f);
+    const char *sep = "";
+    for (uint32_t b = 0; b < m->nbins; b++) {
+        if (!m->bins[b].n) continue;
+        fprintf(f, "%s\n      {\"t\": ", sep);
+        kr__json_num(f, b * m->width);
+        fputs(", ", f);
+        json_mstat(f, &m->bins[b]);
+        fputc('}', f);
+        sep = ",";
+    }
+    fputs("]", f);
+}
+
 /* "model_metrics": per metric, the whole run's values and each bin that holds any. */
 static void json_metrics(FILE *f, const struct kr__metrics *ms)
 {
@@ -336,18 +353,8 @@ static void json_metrics(FILE *f, const struct kr__metrics *ms)
         kr__json_num(f, m->width);
         fputs(", ", f);
         json_mstat(f, &m->all);
-        fputs(", \"bins\": [", f);
-        const char *sep = "";
-        for (uint32_t b = 0; b < m->nbins; b++) {
-            if (!m->bins[b].n) continue;
-            fprintf(f, "%s\n      {\"t\": ", sep);
-            kr__json_num(f, b * m->width);
-            fputs(", ", f);
-            json_mstat(f, &m->bins[b]);
-            fputc('}', f);
-            sep = ",";
-        }
-        fputs("]}", f);
+        json_metric_bins(f, m);
+        fputs("}", f);
     }
     fputs(ms ? "\n  },\n" : "},\n", f);
 }
@@ -525,6 +532,19 @@ static void lp_rows_take(FILE *f, int k)
     }
 }
 
+/* This rank's rows, a block at a time (to f, or dropped when it could not be opened). */
+static void lp_rows_write(FILE *f, const struct kr__run *r)
+{
+    struct kr__bytes b = { 0 };
+    kr_lp id = r->lo;
+    for (bool more = true; more;) {
+        b.n = 0;
+        more = lp_rows(r, &id, &b);
+        if (f) fwrite(b.p, 1, b.n, f);
+    }
+    kr__bytes_free(&b);
+}
+
 int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__error *err)
 {
     if (kr__net.rank) {
@@ -535,14 +555,7 @@ int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__er
     FILE *f = path ? stats_open(path, tmp, sizeof tmp) : NULL;
     int e = errno;
     if (f) fputs("lp,rank,thread,committed,processed,rollbacks,rolled_back,state_bytes\n", f);
-    struct kr__bytes b = { 0 };
-    kr_lp id = r->lo;
-    for (bool more = true; more;) {
-        b.n = 0;
-        more = lp_rows(r, &id, &b);
-        if (f) fwrite(b.p, 1, b.n, f);
-    }
-    kr__bytes_free(&b);
+    lp_rows_write(f, r);
     for (int k = 1; k < kr__net.size; k++) lp_rows_take(f, k);
     if (!path) return KR_OK;
     if (!f)
@@ -668,17 +681,21 @@ static void trace_run_body(FILE *f, const struct kr__run *r)
     free(a);
 }
 
-int kr__report_trace(const struct kr__run *r, const char *path, struct kr__error *err)
+/* The trace's records of the whole run (--trace-mode run). */
+static int trace_run_file(const struct kr__run *r, const char *path, struct kr__error *err)
 {
-    if (r->cfg->trace_mode == 1) {
-        char tmp[4096];
-        FILE *f = stats_open(path, tmp, sizeof tmp);
-        if (!f)
-            return kr__fail(err, KR_ERR_RESOURCE, "cannot write the trace to '%s': %s", path,
-                            strerror(errno));
-        trace_run_body(f, r);
-        return stats_close(f, path, tmp, err, "the trace");
-    }
+    char tmp[4096];
+    FILE *f = stats_open(path, tmp, sizeof tmp);
+    if (!f)
+        return kr__fail(err, KR_ERR_RESOURCE, "cannot write the trace to '%s': %s", path,
+                        strerror(errno));
+    trace_run_body(f, r);
+    return stats_close(f, path, tmp, err, "the trace");
+}
+
+/* The committed events, in key order, up to --trace-limit of them. */
+static int trace_events_file(const struct kr__run *r, const char *path, struct kr__error *err)
+{
     struct kr__trace_rec *a;
     bool cut;
     size_t n = kr__trace_take(&a, &cut);
@@ -703,4 +720,10 @@ int kr__report_trace(const struct kr__run *r, const char *path, struct kr__error
     fputs("]}\n", f);
     free(a);
     return stats_close(f, path, tmp, err, "the trace");
+}
+
+int kr__report_trace(const struct kr__run *r, const char *path, struct kr__error *err)
+{
+    return r->cfg->trace_mode == 1 ? trace_run_file(r, path, err)
+                                   : trace_events_file(r, path, err);
 }

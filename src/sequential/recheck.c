@@ -356,6 +356,18 @@ static bool second_run_same(struct kr__recheck *c, struct kr__run *r, struct kr_
     return same;
 }
 
+/* What the first run alone can show: globals written, writes left unmarked (--state
+ * chunk), pointers into another LP's memory. */
+static void first_run_checks(struct kr__recheck *c, const struct kr__lp *lp,
+                             const struct kr__ckpt *saved)
+{
+    globals_check(c);
+    if (kr__arena_marks(&lp->arena)) check_marks(lp, saved);
+    struct kr__alien al = { 0 };
+    kr__arena_find_alien(&lp->arena, &al);
+    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
+}
+
 void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
                        struct kr__ev *e)
 {
@@ -368,11 +380,7 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     kr__ctx.rev_area = r->model->reverse_bytes ? c->area : NULL;
     run_once(c, r, lp, e);
     kr__ctx.rev_area = NULL;
-    globals_check(c);
-    if (kr__arena_marks(&lp->arena)) check_marks(lp, saved);
-    struct kr__alien al = { 0 };
-    kr__arena_find_alien(&lp->arena, &al);
-    if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
+    first_run_checks(c, lp, saved);
     struct kr__ckpt *first = kr__lp_snapshot(&c->blobs, lp);
     uint64_t out1 = printed(c, lp);
     size_t nout1 = c->nout;

@@ -69,6 +69,15 @@ static void put_word(struct kr__bytes *b, const struct word *x)
 
 /* ---- save ---- */
 
+/* The first foreign word found is the one reported. */
+static void note_alien(struct kr__alien *alien, uint64_t w, const char *where)
+{
+    if (alien->found) return;
+    alien->found = true;
+    alien->word = w;
+    snprintf(alien->where, sizeof alien->where, "%s", where);
+}
+
 /* What word w of a's state is, as the state hash names it (arena.c). False: it points into
  * other mapped memory (recorded in alien). */
 static bool classify(const struct kr__arena *a, uint64_t w, struct word *x,
@@ -90,11 +99,7 @@ static bool classify(const struct kr__arena *a, uint64_t w, struct word *x,
     enum kr__addr_kind k = kr__addrmap_split(w, &name, &offset, where, sizeof where);
     if (k == KR_ADDR_IMAGE) *x = (struct word){ W_IMAGE, name, offset };
     if (k != KR_ADDR_FOREIGN) return true;
-    if (alien && !alien->found) {
-        alien->found = true;
-        alien->word = w;
-        snprintf(alien->where, sizeof alien->where, "%s", where);
-    }
+    if (alien) note_alien(alien, w, where);
     return false;
 }
 
@@ -115,6 +120,21 @@ static void cover(const struct word *x, uint32_t slots[KR_ARENA_CLASSES])
     if (need > slots[x->a]) slots[x->a] = (uint32_t)need;
 }
 
+/* Every word of a live chunk classified, the slots it points into covered; false at the
+ * first that points into memory no image can name. */
+static bool chunk_words(const struct kr__arena *a, const char *p, size_t csz,
+                        uint32_t slots[KR_ARENA_CLASSES], struct kr__alien *alien)
+{
+    for (size_t off = 0; off < csz; off += 8) {
+        uint64_t w;
+        struct word x;
+        memcpy(&w, p + off, 8);
+        if (!classify(a, w, &x, alien)) return false;
+        cover(&x, slots);
+    }
+    return true;
+}
+
 /* Per class, the slots the image needs (see the layout); false on an unnameable word. */
 static bool extent(const struct kr__arena *a, uint32_t slots[KR_ARENA_CLASSES],
                    uint32_t nlive[KR_ARENA_CLASSES], struct kr__alien *alien)
@@ -127,14 +147,8 @@ static bool extent(const struct kr__arena *a, uint32_t slots[KR_ARENA_CLASSES],
                 if (!live(ar, c)) continue;
                 nlive[cls]++;
                 if (ar->first + c + 1 > slots[cls]) slots[cls] = ar->first + c + 1;
-                const char *p = ar->data + (size_t)c * csz;
-                for (size_t off = 0; off < csz; off += 8) {
-                    uint64_t w;
-                    struct word x;
-                    memcpy(&w, p + off, 8);
-                    if (!classify(a, w, &x, alien)) return false;
-                    cover(&x, slots);
-                }
+                if (!chunk_words(a, ar->data + (size_t)c * csz, csz, slots, alien))
+                    return false;
             }
         }
     }
@@ -272,6 +286,18 @@ static bool reserve(struct kr__arena *a, uint32_t cls, uint32_t slots)
     return true;
 }
 
+/* Chunk idx of ar holds bytes, and the arena's books say it is in use (and written). */
+static void chunk_in_use(struct kr__arena *a, struct kr__area *ar, uint32_t idx,
+                         const unsigned char *bytes, size_t csz)
+{
+    memcpy(ar->data + (size_t)idx * csz, bytes, csz);
+    ar->bits[idx / 64] |= 1ull << (idx % 64);
+    ar->nused++;
+    ar->flags |= KR_AF_META_DIRTY;
+    if (kr__arena_marks(a)) KR_AREA_DIRTY(ar)[idx / 64] |= 1ull << (idx % 64);
+    a->used += csz;
+}
+
 /* A live chunk's bytes into its slot (pass 1); its pointer records are checked, not read. */
 static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_t *prev,
                        struct kr__cursor *in)
@@ -286,12 +312,7 @@ static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_
         return;
     }
     *prev = ord;
-    memcpy(ar->data + (size_t)idx * csz, bytes, csz);
-    ar->bits[idx / 64] |= 1ull << (idx % 64);
-    ar->nused++;
-    ar->flags |= KR_AF_META_DIRTY;
-    if (kr__arena_marks(a)) KR_AREA_DIRTY(ar)[idx / 64] |= 1ull << (idx % 64);
-    a->used += csz;
+    chunk_in_use(a, ar, idx, bytes, csz);
     uint32_t n = (uint32_t)kr__cursor_get(in, 4);
     for (uint32_t i = 0; i < n && !in->why; i++) {
         if (kr__cursor_get(in, 4) >= csz / 8)
