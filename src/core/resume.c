@@ -520,36 +520,45 @@ kr_time kr__snapshot_time(const struct kr__run *r)
     return r->snap.resume ? r->snap.resume->at : -INFINITY;
 }
 
+/* One pending event of the snapshot, into an event of this run's pool; *table is its
+ * payload's pointer table, or NULL if it has none. */
+static struct kr__ev *read_pending(struct kr__cursor *in, const unsigned char **table)
+{
+    double ts = rd_f64(in);
+    uint32_t gen = (uint32_t)kr__cursor_get(in, 4), tie = (uint32_t)kr__cursor_get(in, 4);
+    uint64_t src = kr__cursor_get(in, 8), seq = kr__cursor_get(in, 8);
+    uint64_t dest = kr__cursor_get(in, 8);
+    uint32_t type = (uint32_t)kr__cursor_get(in, 4), flags = (uint32_t)kr__cursor_get(in, 4);
+    double dur = rd_f64(in);
+    uint32_t size = (uint32_t)kr__cursor_get(in, 4);
+    const unsigned char *payload = kr__cursor_take(in, size);
+    *table = flags & SNAP_EV_PTRS ? in->p : NULL;
+    struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
+    e->k = (struct kr__key){ .ts = ts, .gen = gen, .tie = tie, .src = src, .seq = seq };
+    e->dest = dest;
+    e->type = type;
+    e->size = size;
+    e->flags = (uint8_t)(flags & KR_EVF_SPAN);
+    e->xflags = 0;
+    e->pflags = (uint8_t)((*table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN) |
+                          (flags & SNAP_EV_TIMER ? KR_PAYLOAD_TIMER : 0));
+    kr__ev_tail_init(e, dur);
+    if (size) memcpy(e->payload, payload, size);
+    return e;
+}
+
 static void send_pending(struct kr__run *r, const struct kr__snapshot *s, kr_lp id)
 {
     for (uint64_t i = s->ev_first[id - s->lo]; i < s->ev_first[id - s->lo + 1]; i++) {
         struct kr__cursor in = { s->buf + s->ev_at[i], s->buf + s->n, NULL };
-        double ts = rd_f64(&in);
-        uint32_t gen = (uint32_t)kr__cursor_get(&in, 4), tie = (uint32_t)kr__cursor_get(&in, 4);
-        uint64_t src = kr__cursor_get(&in, 8), seq = kr__cursor_get(&in, 8);
-        uint64_t dest = kr__cursor_get(&in, 8);
-        uint32_t type = (uint32_t)kr__cursor_get(&in, 4), flags = (uint32_t)kr__cursor_get(&in, 4);
-        double dur = rd_f64(&in);
-        uint32_t size = (uint32_t)kr__cursor_get(&in, 4);
-        const unsigned char *payload = kr__cursor_take(&in, size);
-        const unsigned char *table = flags & SNAP_EV_PTRS ? in.p : NULL;
-        struct kr__ev *e = kr__pool_get(kr__ctx.pool, size);
-        e->k = (struct kr__key){ .ts = ts, .gen = gen, .tie = tie, .src = src, .seq = seq };
-        e->dest = dest;
-        e->type = type;
-        e->size = size;
-        e->flags = (uint8_t)(flags & KR_EVF_SPAN);
-        e->xflags = 0;
-        e->pflags = (uint8_t)((table ? KR_PAYLOAD_IMAGE : KR_PAYLOAD_PLAIN) |
-                              (flags & SNAP_EV_TIMER ? KR_PAYLOAD_TIMER : 0));
-        kr__ev_tail_init(e, dur);
-        if (size) memcpy(e->payload, payload, size);
+        const unsigned char *table;
+        struct kr__ev *e = read_pending(&in, &table);
         uint64_t missing = 0;
-        if (table && !kr__addrmap_import(e->payload, size, table, &missing))
+        if (table && !kr__addrmap_import(e->payload, e->size, table, &missing))
             kr__model_error("resuming: a pending event of LP %llu (type %u) points into a "
                             "module (name hash %016llx) this process has not loaded: resume "
                             "with the model the snapshot was written with",
-                            (unsigned long long)dest, type, (unsigned long long)missing);
+                            (unsigned long long)e->dest, e->type, (unsigned long long)missing);
         kr__ctx.ops->send(&kr__ctx, e);
     }
     (void)r;

@@ -52,6 +52,21 @@ static int by_key(const void *a, const void *b)
     return strcmp(((const struct kr__kv *)a)->key, ((const struct kr__kv *)b)->key);
 }
 
+/* The model's parameters in key order (the order they were given in does not matter). */
+static void put_params(struct kr__bytes *b, const struct kr__config *c)
+{
+    struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
+    if (!kv) kr__fatal_oom("a snapshot's parameters", (c->nparams + 1) * sizeof *kv);
+    if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
+    qsort(kv, c->nparams, sizeof *kv, by_key);
+    put_u32(b, (uint32_t)c->nparams);
+    for (size_t i = 0; i < c->nparams; i++) {
+        put_str(b, kv[i].key);
+        put_str(b, kv[i].val);
+    }
+    free(kv);
+}
+
 static void put_identity(struct kr__bytes *b, const struct kr__run *r)
 {
     const struct kr__config *c = r->cfg;
@@ -63,16 +78,7 @@ static void put_identity(struct kr__bytes *b, const struct kr__run *r)
     put_str(b, file ? path : c->model);
     put_str(b, r->model->name);
     put_u64(b, file ? kr__file_hash(path) : 0);
-    struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
-    if (!kv) kr__fatal_oom("a snapshot's parameters", (c->nparams + 1) * sizeof *kv);
-    if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
-    qsort(kv, c->nparams, sizeof *kv, by_key);
-    put_u32(b, (uint32_t)c->nparams);
-    for (size_t i = 0; i < c->nparams; i++) {
-        put_str(b, kv[i].key);
-        put_str(b, kv[i].val);
-    }
-    free(kv);
+    put_params(b, c);
     put_u64(b, c->lps);
     put_u64(b, c->seed);
     put_f64(b, c->end);

@@ -5,6 +5,17 @@
 #include "state/mode.h"
 #include "state/seg.h"
 
+/* An LP's page-protection counts (page and buddy modes), and buddy's plans. */
+static void add_seg(struct kr__state_totals *t, const struct kr__seg *s)
+{
+    t->faults += s->faults;
+    t->mprotects += s->mprotects;
+    if (s->bud) {
+        t->partitions += s->bud->partitions;
+        t->plans += s->bud->plans;
+    }
+}
+
 void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
 {
     memset(t, 0, sizeof *t);
@@ -26,13 +37,7 @@ void kr__state_totals(const struct kr__run *r, struct kr__state_totals *t)
     for (kr_lp id = 0; id < r->n; id++) {
         used += (double)kr__lp_at(r, id)->arena.used;
         const struct kr__seg *s = kr__region_seg(id);
-        if (!s) continue;
-        t->faults += s->faults;
-        t->mprotects += s->mprotects;
-        if (s->bud) {
-            t->partitions += s->bud->partitions;
-            t->plans += s->bud->plans;
-        }
+        if (s) add_seg(t, s);
     }
     t->state_bytes_mean = r->n ? used / (double)r->n : 0;
 }

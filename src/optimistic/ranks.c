@@ -356,6 +356,20 @@ static void check_stamp(const struct tw_net *net, const struct kr__wire_item *it
                            it->h.k.ts, from, net->from[from]);
 }
 
+/* One item of a message: committed text (for rank 0's printer), or an event. */
+static void take_item(struct take_ctx *c, const struct kr__wire_item *it, int from)
+{
+    struct tw_net *net = &c->g->net;
+    if (it->h.kind == KR_WIRE_TEXT || it->h.kind == KR_WIRE_UPTO) {
+        net->received_text++;
+        if (net->rank == 0) take_text(net, it, from);
+        return;
+    }
+    count_colour(c, it);
+    if (c->g->cf.check) check_stamp(net, it, from);
+    if (!net->ended && c->th) take_event(c->th, it);
+}
+
 static void take(void *arg, const unsigned char *buf, size_t n, int from, double stamp)
 {
     struct take_ctx *c = arg;
@@ -363,16 +377,7 @@ static void take(void *arg, const unsigned char *buf, size_t n, int from, double
     const unsigned char *p = buf, *end = buf + n;
     struct kr__wire_item it;
     int rc;
-    while ((rc = kr__wire_next(&p, end, c->g->r->n, &it)) == KR_WIRE_OK) {
-        if (it.h.kind == KR_WIRE_TEXT || it.h.kind == KR_WIRE_UPTO) {
-            net->received_text++;
-            if (net->rank == 0) take_text(net, &it, from);
-            continue;
-        }
-        count_colour(c, &it);
-        if (c->g->cf.check) check_stamp(net, &it, from);
-        if (!net->ended && c->th) take_event(c->th, &it);
-    }
+    while ((rc = kr__wire_next(&p, end, c->g->r->n, &it)) == KR_WIRE_OK) take_item(c, &it, from);
     if (rc != KR_WIRE_END)
         kr__internal_error("rank %d got a damaged message from rank %d: %s", net->rank, from,
                            kr__wire_strerror(rc));
@@ -428,6 +433,17 @@ static void reduce_start(struct tw_global *g, uint64_t s, unsigned phase)
     atomic_store_explicit(&g->state, (s & ~TW_PH_MASK) | phase, memory_order_release);
 }
 
+/* What this rank tells the others in a round: it is stopping, a stop is not acknowledged
+ * by all its threads yet, a snapshot is due by the wall clock. */
+static unsigned round_flags(const struct tw_global *g)
+{
+    bool unacked =
+        atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads;
+    bool snap_due = g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
+    return (g->net.want_stop ? KR_NET_STOPPING : 0) | (unacked ? KR_NET_UNACKED : 0) |
+           (snap_due ? KR_NET_SNAP_DUE : 0);
+}
+
 static void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr__key *min)
 {
     struct tw_global *g = th->g;
@@ -439,15 +455,10 @@ static void tw_rank_gvt_start(struct tw_thread *th, uint64_t s, const struct kr_
     pthread_mutex_unlock(&g->end.err_mu);
     /* (an interrupted run stops past every rank's safe events: gvt.c, stop_point) */
     uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
-    bool unacked =
-        atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads;
-    bool snap_due = g->sn.wall != UINT64_MAX && kr__clock_ns() >= g->sn.wall;
     net->in = (struct kr__net_gvt){ .min = *min, .err = err, .in_flight = white,
                                     .safe_hi = kr__key_at(hi ? tw_time_of(hi - 1) : -INFINITY),
                                     .lookahead = INFINITY, .max_done = kr__key_at(-INFINITY),
-                                    .flags = (net->want_stop ? KR_NET_STOPPING : 0) |
-                                             (unacked ? KR_NET_UNACKED : 0) |
-                                             (snap_due ? KR_NET_SNAP_DUE : 0) };
+                                    .flags = round_flags(g) };
     reduce_start(g, s, TW_PH_NET);
 }
 
@@ -518,6 +529,15 @@ const struct tw_gvt_ops tw_gvt_ranks = { tw_rank_gvt_start, tw_rank_done_start, 
 
 /* ---- committed output to rank 0 ---- */
 
+/* One record of committed output to rank 0, on the printer's channel (slot n). */
+static void send_text(struct tw_net *net, unsigned n, const struct kr__outrec *o)
+{
+    unsigned char *p = kr__xport_reserve(&net->x, n, 0, kr__wire_event_bytes(o->len));
+    if (!p) tw_net_broken("sending committed output");
+    kr__xport_append(&net->x, n, 0, kr__wire_put_text(p, &o->k, o->part, o->text, o->len));
+    net->sent_text++;
+}
+
 /* Ranks but 0: what the workers committed, with the mark of how far it reaches, to rank 0
  * (from the watcher's slot, n: by the watcher, or by thread 0 taking a snapshot). */
 void tw_rank_output(struct tw_global *g, bool all)
@@ -527,14 +547,7 @@ void tw_rank_output(struct tw_global *g, bool all)
     struct kr__outvec v = { 0 };
     struct kr__key upto = kr__outsinks_take(&g->th[0].cm.sink, g->n, sizeof g->th[0], &v);
     if (all) upto = kr__key_last();
-    for (size_t i = 0; i < v.n; i++) {
-        const struct kr__outrec *o = &v.r[i];
-        unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, kr__wire_event_bytes(o->len));
-        if (!p) tw_net_broken("sending committed output");
-        kr__xport_append(&net->x, g->n, 0,
-                         kr__wire_put_text(p, &o->k, o->part, o->text, o->len));
-        net->sent_text++;
-    }
+    for (size_t i = 0; i < v.n; i++) send_text(net, g->n, &v.r[i]);
     kr__outvec_free(&v);
     unsigned char *p = kr__xport_reserve(&net->x, g->n, 0, sizeof(struct kr__wire_hdr));
     if (!p) tw_net_broken("sending committed output");

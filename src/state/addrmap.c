@@ -178,6 +178,19 @@ static const struct range *find(const struct table *t, uintptr_t w)
     return NULL;
 }
 
+/* The mapping holding w, the process's maps read again (a few times a run at most) when
+ * none does: it may have been mapped since. Under mu. */
+static const struct range *find_mapped(uint64_t w)
+{
+    const struct range *r = find(&maps, w);
+    if (!r && reloads < MAX_RELOADS) {
+        reloads++;
+        read_maps();
+        r = find(&maps, w);
+    }
+    return r;
+}
+
 enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offset,
                                      char *where, size_t cap)
 {
@@ -191,12 +204,7 @@ enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offse
         *name = r->name;
         *offset = w - r->base;
     } else if (!kr__region_unused(w)) {
-        r = find(&maps, w);
-        if (!r && reloads < MAX_RELOADS) {
-            reloads++;
-            read_maps();
-            r = find(&maps, w);
-        }
+        r = find_mapped(w);
         if (r) {
             kind = KR_ADDR_FOREIGN;
             if (where && cap) snprintf(where, cap, "%s", r->where);
