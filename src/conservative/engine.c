@@ -477,6 +477,14 @@ static int dispatch(struct cons *c, struct kr__progress *prog, struct kr__ev *e,
     return CONS_RETIRE_MORE;
 }
 
+/* The job no worker was free for, offered again. */
+static inline int held_turn(struct cons *c)
+{
+    if (!cons_offload(c, c->held)) return CONS_TURN_WAIT;
+    c->held = NULL;
+    return CONS_TURN_ON;
+}
+
 /* One turn of the scheduler (paper 003, Figure 4): take in completed jobs, retire what
  * can be, then hand out (or run) the first event if it may start. Returns CONS_TURN_ON,
  * CONS_TURN_WAIT when nothing can go on until a job completes, or how the run ended:
@@ -489,11 +497,7 @@ static int schedule_turn(struct cons *c, struct kr__progress *prog, unsigned *sp
     if (rr == CONS_RETIRE_DONE) return rr;
     if (rr == CONS_RETIRE_ERROR && c->ninflight == 0) return rr;
     if (c->held && c->failed) c->held = drop_held(c->held);
-    if (c->held) {
-        if (!cons_offload(c, c->held)) return CONS_TURN_WAIT;
-        c->held = NULL;
-        return CONS_TURN_ON;
-    }
+    if (c->held) return held_turn(c);
     struct kr__ev *e = kr__heap_top(&c->heap);
     if (e && (e->flags & KR_EVF_BARRIER)) return pass_barrier(c, e) ? CONS_TURN_ON : CONS_TURN_WAIT;
     if (!snap_turn(c, e)) return CONS_TURN_WAIT;

@@ -162,6 +162,25 @@ static void check_committing(const struct kr__ev *x)
                            x->flags & KR_EVF_CKPT ? "has" : "lacks");
 }
 
+/* Commit x, the LP's first uncommitted event; false if the run ends at it (its error, or
+ * done() said so after it). */
+static inline bool commit_event(struct tw_thread *th, struct kr__lp *lp, struct tw_lp *tl,
+                                struct kr__ev *x, const struct kr_model *m)
+{
+    if (th->g->cf.check) check_committing(x);
+    if (x->flags & KR_EVF_ERROR) {
+        tw_fail_at_commit(th->g, tl->fail->err, &x->k); /* (tw_keep_error made it) */
+        return false;
+    }
+    kr__lp_commit_event(lp, x);
+    th->cnt->committed++;
+    th->uncommitted--;
+    tl->nkept++;
+    /* (bundles: done() was asked after the whole bundle, its answer is on the last) */
+    bool inside = th->bundles && x->next && kr__ev_same_bundle(x, x->next);
+    return !(m->done && !inside && !commit_done(th, lp, x));
+}
+
 /* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
  * the lowest failing key over all LPs is the error reported). */
 static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
@@ -171,23 +190,8 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
     struct kr__ev *x = tl->first_unc;
     bool ok = true;
     while (ok && x && kr__key_lt(&x->k, h)) {
-        if (th->g->cf.check) check_committing(x);
-        if (x->flags & KR_EVF_ERROR) {
-            tw_fail_at_commit(th->g, tl->fail->err, &x->k); /* (tw_keep_error made it) */
-            ok = false;
-            break;
-        }
-        kr__lp_commit_event(lp, x);
-        th->cnt->committed++;
-        th->uncommitted--;
-        tl->nkept++;
-        /* (bundles: done() was asked after the whole bundle, its answer is on the last) */
-        bool inside = th->bundles && x->next && kr__ev_same_bundle(x, x->next);
-        if (m->done && !inside && !commit_done(th, lp, x)) {
-            ok = false;
-            break;
-        }
-        x = x->next;
+        ok = commit_event(th, lp, tl, x, m);
+        if (ok) x = x->next;
     }
     tl->first_unc = x;
     /* output of what committed: before h, or up to the failed event (its own output

@@ -58,6 +58,18 @@ void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
     tw_mark_dirty(th, lp, id);
 }
 
+/* e (its key floored to k) comes before what lp has run: its last processed event, or the
+ * event suspended on its stack. */
+static inline bool tw_straggler(const struct tw_thread *th, const struct kr__lp *lp,
+                                const struct tw_lp *tl, const struct kr__key *k,
+                                const struct kr__ev *e)
+{
+    if (tl->tail && (kr__key_lt(k, &tl->tail->k) ||
+                     (th->bundles && !kr__key_cmp(k, &tl->tail->k))))
+        return true;
+    return th->ts.nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k);
+}
+
 /* A positive event reaches its owner: a straggler rolls the LP back first. A thread alone
  * never gets one (it runs its events in key order, and each sends only later ones): it
  * skips the look at the LP's local time, a cache miss per event with many LPs. */
@@ -69,10 +81,7 @@ void tw_deliver(struct tw_thread *th, struct kr__ev *e)
         /* (bundles: a late member is a straggler to its whole bundle, whose start key a
          * member may have: msg/event.h) */
         struct kr__key k = tw_key_floor(th, &e->k);
-        if ((tl->tail && (kr__key_lt(&k, &tl->tail->k) ||
-                          (th->bundles && !kr__key_cmp(&k, &tl->tail->k)))) ||
-            (th->ts.nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k)))
-            tw_rollback(th, lp, &k, true);
+        if (tw_straggler(th, lp, tl, &k, e)) tw_rollback(th, lp, &k, true);
     }
     e->st = KR_EV_PENDING;
     kr__heap_push(&th->heap, e);
@@ -188,6 +197,14 @@ static inline void tw_safe_commit(struct tw_thread *th, struct kr__lp *lp,
     th->cnt->safe++;
 }
 
+/* A safe event that failed: onto the processed list (tw_process_safe). */
+static void safe_failed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    if (th->bundles) tw_bundle_processed(th, lp, &th->bund);
+    else tw_processed(th, lp, e);
+    tw_flush_local(th);
+}
+
 /* A safe event (tw.h): no checkpoint, committed at once and freed while hot. One that
  * failed joins the processed list instead, to commit (and be reported) in key order with
  * the rest at GVT; it cannot be rolled back either way. */
@@ -205,9 +222,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
     tw_run_sampled(th, lp, e);
     th->in_safe = false;
     if (e->flags & KR_EVF_ERROR) {
-        if (th->bundles) tw_bundle_processed(th, lp, &th->bund);
-        else tw_processed(th, lp, e);
-        tw_flush_local(th);
+        safe_failed(th, lp, e);
         return;
     }
     tw_safe_commit(th, lp, e, nout);
@@ -289,6 +304,14 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
     tw_flush_local(th);
 }
 
+/* --check: no event runs below GVT. */
+static void check_above_gvt(const struct tw_thread *th, const struct kr__ev *e)
+{
+    if (e->k.ts < tw_gvt(th->g))
+        kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
+                           th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
+}
+
 /* plain (th->plain): none of bundles, queries, lazy cancellation and ranks, whose tests
  * the compiler then drops from this path (tw_process) - each a load and a branch per
  * event, together ~2% of PHOLD-std's instructions on one thread. */
@@ -301,9 +324,7 @@ tw_process_as(struct tw_thread *th, struct kr__ev *e, bool plain)
         tw_park(tl, e);
         return;
     }
-    if (th->g->cf.check && e->k.ts < tw_gvt(th->g))
-        kr__internal_error("thread %u runs an event at time %.17g below GVT %.17g (LP %llu)",
-                           th->id, e->k.ts, tw_gvt(th->g), (unsigned long long)e->dest);
+    if (th->g->cf.check) check_above_gvt(th, e);
     th->last_ts = e->k.ts;
     if (tw_start(th, lp, e, plain)) return;
     if (!plain && th->bundles) tw_gather(th, e);
@@ -413,34 +434,6 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
     }
 }
 
-/* Across ranks, an idle turn whose top is held back (held): the ranks' clocks carry no
- * quiet records, so without a lookahead they bound each other and only a GVT round moves
- * them, a round an event. A hold of TW_HELD_NS in which the other ranks' clock stood still
- * starts a round: waiting for the sleep (4096 spins, each with a look at MPI: some 4 ms)
- * or the period, a 6 330-event run of spans without a lookahead took 23 s on 2 ranks, now
- * 6. (With a lookahead, stamps move that clock and end holds. At 200 us - 1.2 s - spans
- * with one made half as many rounds again and ran a fifth longer on 2 ranks; at 1 ms
- * neither shows.) */
-#define TW_HELD_NS (1000u * 1000)
-static void tw_held_turn(struct tw_thread *th, bool held)
-{
-    if (!held) {
-        th->rk.held_ns = 0;
-        return;
-    }
-    uint64_t now = kr__clock_ns(), ran = th->cnt->processed,
-             clock = atomic_load_explicit(&th->g->net.clock_bits, memory_order_relaxed);
-    if (!th->rk.held_ns || th->rk.held_ran != ran || th->rk.held_clock != clock) {
-        th->rk.held_ns = now; /* (held anew: events ran, or stamps came, since) */
-        th->rk.held_ran = ran;
-        th->rk.held_clock = clock;
-        return;
-    }
-    if (now - th->rk.held_ns < TW_HELD_NS) return;
-    th->rk.held_ns = now;
-    tw_gvt_maybe_start(th, true);
-}
-
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
  * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
  * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
@@ -451,14 +444,14 @@ static void tw_held_turn(struct tw_thread *th, bool held)
  * before sleeping), none of 200 over 0.15 s with sleeps; PHOLD-std on 4 threads loses
  * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
 /* (snap: it waits for a snapshot's round only - a round at each sleep, not each period;
- * held: an event it has is held back, tw_held_turn) */
+ * held: an event it has is held back, tw_gvt_held) */
 static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool snap,
                     bool held)
 {
     if (th->out.n) tw_post_publish(th);
     if (th->g->net.on) {
         tw_rank_turn(th, true);
-        tw_held_turn(th, held);
+        tw_gvt_held(th, held);
     }
     if (!oversubscribed && ++*spins < 4096) {
         __builtin_ia32_pause();

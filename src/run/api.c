@@ -538,6 +538,30 @@ static const char *arena_why(int err)
     }
 }
 
+/* kr_malloc could not allocate: the model error saying why and what to change. */
+_Noreturn __attribute__((cold, noinline)) static void alloc_failed(const struct kr__arena *a,
+                                                                    size_t size, int err)
+{
+    if (err == KR_ARENA_MAPS)
+        kr__model_error("kr_malloc(%zu): the kernel refused another memory mapping (its limit, "
+                        "vm.max_map_count, is reached): --state page and buddy protect each "
+                        "LP's state pages apart, and every run of open pages is a mapping; use "
+                        "--state chunk or scan, fewer LPs, or raise the limit (sysctl -w "
+                        "vm.max_map_count=...)", size);
+    size_t block = 16;
+    while (block < size && block < ((size_t)1 << 62)) block <<= 1;
+    if (err == KR_ARENA_EXHAUSTED && a->used <= a->limit && size <= a->limit - a->used &&
+        block > a->limit - a->used) /* (it would fit but for the rounding) */
+        kr__model_error("kr_malloc(%zu): the LP's arena is exhausted for it: the arena holds "
+                        "blocks of powers of two, and this one takes %zu bytes, more than the "
+                        "%zu left of --arena-max %zu (%zu in use); raise --arena-max, or "
+                        "allocate smaller blocks", size, block,
+                        a->limit - a->used, a->limit, a->used);
+    kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "
+                    "with --arena-max or reduce the LP's state", size, arena_why(err),
+                    a->limit, a->used);
+}
+
 void *kr_malloc(size_t size)
 {
     KR_API_ENTER();
@@ -545,25 +569,7 @@ void *kr_malloc(size_t size)
     int err = 0;
     struct kr__arena *a = &kr__ctx.lp->arena;
     void *p = kr__arena_alloc(a, size, &err);
-    if (!p && err == KR_ARENA_MAPS)
-        kr__model_error("kr_malloc(%zu): the kernel refused another memory mapping (its limit, "
-                        "vm.max_map_count, is reached): --state page and buddy protect each "
-                        "LP's state pages apart, and every run of open pages is a mapping; use "
-                        "--state chunk or scan, fewer LPs, or raise the limit (sysctl -w "
-                        "vm.max_map_count=...)", size);
-    size_t block = 16;
-    while (!p && block < size && block < ((size_t)1 << 62)) block <<= 1;
-    if (!p && err == KR_ARENA_EXHAUSTED && a->used <= a->limit && size <= a->limit - a->used &&
-        block > a->limit - a->used) /* (it would fit but for the rounding) */
-        kr__model_error("kr_malloc(%zu): the LP's arena is exhausted for it: the arena holds "
-                        "blocks of powers of two, and this one takes %zu bytes, more than the "
-                        "%zu left of --arena-max %zu (%zu in use); raise --arena-max, or "
-                        "allocate smaller blocks", size, block,
-                        a->limit - a->used, a->limit, a->used);
-    if (!p)
-        kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "
-                        "with --arena-max or reduce the LP's state", size, arena_why(err),
-                        a->limit, a->used);
+    if (__builtin_expect(!p, 0)) alloc_failed(a, size, err);
     KR_API_LEAVE();
     return p;
 }

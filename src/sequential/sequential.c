@@ -391,24 +391,30 @@ static void seq_free(struct seq *s)
     if (s->check) kr__recheck_destroy(s->check);
 }
 
+/* The engine's record before the run (check: --check's, used only under --check). */
+static void seq_init(struct kr__run *r, struct seq *s, struct kr__recheck *check)
+{
+    kr__heap_init(&s->heap);
+    s->bundle = (struct kr__bundle){ 0 };
+    s->check = NULL;
+    kr__blobs_init(&s->blobs);
+    s->pre = s->mid = NULL;
+    s->mid_dirty = NULL;
+    s->swapped = false;
+    kr__snapshot_first(r, &s->snap_at, &s->snap_wall);
+    s->snap_tick = 0;
+    s->rec = (struct kr__recbuf){ 0 };
+    if (r->cfg->check) {
+        kr__recheck_init(check, r);
+        s->check = check;
+    }
+}
+
 static int seq_run(struct kr__run *r)
 {
     struct seq s;
     struct kr__recheck check;
-    kr__heap_init(&s.heap);
-    s.bundle = (struct kr__bundle){ 0 };
-    s.check = NULL;
-    kr__blobs_init(&s.blobs);
-    s.pre = s.mid = NULL;
-    s.mid_dirty = NULL;
-    s.swapped = false;
-    kr__snapshot_first(r, &s.snap_at, &s.snap_wall);
-    s.snap_tick = 0;
-    s.rec = (struct kr__recbuf){ 0 };
-    if (r->cfg->check) {
-        kr__recheck_init(&check, r);
-        s.check = &check;
-    }
+    seq_init(r, &s, &check);
     kr__ctx.run = r;
     kr__ctx.ops = s.check ? &seq_ops : r->promise.spans ? &seq_ops_span : &seq_ops_plain;
     kr__ctx.pool = &r->pools[0];
