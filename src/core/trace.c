@@ -97,15 +97,16 @@ static void sift_down(struct kr__trace_rec *a, size_t n)
     }
 }
 
-/* Twice the room, up to the limit (the buffer is a heap of the lowest keys once full). */
-static void buf_grow(struct trace_buf *b)
+/* A full buffer's array p (committed keys or spans, elem bytes each) with twice the room,
+ * up to the limit: no buffer holds more (the keys' is a heap of the lowest once full). */
+static void *buf_grow(struct trace_buf *b, void *p, size_t elem)
 {
     size_t cap = b->cap ? b->cap * 2 : 1024;
     if (cap > limit) cap = limit;
-    struct kr__trace_rec *a = realloc(b->a, cap * sizeof *a);
-    if (!a) kr__fatal_oom("the --trace buffer", cap * sizeof *a);
-    b->a = a;
+    void *a = realloc(p, cap * elem);
+    if (!a) kr__fatal_oom("the --trace buffer", cap * elem);
     b->cap = cap;
+    return a;
 }
 
 void kr__trace_commit(const struct kr__ev *e)
@@ -123,7 +124,7 @@ void kr__trace_commit(const struct kr__ev *e)
         sift_down(b->a, b->n);
         return;
     }
-    if (b->n == b->cap) buf_grow(b);
+    if (b->n == b->cap) b->a = buf_grow(b, b->a, sizeof *b->a);
     b->a[b->n] = r;
     sift_up(b->a, b->n++);
 }
@@ -136,14 +137,7 @@ void kr__trace_span(unsigned kind, uint64_t t0, uint64_t dur, uint64_t lp, kr_ti
         b->dropped++;
         return;
     }
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 1024;
-        if (cap > limit) cap = limit;
-        struct kr__span *a = realloc(b->s, cap * sizeof *a);
-        if (!a) kr__fatal_oom("the --trace buffer", cap * sizeof *a);
-        b->s = a;
-        b->cap = cap;
-    }
+    if (b->n == b->cap) b->s = buf_grow(b, b->s, sizeof *b->s);
     b->s[b->n++] = (struct kr__span){ t0, dur, vt, lp, kind, arg, b->tid };
 }
 
