@@ -55,20 +55,25 @@ static int in_reverse(const char *fn)
     return 1;
 }
 
+/* fn in an LP's callback that only reads (done(), a query handler): a model error there;
+ * 1 (an LP) either way. */
+static int reader_refused(const char *fn)
+{
+    if (kr__ctx.mode == KR_MODE_DONE)
+        kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
+                        "every event, on speculative states too, and must change nothing); "
+                        "do this in the event handler", fn);
+    else if (kr__ctx.mode == KR_MODE_QUERY)
+        kr__model_error("%s in a query handler: a query only reads the LP's state (it "
+                        "must change nothing, send and print nothing; the asker gets the "
+                        "answer and acts on it); do this in an event handler", fn);
+    return 1;
+}
+
 static __attribute__((noinline)) int need_lp_checked(const char *fn)
 {
     if (kr__ctx.mode == KR_MODE_REVERSE) return in_reverse(fn);
-    if (kr__in_lp()) {
-        if (kr__ctx.mode == KR_MODE_DONE)
-            kr__model_error("%s in done(): done() only reads the LP's state (it is asked after "
-                            "every event, on speculative states too, and must change nothing); "
-                            "do this in the event handler", fn);
-        else if (kr__ctx.mode == KR_MODE_QUERY)
-            kr__model_error("%s in a query handler: a query only reads the LP's state (it "
-                            "must change nothing, send and print nothing; the asker gets the "
-                            "answer and acts on it); do this in an event handler", fn);
-        return 1;
-    }
+    if (kr__in_lp()) return reader_refused(fn);
     if (kr__ctx.mode == KR_MODE_COMMIT) /* (no LP there: the hook sees none) */
         kr__model_error("%s in the commit hook: the hook reads its record, writes the ledger "
                         "and may kr_printf; it sees no LP state and sends nothing (do this in "
@@ -117,16 +122,26 @@ kr_time kr_now(void)
     return t;
 }
 
+/* Whether mode m runs an event handler (for the first time, or coasting forward). */
+static bool in_event(uint8_t m)
+{
+    return m == KR_MODE_EVENT || m == KR_MODE_COAST;
+}
+
+/* fn, which reads the event's bundle, outside the handler: a model error, NULL. */
+static const struct kr__ev *not_in_handler(const char *fn)
+{
+    if (!kr__in_lp()) need_lp(fn); /* (says where it was called from) */
+    else kr__model_error("%s outside the event handler: a bundle is the events the "
+                         "handler was called for; call it there", fn);
+    return NULL;
+}
+
 /* The event being run, or its bundle's member k (core/bundle.h); NULL (a model error
  * reported) outside an event handler or past the bundle's end. */
 static const struct kr__ev *bundle_member(const char *fn, unsigned k)
 {
-    if (!kr__ctx.ev || (kr__ctx.mode != KR_MODE_EVENT && kr__ctx.mode != KR_MODE_COAST)) {
-        if (!kr__in_lp()) need_lp(fn); /* (says where it was called from) */
-        else kr__model_error("%s outside the event handler: a bundle is the events the "
-                             "handler was called for; call it there", fn);
-        return NULL;
-    }
+    if (!kr__ctx.ev || !in_event(kr__ctx.mode)) return not_in_handler(fn);
     unsigned n = kr__ctx.nbundle ? kr__ctx.nbundle : 1;
     if (k >= n) {
         kr__model_error("%s: member %u of a bundle of %u event%s; members are "
@@ -171,11 +186,17 @@ uint64_t kr_seed(void)
     return s;
 }
 
+/* Whether an event at t would be one too many at the same time in a row. */
+static bool zero_delay_loop(kr_time t)
+{
+    return t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT &&
+           kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS;
+}
+
 /* Virtual time must advance: no endless zero-delay chain, nothing inside the lookahead. */
 static int check_progress(const char *fn, kr_lp dest, kr_time t, kr_time la)
 {
-    if (t == kr__ctx.now && kr__ctx.mode == KR_MODE_EVENT &&
-        kr__ctx.gen >= KR_MAX_ZERO_DELAY_HOPS) {
+    if (zero_delay_loop(t)) {
         kr__model_error("%s: %u events in a row at virtual time %.17g, each scheduling "
                         "the next at the same time; virtual time cannot advance (a zero-delay "
                         "loop in the model?)", fn, KR_MAX_ZERO_DELAY_HOPS, t);
@@ -218,6 +239,23 @@ static bool query_mode_ok(const struct kr__ctx *c)
     return false;
 }
 
+/* kr_query's answer buffer, and the depth of queries asked inside queries. */
+static bool check_answer(const struct kr__ctx *c, kr_lp dest, const void *ans, size_t cap)
+{
+    if (cap && !ans) {
+        kr__model_error("kr_query: the answer buffer is NULL but its size is %zu", cap);
+        return false;
+    }
+    if (c->qdepth >= KR_QUERY_DEPTH_MAX) {
+        kr__model_error("kr_query: %u queries nested at virtual time %.17g (LP %llu asking "
+                        "LP %llu): a cycle of queries that never ends? Each handler must "
+                        "answer without asking again at some depth", KR_QUERY_DEPTH_MAX,
+                        c->now, (unsigned long long)c->id, (unsigned long long)dest);
+        return false;
+    }
+    return true;
+}
+
 /* kr_query's context and arguments; false (a model error reported) if it cannot be asked. */
 static bool check_query(kr_lp dest, const void *q, size_t size, const void *ans, size_t cap)
 {
@@ -235,19 +273,7 @@ static bool check_query(kr_lp dest, const void *q, size_t size, const void *ans,
                         (unsigned long long)(r->n - 1));
         return false;
     }
-    if (!check_payload("kr_query", size, q)) return false;
-    if (cap && !ans) {
-        kr__model_error("kr_query: the answer buffer is NULL but its size is %zu", cap);
-        return false;
-    }
-    if (c->qdepth >= KR_QUERY_DEPTH_MAX) {
-        kr__model_error("kr_query: %u queries nested at virtual time %.17g (LP %llu asking "
-                        "LP %llu): a cycle of queries that never ends? Each handler must "
-                        "answer without asking again at some depth", KR_QUERY_DEPTH_MAX,
-                        c->now, (unsigned long long)c->id, (unsigned long long)dest);
-        return false;
-    }
-    return true;
+    return check_payload("kr_query", size, q) && check_answer(c, dest, ans, cap);
 }
 
 size_t kr_query(kr_lp dest, const void *question, size_t size, void *answer, size_t cap)
@@ -283,7 +309,7 @@ static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, co
                         (unsigned long long)(r->n - 1));
         return 0;
     }
-    if (isnan(t) || isinf(t)) {
+    if (!isfinite(t)) {
         kr__model_error("%s: timestamp %g is not a finite number (destination LP %llu)",
                         fn, t, (unsigned long long)dest);
         return 0;
@@ -538,6 +564,20 @@ static const char *arena_why(int err)
     }
 }
 
+/* kr_malloc(size) would fit in what is left but for the rounding to a power of two: the
+ * model error that says so (it returns if that is not why). */
+static void rounded_over(const struct kr__arena *a, size_t size)
+{
+    size_t block = 16;
+    while (block < size && block < ((size_t)1 << 62)) block <<= 1;
+    if (a->used <= a->limit && size <= a->limit - a->used && block > a->limit - a->used)
+        kr__model_error("kr_malloc(%zu): the LP's arena is exhausted for it: the arena holds "
+                        "blocks of powers of two, and this one takes %zu bytes, more than the "
+                        "%zu left of --arena-max %zu (%zu in use); raise --arena-max, or "
+                        "allocate smaller blocks", size, block,
+                        a->limit - a->used, a->limit, a->used);
+}
+
 /* kr_malloc could not allocate: the model error saying why and what to change. */
 _Noreturn __attribute__((cold, noinline)) static void alloc_failed(const struct kr__arena *a,
                                                                     size_t size, int err)
@@ -548,15 +588,7 @@ _Noreturn __attribute__((cold, noinline)) static void alloc_failed(const struct 
                         "LP's state pages apart, and every run of open pages is a mapping; use "
                         "--state chunk or scan, fewer LPs, or raise the limit (sysctl -w "
                         "vm.max_map_count=...)", size);
-    size_t block = 16;
-    while (block < size && block < ((size_t)1 << 62)) block <<= 1;
-    if (err == KR_ARENA_EXHAUSTED && a->used <= a->limit && size <= a->limit - a->used &&
-        block > a->limit - a->used) /* (it would fit but for the rounding) */
-        kr__model_error("kr_malloc(%zu): the LP's arena is exhausted for it: the arena holds "
-                        "blocks of powers of two, and this one takes %zu bytes, more than the "
-                        "%zu left of --arena-max %zu (%zu in use); raise --arena-max, or "
-                        "allocate smaller blocks", size, block,
-                        a->limit - a->used, a->limit, a->used);
+    if (err == KR_ARENA_EXHAUSTED) rounded_over(a, size);
     kr__model_error("kr_malloc(%zu): %s (limit %zu bytes, %zu in use); raise the limit "
                     "with --arena-max or reduce the LP's state", size, arena_why(err),
                     a->limit, a->used);
@@ -643,17 +675,22 @@ int kr_printf(const char *fmt, ...)
     return len;
 }
 
+/* What the model's callback in mode m is called, for a message. */
+static const char *callback_name(uint8_t m)
+{
+    return m == KR_MODE_INIT ? "init" : m == KR_MODE_FINISH ? "finish" : "this callback";
+}
+
 void kr_commit(const void *record, size_t size)
 {
     KR_API_ENTER();
     need_lp("kr_commit");
     uint8_t m = kr__ctx.mode;
     const struct kr__run *r = kr__ctx.run;
-    if (m != KR_MODE_EVENT && m != KR_MODE_COAST)
+    if (!in_event(m))
         kr__model_error("kr_commit in %s: a record belongs to an event, and reaches the commit "
                         "hook when that event commits; call it in the event handler (init and "
-                        "finish may kr_printf)", m == KR_MODE_INIT ? "init"
-                        : m == KR_MODE_FINISH ? "finish" : "this callback");
+                        "finish may kr_printf)", callback_name(m));
     else if (!r->model->commit)
         kr__model_error("kr_commit: model '%s' has no commit hook to take the record (set "
                         "struct kr_model .commit)", r->model->name);
@@ -684,10 +721,9 @@ void kr_metric(const char *name, double value)
     uint8_t m = kr__ctx.mode;
     const struct kr__run *r = kr__ctx.run;
     int id = name ? kr__metric_id(r->metrics, name) : -1;
-    if (m != KR_MODE_EVENT && m != KR_MODE_COAST)
+    if (!in_event(m))
         kr__model_error("kr_metric in %s: a value is recorded at its event's time when that "
-                        "event commits; call it in the event handler", m == KR_MODE_INIT
-                        ? "init" : m == KR_MODE_FINISH ? "finish" : "this callback");
+                        "event commits; call it in the event handler", callback_name(m));
     else if (id < 0)
         metric_unknown(r->model, name);
     else if (!isfinite(value))

@@ -32,6 +32,26 @@ static void dir_of(const char *path, char *dir, size_t cap)
     else snprintf(dir, cap, ".");
 }
 
+/* An output file that exists: the run can write it. */
+static int check_writable(const char *opt, const char *path, struct kr__error *err)
+{
+    if (access(path, W_OK) != 0)
+        return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot write it (%s)", opt, path,
+                        strerror(errno));
+    return KR_OK;
+}
+
+/* An output file that does not exist yet: the run can create it in its directory. */
+static int check_creatable(const char *opt, const char *path, struct kr__error *err)
+{
+    char dir[4096];
+    dir_of(path, dir, sizeof dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot create it: directory %s %s", opt,
+                        path, dir, errno == ENOENT ? "does not exist" : "is not writable");
+    return KR_OK;
+}
+
 /* An output file that cannot be written fails now, not after the whole run. */
 static int check_output_path(const char *opt, const char *path, struct kr__error *err)
 {
@@ -40,18 +60,8 @@ static int check_output_path(const char *opt, const char *path, struct kr__error
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return kr__fail(err, KR_ERR_USAGE, "%s %s: is a directory; give a file name (%s "
                         "%s/run.json)", opt, path, opt, path);
-    if (access(path, F_OK) == 0) {
-        if (access(path, W_OK) != 0)
-            return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot write it (%s)", opt, path,
-                            strerror(errno));
-        return KR_OK;
-    }
-    char dir[4096];
-    dir_of(path, dir, sizeof dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return kr__fail(err, KR_ERR_USAGE, "%s %s: cannot create it: directory %s %s", opt,
-                        path, dir, errno == ENOENT ? "does not exist" : "is not writable");
-    return KR_OK;
+    if (access(path, F_OK) == 0) return check_writable(opt, path, err);
+    return check_creatable(opt, path, err);
 }
 
 /* --snapshot DIR: a directory that can be written, or one that can be made (checked before
@@ -127,16 +137,35 @@ static int configure_finish(struct kr__config *c, long ncpu, struct kr__error *e
     return check_paths(c, err);
 }
 
+/* The command line's options after MODEL (or DIR). */
+static int parse_all(struct kr__config *c, int argc, char **argv, struct kr__error *err)
+{
+    for (int i = 3; i < argc; i++)
+        if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
+    return KR_OK;
+}
+
 static int configure(struct kr__config *c, int argc, char **argv, struct kr__error *err)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (kr__options_defaults(c, err)) return err->status;
     if (c->resume_dir && kr__snapshot_config(c->resume_dir, c, err)) return err->status;
     c->own_model = kr__model_own && c->model && !strcmp(c->model, kr__model_own->name);
-    for (int i = 3; i < argc; i++)
-        if (kr__option_parse(c, argc, argv, &i, err)) return err->status;
+    if (parse_all(c, argc, argv, err)) return err->status;
     if (kr__engine_resolve(c, err)) return err->status;
     return configure_finish(c, ncpu, err);
+}
+
+/* Every worker thread of every rank needs an LP of its own. */
+static int lps_short(const struct kr__config *c, int n, struct kr__error *err)
+{
+    unsigned t = c->threads;
+    if (c->lps < (uint64_t)n * t)
+        return kr__fail(err, KR_ERR_USAGE, "--lps %llu is fewer than %d ranks x %u threads: "
+                        "every worker thread needs an LP of its own; give --lps %llu or more, "
+                        "or fewer ranks or --threads", (unsigned long long)c->lps, n, t,
+                        (unsigned long long)n * t);
+    return KR_OK;
 }
 
 /* More than one rank: what only a run across ranks can get wrong, found on each rank (the
@@ -154,13 +183,22 @@ static int cluster_check(const struct kr__config *c, struct kr__error *err)
     if (c->trace_path)
         return kr__fail(err, KR_ERR_USAGE, "--trace across MPI ranks is not available yet: "
                         "trace the run in one process (its committed history is the same)");
-    unsigned t = c->threads;
-    if (c->lps < (uint64_t)n * t)
-        return kr__fail(err, KR_ERR_USAGE, "--lps %llu is fewer than %d ranks x %u threads: "
-                        "every worker thread needs an LP of its own; give --lps %llu or more, "
-                        "or fewer ranks or --threads", (unsigned long long)c->lps, n, t,
-                        (unsigned long long)n * t);
+    if (lps_short(c, n, err)) return err->status;
     return kr__model_load(c->model, err) ? KR_OK : err->status;
+}
+
+/* What must be the same on every rank into f (closed): the binary, the model, the options;
+ * non-zero if it could not be written. */
+static int identity(FILE *f, const struct kr__config *c, struct kr__error *err)
+{
+    const struct kr_model *m = kr__model_load(c->model, err);
+    fprintf(f, "kairos " KAIROS_VERSION " %016llx\n",
+            (unsigned long long)kr__file_hash("/proc/self/exe"));
+    fprintf(f, "model %s %016llx\n", m ? m->name : "?",
+            (unsigned long long)kr__file_hash(c->model));
+    kr__options_identity(f, c);
+    if (kr__identity_extra) kr__identity_extra(f);
+    return fclose(f);
 }
 
 /* Collective, more than one rank: every rank runs the same kairos, model file, parameters
@@ -171,16 +209,7 @@ static int cluster_same(const struct kr__config *c, struct kr__error *err)
     char *text = NULL;
     size_t len = 0;
     FILE *f = err->status ? NULL : open_memstream(&text, &len);
-    if (f) {
-        const struct kr_model *m = kr__model_load(c->model, err);
-        fprintf(f, "kairos " KAIROS_VERSION " %016llx\n",
-                (unsigned long long)kr__file_hash("/proc/self/exe"));
-        fprintf(f, "model %s %016llx\n", m ? m->name : "?",
-                (unsigned long long)kr__file_hash(c->model));
-        kr__options_identity(f, c);
-        if (kr__identity_extra) kr__identity_extra(f);
-        if (fclose(f)) len = 0;
-    }
+    if (f && identity(f, c, err)) len = 0;
     kr__net_same(text ? text : "", len, err);
     free(text);
     return err->status;
@@ -223,19 +252,33 @@ static int run_configured(struct kr__config *c, struct kr__error *err)
     return cmd_end(c, err, interrupted);
 }
 
+/* Whether 'kairos run MODEL ...' asks for the model's help. */
+static bool asks_help(int argc, char **argv)
+{
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+    return false;
+}
+
 int kr__cmd_run(int argc, char **argv)
 {
     struct kr__error err = { 0 };
     if (argc < 3 || argv[2][0] == '-')
         return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos run' needs a "
                                                       "MODEL first (see 'kairos models')" });
-    for (int i = 3; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return model_help(argv[2], &err) ? kr__cmd_fail_exit(&err) : 0;
+    if (asks_help(argc, argv)) return model_help(argv[2], &err) ? kr__cmd_fail_exit(&err) : 0;
     struct kr__config c = { .model = argv[2] };
     if (kr__net_start(&err)) return kr__cmd_fail_exit(&err);
     configure(&c, argc, argv, &err);
     return run_configured(&c, &err);
+}
+
+/* Whether a is an option of what a run is (the model's parameters, --lps, --seed, --end),
+ * which a resumed run takes from its snapshot. */
+static bool shape_option(const char *a)
+{
+    return !strcmp(a, "--lps") || !strcmp(a, "--seed") || !strcmp(a, "--end") ||
+           !strncmp(a, "-P", 2);
 }
 
 /* kairos resume DIR [options]: the model, its parameters, --lps, --seed and --end come from
@@ -247,8 +290,7 @@ int kr__cmd_resume(int argc, char **argv)
         return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "'kairos resume' needs DIR, "
                                               "a directory a run wrote with --snapshot" });
     for (int i = 3; i < argc; i++)
-        if (!strcmp(argv[i], "--lps") || !strcmp(argv[i], "--seed") ||
-            !strcmp(argv[i], "--end") || !strncmp(argv[i], "-P", 2))
+        if (shape_option(argv[i]))
             return kr__cmd_fail_exit(&(struct kr__error){ KR_ERR_USAGE, "kairos resume takes the "
                 "model, its parameters, --lps, --seed and --end from the snapshot: give only "
                 "the options of how to run it (--sync, --threads, --state, --snapshot ...)" });

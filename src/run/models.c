@@ -43,6 +43,13 @@ void kr__models_list(FILE *f)
         fprintf(f, "  %-10s %s\n", builtins[i].name, builtins[i].what);
 }
 
+/* A name's characters are printable, and neither quotes nor backslashes (they go into JSON
+ * and CSV as they are). */
+static bool name_char(char c)
+{
+    return c >= 0x20 && c < 0x7f && !strchr("\"\\", c);
+}
+
 /* type_names and metrics: each 1 to 63 printable characters without quotes or
  * backslashes (they go into JSON and messages as they are), at most `max` of them (a list
  * without its NULL would be read past its end); metrics' names also differ. */
@@ -51,9 +58,20 @@ static bool name_ok(const char *s)
 {
     size_t n = strlen(s);
     bool ok = n >= 1 && n <= 63;
-    for (size_t k = 0; ok && k < n; k++) ok = s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' &&
-                                             s[k] != '\\';
+    for (size_t k = 0; ok && k < n; k++) ok = name_char(s[k]);
     return ok;
+}
+
+/* list[i] is the name of an earlier entry: the error that says which. */
+static int same_name(const struct kr_model *m, const char *const *list, const char *what,
+                     unsigned i, struct kr__error *err)
+{
+    for (unsigned j = 0; j < i; j++)
+        if (!strcmp(list[j], list[i]))
+            return kr__fail(err, KR_ERR_USAGE, "model '%s': %s[%u] and [%u] are both "
+                            "\"%s\": each metric needs a name of its own", m->name, what,
+                            j, i, list[i]);
+    return KR_OK;
 }
 
 static int bad_names(const struct kr_model *m, const char *const *list, const char *what,
@@ -65,11 +83,7 @@ static int bad_names(const struct kr_model *m, const char *const *list, const ch
             return kr__fail(err, KR_ERR_USAGE, "model '%s': %s[%u] is not a name of 1 to 63 "
                             "printable characters without quotes or backslashes (or the list "
                             "lacks its NULL end within %u names)", m->name, what, i, max);
-        for (unsigned j = 0; distinct && j < i; j++)
-            if (!strcmp(list[j], s))
-                return kr__fail(err, KR_ERR_USAGE, "model '%s': %s[%u] and [%u] are both "
-                                "\"%s\": each metric needs a name of its own", m->name, what,
-                                j, i, s);
+        if (distinct && same_name(m, list, what, i, err)) return err->status;
     }
     return KR_OK;
 }
@@ -136,6 +150,17 @@ static int bad_flags(const struct kr_model *m, struct kr__error *err)
                     m->flags & ~known);
 }
 
+/* The model's declarations, each checked (the first error stops them). */
+static int bad_model(const struct kr_model *m, struct kr__error *err)
+{
+    static int (*const bad[])(const struct kr_model *, struct kr__error *) = {
+        bad_lookahead, bad_flags, bad_reverse, bad_ledger, bad_lists,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (bad[i](m, err)) return err->status;
+    return KR_OK;
+}
+
 static const struct kr_model *check(const struct kr_model *m, const char *from,
                                    struct kr__error *err)
 {
@@ -143,9 +168,7 @@ static const struct kr_model *check(const struct kr_model *m, const char *from,
     else if (!m->name || !m->event)
         kr__fail(err, KR_ERR_USAGE, "model from %s is incomplete: struct kr_model needs a name "
                  "and an event handler", from);
-    else if (bad_lookahead(m, err) == KR_OK && bad_flags(m, err) == KR_OK &&
-             bad_reverse(m, err) == KR_OK && bad_ledger(m, err) == KR_OK &&
-             bad_lists(m, err) == KR_OK)
+    else if (!bad_model(m, err))
         return m;
     return NULL;
 }
@@ -191,6 +214,15 @@ static bool same_layout(void *h, const char *name, struct kr__error *err)
     return false;
 }
 
+/* Whether the loader says the model's file is missing while it is there (what glibc's
+ * loader says when it runs out of memory opening it). */
+static bool said_missing(const char *msg, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(msg, name, n) && access(name, R_OK) == 0 &&
+           strstr(msg + n, ": cannot open shared object file: No such");
+}
+
 /* dlopen failed. The loader says the model's file is missing when it could not allocate
  * while opening it: if the file is there to read, that is the machine's fault, not the
  * command line's (found by fault injection: tests/e2e/faults.py). A library the model needs
@@ -200,9 +232,7 @@ static void load_failed(const char *name, struct kr__error *err)
     const char *why = dlerror();
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", why ? why : "unknown error");
-    size_t n = strlen(name);
-    bool lost = !strncmp(msg, name, n) && access(name, R_OK) == 0 &&
-                strstr(msg + n, ": cannot open shared object file: No such");
+    bool lost = said_missing(msg, name);
     if (lost || strstr(msg, "Cannot allocate memory") || strstr(msg, "out of memory")) {
         kr__fail(err, KR_ERR_RESOURCE, "cannot load model '%s': the dynamic loader ran out of "
                  "memory%s (%s)", name, lost ? " (it says the file is missing, but it is "
@@ -251,10 +281,15 @@ static const struct kr_model *from_file(const char *name, struct kr__error *err)
     return entry ? check(m, name, err) : NULL;
 }
 
+/* Whether name is the model a program built with Kairos carries itself (kr__model_own). */
+static bool own_model(const char *name)
+{
+    return kr__model_own && kr__model_own->name && !strcmp(name, kr__model_own->name);
+}
+
 const struct kr_model *kr__model_load(const char *name, struct kr__error *err)
 {
-    if (kr__model_own && kr__model_own->name && !strcmp(name, kr__model_own->name))
-        return check(kr__model_own, name, err);
+    if (own_model(name)) return check(kr__model_own, name, err);
     if (!strchr(name, '/') && !strstr(name, ".so")) return builtin(name, err);
     /* dlopen searches the library path for a name without a slash, never the current
      * directory: "x.so" means the file here, as it would for any other command. */

@@ -141,6 +141,29 @@ struct row {
     unsigned slot;               /* e's slot in struct kr__config (its table index) */
 };
 
+/* The number of rows engine e adds. */
+static size_t rows_of(const struct kr__engine *e)
+{
+    size_t n = 0;
+    while (e->options && e->options[n].name) n++;
+    return n;
+}
+
+/* Row *at of the engines' part into *w; false, with *at counted past them, if beyond. */
+static bool engine_row(struct row *w, size_t *at)
+{
+    for (unsigned s = 0; s < KR_ENGINES_MAX && kr__engine_at(s); s++) {
+        const struct kr__engine *e = kr__engine_at(s);
+        size_t n = rows_of(e);
+        if (*at < n) {
+            *w = (struct row){ &e->options[*at], e, s };
+            return true;
+        }
+        *at -= n;
+    }
+    return false;
+}
+
 /* The rows in order: the head, each engine's rows in the engine table's order, the tail;
  * *k counts the rows walked (0 at the start). */
 static bool next_row(struct row *w, size_t *k)
@@ -151,17 +174,7 @@ static bool next_row(struct row *w, size_t *k)
         return true;
     }
     at -= NHEAD;
-    for (unsigned s = 0; s < KR_ENGINES_MAX; s++) {
-        const struct kr__engine *e = kr__engine_at(s);
-        if (!e) break;
-        size_t n = 0;
-        while (e->options && e->options[n].name) n++;
-        if (at < n) {
-            *w = (struct row){ &e->options[at], e, s };
-            return true;
-        }
-        at -= n;
-    }
+    if (engine_row(w, &at)) return true;
     if (at >= NTAIL) return false;
     *w = (struct row){ &tail[at], NULL, 0 };
     return true;
@@ -188,7 +201,7 @@ static uint64_t read_whole(const struct kr__opt *o, const char *v)
 {
     char *end;
     errno = 0;
-    if (!*v || *v == '-' || *v == '+' || *v == ' ')
+    if (strchr("-+ ", *v)) /* (strchr finds the terminator too: an empty value) */
         bad("%s needs a whole number, got '%s'", o->name, v);
     unsigned long long x = strtoull(v, &end, 10);
     if (*end) bad("%s needs a whole number, got '%s'", o->name, v);
@@ -204,7 +217,7 @@ static double read_time(const struct kr__opt *o, const char *v)
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || end == v || *end || isnan(x) || x <= 0)
+    if (errno || end == v || *end || !(x > 0)) /* (NaN is not > 0) */
         bad("%s needs a positive number (or 'inf'), got '%s'", o->name, v);
     if (x < o->min || x > o->max)
         bad("%s must be from %.15g to %.15g%s%s, got %s", o->name, o->min, o->max,
@@ -236,15 +249,21 @@ static double size_number(const struct kr__opt *o, const char *v, char **end)
     return x;
 }
 
+/* What the suffix at end (K, M, G or none) multiplies by. */
+static double suffix_mul(const struct kr__opt *o, const char *v, const char *end)
+{
+    static const char suffix[] = "KMG";
+    if (!*end) return 1;
+    const char *s = strchr(suffix, *end & ~0x20);
+    if (!s || end[1]) bad("%s needs a size like 64M, got '%s'", o->name, v);
+    return (double)((size_t)1 << (10 * (s - suffix + 1)));
+}
+
 static size_t read_bytes(const struct kr__opt *o, const char *v)
 {
     char *end;
     double x = size_number(o, v, &end);
-    static const char suffix[] = "KMG";
-    const char *s = *end ? strchr(suffix, *end & ~0x20) : NULL;
-    double mul = s ? (double)((size_t)1 << (10 * (s - suffix + 1))) : 1;
-    if (*end && (!s || end[1]))
-        bad("%s needs a size like 64M, got '%s'", o->name, v);
+    double mul = suffix_mul(o, v, end);
     if (!(x * mul >= o->min && x * mul <= o->max))
         bad("%s must be from 16 bytes to 1024G, got '%s'", o->name, v);
     return (size_t)(x * mul);
@@ -311,6 +330,12 @@ static void set_number(void *p, const struct kr__opt *o, const char *v)
     }
 }
 
+/* The value of o's k-th name (its index, without a values list). */
+static int choice_value(const struct kr__opt *o, unsigned k)
+{
+    return o->values ? o->values[k] : (int)k;
+}
+
 /* Set the row's field from the text v (a command-line value or the default). */
 static void set(struct kr__config *c, const struct row *w, const char *v)
 {
@@ -321,16 +346,8 @@ static void set(struct kr__config *c, const struct row *w, const char *v)
         return;
     }
     switch (o->kind) {
-    case KR_OPT_CHOICE: {
-        unsigned k = read_choice(o, v);
-        *(int *)p = o->values ? o->values[k] : (int)k;
-        break;
-    }
-    case KR_OPT_SWITCH: {
-        unsigned k = read_choice(o, v);
-        *(bool *)p = (o->values ? o->values[k] : (int)k) != 0;
-        break;
-    }
+    case KR_OPT_CHOICE: *(int *)p = choice_value(o, read_choice(o, v)); break;
+    case KR_OPT_SWITCH: *(bool *)p = choice_value(o, read_choice(o, v)) != 0; break;
     case KR_OPT_FLAG: *(bool *)p = true; break;
     case KR_OPT_STRING: *(const char **)p = v; break;
     case KR_OPT_ENGINE: *(const struct kr__engine **)p = read_engine(v); break;
@@ -361,6 +378,14 @@ static void engine_slots(struct kr__config *c)
     }
 }
 
+/* Each engine's own defaults, after the table's (struct kr__engine.options_init). */
+static void engines_init(struct kr__config *c)
+{
+    for (unsigned s = 0; s < KR_ENGINES_MAX; s++)
+        if (c->opt_engine[s] && c->opt_engine[s]->options_init)
+            c->opt_engine[s]->options_init(c->opt_rec[s]);
+}
+
 int kr__options_defaults(struct kr__config *c, struct kr__error *err)
 {
     struct reading rd = { .err = err };
@@ -373,9 +398,7 @@ int kr__options_defaults(struct kr__config *c, struct kr__error *err)
     size_t k = 0;
     for (struct row w; next_row(&w, &k);)
         if (w.o->def) set(c, &w, w.o->def);
-    for (unsigned s = 0; s < KR_ENGINES_MAX; s++)
-        if (c->opt_engine[s] && c->opt_engine[s]->options_init)
-            c->opt_engine[s]->options_init(c->opt_rec[s]);
+    engines_init(c);
     return KR_OK;
 }
 
@@ -396,6 +419,17 @@ static const char *need_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+/* After row w's option was read: its hook, and what kr__options_unread needs (the first
+ * option given of each engine, or the first after a scheme's choice). */
+static void given(struct kr__config *c, const struct row *w)
+{
+    const struct kr__opt *o = w->o;
+    if (o->after) o->after(record(c, w));
+    if (w->e && (!c->opt_given[w->slot] || scheme_option(w->e, c->opt_given[w->slot])))
+        c->opt_given[w->slot] = o->name;
+    if (o->kind == KR_OPT_STATE) c->state_given = true;
+}
+
 int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
                      struct kr__error *err)
 {
@@ -403,7 +437,7 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
     reading = &rd;
     if (setjmp(rd.back)) return err->status;
     const char *a = argv[*i];
-    if (!strcmp(a, "-P") || !strncmp(a, "-P", 2)) {
+    if (!strncmp(a, "-P", 2)) { /* (-P name=value or -Pname=value) */
         add_param(c, a[2] ? a + 2 : need_value(argc, argv, i));
         return KR_OK;
     }
@@ -412,11 +446,7 @@ int kr__option_parse(struct kr__config *c, int argc, char **argv, int *i,
         const struct kr__opt *o = w.o;
         if (strcmp(a, o->name)) continue;
         set(c, &w, o->kind == KR_OPT_FLAG ? "" : need_value(argc, argv, i));
-        if (o->after) o->after(record(c, &w));
-        /* (for kr__options_unread: the first given, or the first after a scheme's choice) */
-        if (w.e && (!c->opt_given[w.slot] || scheme_option(w.e, c->opt_given[w.slot])))
-            c->opt_given[w.slot] = o->name;
-        if (o->kind == KR_OPT_STATE) c->state_given = true;
+        given(c, &w);
         return KR_OK;
     }
     bad("unknown option '%s' for 'kairos run'", a);
@@ -482,17 +512,22 @@ static bool engine_unread(const struct kr__config *c, unsigned s, char *buf, siz
     return true;
 }
 
+/* The note for --state given to an engine that keeps no LP state to restore; false if
+ * it is read. (--check runs each event twice under that state mode, whichever engine.) */
+static bool state_unread(const struct kr__config *c, char *buf, size_t cap)
+{
+    char who[64];
+    if (!c->state_given || c->engine->restores_state || c->check) return false;
+    snprintf(buf, cap, "--state is an option of the %s engine; this run uses the %s "
+             "engine, which does not read it", restoring(who, sizeof who), c->engine->name);
+    return true;
+}
+
 /* An option given for another engine than the run's (a script that switches --sync keeps
  * them, so it is a note, not an error): NULL, or the note. */
 const char *kr__options_unread(const struct kr__config *c, char *buf, size_t cap)
 {
-    char who[64];
-    /* (--check runs each event twice under that state mode, whichever engine runs) */
-    if (c->state_given && !c->engine->restores_state && !c->check) {
-        snprintf(buf, cap, "--state is an option of the %s engine; this run uses the %s "
-                 "engine, which does not read it", restoring(who, sizeof who), c->engine->name);
-        return buf;
-    }
+    if (state_unread(c, buf, cap)) return buf;
     for (unsigned s = 0; s < KR_ENGINES_MAX; s++)
         if (c->opt_given[s] && c->opt_engine[s] != c->engine && engine_unread(c, s, buf, cap))
             return buf;
@@ -579,7 +614,8 @@ void kr__options_help(FILE *f)
     for (struct row w; next_row(&w, &k);) {
         const struct kr__opt *o = w.o;
         char head[64], owner[80];
-        snprintf(head, sizeof head, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        if (o->arg) snprintf(head, sizeof head, "  %s %s", o->name, o->arg);
+        else snprintf(head, sizeof head, "  %s", o->name);
         int pad = (int)strlen(head) <= HELP_COL - 2 ? HELP_COL - (int)strlen(head) : 2;
         fprintf(f, "%s%*s", head, pad, "");
         struct help_line h = { f, (int)strlen(head) + pad, true };
@@ -612,6 +648,11 @@ static void json_number(FILE *f, const struct kr__opt *o, const void *p)
     }
 }
 
+static void json_bool(FILE *f, bool b)
+{
+    fputs(b ? "true" : "false", f);
+}
+
 static void json_value(FILE *f, const struct kr__config *c, const struct row *w)
 {
     const struct kr__opt *o = w->o;
@@ -623,10 +664,10 @@ static void json_value(FILE *f, const struct kr__config *c, const struct row *w)
     switch (o->kind) {
     case KR_OPT_CHOICE: kr__json_str(f, choice_name(o, *(const int *)p)); break;
     case KR_OPT_SWITCH: /* (an on/off switch is a boolean) */
-        if (o->json_bool) fputs(*(const bool *)p ? "true" : "false", f);
+        if (o->json_bool) json_bool(f, *(const bool *)p);
         else kr__json_str(f, choice_name(o, *(const bool *)p));
         break;
-    case KR_OPT_FLAG: fputs(*(const bool *)p ? "true" : "false", f); break;
+    case KR_OPT_FLAG: json_bool(f, *(const bool *)p); break;
     case KR_OPT_STRING: kr__json_str(f, *(const char *const *)p); break;
     case KR_OPT_ENGINE: kr__json_str(f, (*(const struct kr__engine *const *)p)->name); break;
     default: kr__json_str(f, kr__state_ops(*(const int *)p)->name); break;
@@ -658,6 +699,17 @@ static int kv_by_key(const void *a, const void *b)
     return strcmp(((const struct kr__kv *)a)->key, ((const struct kr__kv *)b)->key);
 }
 
+/* The -P parameters by name: two runs that give them in another order agree. */
+static void params_sorted(FILE *f, const struct kr__config *c)
+{
+    struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv);
+    if (!kv) kr__fatal_oom("the options' identity", c->nparams * sizeof *kv);
+    if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
+    qsort(kv, c->nparams, sizeof *kv, kv_by_key);
+    for (size_t i = 0; i < c->nparams; i++) fprintf(f, "-P %s=%s\n", kv[i].key, kv[i].val);
+    free(kv);
+}
+
 void kr__options_identity(FILE *f, const struct kr__config *c)
 {
     size_t k = 0;
@@ -667,10 +719,5 @@ void kr__options_identity(FILE *f, const struct kr__config *c)
         json_value(f, c, &w);
         fputc('\n', f);
     }
-    struct kr__kv *kv = malloc((c->nparams + 1) * sizeof *kv); /* (sorted: -P in any order) */
-    if (!kv) kr__fatal_oom("the options' identity", c->nparams * sizeof *kv);
-    if (c->nparams) memcpy(kv, c->params, c->nparams * sizeof *kv);
-    qsort(kv, c->nparams, sizeof *kv, kv_by_key);
-    for (size_t i = 0; i < c->nparams; i++) fprintf(f, "-P %s=%s\n", kv[i].key, kv[i].val);
-    free(kv);
+    params_sorted(f, c);
 }

@@ -64,8 +64,10 @@ static void slots_build(const struct kr_model *m)
     for (const struct kr_param *p = m->params; p && p->name && used < NAME_SLOTS / 2; p++) {
         size_t h = slot_of(p->name);
         while (slots[h].name && slots[h].name != p->name) h = (h + 1) % NAME_SLOTS;
-        if (!slots[h].name) used++;
-        if (!slots[h].name) slots[h].p = p; /* (a name twice in a table: the first wins) */
+        if (!slots[h].name) { /* (a name twice in a table: the first wins) */
+            used++;
+            slots[h].p = p;
+        }
         slots[h].name = p->name;
     }
 }
@@ -87,13 +89,20 @@ static const char *given(const char *name)
     return v;
 }
 
+/* The number of parameters model m declares. */
+static size_t count_params(const struct kr_model *m)
+{
+    size_t n = 0;
+    while (m->params && m->params[n].name) n++;
+    return n;
+}
+
 /* Parse every declared parameter's value once (the last -P, else the default). */
 static void cache_values(const struct kr_model *m)
 {
     free(vals);
     vals = NULL;
-    size_t n = 0;
-    while (m->params && m->params[n].name) n++;
+    size_t n = count_params(m);
     if (!n || !(vals = calloc(n, sizeof *vals))) return; /* (no cache: parsed per call) */
     for (size_t k = 0; k < n; k++) {
         const char *v = given(m->params[k].name);
@@ -120,18 +129,13 @@ static int check_range(const struct kr_model *m, const struct kr_param *p, struc
 }
 
 /* A -P that names a declared parameter and reads as its type. */
-static int check_given(const struct kr__config *cfg, const struct kr_model *m,
-                       const struct kr__kv *kv, struct kr__error *err)
+static int check_type(const struct kr_model *m, const struct kr_param *p,
+                      const struct kr__kv *kv, struct kr__error *err);
+
+/* A value given with -P reads as its parameter's type. */
+static int check_type(const struct kr_model *m, const struct kr_param *p,
+                      const struct kr__kv *kv, struct kr__error *err)
 {
-    const struct kr_param *p = table_find(m, kv->key);
-    if (!m->params || !m->params[0].name)
-        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares no parameters (-P %s=%s): a "
-                        "model lists what it reads in struct kr_model.params", m->name,
-                        kv->key, kv->val);
-    if (!p)
-        return kr__fail(err, KR_ERR_USAGE, "model '%s' has no parameter '%s' (-P %s=%s); "
-                        "'kairos run %s --help' lists its parameters", m->name, kv->key,
-                        kv->key, kv->val, cfg->model);
     int64_t iv;
     double dv;
     if (p->type == KR_PARAM_INT && parse_int(kv->val, &iv))
@@ -141,6 +145,21 @@ static int check_given(const struct kr__config *cfg, const struct kr_model *m,
         return kr__fail(err, KR_ERR_USAGE, "parameter '%s' of model '%s' must be a number, got "
                         "'%s'", kv->key, m->name, kv->val);
     return KR_OK;
+}
+
+static int check_given(const struct kr__config *cfg, const struct kr_model *m,
+                       const struct kr__kv *kv, struct kr__error *err)
+{
+    const struct kr_param *p = table_find(m, kv->key);
+    if (!count_params(m))
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' declares no parameters (-P %s=%s): a "
+                        "model lists what it reads in struct kr_model.params", m->name,
+                        kv->key, kv->val);
+    if (!p)
+        return kr__fail(err, KR_ERR_USAGE, "model '%s' has no parameter '%s' (-P %s=%s); "
+                        "'kairos run %s --help' lists its parameters", m->name, kv->key,
+                        kv->key, kv->val, cfg->model);
+    return check_type(m, p, kv, err);
 }
 
 int kr__params_check(const struct kr__config *cfg, const struct kr_model *m,
@@ -218,19 +237,23 @@ double kr_param_double(const char *name, double fallback)
     return fallback;
 }
 
+/* One line of 'kairos run MODEL --help' for parameter p. */
+static void param_line(FILE *f, const struct kr_param *p)
+{
+    fprintf(f, "  %-14s %-6s default %-10s %s", p->name,
+            p->type == KR_PARAM_INT ? "int" : "double", p->def ? p->def : "-",
+            p->help ? p->help : "");
+    if (p->min < p->max) fprintf(f, " (%.15g to %.15g)", p->min, p->max);
+    fputc('\n', f);
+}
+
 void kr__params_print(FILE *f, const struct kr_model *m)
 {
-    if (!m->params || !m->params[0].name) {
+    if (!count_params(m)) {
         fprintf(f, "Model '%s' declares no parameters.\n", m->name);
         return;
     }
     fprintf(f, "Parameters of model '%s' (set with -P name=value):\n", m->name);
-    for (const struct kr_param *p = m->params; p->name; p++) {
-        fprintf(f, "  %-14s %-6s default %-10s %s", p->name,
-                p->type == KR_PARAM_INT ? "int" : "double", p->def ? p->def : "-",
-                p->help ? p->help : "");
-        if (p->min < p->max) fprintf(f, " (%.15g to %.15g)", p->min, p->max);
-        fputc('\n', f);
-    }
+    for (const struct kr_param *p = m->params; p->name; p++) param_line(f, p);
     if (m->lookahead > 0) fprintf(f, "Declared lookahead: %g\n", m->lookahead);
 }

@@ -108,19 +108,25 @@ static void summary_metrics(const struct kr__metrics *ms, FILE *f)
     }
 }
 
+/* The summary's event counts: committed, processed, cancelled timers. */
+static void summary_events(const struct kr__totals *t, double rate, FILE *f)
+{
+    fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t->committed,
+            rate / 1e6);
+    fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t->processed,
+            t->processed ? 100.0 * (double)t->committed / (double)t->processed : 100.0);
+    if (t->timers_cancelled)
+        fprintf(f, "  timers:           %llu of the committed events were cancelled timers "
+                "(their handler never ran)\n", (unsigned long long)t->timers_cancelled);
+}
+
 void kr__report_summary(const struct kr__run *r, FILE *f)
 {
     struct kr__totals t;
     kr__totals(r->counters, r->nthreads, &t);
     double rate = r->wall_seconds > 0 ? (double)t.committed / r->wall_seconds : 0;
     summary_head(r, f);
-    fprintf(f, "  committed events: %llu (%.3f M/s)\n", (unsigned long long)t.committed,
-            rate / 1e6);
-    fprintf(f, "  processed events: %llu (efficiency %.1f%%)\n", (unsigned long long)t.processed,
-            t.processed ? 100.0 * (double)t.committed / (double)t.processed : 100.0);
-    if (t.timers_cancelled)
-        fprintf(f, "  timers:           %llu of the committed events were cancelled timers "
-                "(their handler never ran)\n", (unsigned long long)t.timers_cancelled);
+    summary_events(&t, rate, f);
     summary_metrics(r->metrics, f);
     if (r->cfg->engine->summary) r->cfg->engine->summary(r, f);
     if (r->model->query) summary_queries(r, &t, f);
@@ -139,16 +145,22 @@ static size_t utf8_lead(unsigned c)
     return c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
 }
 
+/* The second byte's range after the leads that allow less (RFC 3629: no overlong forms,
+ * no surrogates, nothing past U+10FFFF). */
+static bool second_ok(unsigned lead, unsigned b)
+{
+    unsigned lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+    return b >= lo && b <= hi;
+}
+
 static size_t utf8_len(const unsigned char *s)
 {
     unsigned c = s[0];
     size_t n = utf8_lead(c);
     for (size_t i = 1; i < n; i++)
         if ((s[i] & 0xC0) != 0x80) return 0;
-    /* the second byte's range after the leads that allow less (RFC 3629) */
-    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    return n > 1 && (s[1] < lo || s[1] > hi) ? 0 : n;
+    return n > 1 && !second_ok(c, s[1]) ? 0 : n;
 }
 
 /* (A byte that is not part of well-formed UTF-8 - a file name in Latin-1, say - is written
@@ -275,14 +287,25 @@ static FILE *stats_open(const char *path, char *tmp, size_t cap)
     return fopen(path, "w");
 }
 
+/* Closes f and renames tmp (if any) to path: -1 if all went well, else the reason (errno,
+ * or 0 if none is known). */
+static int close_error(FILE *f, const char *path, const char *tmp)
+{
+    if (ferror(f)) { /* (a write that failed on the way: fclose may not say) */
+        int e = errno; /* (its reason, if nothing since has changed errno) */
+        fclose(f);
+        return e;
+    }
+    if (fclose(f)) return errno;
+    if (tmp[0] && rename(tmp, path)) return errno;
+    return -1;
+}
+
 static int stats_close(FILE *f, const char *path, const char *tmp, struct kr__error *err,
                        const char *what)
 {
-    bool bad = ferror(f) != 0; /* (a write that failed on the way: fclose may not say) */
-    int e = bad ? errno : 0;   /* (its reason, if nothing since has changed errno) */
-    if (fclose(f) && !bad) bad = true, e = errno;
-    if (!bad && tmp[0] && rename(tmp, path)) bad = true, e = errno;
-    if (!bad) return KR_OK;
+    int e = close_error(f, path, tmp);
+    if (e < 0) return KR_OK;
     if (tmp[0]) unlink(tmp);
     return kr__fail(err, KR_ERR_RESOURCE, "writing %s to '%s' failed: %s; the run's "
                     "summary above is complete", what, path, strerror(e ? e : EIO));
@@ -545,6 +568,14 @@ static void lp_rows_write(FILE *f, const struct kr__run *r)
     kr__bytes_free(&b);
 }
 
+/* Every rank's rows into f (rank 0; f NULL: taken from the ranks and dropped). */
+static void lp_rows_all(FILE *f, const struct kr__run *r)
+{
+    if (f) fputs("lp,rank,thread,committed,processed,rollbacks,rolled_back,state_bytes\n", f);
+    lp_rows_write(f, r);
+    for (int k = 1; k < kr__net.size; k++) lp_rows_take(f, k);
+}
+
 int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__error *err)
 {
     if (kr__net.rank) {
@@ -554,9 +585,7 @@ int kr__report_lp_stats(const struct kr__run *r, const char *path, struct kr__er
     char tmp[4096];
     FILE *f = path ? stats_open(path, tmp, sizeof tmp) : NULL;
     int e = errno;
-    if (f) fputs("lp,rank,thread,committed,processed,rollbacks,rolled_back,state_bytes\n", f);
-    lp_rows_write(f, r);
-    for (int k = 1; k < kr__net.size; k++) lp_rows_take(f, k);
+    lp_rows_all(f, r);
     if (!path) return KR_OK;
     if (!f)
         return kr__fail(err, KR_ERR_RESOURCE, "cannot write --lp-stats to '%s': %s", path,
@@ -648,13 +677,18 @@ static void span_args(FILE *f, const struct kr_model *m, const struct kr__span *
     fputc('}', f);
 }
 
+/* Whether a span of this kind has a duration (the others are instants). */
+static bool span_lasts(unsigned kind)
+{
+    return kind == KR_SPAN_EVENT || kind == KR_SPAN_COAST || kind == KR_SPAN_CKPT;
+}
+
 /* One span: events and checkpoints last (ph X), the others are instants on their thread's
  * track (GVT on all of them); ts and dur in microseconds of wall time. */
 static void span_line(FILE *f, const struct kr_model *m, const struct kr__span *x, bool first)
 {
     const char *name = span_names[x->kind];
-    bool lasts = x->kind == KR_SPAN_EVENT || x->kind == KR_SPAN_COAST ||
-                 x->kind == KR_SPAN_CKPT;
+    bool lasts = span_lasts(x->kind);
     fprintf(f, "%c{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"%s\",\"pid\":0,\"tid\":%u,"
             "\"ts\":%.3f,", first ? ' ' : ',', name, name, lasts ? "X" : "i", x->tid,
             (double)x->t0 / 1e3);

@@ -271,6 +271,18 @@ static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct
     return KR_OK;
 }
 
+/* What the model declares: its lookahead, bundles and tie rules. */
+static int model_flags(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
+{
+    if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
+    r->promise.lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
+    r->bundles = r->model->flags & KR_MODEL_BUNDLES;
+    if (model_refused(r, cfg, err)) return err->status;
+    r->tie.dest = r->bundles ? UINT32_MAX : 0;
+    r->tie.type = !r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER) ? UINT32_MAX : 0;
+    return KR_OK;
+}
+
 /* The model, its parameters, this process's LPs and what the model declares of its run. */
 static int model_setup(struct kr__run *r, struct kr__error *err)
 {
@@ -281,13 +293,7 @@ static int model_setup(struct kr__run *r, struct kr__error *err)
     r->nranks = (unsigned)kr__net.size;
     r->lo = kr__block_first((unsigned)kr__net.rank, r->n, (unsigned)kr__net.size);
     r->hi = kr__block_first((unsigned)kr__net.rank + 1, r->n, (unsigned)kr__net.size);
-    if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
-    r->promise.lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
-    r->bundles = r->model->flags & KR_MODEL_BUNDLES;
-    if (model_refused(r, cfg, err)) return err->status;
-    r->tie.dest = r->bundles ? UINT32_MAX : 0;
-    r->tie.type = !r->bundles && (r->model->flags & KR_MODEL_TYPE_ORDER) ? UINT32_MAX : 0;
-    return KR_OK;
+    return model_flags(r, cfg, err);
 }
 
 static int lp_stats_setup(struct kr__run *r, struct kr__error *err)
@@ -317,12 +323,10 @@ static void warn_output_passed_on(const struct kr__run *r)
             "'exec kairos run ... >> FILE' (docs/cluster.md)\n");
 }
 
-/* Commit hooks: the model's ledger, zeroed (a resumed run's comes from the snapshot), of
- * ledger_size bytes or what ledger_bytes says for this run. */
-static int ledger_setup(struct kr__run *r, struct kr__error *err)
+/* The ledger's size: ledger_size, or what ledger_bytes says for this run, within bounds. */
+static int ledger_sized(struct kr__run *r, struct kr__error *err)
 {
     const struct kr_model *m = r->model;
-    if (!m->commit) return KR_OK;
     r->ledger_size = m->ledger_size;
     if (m->ledger_bytes && kr__ledger_bytes(r, &r->ledger_size))
         return kr__fail(err, r->fail.status, "%s", r->fail.msg);
@@ -331,6 +335,16 @@ static int ledger_setup(struct kr__run *r, struct kr__error *err)
                         "bytes; at most %u are allowed (it is kept in memory and in every "
                         "snapshot): keep large tables in LP states", m->name, r->ledger_size,
                         KR_LEDGER_MAX);
+    return KR_OK;
+}
+
+/* Commit hooks: the model's ledger, zeroed (a resumed run's comes from the snapshot), of
+ * ledger_size bytes or what ledger_bytes says for this run. */
+static int ledger_setup(struct kr__run *r, struct kr__error *err)
+{
+    const struct kr_model *m = r->model;
+    if (!m->commit) return KR_OK;
+    if (ledger_sized(r, err)) return err->status;
     if (!(r->ledger = calloc(1, r->ledger_size ? r->ledger_size : 1)))
         return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating the model's %zu-byte "
                         "ledger", r->ledger_size);
@@ -347,6 +361,16 @@ static int extras_setup(struct kr__run *r, struct kr__error *err)
     return ledger_setup(r, err) || lp_stats_setup(r, err) ? err->status : KR_OK;
 }
 
+/* The LP table, the threads' counters and event pools; false if one is short of memory. */
+static bool lp_table_alloc(struct kr__run *r)
+{
+    r->lp_mem = calloc(r->n, r->lp_bytes);
+    r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
+    /* (snapshots keep every event's duration: compact events have none) */
+    r->pools = kr__pools_new(r->nthreads, r->cfg->engine->compact_events && !r->cfg->snap_dir);
+    return r->lp_mem && r->counters && r->pools;
+}
+
 /* The LP table, the threads' counters and event pools. */
 static int lp_table_setup(struct kr__run *r, struct kr__error *err)
 {
@@ -355,11 +379,7 @@ static int lp_table_setup(struct kr__run *r, struct kr__error *err)
     /* (calloc: its large blocks start 16 bytes into a page, so records straddle lines; a
      * 64-byte aligned block measured 5% slower at 65 536 LPs, sequential: not taken.) */
     r->lp_bytes = sizeof(struct kr__lp) + cfg->engine->lp_extra;
-    r->lp_mem = calloc(r->n, r->lp_bytes);
-    r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
-    /* (snapshots keep every event's duration: compact events have none) */
-    r->pools = kr__pools_new(r->nthreads, cfg->engine->compact_events && !cfg->snap_dir);
-    if (!r->lp_mem || !r->counters || !r->pools)
+    if (!lp_table_alloc(r))
         return kr__fail(err, KR_ERR_RESOURCE, "out of memory allocating %zu bytes for the LP "
                         "table; reduce --lps or run on a machine with more memory",
                         (size_t)(r->n * r->lp_bytes));
@@ -372,23 +392,33 @@ static int lp_table_setup(struct kr__run *r, struct kr__error *err)
 
 const char *kr__parallel_note;
 
+/* The committed output's start: a resumed run's from its snapshot, a run that writes
+ * snapshots with the preamble 'kairos resume' checks. */
+static int output_setup(struct kr__run *r, struct kr__error *err)
+{
+    r->out.hash = KR_OUT_HASH0;
+    kr__out_closed = false; /* (a run in a process that ran others: tests, fuzzing) */
+    if (r->cfg->resume_dir) return kr__snapshot_open(r, err);
+    if (r->cfg->snap_dir) kr__output_preamble(r);
+    return KR_OK;
+}
+
 int kr__run_setup(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
-    if (model_setup(r, err)) return err->status;
-    if (lp_table_setup(r, err)) return err->status;
-    if (extras_setup(r, err)) return err->status;
+    static int (*const steps[])(struct kr__run *, struct kr__error *) = {
+        model_setup, lp_table_setup, extras_setup,
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (steps[i](r, err)) return err->status;
     kr__foreign_reset();
     kr__interpose_reset();
     kr__fault_install();
     kr__interrupt_install();
     kr__run_current = r;
     kr__watch_thread_start(r);
-    r->out.hash = KR_OUT_HASH0;
-    kr__out_closed = false; /* (a run in a process that ran others: tests, fuzzing) */
-    if (cfg->resume_dir && kr__snapshot_open(r, err)) return err->status;
-    if (!cfg->resume_dir && cfg->snap_dir) kr__output_preamble(r);
+    if (output_setup(r, err)) return err->status;
     warn_output_passed_on(r);
     return setup_state(r, err);
 }
@@ -471,9 +501,9 @@ static void run_failed(struct kr__run *r, struct kr__error *err)
 static void run_report(struct kr__run *r, struct kr__error *err, int *interrupted)
 {
     struct kr__error lerr = { 0 };
-    if (r->cfg->lp_stats_path)
-        kr__report_lp_stats(r, !err->status && !r->rc ? r->cfg->lp_stats_path : NULL, &lerr);
-    if (!err->status && !r->rc) {
+    bool ok = !err->status && !r->rc;
+    if (r->cfg->lp_stats_path) kr__report_lp_stats(r, ok ? r->cfg->lp_stats_path : NULL, &lerr);
+    if (ok) {
         run_succeeded(r, err);
         if (lerr.status && !err->status) *err = lerr;
         *interrupted = r->interrupted;

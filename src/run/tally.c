@@ -51,11 +51,10 @@ void kr_histogram_add(struct kr_histogram *h, double x)
     }
 }
 
-double kr_histogram_quantile(const struct kr_histogram *h, double q)
+/* The value at `rank` among the histogram's bins (cum counted below the first), linear
+ * within its bin; hi past the last. */
+static double bin_quantile(const struct kr_histogram *h, double rank, double cum)
 {
-    if (!h->n || !(q >= 0 && q <= 1)) return NAN;
-    double rank = q * (double)h->n, cum = (double)h->below;
-    if (rank < cum || (rank == 0 && h->below)) return h->lo;
     double w = (h->hi - h->lo) / h->bins;
     for (unsigned i = 0; i < h->bins; i++) {
         double c = (double)h->count[i];
@@ -63,6 +62,14 @@ double kr_histogram_quantile(const struct kr_histogram *h, double q)
         cum += c;
     }
     return h->hi;
+}
+
+double kr_histogram_quantile(const struct kr_histogram *h, double q)
+{
+    if (!h->n || !(q >= 0 && q <= 1)) return NAN;
+    double rank = q * (double)h->n, cum = (double)h->below;
+    if (rank < cum || (rank == 0 && h->below)) return h->lo;
+    return bin_quantile(h, rank, cum);
 }
 
 void kr_timeavg_set(struct kr_timeavg *a, kr_time now, double level)
