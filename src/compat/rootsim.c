@@ -119,16 +119,24 @@ static int own_args(char ***out)
     return argc;
 }
 
-/* The configuration's engine settings as kairos options (at most 8 words): how many. */
-static int engine_args(const char **argv)
+/* The optimistic engine's arguments from the configuration: threads, checkpoint period. */
+static int parallel_args(const char **argv)
 {
     static char threads[16], ckpt[16];
     int n = 0;
-    if (conf.serial) argv[n++] = "--sync", argv[n++] = "sequential";
     snprintf(threads, sizeof threads, "%u", conf.n_threads);
-    if (conf.n_threads && !conf.serial) argv[n++] = "--threads", argv[n++] = threads;
+    if (conf.n_threads) argv[n++] = "--threads", argv[n++] = threads;
     snprintf(ckpt, sizeof ckpt, "%u", conf.ckpt_interval);
-    if (conf.ckpt_interval && !conf.serial) argv[n++] = "--ckpt-interval", argv[n++] = ckpt;
+    if (conf.ckpt_interval) argv[n++] = "--ckpt-interval", argv[n++] = ckpt;
+    return n;
+}
+
+/* The configuration's engine settings as kairos options (at most 8 words): how many. */
+static int engine_args(const char **argv)
+{
+    int n = 0;
+    if (conf.serial) argv[n++] = "--sync", argv[n++] = "sequential";
+    else n = parallel_args(argv);
     /* (gvt_period is not passed on: a period tuned for ROOT-Sim's GVT is not Kairos's) */
     if (conf.log_level == LOG_SILENT) argv[n++] = "--progress", argv[n++] = "off";
     return n;

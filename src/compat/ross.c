@@ -110,6 +110,16 @@ void tw_init(int *argc, char ***argv)
     snprintf(name, sizeof name, "%s", prog ? prog + 1 : (*argv)[0]);
 }
 
+/* The LP records the model sees before the run (its mapping and init fill them in). */
+static void placeholders_fill(tw_lpid nlp)
+{
+    for (tw_lpid i = 0; i < nlp; i++) {
+        local_gid[i] = g_tw_lp_offset + i;
+        placeholders[i] = (tw_lp){ .id = i, .gid = local_gid[i], .pe = &the_pe };
+        g_tw_lp[i] = &placeholders[i];
+    }
+}
+
 /* The types by LP id, and the placeholders of g_tw_lp a mapping and tw_lp_settype see. */
 static void lp_tables(void)
 {
@@ -122,11 +132,7 @@ static void lp_tables(void)
     g_tw_kp = calloc(g_tw_nkp ? g_tw_nkp : 1, sizeof *g_tw_kp);
     if (!types || !local_gid || !placeholders || !lp_events || !g_tw_lp || !g_tw_kp)
         ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_total_lps);
-    for (tw_lpid i = 0; i < nlp; i++) {
-        local_gid[i] = g_tw_lp_offset + i;
-        placeholders[i] = (tw_lp){ .id = i, .gid = local_gid[i], .pe = &the_pe };
-        g_tw_lp[i] = &placeholders[i];
-    }
+    placeholders_fill(nlp);
 }
 
 /* PE p's local LPs as tw_define_lps gives them, before a mapping moves them. */
@@ -218,7 +224,7 @@ static void map_other_pes(void)
     kr__identity_extra = ross_identity;
 }
 
-void tw_define_lps(tw_lpid nlp, size_t msg_sz)
+static void define_check(tw_lpid nlp, size_t msg_sz)
 {
     if (!inited) ross_die("tw_define_lps before tw_init");
     if (defined) ross_die("tw_define_lps is called twice");
@@ -226,6 +232,11 @@ void tw_define_lps(tw_lpid nlp, size_t msg_sz)
     if (msg_sz > KR_PAYLOAD_MAX)
         ross_die("tw_define_lps: messages of %zu bytes; Kairos carries at most %u bytes an "
                  "event: keep large data in LP states", msg_sz, KR_PAYLOAD_MAX);
+}
+
+void tw_define_lps(tw_lpid nlp, size_t msg_sz)
+{
+    define_check(nlp, msg_sz);
     defined = true;
     g_tw_nlp = nlp;
     g_tw_total_lps = nlp * tw_nnodes();
@@ -462,6 +473,15 @@ static _Noreturn void untyped(tw_lpid id)
              "and g_tw_lp_types) before tw_run", (unsigned long long)id);
 }
 
+/* LP id's type: the one set for it, or the type map's; one without an event handler is
+ * an error. */
+static void type_of_lp(tw_lpid id)
+{
+    if (!types[id] && g_tw_lp_typemap && g_tw_lp_types)
+        types[id] = &g_tw_lp_types[g_tw_lp_typemap(id)];
+    if (!types[id] || !types[id]->event) untyped(id);
+}
+
 /* Every LP of this process has a type: tw_lp_settype's, or the type map's over
  * g_tw_lp_types. (Kairos gives each rank the block of LP ids ROSS's linear mapping gives
  * its PE: nlp a process, in rank order.) */
@@ -470,13 +490,21 @@ static void resolve_types(void)
     records = calloc(g_tw_nlp, sizeof *records);
     if (!records) ross_die("out of memory for %llu LPs", (unsigned long long)g_tw_nlp);
     for (tw_lpid id = g_tw_lp_offset; id < g_tw_lp_offset + g_tw_nlp; id++) {
-        if (!types[id] && g_tw_lp_typemap && g_tw_lp_types)
-            types[id] = &g_tw_lp_types[g_tw_lp_typemap(id)];
-        if (!types[id] || !types[id]->event) untyped(id);
+        type_of_lp(id);
         /* (here, not in init: a resumed run calls no init) */
         records[id - g_tw_lp_offset] = (tw_lp){ .id = id - g_tw_lp_offset, .gid = id,
                                                 .pe = &the_pe, .type = types[id] };
     }
+}
+
+/* The arguments of ROSS's rollback check: the sequential engine's --check, under the
+ * reverse handlers if the model has them. */
+static int check_args(const char **out)
+{
+    out[0] = "--sync", out[1] = "sequential", out[2] = "--check";
+    if (!model.reverse) return 3;
+    out[3] = "--state", out[4] = "reverse";
+    return 5;
 }
 
 /* ROSS's --synch as Kairos's engine options. */
@@ -490,11 +518,7 @@ static int synch_args(const char **out)
     case OPTIMISTIC_REALTIME: out[0] = "--sync", out[1] = "optimistic"; return 2;
     case OPTIMISTIC_DEBUG: /* (ROSS's check of the reverse handlers: --check runs the
                             * event, its reverse and the event again) */
-    case SEQUENTIAL_ROLLBACK_CHECK:
-        out[0] = "--sync", out[1] = "sequential", out[2] = "--check";
-        if (!model.reverse) return 3;
-        out[3] = "--state", out[4] = "reverse";
-        return 5;
+    case SEQUENTIAL_ROLLBACK_CHECK: return check_args(out);
     }
     ross_die("--synch=%u: ROSS's protocols are 1 to 6", (unsigned)g_tw_synchronization_protocol);
 }
@@ -581,14 +605,21 @@ static void run_ended(int rc)
     if (pe_type && pe_type->final) pe_type->final(&the_pe);
 }
 
+/* The PE type's hooks around LP init (the LPs' own init runs in the engine). */
+static void pe_hooks(void)
+{
+    if (!pe_type) return;
+    if (pe_type->pre_lp_init) pe_type->pre_lp_init(&the_pe);
+    if (pe_type->post_lp_init) pe_type->post_lp_init(&the_pe);
+}
+
 void tw_run(void)
 {
     if (!defined) ross_die("tw_run before tw_define_lps");
     if (ran) ross_die("tw_run is called twice");
     ran = true;
     model_setup();
-    if (pe_type && pe_type->pre_lp_init) pe_type->pre_lp_init(&the_pe);
-    if (pe_type && pe_type->post_lp_init) pe_type->post_lp_init(&the_pe);
+    pe_hooks();
     int argc;
     const char **argv = kairos_argv(&argc);
     int rc = kr__cmd_run_model(&model, argc, (char **)argv);
@@ -685,8 +716,9 @@ int tw_output(tw_lp *lp, const char *fmt, ...)
 
 void *tw_calloc(const char *file, int line, const char *for_who, size_t e_sz, size_t n)
 {
-    if (kr__in_lp()) return kr_calloc(n ? n : 1, e_sz ? e_sz : 1); /* (rolled back) */
-    void *p = calloc(n ? n : 1, e_sz ? e_sz : 1);
+    size_t count = n ? n : 1, size = e_sz ? e_sz : 1;
+    if (kr__in_lp()) return kr_calloc(count, size); /* (rolled back) */
+    void *p = calloc(count, size);
     if (!p) ross_die("tw_calloc at %s:%d: out of memory for %s (%zu x %zu bytes)", file, line,
                      for_who ? for_who : "?", n, e_sz);
     return p;

@@ -109,15 +109,19 @@ static void at_root(void *out, const char *every, size_t len, int count,
     free(acc);
 }
 
+/* A reduction over one rank: its own values. */
+static int reduce_alone(const void *in, void *out, size_t len)
+{
+    if (len && in != out) memmove(out, in, len);
+    return MPI_SUCCESS;
+}
+
 int ross_mpi_reduce(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op,
                     int root, bool all)
 {
     const struct mpi_type *t = type_of(type);
     size_t len = (size_t)(count > 0 ? count : 0) * t->size;
-    if (!kr__net.ops || kr__net.size < 2) {
-        if (len && in != out) memmove(out, in, len);
-        return MPI_SUCCESS;
-    }
+    if (!kr__net.ops || kr__net.size < 2) return reduce_alone(in, out, len);
     void *every = NULL;
     size_t total = 0;
     if (kr__net.ops->gather_bytes(in, len, &every, &total))

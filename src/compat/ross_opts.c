@@ -74,6 +74,18 @@ static void print_value(FILE *f, const tw_optdef *d)
     }
 }
 
+/* One option's line of the help: its name, its text and (values) its value now. */
+static void print_row(FILE *f, const tw_optdef *d, bool values)
+{
+    fprintf(f, "  --%-20s %s", d->name, d->help ? d->help : "");
+    if (values && d->value && d->type != TWOPTTYPE_ARGSFILE) {
+        fputs(" (", f);
+        print_value(f, d);
+        fputs(")", f);
+    }
+    fputc('\n', f);
+}
+
 static void print_groups(FILE *f, bool values)
 {
     for (unsigned g = 0; g < ngroups; g++)
@@ -82,13 +94,7 @@ static void print_groups(FILE *f, bool values)
                 fprintf(f, "\n%s:\n", d->help);
                 continue;
             }
-            fprintf(f, "  --%-20s %s", d->name, d->help ? d->help : "");
-            if (values && d->value && d->type != TWOPTTYPE_ARGSFILE) {
-                fputs(" (", f);
-                print_value(f, d);
-                fputs(")", f);
-            }
-            fputc('\n', f);
+            print_row(f, d, values);
         }
 }
 
@@ -122,6 +128,15 @@ static bool number_ok(const char *v, const char *end)
     return v[0] && end && !*end && errno == 0;
 }
 
+/* An unsigned option's value: false if it does not fit. */
+static bool read_uint(const tw_optdef *d, const char *v, char **end)
+{
+    unsigned long x = strtoul(v, end, 0);
+    if (x > 0xffffffffUL) return false;
+    *(unsigned *)d->value = (unsigned)x;
+    return true;
+}
+
 /* One option's value into its variable; false if it does not read as one. */
 static bool apply(const tw_optdef *d, const char *v)
 {
@@ -130,12 +145,9 @@ static bool apply(const tw_optdef *d, const char *v)
     switch (d->type) {
     case TWOPTTYPE_ULONG: *(unsigned long *)d->value = strtoul(v, &end, 0); break;
     case TWOPTTYPE_ULONGLONG: *(unsigned long long *)d->value = strtoull(v, &end, 0); break;
-    case TWOPTTYPE_UINT: {
-        unsigned long x = strtoul(v, &end, 0);
-        if (x > 0xffffffffUL) return false;
-        *(unsigned *)d->value = (unsigned)x;
+    case TWOPTTYPE_UINT:
+        if (!read_uint(d, v, &end)) return false;
         break;
-    }
     case TWOPTTYPE_STIME:
     case TWOPTTYPE_DOUBLE: *(double *)d->value = strtod(v, &end); break;
     case TWOPTTYPE_CHAR: memcpy(d->value, v, strlen(v) + 1); return true;
@@ -146,14 +158,26 @@ static bool apply(const tw_optdef *d, const char *v)
     return number_ok(v, end) && sign_ok;
 }
 
+/* Whether option d is the one called name[0..len) (a group's heading is no option). */
+static bool named(const tw_optdef *d, const char *name, size_t len)
+{
+    return d->name && d->type != TWOPTTYPE_GROUP && strlen(d->name) == len &&
+           !strncmp(d->name, name, len);
+}
+
 static const tw_optdef *find(const char *name, size_t len)
 {
     for (unsigned g = 0; g < ngroups; g++)
         for (const tw_optdef *d = groups[g]; d->type; d++)
-            if (d->name && d->type != TWOPTTYPE_GROUP && strlen(d->name) == len &&
-                !strncmp(d->name, name, len))
-                return d;
+            if (named(d, name, len)) return d;
     return NULL;
+}
+
+static bool take_flag(const tw_optdef *d, const char *eq)
+{
+    if (eq) ross_die("option --%s is a flag: give it without a value", d->name);
+    *(unsigned *)d->value = 1;
+    return true;
 }
 
 /* A --name or --name=value of ROSS's tables: true if taken (its value set). */
@@ -162,11 +186,7 @@ static bool take(const char *arg)
     const char *name = arg + 2, *eq = strchr(name, '=');
     const tw_optdef *d = find(name, eq ? (size_t)(eq - name) : strlen(name));
     if (!d) return false;
-    if (d->type == TWOPTTYPE_FLAG) {
-        if (eq) ross_die("option --%s is a flag: give it without a value", d->name);
-        *(unsigned *)d->value = 1;
-        return true;
-    }
+    if (d->type == TWOPTTYPE_FLAG) return take_flag(d, eq);
     if (d->type == TWOPTTYPE_ARGSFILE)
         ross_die("--%s: option files are not supported on Kairos; give the options on the "
                  "command line", d->name);
@@ -176,16 +196,23 @@ static bool take(const char *arg)
     return true;
 }
 
+/* What the model gets back starts as the program's name, which the help shows too. */
+static void rest_start(int n, char **in)
+{
+    rest_argv = calloc((size_t)n + 1, sizeof *rest_argv);
+    if (!rest_argv) ross_die("out of memory reading the command line");
+    rest_argc = 0;
+    if (n <= 0) return;
+    const char *slash = strrchr(in[0], '/');
+    program = slash ? slash + 1 : in[0];
+    rest_argv[rest_argc++] = in[0];
+}
+
 void ross_opts_parse(int *argc, char ***argv)
 {
     int n = *argc;
     char **in = *argv;
-    const char *slash = n > 0 ? strrchr(in[0], '/') : NULL;
-    if (n > 0) program = slash ? slash + 1 : in[0];
-    rest_argv = calloc((size_t)n + 1, sizeof *rest_argv);
-    if (!rest_argv) ross_die("out of memory reading the command line");
-    rest_argc = 0;
-    if (n > 0) rest_argv[rest_argc++] = in[0];
+    rest_start(n, in);
     for (int i = 1; i < n; i++) {
         const char *a = in[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) show_help();

@@ -63,6 +63,13 @@ struct code_range {
     uintptr_t probe, lo, hi;
 };
 
+/* [*lo, *hi) widened to cover [a, b). */
+static void widen(uintptr_t *lo, uintptr_t *hi, uintptr_t a, uintptr_t b)
+{
+    if (a < *lo) *lo = a;
+    if (b > *hi) *hi = b;
+}
+
 static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -74,10 +81,7 @@ static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
         if (p->p_type != PT_LOAD) continue;
         uintptr_t a = info->dlpi_addr + p->p_vaddr, b = a + p->p_memsz;
         has |= probe >= a && probe < b;
-        if (p->p_flags & PF_X) {
-            if (a < lo) lo = a;
-            if (b > hi) hi = b;
-        }
+        if (p->p_flags & PF_X) widen(&lo, &hi, a, b);
     }
     if (!has) return 0;
     c->lo = lo;
@@ -113,6 +117,16 @@ static bool at_syscall(const ucontext_t *uc)
     return (pc[-2] == 0x0f && pc[-1] == 0x05) || (pc[0] == 0x0f && pc[1] == 0x05);
 }
 
+/* Whether the thread was stopped where a timeout may unwind it: in model code, or blocked
+ * in a system call (not inside Kairos, nor elsewhere in the C library, whose locks it may
+ * hold). */
+static bool model_interruptible(const ucontext_t *uc)
+{
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    if (pc >= self_lo && pc < self_hi) return false;
+    return !in_libc(uc) || at_syscall(uc);
+}
+
 /* --event-timeout (core/watchdog.c): the watcher asks this thread to end the callback it
  * is stuck in, as a model error. Not from the engine's code or inside the C library but
  * at a system call (locks may be held there): the watcher asks again at its next look. */
@@ -124,10 +138,7 @@ static void timeout_signal(const siginfo_t *si, const ucontext_t *uc)
 #endif
     struct kr__watch *w = si->si_code == SI_QUEUE ? si->si_value.sival_ptr : NULL;
     if (!w || !kr__in_lp() || !kr__run_current || !kr__watch_meant(w)) return;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-    if (pc >= self_lo && pc < self_hi) return;
-    if (in_libc(uc) && !at_syscall(uc)) return;
-    kr__watch_raise(w, kr__run_current);
+    if (model_interruptible(uc)) kr__watch_raise(w, kr__run_current);
 }
 
 /* The fault lies in the guard below the stack model code runs on (an event stack, or the
@@ -165,6 +176,13 @@ static void overrun_check(void)
 /* A SIGSEGV the model caused that has a name: a stack overflow, another LP's state. */
 static void another_state(const siginfo_t *si, const ucontext_t *uc);
 
+/* Whether a is in the page --check gives events with an empty payload. */
+static bool in_empty_payload(const char *a)
+{
+    const char *empty = kr__empty_payload;
+    return empty && a >= empty && a < empty + 4096;
+}
+
 static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
 {
     /* The kernel raises SIGSEGV itself (SI_KERNEL, no address) when it cannot push a signal
@@ -175,8 +193,7 @@ static void segv_diagnosis(const siginfo_t *si, const ucontext_t *uc)
                         "code on every engine): deep recursion or large local arrays; raise "
                         "--stack-kb or move large arrays to kr_malloc",
                         kr__run_current ? kr__run_current->cfg->stack_kb : 0);
-    const char *empty = kr__empty_payload, *a = si->si_addr;
-    if (empty && a >= empty && a < empty + 4096)
+    if (in_empty_payload(si->si_addr))
         kr__model_error("--check: the event wrote through its payload pointer, and its payload "
                         "is empty (size 0): a payload is read-only, and an empty one has no "
                         "bytes (the write lands in Kairos's memory); keep what the event "
@@ -190,16 +207,23 @@ static void another_state(const siginfo_t *si, const ucontext_t *uc)
     uint64_t lp;
     struct kr__seg *s = kr__region_find(si->si_addr, &lp);
     bool wrote = uc->uc_mcontext.gregs[REG_ERR] & 2; /* (the page fault's error code) */
-    if (s && s != kr__ctx.lp->arena.seg && kr__run_current && kr__run_current->check_slices)
+    if (!s || s == kr__ctx.lp->arena.seg) return;
+    if (kr__run_current && kr__run_current->check_slices)
         kr__model_error("--check: the model %s address %p, in the state of LP %llu, through a "
                         "pointer it kept (in a global, a table or another LP's state): an LP's "
                         "state is private to it, and another engine shows that LP at another "
                         "time; ask it with kr_query or send it an event", wrote ? "wrote to"
                         : "read", si->si_addr, (unsigned long long)lp);
-    if (s && s != kr__ctx.lp->arena.seg)
-        kr__model_error("the model wrote to address %p, in the state of LP %llu (%s): an LP's "
+    kr__model_error("the model wrote to address %p, in the state of LP %llu (%s): an LP's "
                         "state is private to it; send that LP an event instead", si->si_addr,
                         (unsigned long long)lp, sig_name(SIGSEGV));
+}
+
+/* A path's last component. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
 }
 
 /* Where the crashing instruction is: " (in f+0x1c, libm.so+0x11ac: addr2line -f -e PATH
@@ -216,8 +240,7 @@ static void crash_site(const ucontext_t *uc, char *buf, size_t cap)
     if (!dladdr1((void *)pc, &info, (void **)&sym, RTLD_DL_SYMENT) || !info.dli_fname ||
         !info.dli_fname[0])
         return;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
+    const char *base = base_name(info.dli_fname);
     unsigned long off = (unsigned long)(pc - (uintptr_t)info.dli_fbase);
     uintptr_t in = pc - (uintptr_t)info.dli_saddr;
     if (info.dli_sname && sym && in < sym->st_size)
@@ -244,6 +267,16 @@ static void tsan_unblock(int sig)
 #endif
 }
 
+/* SIGABRT in model code: the C library found its memory corrupted (the model's own
+ * abort() calls are caught in interpose.c). */
+static void libc_aborted(void)
+{
+    kr__ctx.fatal = true;
+    kr__model_error("the C library aborted while model code was running: it found its "
+                    "memory corrupted (free() of a bad pointer, a write past a block, a "
+                    "failed assert in a library); the model's state is suspect");
+}
+
 /* Before a crash is described: what --check hid comes back into reach, an overrun found
  * since is reported first, and a crash inside the C library ends the run (fatal); the
  * signal unblocked again under ThreadSanitizer. */
@@ -253,13 +286,15 @@ static void crash_prepare(int sig, const ucontext_t *uc)
     /* (sequential --check: every LP's state back within reach, for what reads them next) */
     if (kr__run_current && kr__run_current->check_slices) kr__region_reach_all(true);
     if (sig != SIGFPE && sig != SIGILL) overrun_check();
-    if (sig == SIGABRT) { /* (the model's own abort() calls are caught in interpose.c) */
-        kr__ctx.fatal = true;
-        kr__model_error("the C library aborted while model code was running: it found its "
-                        "memory corrupted (free() of a bad pointer, a write past a block, a "
-                        "failed assert in a library); the model's state is suspect");
-    }
+    if (sig == SIGABRT) libc_aborted();
     if (in_libc(uc)) kr__ctx.fatal = true;
+}
+
+/* Whether a crash near address 0 is the model reading the state of an LP whose init set
+ * none. */
+static bool no_state_yet(const siginfo_t *si, const ucontext_t *uc)
+{
+    return (uintptr_t)si->si_addr < 4096 && kr__ctx.lp && !kr__ctx.lp->root && !in_libc(uc);
 }
 
 static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
@@ -274,7 +309,7 @@ static void model_crash(int sig, const siginfo_t *si, const ucontext_t *uc)
     if (sig == SIGILL)
         kr__model_error("the model crashed with SIGILL (illegal instruction at %p)%s",
                         si->si_addr, site);
-    if ((uintptr_t)si->si_addr < 4096 && kr__ctx.lp && !kr__ctx.lp->root && !in_libc(uc))
+    if (no_state_yet(si, uc))
         kr__model_error("the model crashed with %s: invalid memory access at address %p, and "
                         "this LP has no state: did init call kr_set_state? (the state handed "
                         "to events and done() is NULL until it does)", sig_name(sig), si->si_addr);

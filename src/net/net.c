@@ -32,14 +32,21 @@ static int env_int(const char *name)
     return *end || x < 0 || x > INT_MAX ? -1 : (int)x;
 }
 
+/* The number of ranks launcher i says there are, or -1 if it did not start this process. */
+static int launched_by(size_t i)
+{
+    if (launchers[i].with && !getenv(launchers[i].with)) return -1;
+    return env_int(launchers[i].size);
+}
+
 int kr__net_launched(int *rank)
 {
     *rank = 0;
     const char *off = getenv("KAIROS_MPI"); /* (each rank a run of its own: a sweep) */
     if (off && !strcmp(off, "off")) return 1;
     for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
-        int n = env_int(launchers[i].size);
-        if (n < 1 || (launchers[i].with && !getenv(launchers[i].with))) continue;
+        int n = launched_by(i);
+        if (n < 1) continue;
         int r = env_int(launchers[i].rank);
         *rank = r >= 0 && r < n ? r : 0;
         return n;
@@ -49,6 +56,17 @@ int kr__net_launched(int *rank)
 
 const char *kr__net_module_hint;
 bool kr__net_keep;
+
+/* The directory of the running executable into dir; false if /proc cannot say. */
+static bool exe_dir(char *dir, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, cap - 1);
+    if (n <= 0) return false;
+    dir[n] = 0;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    return true;
+}
 
 /* Open the module: KAIROS_MPI_MODULE if set (tests, a module elsewhere), else next to the
  * executable (a build directory), else the install's library directory, else where a
@@ -83,14 +101,10 @@ static void *open_beside(char *tried, size_t cap)
         return dlopen(env, RTLD_NOW | RTLD_GLOBAL);
     }
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
+    if (!exe_dir(exe, sizeof exe)) {
         snprintf(tried, cap, "(the executable's directory: /proc/self/exe unreadable)");
         return NULL;
     }
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
     /* (RTLD_GLOBAL: Open MPI opens components of its own that need libmpi's symbols) */
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/" KR_NET_MODULE, exe);
@@ -112,6 +126,15 @@ static int no_module(struct kr__error *err, int size, const char *tried, const c
                     "each rank as a run of its own)", size, why, tried);
 }
 
+/* The MPI module's operations, or NULL if h is not this kairos's module. */
+static const struct kr__net_ops *module_ops(void *h)
+{
+    const struct kr__net_ops *(*entry)(void) =
+        (const struct kr__net_ops *(*)(void))dlsym(h, KR_NET_ENTRY);
+    const struct kr__net_ops *ops = entry ? entry() : NULL;
+    return ops && ops->abi == KR_NET_ABI ? ops : NULL;
+}
+
 int kr__net_start(struct kr__error *err)
 {
     int rank, size = kr__net_launched(&rank);
@@ -123,10 +146,8 @@ int kr__net_start(struct kr__error *err)
     char tried[2 * PATH_MAX + 160];
     void *h = open_module(tried, sizeof tried);
     if (!h) return no_module(err, size, tried, dlerror());
-    const struct kr__net_ops *(*entry)(void) =
-        (const struct kr__net_ops *(*)(void))dlsym(h, KR_NET_ENTRY);
-    const struct kr__net_ops *ops = entry ? entry() : NULL;
-    if (!ops || ops->abi != KR_NET_ABI)
+    const struct kr__net_ops *ops = module_ops(h);
+    if (!ops)
         return no_module(err, size, tried, "the module is not this kairos's (rebuild both)");
     char why[512];
     if (ops->init(&kr__net.rank, &kr__net.size, kr__net.lib, sizeof kr__net.lib, why,
@@ -138,17 +159,24 @@ int kr__net_start(struct kr__error *err)
     return KR_OK;
 }
 
+/* Whether a rank's start-up status (status * 2 + 1 if it failed because another did) is a
+ * failure of its own. */
+static bool failed_alone(int status)
+{
+    return status != 0 && !(status & 1);
+}
+
 /* The rank that reports, of every rank's status * 2 + defer: the lowest that failed on its
  * own, else the lowest that failed (-1: none); *alone counts those that failed on their own. */
 static int reporter(const int *all, int size, int *alone)
 {
-    int first = -1;
     *alone = 0;
-    for (int pass = 0; pass < 2 && first < 0; pass++) /* on its own first, then any */
-        for (int r = 0; r < size && first < 0; r++)
-            if (all[r] && (pass || !(all[r] & 1))) first = r;
-    for (int r = 0; r < size; r++) *alone += all[r] != 0 && !(all[r] & 1);
-    return first;
+    for (int r = 0; r < size; r++) *alone += failed_alone(all[r]);
+    for (int r = 0; r < size; r++) /* one that failed on its own first, then any */
+        if (failed_alone(all[r])) return r;
+    for (int r = 0; r < size; r++)
+        if (all[r]) return r;
+    return -1;
 }
 
 /* Every rank's start-up status in `all`: the lowest failed rank reports; the others take
@@ -168,9 +196,15 @@ static void agreed(const int *all, struct kr__error *err)
     }
 }
 
+/* Whether this run is one process (no MPI module, or one rank). */
+static bool one_process(void)
+{
+    return !kr__net.ops || kr__net.size < 2;
+}
+
 int kr__net_agree(struct kr__error *err)
 {
-    if (!kr__net.ops || kr__net.size < 2) return err->status;
+    if (one_process()) return err->status;
     int *all = calloc((size_t)kr__net.size, sizeof *all);
     /* (a rank that failed because another did says so: the others report first) */
     int mine = err->status ? err->status * 2 + (kr__net.defer ? 1 : 0) : 0;
@@ -258,7 +292,7 @@ static void compare_gathered(const char *text, size_t len, const char *all, size
 
 int kr__net_same(const char *text, size_t len, struct kr__error *err)
 {
-    if (!kr__net.ops || kr__net.size < 2) return err->status;
+    if (one_process()) return err->status;
     size_t n = sizeof(uint64_t) + len;
     char *mine = malloc(n);
     if (!mine) kr__fatal_oom("the ranks' comparison", n);
