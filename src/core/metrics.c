@@ -186,12 +186,18 @@ static void stat_free(struct kr__mstat *s)
     *s = (struct kr__mstat){ 0 };
 }
 
+static unsigned count_names(const char *const *names)
+{
+    unsigned n = 0;
+    while (names[n]) n++;
+    return n;
+}
+
 struct kr__metrics *kr__metrics_new(const char *const *names, double end)
 {
     if (!names || !names[0]) return NULL;
     struct kr__metrics *ms = calloc(1, sizeof *ms);
-    unsigned n = 0;
-    while (names[n]) n++;
+    unsigned n = count_names(names);
     if (ms) ms->m = calloc(n, sizeof *ms->m);
     if (!ms || !ms->m) kr__fatal_oom("the model's metrics", n * sizeof *ms->m);
     ms->n = n;
@@ -238,32 +244,40 @@ static void widen(struct kr__metric *m)
     m->nbins = (m->nbins + 1) / 2;
 }
 
+/* A metric's bins, made at its first value (or a snapshot's). */
+static void need_bins(struct kr__metric *m)
+{
+    if (!m->bins && !(m->bins = calloc(KR_METRIC_BINS, sizeof *m->bins)))
+        kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *m->bins);
+}
+
+/* Metric b's values moved into a (b is left empty). */
+static void metric_drain(struct kr__metric *a, struct kr__metric *b)
+{
+    need_bins(a);
+    while (a->width < b->width) widen(a); /* (--end inf: the wider bins hold both) */
+    while (b->width < a->width) widen(b);
+    for (uint32_t k = 0; k < b->nbins; k++) {
+        stat_merge(&a->bins[k], &b->bins[k]);
+        stat_free(&b->bins[k]);
+    }
+    if (b->nbins > a->nbins) a->nbins = b->nbins;
+    b->nbins = 0;
+    stat_merge(&a->all, &b->all);
+    stat_free(&b->all);
+}
+
 void kr__metrics_drain(struct kr__metrics *into, struct kr__metrics *from)
 {
-    for (unsigned i = 0; into && from && i < into->n; i++) {
-        struct kr__metric *a = &into->m[i], *b = &from->m[i];
-        if (!b->all.n) continue;
-        if (!a->bins && !(a->bins = calloc(KR_METRIC_BINS, sizeof *a->bins)))
-            kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *a->bins);
-        while (a->width < b->width) widen(a); /* (--end inf: the wider bins hold both) */
-        while (b->width < a->width) widen(b);
-        for (uint32_t k = 0; k < b->nbins; k++) {
-            stat_merge(&a->bins[k], &b->bins[k]);
-            stat_free(&b->bins[k]);
-        }
-        if (b->nbins > a->nbins) a->nbins = b->nbins;
-        b->nbins = 0;
-        stat_merge(&a->all, &b->all);
-        stat_free(&b->all);
-    }
+    for (unsigned i = 0; into && from && i < into->n; i++)
+        if (from->m[i].all.n) metric_drain(&into->m[i], &from->m[i]);
 }
 
 /* The bin of time t (its bins made at the first value; under --end inf, widened until t
  * falls in one: the last bin takes what lies past a fixed end). */
 static uint32_t bin_for(const struct kr__metrics *ms, struct kr__metric *m, kr_time t)
 {
-    if (!m->bins && !(m->bins = calloc(KR_METRIC_BINS, sizeof *m->bins)))
-        kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *m->bins);
+    need_bins(m);
     double at = t > 0 ? floor(t / m->width) : 0;
     while (!ms->fixed && at >= KR_METRIC_BINS) {
         widen(m);
@@ -316,13 +330,10 @@ static void put(struct kr__bytes *b, const void *p, size_t n)
     kr__bytes_put(b, p, n);
 }
 
-static void stat_save(const struct kr__mstat *s, struct kr__bytes *b)
+/* An exact sum's digits, carried, without the zeros at either end. */
+static void xsum_save(const struct kr__xsum *sum, struct kr__bytes *b)
 {
-    put(b, &s->n, 8);
-    put(b, &s->zero, 8);
-    put(b, &s->min, 8);
-    put(b, &s->max, 8);
-    struct kr__xsum c = s->sum;
+    struct kr__xsum c = *sum;
     xsum_carry(&c);
     uint32_t lo = 0, hi = KR_XSUM_DIGITS;
     while (lo < hi && !c.d[lo]) lo++;
@@ -331,6 +342,15 @@ static void stat_save(const struct kr__mstat *s, struct kr__bytes *b)
     put(b, &lo, 4);
     put(b, &n, 4);
     put(b, c.d + lo, n * sizeof c.d[0]);
+}
+
+static void stat_save(const struct kr__mstat *s, struct kr__bytes *b)
+{
+    put(b, &s->n, 8);
+    put(b, &s->zero, 8);
+    put(b, &s->min, 8);
+    put(b, &s->max, 8);
+    xsum_save(&s->sum, b);
     for (const struct kr__mstore *st = &s->pos; st; st = st == &s->pos ? &s->neg : NULL) {
         put(b, &st->base, 4);
         put(b, &st->len, 4);
@@ -399,8 +419,7 @@ static bool metric_load(struct kr__metric *m, struct kr__cursor *in)
         kr__cursor_fail(in, "the snapshot's metrics are damaged");
         return false;
     }
-    if (m->nbins && !m->bins && !(m->bins = calloc(KR_METRIC_BINS, sizeof *m->bins)))
-        kr__fatal_oom("a metric's bins", KR_METRIC_BINS * sizeof *m->bins);
+    if (m->nbins) need_bins(m);
     for (uint32_t k = 0; k < m->nbins && stat_load(&m->bins[k], in); k++) {}
     if (!in->why) stat_load(&m->all, in);
     return !in->why;

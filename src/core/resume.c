@@ -166,16 +166,21 @@ static int read_file(const char *dir, struct kr__snapshot *s, struct kr__error *
     return check_sum(s, path, err);
 }
 
+/* The model metrics' table (version 3 on). */
+static void read_metrics(struct kr__snapshot *s, struct kr__cursor *in)
+{
+    s->metrics_size = kr__cursor_get(in, 8);
+    s->metrics = s->metrics_size < s->n ? kr__cursor_take(in, s->metrics_size) : NULL;
+    if (!s->metrics) kr__cursor_fail(in, "the metrics");
+}
+
 /* The model's ledger and (from version 3) its metrics, left in the buffer. */
 static void read_tables(struct kr__snapshot *s, struct kr__cursor *in)
 {
     s->ledger_size = kr__cursor_get(in, 8);
     s->ledger = s->ledger_size <= KR_LEDGER_MAX ? kr__cursor_take(in, s->ledger_size) : NULL;
     if (!s->ledger && s->ledger_size) kr__cursor_fail(in, "the ledger");
-    if (s->version < 3) return;
-    s->metrics_size = kr__cursor_get(in, 8);
-    s->metrics = s->metrics_size < s->n ? kr__cursor_take(in, s->metrics_size) : NULL;
-    if (!s->metrics) kr__cursor_fail(in, "the metrics");
+    if (s->version >= 3) read_metrics(s, in);
 }
 
 /* The run's shape and where it stood: LPs, seed, end, time, output, lookahead. */
@@ -297,6 +302,14 @@ static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
     }
 }
 
+/* Past an event's table of payload pointers (for a payload of size bytes). */
+static void skip_pointers(struct kr__cursor *in, uint64_t size)
+{
+    size_t n = kr__addrmap_table_bytes(in->p, (size_t)(in->end - in->p), size);
+    if (!n || size > KR_PAYLOAD_MAX) kr__cursor_fail(in, "an event's table of payload pointers is damaged");
+    else kr__cursor_take(in, n);
+}
+
 /* One pending event's record: its destination (s->lps if damaged). */
 static uint64_t event_dest(struct kr__snapshot *s, struct kr__cursor *in)
 {
@@ -307,11 +320,7 @@ static uint64_t event_dest(struct kr__snapshot *s, struct kr__cursor *in)
     kr__cursor_take(in, 8);
     uint64_t size = kr__cursor_get(in, 4);
     kr__cursor_take(in, size);
-    if ((flags & SNAP_EV_PTRS) && !in->why) {
-        size_t n = kr__addrmap_table_bytes(in->p, (size_t)(in->end - in->p), size);
-        if (!n || size > KR_PAYLOAD_MAX) kr__cursor_fail(in, "an event's table of payload pointers is damaged");
-        else kr__cursor_take(in, n);
-    }
+    if ((flags & SNAP_EV_PTRS) && !in->why) skip_pointers(in, size);
     drop_behind(s, in->p);
     return in->why || dest >= s->lps ? s->lps : dest;
 }
@@ -346,6 +355,20 @@ static void count_events(struct kr__snapshot *s, struct kr__cursor *in, uint64_t
     drop_all(s);
 }
 
+/* The pending events, by destination (after the LPs' records). */
+static int index_pending(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
+{
+    uint64_t n = kr__cursor_get(in, 8);
+    if (in->why || n > (uint64_t)(in->end - in->p) / 60)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LPs)");
+    struct kr__cursor first = *in;
+    count_events(s, in, n);
+    if (in->why || in->p != in->end)
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its events)");
+    index_events(s, first, n);
+    return KR_OK;
+}
+
 /* The LP records and the pending events, indexed for the LPs lo .. hi (the events by
  * destination): every record is checked, in two passes over the events (count, place). */
 static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo, uint64_t hi,
@@ -356,15 +379,7 @@ static int index_body(struct kr__snapshot *s, struct kr__cursor *in, uint64_t lo
     s->lo = lo < s->lps ? lo : s->lps;
     s->hi = hi < s->lps ? hi : s->lps;
     index_lps(s, in);
-    uint64_t n = kr__cursor_get(in, 8);
-    if (in->why || n > (uint64_t)(in->end - in->p) / 60)
-        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its LPs)");
-    struct kr__cursor first = *in;
-    count_events(s, in, n);
-    if (in->why || in->p != in->end)
-        return kr__fail(err, KR_ERR_USAGE, "the snapshot is damaged (its events)");
-    index_events(s, first, n);
-    return KR_OK;
+    return index_pending(s, in, err);
 }
 
 int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__error *err)
@@ -382,22 +397,30 @@ int kr__snapshot_same_run(const char *dir, uint64_t lps, double end, struct kr__
     return err->status;
 }
 
-/* The hash of stdout's first n bytes, read back; false if they cannot all be read. */
-static bool stdout_hash(uint64_t n, uint64_t *h)
+/* The output hash of fd's first n bytes into *h (from KR_OUT_HASH0): the bytes read. */
+static uint64_t hash_from(int fd, uint64_t n, uint64_t *h)
 {
     char buf[65536];
-    *h = KR_OUT_HASH0;
-    int fd = open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC); /* (stdout may be write-only) */
     uint64_t off = 0;
-    while (fd >= 0 && off < n) {
+    while (off < n) {
         size_t want = n - off < sizeof buf ? (size_t)(n - off) : sizeof buf;
         ssize_t got = pread(fd, buf, want, (off_t)off);
         if (got <= 0) break;
         *h = kr__out_hash(*h, buf, (size_t)got);
         off += (uint64_t)got;
     }
-    if (fd >= 0) close(fd);
-    return fd >= 0 && off == n;
+    return off;
+}
+
+/* The hash of stdout's first n bytes, read back; false if they cannot all be read. */
+static bool stdout_hash(uint64_t n, uint64_t *h)
+{
+    *h = KR_OUT_HASH0;
+    int fd = open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC); /* (stdout may be write-only) */
+    if (fd < 0) return false;
+    uint64_t off = hash_from(fd, n, h);
+    close(fd);
+    return off == n;
 }
 
 /* stdout, when it is a file: it must start with the output the snapshot committed (its
@@ -449,6 +472,16 @@ void kr__output_cut(struct kr__run *r)
     lseek(STDOUT_FILENO, 0, SEEK_END);
 }
 
+/* The model metrics' state, loaded from the snapshot. */
+static int same_metrics(struct kr__run *r, const struct kr__snapshot *s, struct kr__error *err)
+{
+    struct kr__cursor mc = { s->metrics, s->metrics + s->metrics_size, NULL };
+    if (s->metrics && !kr__metrics_load(r->metrics, &mc))
+        return kr__fail(err, KR_ERR_USAGE, "the snapshot's model metrics cannot be read (%s): "
+                        "resume with the model it was taken of", mc.why);
+    return KR_OK;
+}
+
 /* The snapshot is of this run's model, with the same ledger and metrics: taken in. */
 static int same_model(struct kr__run *r, const struct kr__snapshot *s, struct kr__error *err)
 {
@@ -464,11 +497,7 @@ static int same_model(struct kr__run *r, const struct kr__snapshot *s, struct kr
                         "the model and parameters it was taken of",
                         (unsigned long long)s->ledger_size, r->model->name, ledger);
     if (ledger) memcpy(r->ledger, s->ledger, ledger); /* (before index_body hands it back) */
-    struct kr__cursor mc = { s->metrics, s->metrics + s->metrics_size, NULL };
-    if (s->metrics && !kr__metrics_load(r->metrics, &mc))
-        return kr__fail(err, KR_ERR_USAGE, "the snapshot's model metrics cannot be read (%s): "
-                        "resume with the model it was taken of", mc.why);
-    return KR_OK;
+    return same_metrics(r, s, err);
 }
 
 int kr__snapshot_open(struct kr__run *r, struct kr__error *err)

@@ -219,6 +219,15 @@ static void sync_dir(const char *dir)
     close(dfd);
 }
 
+/* The file on disk and under its name: synced, closed, renamed over the last one (the
+ * first error stays). */
+static void out_durable(struct snap_out *o)
+{
+    if (!o->err && fsync(o->fd)) o->err = errno;
+    if (o->fd >= 0 && close(o->fd) && !o->err) o->err = errno;
+    if (!o->err && rename(o->tmp, o->path)) o->err = errno;
+}
+
 /* The file's tail (its length and sum), on disk, closed and renamed to its name; the first
  * error kept in o->err. */
 static void out_finish(struct snap_out *o)
@@ -228,9 +237,7 @@ static void out_finish(struct snap_out *o)
         uint64_t head[2] = { o->written, out_sum(o) };
         out_write(o, head, sizeof head, 8);
     }
-    if (!o->err && fsync(o->fd)) o->err = errno;
-    if (o->fd >= 0 && close(o->fd) && !o->err) o->err = errno;
-    if (!o->err && rename(o->tmp, o->path)) o->err = errno;
+    out_durable(o);
 }
 
 /* The header's length and checksum, synced, renamed; false (o->err) if anything failed -
@@ -290,6 +297,14 @@ static void out_raw(struct snap_out *o, const void *p, size_t n)
     o->written += n;
 }
 
+/* A rank could not send its part: its reason (the first one), and the file is dropped. */
+static void part_failed(struct snap_out *o, const unsigned char *p, size_t len, char *why,
+                        size_t cap)
+{
+    if (!why[0]) snprintf(why, cap, "%.*s", (int)(len - 1), (const char *)p + 1);
+    if (!o->err) o->err = EINVAL;
+}
+
 /* Rank 0: one section of rank `from`'s part into the file (taken in and dropped once the
  * file failed); the first failure's reason into why. */
 static void take_section(struct snap_out *o, const struct kr__snap_link *l, int from,
@@ -300,10 +315,7 @@ static void take_section(struct snap_out *o, const struct kr__snap_link *l, int 
         unsigned char *p = l->recv(l->ctx, from, &len);
         kind = len ? p[0] : PART_END;
         if (kind == PART_DATA) out_raw(o, p + 1, len - 1);
-        if (kind == PART_FAILED) {
-            if (!why[0]) snprintf(why, cap, "%.*s", (int)(len - 1), (const char *)p + 1);
-            if (!o->err) o->err = EINVAL;
-        }
+        if (kind == PART_FAILED) part_failed(o, p, len, why, cap);
         free(p);
     }
 }
@@ -339,6 +351,16 @@ static void put_run_tail(struct kr__bytes *b, const struct kr__run *r)
     if (!b->oom) memcpy(b->p + mlen_at, &mlen, 8);
 }
 
+/* This process's pending events, flushed to the file as the buffer fills. */
+static void put_pending(struct snap_out *o, struct kr__ev *const *pending, size_t n,
+                        kr_time lookahead)
+{
+    for (size_t i = 0; i < n && !o->err; i++) {
+        put_event(&o->b, pending[i], lookahead);
+        out_flush(o, false);
+    }
+}
+
 /* The records after the header (rank 0 of several: the other ranks' parts in theirs);
  * false (with why) if the state of an LP cannot be saved. */
 static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const *pending,
@@ -352,10 +374,7 @@ static bool put_body(struct snap_out *o, struct kr__run *r, struct kr__ev *const
     for (int k = 1; k < others; k++) take_section(o, l, k, why, cap);
     for (int k = 1; k < others; k++) total += take_count(l, k);
     put_u64(b, total);
-    for (size_t i = 0; i < n && !o->err; i++) {
-        put_event(b, pending[i], r->lookahead);
-        out_flush(o, false);
-    }
+    put_pending(o, pending, n, r->lookahead);
     for (int k = 1; k < others; k++) take_section(o, l, k, why, cap);
     return !why[0];
 }
@@ -374,6 +393,14 @@ static void out_begin(struct snap_out *o, const char *dir, char *why, size_t cap
     } else {
         out_open(o, dir);
     }
+}
+
+/* A snapshot that could not be written: the warning that says why (the run goes on). */
+static void snap_failed(const struct kr__run *r, const struct snap_out *o, kr_time at,
+                        char *why, size_t cap)
+{
+    if (!why[0]) snprintf(why, cap, "%s: %s", r->cfg->snap_dir, strerror(o->err));
+    snap_warn(at, why);
 }
 
 bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr_time at,
@@ -397,8 +424,7 @@ bool kr__snapshot_write(struct kr__run *r, struct kr__ev **pending, size_t n, kr
         r->snap.bytes += o.written;
         r->snap.time = at;
     } else if (!kr__out_closed) {
-        if (!why[0]) snprintf(why, sizeof why, "%s: %s", r->cfg->snap_dir, strerror(o.err));
-        snap_warn(at, why);
+        snap_failed(r, &o, at, why, sizeof why);
     }
     r->snap.ns += kr__clock_ns() - t0;
     return ok;
@@ -420,6 +446,18 @@ static void mark_send(const struct kr__snap_link *l, unsigned char kind, const v
     l->send(l->ctx, m, n + 1);
 }
 
+/* The end of a rank's part: what is left of it, or why it failed (true). */
+static bool part_end(const struct kr__snap_link *l, struct kr__bytes *b, const char *why)
+{
+    if (why[0]) {
+        mark_send(l, PART_FAILED, why, strlen(why));
+        return true;
+    }
+    if (b->n > 1) part_send(l, b);
+    mark_send(l, PART_END, NULL, 0);
+    return false;
+}
+
 /* The LP records of this rank in pieces, then their end, or a failure with its reason
  * (true then). b holds the data kind at its start. */
 static bool send_lps(struct kr__run *r, struct kr__bytes *b, const struct kr__snap_link *l)
@@ -431,13 +469,7 @@ static bool send_lps(struct kr__run *r, struct kr__bytes *b, const struct kr__sn
         else if (b->oom) snprintf(why, sizeof why, "out of memory on rank %d", kr__net.rank);
         else if (b->n >= SNAP_PIECE) part_send(l, b);
     }
-    if (why[0]) {
-        mark_send(l, PART_FAILED, why, strlen(why));
-        return true;
-    }
-    if (b->n > 1) part_send(l, b);
-    mark_send(l, PART_END, NULL, 0);
-    return false;
+    return part_end(l, b, why);
 }
 
 void kr__snapshot_send(struct kr__run *r, struct kr__ev **pending, size_t n,

@@ -32,20 +32,25 @@ struct word {
     uint64_t a, b;
 };
 
+/* Room for n more bytes in b (doubling); false, b->oom set, if there is no memory. */
+static bool bytes_room(struct kr__bytes *b, size_t n)
+{
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->n < n) cap *= 2;
+    unsigned char *q = realloc(b->p, cap);
+    if (!q) {
+        b->oom = true;
+        return false;
+    }
+    b->p = q;
+    b->cap = cap;
+    return true;
+}
+
 void kr__bytes_put(struct kr__bytes *b, const void *p, size_t n)
 {
     if (b->oom || !n) return; /* (n 0: p may be NULL, an empty sketch's counts) */
-    if (b->cap - b->n < n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->n < n) cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
+    if (b->cap - b->n < n && !bytes_room(b, n)) return;
     memcpy(b->p + b->n, p, n);
     b->n += n;
 }
@@ -78,6 +83,18 @@ static void note_alien(struct kr__alien *alien, uint64_t w, const char *where)
     snprintf(alien->where, sizeof alien->where, "%s", where);
 }
 
+/* A pointer into the LP's arena (or one past an area's end) as its class and position;
+ * false if p is not in the arena. */
+static bool in_arena(const struct kr__arena *a, const char *p, struct word *x)
+{
+    const struct kr__area *ar = kr__arena_find(a, p);
+    if (!ar) ar = kr__arena_find(a, p - 1); /* (one past an area's end) */
+    if (!ar) return false;
+    uint64_t pos = (uint64_t)ar->first * kr__arena_class_bytes(ar->cls) + (uint64_t)(p - ar->data);
+    *x = (struct word){ W_ARENA, ar->cls, pos };
+    return true;
+}
+
 /* What word w of a's state is, as the state hash names it (arena.c). False: it points into
  * other mapped memory (recorded in alien). */
 static bool classify(const struct kr__arena *a, uint64_t w, struct word *x,
@@ -85,15 +102,7 @@ static bool classify(const struct kr__arena *a, uint64_t w, struct word *x,
 {
     *x = (struct word){ W_NUMBER, w, 0 };
     if (!kr__addr_maybe(w)) return true;
-    const char *p = (const char *)(uintptr_t)w;
-    const struct kr__area *ar = kr__arena_find(a, p);
-    if (!ar) ar = kr__arena_find(a, p - 1); /* (one past an area's end) */
-    if (ar) {
-        uint64_t pos = (uint64_t)ar->first * kr__arena_class_bytes(ar->cls) +
-                       (uint64_t)(p - ar->data);
-        *x = (struct word){ W_ARENA, ar->cls, pos };
-        return true;
-    }
+    if (in_arena(a, (const char *)(uintptr_t)w, x)) return true;
     uint64_t name = 0, offset = 0;
     char where[80];
     enum kr__addr_kind k = kr__addrmap_split(w, &name, &offset, where, sizeof where);
@@ -135,23 +144,30 @@ static bool chunk_words(const struct kr__arena *a, const char *p, size_t csz,
     return true;
 }
 
+/* extent's work for one area: its live chunks counted and their words classified. */
+static bool area_extent(const struct kr__arena *a, const struct kr__area *ar,
+                        uint32_t slots[KR_ARENA_CLASSES], uint32_t nlive[KR_ARENA_CLASSES],
+                        struct kr__alien *alien)
+{
+    uint32_t cls = ar->cls;
+    size_t csz = kr__arena_class_bytes(cls);
+    for (uint32_t c = 0; c < kr__area_nchunks(ar) && ar->nused; c++) {
+        if (!live(ar, c)) continue;
+        nlive[cls]++;
+        if (ar->first + c + 1 > slots[cls]) slots[cls] = ar->first + c + 1;
+        if (!chunk_words(a, ar->data + (size_t)c * csz, csz, slots, alien)) return false;
+    }
+    return true;
+}
+
 /* Per class, the slots the image needs (see the layout); false on an unnameable word. */
 static bool extent(const struct kr__arena *a, uint32_t slots[KR_ARENA_CLASSES],
                    uint32_t nlive[KR_ARENA_CLASSES], struct kr__alien *alien)
 {
-    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) {
-        size_t csz = kr__arena_class_bytes(cls);
+    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
         for (const struct kr__area *ar = kr__arena_class_first(a, cls); ar;
-             ar = kr__arena_class_next(a, ar)) {
-            for (uint32_t c = 0; c < kr__area_nchunks(ar) && ar->nused; c++) {
-                if (!live(ar, c)) continue;
-                nlive[cls]++;
-                if (ar->first + c + 1 > slots[cls]) slots[cls] = ar->first + c + 1;
-                if (!chunk_words(a, ar->data + (size_t)c * csz, csz, slots, alien))
-                    return false;
-            }
-        }
-    }
+             ar = kr__arena_class_next(a, ar))
+            if (!area_extent(a, ar, slots, nlive, alien)) return false;
     return true;
 }
 
@@ -298,6 +314,17 @@ static void chunk_in_use(struct kr__arena *a, struct kr__area *ar, uint32_t idx,
     a->used += csz;
 }
 
+/* Past a chunk's pointer words (pass 1: each checked to lie in its chunk of csz bytes). */
+static void skip_words(struct kr__cursor *in, size_t csz)
+{
+    uint32_t n = (uint32_t)kr__cursor_get(in, 4);
+    for (uint32_t i = 0; i < n && !in->why; i++) {
+        if (kr__cursor_get(in, 4) >= csz / 8)
+            kr__cursor_fail(in, "the state image is damaged (a word past its chunk)");
+        get_word(in);
+    }
+}
+
 /* A live chunk's bytes into its slot (pass 1); its pointer records are checked, not read. */
 static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_t *prev,
                        struct kr__cursor *in)
@@ -313,12 +340,7 @@ static void load_chunk(struct kr__arena *a, uint32_t cls, uint32_t slots, int64_
     }
     *prev = ord;
     chunk_in_use(a, ar, idx, bytes, csz);
-    uint32_t n = (uint32_t)kr__cursor_get(in, 4);
-    for (uint32_t i = 0; i < n && !in->why; i++) {
-        if (kr__cursor_get(in, 4) >= csz / 8)
-            kr__cursor_fail(in, "the state image is damaged (a word past its chunk)");
-        get_word(in);
-    }
+    skip_words(in, csz);
 }
 
 /* A class record that can be: classes ascending, slots for every live chunk, within the
@@ -366,17 +388,21 @@ static unsigned load_classes(struct kr__arena *a, struct kr__cursor *in)
     return magic == IMAGE_MAGIC2 ? 2 : 1;
 }
 
+/* A pointer into a loaded module (the model's code or constants) as an address here. */
+static uint64_t module_address(const struct word *x, struct kr__cursor *in)
+{
+    uintptr_t base;
+    if (kr__addrmap_module(x->a, &base)) return base + x->b;
+    kr__cursor_fail(in, "the state points into a module (the model's code or constants) "
+                        "that is not loaded here");
+    return 0;
+}
+
 /* The address a word value names here. */
 static uint64_t address(const struct kr__arena *a, const struct word *x, struct kr__cursor *in)
 {
     if (x->kind == W_NUMBER) return x->a;
-    if (x->kind == W_IMAGE) {
-        uintptr_t base;
-        if (kr__addrmap_module(x->a, &base)) return base + x->b;
-        kr__cursor_fail(in, "the state points into a module (the model's code or constants) "
-                            "that is not loaded here");
-        return 0;
-    }
+    if (x->kind == W_IMAGE) return module_address(x, in);
     uint32_t cls = (uint32_t)x->a, idx;
     size_t csz = kr__arena_class_bytes(cls);
     uint64_t ord = x->b / csz;
@@ -386,6 +412,18 @@ static uint64_t address(const struct kr__arena *a, const struct word *x, struct 
         return (uint64_t)(uintptr_t)(ar->data + (size_t)(idx + 1) * csz);
     kr__cursor_fail(in, "the state image is damaged (a pointer past its class)");
     return 0;
+}
+
+/* Pass 2 for one chunk (at data): its pointer words, made addresses here. */
+static void chunk_pointers(struct kr__arena *a, struct kr__cursor *in, char *data)
+{
+    uint32_t n = (uint32_t)kr__cursor_get(in, 4);
+    for (uint32_t j = 0; j < n && !in->why; j++) {
+        uint32_t wi = (uint32_t)kr__cursor_get(in, 4);
+        struct word x = get_word(in);
+        uint64_t v = address(a, &x, in);
+        memcpy(data + (size_t)wi * 8, &v, 8);
+    }
 }
 
 /* Pass 2: the pointer words, now that every class has its areas. */
@@ -402,13 +440,7 @@ static void load_pointers(struct kr__arena *a, struct kr__cursor *in)
             uint32_t idx = 0, ord = (uint32_t)kr__cursor_get(in, 4);
             struct kr__area *ar = slot_area(a, cls, ord, &idx); /* (pass 1 found it) */
             kr__cursor_take(in, csz);
-            uint32_t n = (uint32_t)kr__cursor_get(in, 4);
-            for (uint32_t j = 0; j < n && !in->why; j++) {
-                uint32_t wi = (uint32_t)kr__cursor_get(in, 4);
-                struct word x = get_word(in);
-                uint64_t v = address(a, &x, in);
-                memcpy(ar->data + (size_t)idx * csz + (size_t)wi * 8, &v, 8);
-            }
+            chunk_pointers(a, in, ar->data + (size_t)idx * csz);
         }
     }
 }
