@@ -144,6 +144,17 @@ void kr__xport_append(struct kr__xport *x, unsigned t, int to, size_t bytes)
     o->records++;
 }
 
+/* The messages to one rank that have gone, oldest first, up to the first still going:
+ * -1 if MPI failed. */
+static int reap_done(struct kr__xport *x, struct kr__xout *o)
+{
+    for (unsigned k = 1; k < o->nm; k++) {
+        int d = reap(x, &o->m[(o->fill + k) % o->nm]);
+        if (d <= 0) return d;
+    }
+    return 0;
+}
+
 int kr__xport_flush(struct kr__xport *x, unsigned t)
 {
     for (int to = 0; to < x->nranks; to++) {
@@ -152,14 +163,18 @@ int kr__xport_flush(struct kr__xport *x, unsigned t)
         /* Oldest first, up to the first still going: sends to one rank finish in order,
          * and testing every message in flight each turn was 12% of a run whose receiver
          * lagged (hundreds in flight). */
-        for (unsigned k = 1; k < o->nm; k++) {
-            int d = reap(x, &o->m[(o->fill + k) % o->nm]);
-            if (d < 0) return -1;
-            if (d == 0) break;
-        }
-        if (has_records(o) && send_fill(x, o, to)) return -1;
+        if (reap_done(x, o) || (has_records(o) && send_fill(x, o, to))) return -1;
     }
     return 0;
+}
+
+/* Whether this rank's clock moved past the last stamp rank `to` has of it. */
+static bool clock_moved(struct kr__xport *x, int to)
+{
+    pthread_mutex_lock(&x->mu);
+    bool moved = x->clock && x->clock(x->clock_ctx) > x->stamped[to];
+    pthread_mutex_unlock(&x->mu);
+    return moved;
 }
 
 int kr__xport_stamp(struct kr__xport *x, unsigned t)
@@ -168,10 +183,7 @@ int kr__xport_stamp(struct kr__xport *x, unsigned t)
         if (to == x->rank) continue;
         struct kr__xout *o = &x->out[(size_t)t * (size_t)x->nranks + (size_t)to];
         if (has_records(o)) continue; /* (its flush carries the stamp) */
-        pthread_mutex_lock(&x->mu);
-        bool moved = x->clock && x->clock(x->clock_ctx) > x->stamped[to];
-        pthread_mutex_unlock(&x->mu);
-        if (!moved) continue;
+        if (!clock_moved(x, to)) continue;
         struct kr__xmsg *m = to_fill(o);
         room(m, 0);
         if (send_fill(x, o, to)) return -1;
@@ -187,6 +199,28 @@ void kr__xport_new_epoch(struct kr__xport *x)
     pthread_mutex_unlock(&x->mu);
 }
 
+/* The clock stamp of the message in x->in (of len bytes, from rank `from`); -inf if it is
+ * from before the clocks went back. */
+static double stamp_of(const struct kr__xport *x, size_t len, int from)
+{
+    if (len < KR_XPORT_HDR)
+        kr__internal_error("rank %d got a message of %zu bytes from rank %d: shorter than "
+                           "its stamp", x->rank, len, from);
+    double stamp;
+    uint64_t epoch;
+    memcpy(&stamp, x->in, sizeof stamp);
+    memcpy(&epoch, x->in + sizeof stamp, sizeof epoch);
+    return epoch < x->epoch ? -INFINITY : stamp;
+}
+
+static void grow_in(struct kr__xport *x, size_t len)
+{
+    unsigned char *b = realloc(x->in, len);
+    if (!b) kr__fatal_oom("a message from another rank", len);
+    x->in = b;
+    x->incap = len;
+}
+
 int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx)
 {
     if (pthread_mutex_trylock(&x->mu)) return 0; /* (another worker has the turn) */
@@ -196,10 +230,7 @@ int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx)
         int from = -1;
         int r = x->ops->recv(x->in, x->incap, &len, &from);
         if (r == -2) { /* larger than the buffer: grow it, take the message again */
-            unsigned char *b = realloc(x->in, len);
-            if (!b) kr__fatal_oom("a message from another rank", len);
-            x->in = b;
-            x->incap = len;
+            grow_in(x, len);
             continue;
         }
         if (r <= 0) {
@@ -208,16 +239,8 @@ int kr__xport_poll(struct kr__xport *x, kr__xport_deliver *deliver, void *ctx)
         }
         x->messages_received++;
         count++;
-        if (len < KR_XPORT_HDR)
-            kr__internal_error("rank %d got a message of %zu bytes from rank %d: shorter than "
-                               "its stamp", x->rank, len, from);
-        double stamp;
-        uint64_t epoch;
-        memcpy(&stamp, x->in, sizeof stamp);
-        memcpy(&epoch, x->in + sizeof stamp, sizeof epoch);
-        if (epoch < x->epoch) stamp = -INFINITY; /* (from before the clocks went back) */
         /* (under the lock: it must not send) */
-        deliver(ctx, x->in + KR_XPORT_HDR, len - KR_XPORT_HDR, from, stamp);
+        deliver(ctx, x->in + KR_XPORT_HDR, len - KR_XPORT_HDR, from, stamp_of(x, len, from));
     }
     pthread_mutex_unlock(&x->mu);
     return count;

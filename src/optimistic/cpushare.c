@@ -24,6 +24,15 @@ static uint64_t thread_waited_ns(const struct tw_thread *th)
                                                                                 : th->bal.waited;
 }
 
+/* The best of the last windows' shares. */
+static double best_share(const struct tw_thread *th)
+{
+    double best = 0;
+    for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->bal.nshares; i++)
+        if (th->bal.shares[i] > best) best = th->bal.shares[i];
+    return best;
+}
+
 /* Publish the window's share s: a low one only once it has lasted TW_SHARED_WINDOWS (a
  * window alone may be a blip - a page-fault storm, the hypervisor), unless the run queue
  * says another process shares the core; a high one at once (blips only go down). */
@@ -31,10 +40,7 @@ static void publish_share(struct tw_thread *th, double s, bool queued)
 {
     th->bal.shares[th->bal.nshares++ % TW_SHARED_WINDOWS] = s;
     atomic_store_explicit(&th->bal.rq_shared, queued, memory_order_relaxed);
-    double best = 0;
-    for (unsigned i = 0; i < TW_SHARED_WINDOWS && i < th->bal.nshares; i++)
-        if (th->bal.shares[i] > best) best = th->bal.shares[i];
-    if (queued) best = s;
+    double best = queued ? s : best_share(th);
     if (queued || best >= TW_FREE_SHARE || th->bal.nshares >= TW_SHARED_WINDOWS)
         atomic_store_explicit(&th->bal.cpu_share, best, memory_order_relaxed);
 }
@@ -156,6 +162,14 @@ static void start_probe(struct tw_thread *th)
     tw_gvt_maybe_start(th, true);
 }
 
+/* The CPU share a spin of TW_PROBE_NS gets on this core. */
+static double probe_spin(void)
+{
+    uint64_t c0 = kr__thread_cpu_ns(), w0 = kr__clock_ns();
+    while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
+    return (double)(kr__thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
+}
+
 /* A retired worker: sleep, and now and then spin briefly to see whether the core is free
  * again (three probes in a row). */
 void tw_retired_wait(struct tw_thread *th)
@@ -169,9 +183,7 @@ void tw_retired_wait(struct tw_thread *th)
     uint64_t now = kr__clock_ns();
     if (now - th->bal.wall < TW_PROBE_EVERY_NS) return;
     th->bal.wall = now;
-    uint64_t c0 = kr__thread_cpu_ns(), w0 = kr__clock_ns();
-    while (kr__clock_ns() - w0 < TW_PROBE_NS) __builtin_ia32_pause();
-    double s = (double)(kr__thread_cpu_ns() - c0) / (double)(kr__clock_ns() - w0);
+    double s = probe_spin();
     atomic_store_explicit(&th->bal.probe, s > 1 ? 1 : s, memory_order_relaxed);
     th->bal.free_probes = s >= TW_FREE_SHARE ? th->bal.free_probes + 1 : 0;
     if (th->bal.free_probes >= 3)

@@ -32,6 +32,13 @@ static bool last_through(struct tw_global *g)
            atomic_load_explicit(&g->active, memory_order_relaxed);
 }
 
+/* Whether the threads are gathering to migrate LPs or take a snapshot. */
+static bool quiescing(const struct tw_global *g)
+{
+    return atomic_load_explicit(&g->mig_req, memory_order_relaxed) ||
+           atomic_load_explicit(&g->sn.req, memory_order_relaxed);
+}
+
 /* Start a round if none is running and the period has passed (or `force`: this thread has
  * processed enough events since it last asked, so the uncommitted working set stays small
  * enough to be in cache when it is committed). */
@@ -40,9 +47,7 @@ void tw_gvt_maybe_start(struct tw_thread *th, bool force)
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
     if (s & TW_PH_MASK) return;
-    if (atomic_load_explicit(&g->mig_req, memory_order_relaxed) ||
-        atomic_load_explicit(&g->sn.req, memory_order_relaxed))
-        return; /* (migrating, or taking a snapshot) */
+    if (quiescing(g)) return;
     uint64_t now = kr__clock_ns();
     if (!force &&
         now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->cf.period_ns)
@@ -63,6 +68,22 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
     if (stop) atomic_store_explicit(&g->stop, 1, memory_order_release);
 }
 
+/* Whether every worker of this process saw the stop, and GVT is past every safe event
+ * they had run. */
+static bool threads_past_safe(const struct tw_global *g)
+{
+    if (atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads)
+        return false;
+    uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
+    return !hi || g->gvt.ts > tw_time_of(hi - 1); /* (time bits + 1) */
+}
+
+/* The same across ranks, from the round's reduction. */
+static bool ranks_past_safe(const struct tw_global *g)
+{
+    return !(g->net.out.flags & KR_NET_UNACKED) && g->gvt.ts > g->net.out.safe_hi.ts;
+}
+
 /* May an interrupted run stop at GVT's time? Once every worker has turned safe events off
  * and GVT has passed the last one run (those were committed at once), and GVT's time has
  * moved past the last horizon's: that horizon may have split the events tied at its time,
@@ -73,15 +94,8 @@ static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s
 static bool stop_point(const struct tw_global *g)
 {
     if (!atomic_load_explicit(&g->end.stopping, memory_order_relaxed)) return false;
-    if (g->net.on) { /* (every rank's workers, as the round's reduction saw them: ranks.c) */
-        if (g->net.out.flags & KR_NET_UNACKED || !(g->gvt.ts > g->net.out.safe_hi.ts))
-            return false;
-    } else {
-        if (atomic_load_explicit(&g->end.stop_acks, memory_order_acquire) < g->end.fast_threads)
-            return false;
-        uint64_t hi = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);
-        if (hi && !(g->gvt.ts > tw_time_of(hi - 1))) return false; /* (time bits + 1) */
-    }
+    /* (across ranks, every rank's workers as the round's reduction saw them: ranks.c) */
+    if (!(g->net.on ? ranks_past_safe(g) : threads_past_safe(g))) return false;
     return g->gvt.ts > g->horizon.ts;
 }
 

@@ -461,6 +461,15 @@ struct tw_shares {
     unsigned unmeasured;      /* active workers without a share yet */
 };
 
+/* read_shares for retired worker t: whether it wants back in (unless it is out for the
+ * trial: its core is free). */
+static void retired_share(const struct tw_global *g, unsigned t, struct tw_shares *v)
+{
+    if (t >= g->bl.trial_nact) return;
+    v->back += atomic_load_explicit(&g->th[t].bal.wants_back, memory_order_relaxed);
+    v->retired++;
+}
+
 static struct tw_shares read_shares(const struct tw_global *g)
 {
     struct tw_shares v = { -1, -1, 2, -1, 0, 0, 0 };
@@ -468,9 +477,7 @@ static struct tw_shares read_shares(const struct tw_global *g)
         struct tw_thread *th = &g->th[t];
         double s = atomic_load_explicit(&th->bal.cpu_share, memory_order_relaxed);
         if (th->retired) {
-            if (t >= g->bl.trial_nact) continue; /* (out for the trial: its core is free) */
-            v.back += atomic_load_explicit(&th->bal.wants_back, memory_order_relaxed);
-            v.retired++;
+            retired_share(g, t, &v);
         } else if (th->bal.part) { /* (a share of a shared core: back once it is free - a
                                     * window of it can show 0.9 when the run queue does not) */
             v.back += s >= TW_FREE_SHARE &&

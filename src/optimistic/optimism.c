@@ -55,6 +55,13 @@ static uint64_t windows_limit(const struct tw_thread *th)
     return th->fast ? 0 : TW_WINDOW_FLOOR;
 }
 
+/* The machine's memory in bytes (0: unknown). */
+static uint64_t phys_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
 /* --window N, or auto: its limit at the start and how much memory it may fill. */
 static void window_init(struct tw_thread *th)
 {
@@ -66,8 +73,7 @@ static void window_init(struct tw_thread *th)
                                 : fixed                ? fixed
                                                        : TW_MAX_UNCOMMITTED;
     w->rest_ns = TW_WINDOW_REST_NS;
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    uint64_t mem = phys_bytes();
     w->max_bytes = mem ? mem / 4 / th->g->n : UINT64_MAX;
     snapshot(w, th->cnt, kr__clock_ns());
 }
@@ -154,16 +160,23 @@ kr_time tw_memory_floor(const struct tw_thread *th)
     return lo;
 }
 
+/* The latest time an LP of this thread has run to (from lo). */
+static kr_time furthest(struct tw_thread *th, kr_time lo)
+{
+    kr_time far = lo;
+    for (size_t i = 0; i < th->cm.ndirty; i++) {
+        const struct tw_lp *tl = tw_lp_of(kr__lp_at(th->r, th->cm.dirty[i]));
+        if (tl->tail && tl->tail->k.ts > far) far = tl->tail->k.ts;
+    }
+    return far;
+}
+
 /* --memory-max: roll back this thread's LPs past halfway from the floor above to the
  * furthest of them, which gives back their checkpoints and, through antimessages, what
  * they sent. */
 static bool memory_rollback(struct tw_thread *th)
 {
-    kr_time lo = tw_memory_floor(th), far = lo;
-    for (size_t i = 0; i < th->cm.ndirty; i++) {
-        const struct tw_lp *tl = tw_lp_of(kr__lp_at(th->r, th->cm.dirty[i]));
-        if (tl->tail && tl->tail->k.ts > far) far = tl->tail->k.ts;
-    }
+    kr_time lo = tw_memory_floor(th), far = furthest(th, lo);
     kr_time cut = lo + (far - lo) / 2;
     if (!(cut > tw_gvt(th->g)) || !(far > lo)) return false; /* (nothing to give back) */
     struct kr__key k = kr__key_at(cut);
@@ -180,6 +193,14 @@ static bool memory_rollback(struct tw_thread *th)
     return gave;
 }
 
+/* Whether event x sent the event r stands for (r: a sent-back event's record). */
+static bool sent_it(const struct kr__ev *x, const struct kr__ev *r)
+{
+    for (const struct kr__ev *c = x->child; c; c = c->sib)
+        if (c == r->child && !kr__key_cmp(&c->k, &r->k)) return true;
+    return false;
+}
+
 /* --memory-max, sendback (Jefferson's cancelback): the sender's side. The uncommitted
  * event of LP r->dest that sent r->child (pointer and key; the child's key is never written
  * by its receiver) is rolled back, if the floor above allows it: it runs again later and
@@ -192,15 +213,11 @@ void tw_sendback_take(struct tw_thread *th, struct kr__ev *r)
     kr_time lo = tw_memory_floor(th);
     for (struct kr__ev *x = tl->tail; x && tl->first_unc; x = x->prev) {
         if (x->k.ts < lo || kr__key_lt(&x->k, &tl->first_unc->k)) break;
-        for (const struct kr__ev *c = x->child; c; c = c->sib) {
-            if (c != r->child || kr__key_cmp(&c->k, &r->k)) continue;
-            struct kr__key k = tw_key_floor(th, &x->k);
-            tw_rollback(th, lp, &k, true);
-            th->cnt->win.sendbacks++;
-            x = NULL;
-            break;
-        }
-        if (!x) break;
+        if (!sent_it(x, r)) continue;
+        struct kr__key k = tw_key_floor(th, &x->k);
+        tw_rollback(th, lp, &k, true);
+        th->cnt->win.sendbacks++;
+        break;
     }
     r->xflags = 0;
     kr__pool_put(th->pool, r);
@@ -267,16 +284,10 @@ static void sendback(struct tw_thread *th, size_t excess)
     }
 }
 
-/* --memory-max, at each commit: publish what this thread holds, add the others' and the LP
- * states. Past the budget, stop speculating and roll back. With pending events (at the
- * common slot's size) and states alone past it three checks in a row - what any engine
- * holds - the run fails, naming what it needs. Checkpoints that no rollback can give back
- * (the base copies of --state page, buddy and chunk) may keep a run over the budget: the
- * summary says so. True while memory is short (the window is the floor). */
-static bool memory_short(struct tw_thread *th)
+/* This thread's use published, and every thread's summed with the LP states'. */
+static struct kr__mem memory_sum(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
-    struct tw_window *w = &th->win;
     atomic_store_explicit(&g->mem[th->id].events, kr__pool_in_use(th->pool),
                           memory_order_relaxed);
     atomic_store_explicit(&g->mem[th->id].ckpts, th->blobs.held, memory_order_relaxed);
@@ -288,6 +299,28 @@ static bool memory_short(struct tw_thread *th)
         m.ckpts += atomic_load_explicit(&g->mem[t].ckpts, memory_order_relaxed);
         m.pending += atomic_load_explicit(&g->mem[t].pending, memory_order_relaxed);
     }
+    return m;
+}
+
+/* The run needs more than its budget three rounds in a row: it fails with what it needs. */
+static void memory_failed(struct tw_thread *th, const struct kr__mem *m)
+{
+    char msg[512];
+    kr__memory_msg(th->r, m, tw_gvt(th->g), msg, sizeof msg);
+    tw_fail_at_commit(th->g, msg, &th->g->gvt);
+}
+
+/* --memory-max, at each commit: publish what this thread holds, add the others' and the LP
+ * states. Past the budget, stop speculating and roll back. With pending events (at the
+ * common slot's size) and states alone past it three checks in a row - what any engine
+ * holds - the run fails, naming what it needs. Checkpoints that no rollback can give back
+ * (the base copies of --state page, buddy and chunk) may keep a run over the budget: the
+ * summary says so. True while memory is short (the window is the floor). */
+static bool memory_short(struct tw_thread *th)
+{
+    struct tw_global *g = th->g;
+    struct tw_window *w = &th->win;
+    struct kr__mem m = memory_sum(th);
     size_t budget = th->r->cfg->memory_max;
     th->mem.share = m.states < budget ? (budget - m.states) / g->n : 1;
     if (!kr__memory_check(th->r, &m)) {
@@ -304,11 +337,7 @@ static bool memory_short(struct tw_thread *th)
     /* (pending counts events sent by events still speculative: the rollbacks above take
      * those back, so a need past the budget fails only when it stays there) */
     w->mem_over = kr__memory_need_over(th->r, &m) ? w->mem_over + 1 : 0;
-    if (w->mem_over >= 3) {
-        char msg[512];
-        kr__memory_msg(th->r, &m, tw_gvt(g), msg, sizeof msg);
-        tw_fail_at_commit(g, msg, &g->gvt);
-    }
+    if (w->mem_over >= 3) memory_failed(th, &m);
     return true;
 }
 

@@ -118,8 +118,8 @@ void tw_ts_thread_start(struct tw_thread *th)
      * late one must find it processed or pending, never half-run) */
     /* (nor an event of a model that answers queries: one that asks runs whole once it is
      * the run's least, query.c) */
-    th->ts.preempt = th->bundles || th->g->cf.queries || th->g->cf.reverse ? KR_PREEMPT_OFF
-                                                                         : (uint8_t)o->preempt;
+    bool whole = th->bundles || th->g->cf.queries || th->g->cf.reverse;
+    th->ts.preempt = whole ? KR_PREEMPT_OFF : (uint8_t)o->preempt;
     /* (a model that answers queries: its event in query mode waits for remote answers on a
      * stack, query.c - one at a time per thread, never preempted) */
     if (th->ts.preempt == KR_PREEMPT_OFF && !th->g->cf.queries) return;
@@ -194,6 +194,26 @@ static void suspended(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
     tw_flush_local(th);                     /* what it sent so far to this thread's LPs */
 }
 
+/* An event resumed on its stack: its errors unwind into its own frame. */
+static inline void resume_frame(struct tw_thread *th, const struct kr__ult *u)
+{
+    if (!u->jmp) return;
+    th->err.cur = u->jmp;
+    th->err.armed = true;
+}
+
+/* The bundle an asker runs with: as it saw it when it stopped to wait, or gathered now. */
+static void asker_bundle(struct tw_thread *th, const struct kr__ult *u)
+{
+    if (!th->bundles) return;
+    if (!u->jmp) {
+        kr__bundle_enter(&th->q.bund);
+        return;
+    }
+    kr__ctx.bundle = th->q.cbundle;
+    kr__ctx.nbundle = th->q.cn;
+}
+
 /* The event in query mode of a model that answers queries (no time-sharing): it is never
  * preempted, and suspends itself only to wait for an answer (query.c); timed as on the
  * worker's stack (--event-timeout by the watchdog, the mean event time by sampling). */
@@ -201,16 +221,8 @@ static void run_asker(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                       struct kr__ult *u)
 {
     kr__ctx_event(lp, e, KR_MODE_EVENT);
-    if (u->jmp) { /* resuming: errors unwind into its own frame */
-        th->err.cur = u->jmp;
-        th->err.armed = true;
-    }
-    if (th->bundles && u->jmp) { /* (its bundle as it saw it when it stopped to wait) */
-        kr__ctx.bundle = th->q.cbundle;
-        kr__ctx.nbundle = th->q.cn;
-    } else if (th->bundles) {
-        kr__bundle_enter(&th->q.bund);
-    }
+    resume_frame(th, u);
+    asker_bundle(th, u);
     kr__watch_begin(&th->watch, e);
     kr__ult_run(u);
     kr__watch_end(&th->watch);
@@ -230,6 +242,30 @@ static void run_asker(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
     tw_query_ran(th, lp, e);
 }
 
+/* An event that ran to its end on its stack: its costs counted, its stack back. */
+static inline void segment_done(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
+                                struct kr__ult *u)
+{
+    struct kr__counters *c = th->cnt;
+    if (u->preempted) {
+        th->ts.nsusp--;
+        c->ts.resumed++;
+        lp->ult = NULL;
+    }
+    c->ts.ult_events++;
+    c->event_ns_sampled += u->run_ns;
+    c->events_timed++;
+    tw_cost_add(&th->ck.ev_cost, u->run_ns);
+    th->ts.de_ns += TW_MEAN_W * ((double)u->run_ns - th->ts.de_ns);
+    th->ts.apms += TW_MEAN_W * ((double)u->calls - th->ts.apms);
+    if (th->ts.preempt == KR_PREEMPT_ADAPTIVE) {
+        kr__typetime_add(&th->ts.types, e->type, (float)u->run_ns);
+        if ((c->ts.ult_events % TW_RULE_EVERY) == 0) adapt(th);
+    }
+    kr__ult_put(&th->ts.ults, u);
+    tw_finish_event(th, lp, e);
+}
+
 /* Run (or resume) e on its stack until it ends or is preempted. */
 static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e,
                         struct kr__ult *u)
@@ -240,10 +276,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     }
     struct kr__ult_self *s = &kr__ult_self;
     kr__ctx_event(lp, e, KR_MODE_EVENT);
-    if (u->jmp) { /* resuming: errors unwind into its own frame */
-        th->err.cur = u->jmp;
-        th->err.armed = true;
-    }
+    resume_frame(th, u);
     s->now = e->k.ts;
     s->can_suspend = th->ts.ults.live < th->ts.ults.max;
     uint64_t calls0 = s->returns;
@@ -268,24 +301,7 @@ static void run_segment(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
         suspended(th, lp, e, u);
         return;
     }
-    struct kr__counters *c = th->cnt;
-    if (u->preempted) {
-        th->ts.nsusp--;
-        c->ts.resumed++;
-        lp->ult = NULL;
-    }
-    c->ts.ult_events++;
-    c->event_ns_sampled += u->run_ns;
-    c->events_timed++;
-    tw_cost_add(&th->ck.ev_cost, u->run_ns);
-    th->ts.de_ns += TW_MEAN_W * ((double)u->run_ns - th->ts.de_ns);
-    th->ts.apms += TW_MEAN_W * ((double)u->calls - th->ts.apms);
-    if (th->ts.preempt == KR_PREEMPT_ADAPTIVE) {
-        kr__typetime_add(&th->ts.types, e->type, (float)u->run_ns);
-        if ((c->ts.ult_events % TW_RULE_EVERY) == 0) adapt(th);
-    }
-    kr__ult_put(&th->ts.ults, u);
-    tw_finish_event(th, lp, e);
+    segment_done(th, lp, e, u);
 }
 
 void tw_ts_start(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)

@@ -40,12 +40,19 @@ static void totals(const struct kr__run *r, struct ts_totals *t)
     }
 }
 
+/* Whether the run ran with time-sharing (--preempt on, and none of the features that turn
+ * it off). */
+static bool time_shared(const struct kr__run *r, const struct kr__tw_options *o)
+{
+    return o->preempt != KR_PREEMPT_OFF && !r->bundles && !r->model->query && !r->reverse;
+}
+
 /* Time-sharing (--preempt): preemptions by trigger, resumed vs abandoned, ticks, armed
  * time, event time and model calls per event. */
 static void timeshare_summary(const struct kr__run *r, FILE *f)
 {
     const struct kr__tw_options *o = tw_options(r->cfg);
-    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query || r->reverse) return;
+    if (!time_shared(r, o)) return;
     struct ts_totals t;
     totals(r, &t);
     uint64_t pre = t.by_return + t.by_tick + t.by_slice;
@@ -138,7 +145,7 @@ void tw_json(const struct kr__run *r, FILE *f)
     fprintf(f, "  \"sequential_core\": %s,\n", r->alone ? "true" : "false");
     if (r->nranks > 1 && r->rank_stats) ranks_json(r, f);
     const struct kr__tw_options *o = tw_options(r->cfg);
-    if (o->preempt == KR_PREEMPT_OFF || r->bundles || r->model->query || r->reverse) return;
+    if (!time_shared(r, o)) return;
     time_sharing_json(r, o, f);
 }
 

@@ -256,6 +256,16 @@ static const char *timeout_hint(const struct kr__run *r)
         "--preempt adaptive: --preempt return or tick preempts every event)";
 }
 
+/* A 10 ms sleep of the watcher that took far longer: the process stood still (stopped,
+ * or the machine was): counted apart. The time now. */
+static uint64_t note_pause(struct tw_global *g, uint64_t last)
+{
+    uint64_t now = kr__clock_ns();
+    if (now - last > TW_PAUSE_NS)
+        atomic_fetch_add_explicit(&g->end.paused_ns, now - last, memory_order_relaxed);
+    return now;
+}
+
 static void tw_watch(struct kr__run *r, struct tw_global *g)
 {
     struct kr__progress prog;
@@ -266,10 +276,7 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     const char *why = timeout_hint(r);
     while (atomic_load_explicit(&g->end.running, memory_order_acquire) > 0) {
         tw_watch_wait(g);
-        uint64_t now = kr__clock_ns();
-        if (now - last > TW_PAUSE_NS) /* a 10 ms sleep took far longer: we stood still */
-            atomic_fetch_add_explicit(&g->end.paused_ns, now - last, memory_order_relaxed);
-        last = now;
+        last = note_pause(g, last);
         if (kr__interrupted()) tw_stop_request(g);
         if (others) tw_rank_output(g, false);
         else tw_print_committed(g, false);
@@ -452,6 +459,13 @@ static int tw_init_all(struct kr__run *r, struct tw_global *g)
     return st;
 }
 
+/* Whether the tests asked for the optimistic engine's general path on one thread. */
+static bool test_time_warp(void)
+{
+    const char *keep = getenv("KAIROS_TEST_TIME_WARP");
+    return keep && !strcmp(keep, "1");
+}
+
 /* One worker in one process has no straggler to fear - nothing can arrive below its LPs'
  * times - so it needs no checkpoint, history, antimessage or GVT: it runs the sequential
  * engine's core, which commits the same history, at the sequential engine's cost (issue
@@ -463,9 +477,8 @@ static int tw_init_all(struct kr__run *r, struct tw_global *g)
 static bool tw_alone(const struct kr__run *r)
 {
     const struct kr__config *cfg = r->cfg;
-    const char *keep = getenv("KAIROS_TEST_TIME_WARP");
     return r->nthreads == 1 && kr__net.size <= 1 && tw_options(cfg)->safe_events && !cfg->check &&
-           !kr__state_ops(r->state_mode)->region && !(keep && !strcmp(keep, "1"));
+           !kr__state_ops(r->state_mode)->region && !test_time_warp();
 }
 
 static int tw_run_alone(struct kr__run *r)
@@ -518,6 +531,18 @@ static void ranks_end(struct kr__run *r, struct tw_global *g)
     tw_rank_stats(r, g);
 }
 
+/* After the workers: the rest of the output, the statistics, the run's outcome. */
+static int tw_run_end(struct kr__run *r, struct tw_global *g)
+{
+    tw_metrics_drain(g);
+    if (g->net.on) ranks_end(r, g);
+    tw_print_committed(g, g->end.err == NULL);
+    if (r->lpstat) lpstat_threads(r, g);
+    int st = tw_failure(r, g);
+    tw_global_end(r, g);
+    return st;
+}
+
 static int tw_run(struct kr__run *r)
 {
     r->promise.spans = tw_reads_spans(r);
@@ -534,13 +559,7 @@ static int tw_run(struct kr__run *r)
         return st;
     }
     tw_run_workers(r, g);
-    tw_metrics_drain(g);
-    if (g->net.on) ranks_end(r, g);
-    tw_print_committed(g, g->end.err == NULL);
-    if (r->lpstat) lpstat_threads(r, g);
-    st = tw_failure(r, g);
-    tw_global_end(r, g);
-    return st;
+    return tw_run_end(r, g);
 }
 
 static unsigned tw_default_threads(unsigned ncpu)

@@ -74,6 +74,13 @@ static void cancel_kept(struct tw_thread *th)
     }
 }
 
+/* Whether LP lp ran an event at h or later (or has one preempted, under time-sharing). */
+static bool ran_past(const struct tw_thread *th, const struct kr__lp *lp, const struct kr__key *h)
+{
+    const struct tw_lp *tl = tw_lp_of(lp);
+    return (tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->ts.nsusp && lp->ult);
+}
+
 /* Every LP of this thread back to the horizon h (a preempted event abandoned), and the sends
  * that earlier lazy rollbacks kept on pending events cancelled. */
 static void roll_back(struct tw_thread *th, const struct kr__key *h)
@@ -82,12 +89,19 @@ static void roll_back(struct tw_thread *th, const struct kr__key *h)
     for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++) {
         if (g->owner[tw_lidx(g, id)] != th->id) continue;
         struct kr__lp *lp = kr__lp_at(th->r, id);
-        struct tw_lp *tl = tw_lp_of(lp);
-        if ((tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->ts.nsusp && lp->ult))
-            tw_rollback(th, lp, h, true);
+        if (ran_past(th, lp, h)) tw_rollback(th, lp, h, true);
     }
     if (g->cf.lazy) cancel_kept(th);
     tw_flush_local(th);
+}
+
+/* What an LP still holds that a snapshot cannot (NULL: nothing). */
+static const char *unsettled(const struct kr__lp *lp)
+{
+    const struct tw_lp *tl = tw_lp_of(lp);
+    if (tl->first_unc) return "uncommitted events";
+    if (tl->fail) return "a failed event";
+    return lp->ult ? "a preempted event" : NULL;
 }
 
 /* --check: nothing of this thread is speculative or in flight any more. */
@@ -96,25 +110,24 @@ static void check_lps_settled(struct tw_thread *th)
     struct tw_global *g = th->g;
     for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++) {
         if (g->owner[tw_lidx(g, id)] != th->id) continue;
-        const struct kr__lp *lp = kr__lp_at(th->r, id);
-        const struct tw_lp *tl = tw_lp_of(lp);
-        if (tl->first_unc || tl->fail || lp->ult)
-            kr__internal_error("snapshot: LP %llu still has %s", (unsigned long long)id,
-                               tl->first_unc ? "uncommitted events" : tl->fail ?
-                               "a failed event" : "a preempted event");
+        const char *what = unsettled(kr__lp_at(th->r, id));
+        if (what) kr__internal_error("snapshot: LP %llu still has %s", (unsigned long long)id, what);
     }
+}
+
+/* An event a snapshot writes is pending (or a cancelled timer) and keeps no sends. */
+static void check_pending(const struct tw_thread *th, const struct kr__ev *e)
+{
+    if ((e->st != KR_EV_PENDING && e->st != KR_EV_CANCELLED) || (e->xflags & KR_EVX_LAZY))
+        kr__internal_error("snapshot: thread %u holds an event of LP %llu at %.17g in "
+                           "state %d%s", th->id, (unsigned long long)e->dest, e->k.ts,
+                           e->st, e->xflags & KR_EVX_LAZY ? " with kept sends" : "");
 }
 
 static void check_settled(struct tw_thread *th)
 {
     check_lps_settled(th);
-    for (size_t i = 0; i < th->heap.n; i++) {
-        const struct kr__ev *e = th->heap.a[i].e;
-        if ((e->st != KR_EV_PENDING && e->st != KR_EV_CANCELLED) || (e->xflags & KR_EVX_LAZY))
-            kr__internal_error("snapshot: thread %u holds an event of LP %llu at %.17g in "
-                               "state %d%s", th->id, (unsigned long long)e->dest, e->k.ts,
-                               e->st, e->xflags & KR_EVX_LAZY ? " with kept sends" : "");
-    }
+    for (size_t i = 0; i < th->heap.n; i++) check_pending(th, th->heap.a[i].e);
     if (th->loc.wn) kr__internal_error("snapshot: thread %u has %zu deliveries queued", th->id,
                                    th->loc.wn);
 }
@@ -151,19 +164,24 @@ static struct kr__ev **pending_events(const struct tw_global *g, size_t *n)
     return pending;
 }
 
+/* The snapshot at `at`: written by its writer (rank 0), sent there by the other ranks. */
+static void write_or_send(struct tw_global *g, bool writer, struct kr__ev **pending, size_t n,
+                          kr_time at)
+{
+    struct kr__snap_link link;
+    if (g->net.on) tw_rank_link(g, &link);
+    tw_metrics_drain(g);
+    if (writer) kr__snapshot_write(g->r, pending, n, at, g->net.on ? &link : NULL);
+    else kr__snapshot_send(g->r, pending, n, &link);
+}
+
 static void write_it(struct tw_global *g, kr_time at)
 {
     bool writer = !g->net.on || g->net.rank == 0;
     if (writer) tw_print_committed(g, false); /* (all before the horizon: ranks.c has it) */
     size_t n;
     struct kr__ev **pending = pending_events(g, &n);
-    struct kr__snap_link link;
-    if (g->net.on) tw_rank_link(g, &link);
-    if (!isinf(at)) { /* (nothing pending anywhere: the run is over) */
-        tw_metrics_drain(g);
-        if (writer) kr__snapshot_write(g->r, pending, n, at, g->net.on ? &link : NULL);
-        else kr__snapshot_send(g->r, pending, n, &link);
-    }
+    if (!isinf(at)) write_or_send(g, writer, pending, n, at); /* (inf: the run is over) */
     free(pending);
     kr__snapshot_next(g->r, isinf(at) ? g->horizon.ts : at, &g->sn.at, &g->sn.wall);
 }

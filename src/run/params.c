@@ -128,10 +128,6 @@ static int check_range(const struct kr_model *m, const struct kr_param *p, struc
                     v == p->def ? ": the model's table is wrong" : "");
 }
 
-/* A -P that names a declared parameter and reads as its type. */
-static int check_type(const struct kr_model *m, const struct kr_param *p,
-                      const struct kr__kv *kv, struct kr__error *err);
-
 /* A value given with -P reads as its parameter's type. */
 static int check_type(const struct kr_model *m, const struct kr_param *p,
                       const struct kr__kv *kv, struct kr__error *err)
@@ -147,6 +143,7 @@ static int check_type(const struct kr_model *m, const struct kr_param *p,
     return KR_OK;
 }
 
+/* A -P that names a declared parameter and reads as its type. */
 static int check_given(const struct kr__config *cfg, const struct kr_model *m,
                        const struct kr__kv *kv, struct kr__error *err)
 {

@@ -123,13 +123,21 @@ static bool map_line(char *line, struct range *x)
     return true;
 }
 
-static void read_maps(void)
+/* /proc/self/maps, or NULL if there is none; short of memory or descriptors to read it,
+ * the run stops (the digest depends on it). */
+static FILE *maps_open(void)
 {
-    maps.n = 0;
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f && (errno == ENOMEM || errno == EMFILE || errno == ENFILE))
         kr__die("cannot read /proc/self/maps, which names the pointers in LP states for "
                 "the run digest: out of memory or of file descriptors");
+    return f;
+}
+
+static void read_maps(void)
+{
+    maps.n = 0;
+    FILE *f = maps_open();
     if (!f) return; /* (no /proc: pointers into other memory count as numbers) */
     char line[512];
     struct range x;
@@ -191,6 +199,16 @@ static const struct range *find_mapped(uint64_t w)
     return r;
 }
 
+/* w, in no module and not in the LP region's unused part: foreign if it lies in another
+ * mapping (which is named into where), else a number. */
+static enum kr__addr_kind foreign(uint64_t w, char *where, size_t cap)
+{
+    const struct range *r = find_mapped(w);
+    if (!r) return KR_ADDR_NUMBER;
+    if (where && cap) snprintf(where, cap, "%s", r->where);
+    return KR_ADDR_FOREIGN;
+}
+
 enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offset,
                                      char *where, size_t cap)
 {
@@ -204,11 +222,7 @@ enum kr__addr_kind kr__addrmap_split(uint64_t w, uint64_t *name, uint64_t *offse
         *name = r->name;
         *offset = w - r->base;
     } else if (!kr__region_unused(w)) {
-        r = find_mapped(w);
-        if (r) {
-            kind = KR_ADDR_FOREIGN;
-            if (where && cap) snprintf(where, cap, "%s", r->where);
-        }
+        kind = foreign(w, where, cap);
     }
     pthread_mutex_unlock(&mu);
     return kind;

@@ -41,6 +41,17 @@ static void segs_init(uint64_t n, const struct kr__state_ops *m)
     }
 }
 
+/* The state mode could not take the region: it goes (errno kept). -2. */
+static int region_undo(void *p, size_t total)
+{
+    int e = errno;
+    munmap(p, total);
+    free(region.segs);
+    memset(&region, 0, sizeof region);
+    errno = e;
+    return -2;
+}
+
 int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *m)
 {
     unsigned shift = slice_shift(n, slice_bytes);
@@ -66,14 +77,7 @@ int kr__region_init(uint64_t n, size_t slice_bytes, const struct kr__state_ops *
     region.shift = shift;
     region.n = n;
     region.ops = m;
-    if (m->region_open && m->region_open(p, total)) {
-        int e = errno;
-        munmap(p, total);
-        free(region.segs);
-        memset(&region, 0, sizeof region);
-        errno = e;
-        return -2;
-    }
+    if (m->region_open && m->region_open(p, total)) return region_undo(p, total);
     segs_init(n, m);
     return 0;
 }
@@ -204,19 +208,23 @@ static void new_pages(struct kr__seg *s, uint32_t np, uint32_t area_index)
     if (s->tracking) s->ndirty += np;
 }
 
+/* New pages open for writing (under page and buddy tracking): 0, or why not. */
+static int open_new(struct kr__seg *s, char *p, size_t bytes)
+{
+    if (mprotect(p, bytes, PROT_READ | PROT_WRITE))
+        return errno == ENOMEM ? KR_SEG_MAPS : KR_SEG_NOMEM;
+    s->mprotects++;
+    return 0;
+}
+
 char *kr__seg_carve(struct kr__seg *s, size_t bytes, uint32_t area_index, int *why)
 {
     uint32_t np = (uint32_t)(bytes >> KR_PAGE_SHIFT);
     *why = s->top + bytes > region.slice ? KR_SEG_FULL : grow(s, s->npages + np) ? KR_SEG_NOMEM : 0;
     if (*why) return NULL;
     char *p = s->base + s->top;
-    if (s->tracking && !s->scan) { /* (elsewhere the region is writable from the start) */
-        if (mprotect(p, bytes, PROT_READ | PROT_WRITE)) {
-            *why = errno == ENOMEM ? KR_SEG_MAPS : KR_SEG_NOMEM;
-            return NULL;
-        }
-        s->mprotects++;
-    }
+    /* (elsewhere the region is writable from the start) */
+    if (s->tracking && !s->scan && (*why = open_new(s, p, bytes))) return NULL;
     new_pages(s, np, area_index);
     s->npages += np;
     s->top += bytes;
@@ -244,11 +252,17 @@ void kr__seg_collect(struct kr__seg *s)
     if (kr__scan_written(s->base, s->top, mark_run, s) < 0) protect_failed(errno);
 }
 
+/* Every page of s marked clean. */
+static void clear_dirty(struct kr__seg *s)
+{
+    for (uint32_t p = 0; p < s->npages; p++) s->pg[p] &= (uint8_t)~KR_PG_DIRTY;
+    s->ndirty = 0;
+}
+
 void kr__seg_protect_dirty(struct kr__seg *s)
 {
     if (s->scan) { /* the collection re-protected them already */
-        for (uint32_t p = 0; p < s->npages; p++) s->pg[p] &= (uint8_t)~KR_PG_DIRTY;
-        s->ndirty = 0;
+        clear_dirty(s);
         return;
     }
     if (!s->ndirty) return;
