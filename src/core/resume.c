@@ -306,7 +306,8 @@ static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
 static void skip_pointers(struct kr__cursor *in, uint64_t size)
 {
     size_t n = kr__addrmap_table_bytes(in->p, (size_t)(in->end - in->p), size);
-    if (!n || size > KR_PAYLOAD_MAX) kr__cursor_fail(in, "an event's table of payload pointers is damaged");
+    if (!n || size > KR_PAYLOAD_MAX)
+        kr__cursor_fail(in, "an event's table of payload pointers is damaged");
     else kr__cursor_take(in, n);
 }
 

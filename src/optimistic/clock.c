@@ -36,6 +36,14 @@ static inline kr_time span_end(const struct kr__ev *e, kr_time la)
     return e->k.ts + ((e->flags & KR_EVF_SPAN) && e->dur > la ? e->dur : la);
 }
 
+/* The earlier of best and the end of e's span (a cancelled event has none). */
+static inline kr_time min_end(const struct kr__ev *e, kr_time la, kr_time best)
+{
+    if (e->st == KR_EV_CANCELLED) return best;
+    kr_time end = span_end(e, la);
+    return end < best ? end : best;
+}
+
 static kr_time span_floor(const struct tw_thread *th, const struct kr__ev *top, kr_time la)
 {
     kr_time best = span_end(top, la);
@@ -52,11 +60,7 @@ static kr_time span_floor(const struct tw_thread *th, const struct kr__ev *top, 
             best = h->a[i].ts + la; /* (unvisited: its time plus the lookahead) */
             continue;
         }
-        const struct kr__ev *e = h->a[i].e;
-        if (e->st != KR_EV_CANCELLED) {
-            kr_time end = span_end(e, la);
-            if (end < best) best = end;
-        }
+        best = min_end(h->a[i].e, la, best);
         stack[sp++] = 2 * i + 1;
         stack[sp++] = 2 * i + 2;
     }
@@ -74,6 +78,14 @@ static struct kr__key send_floor(const struct tw_thread *th, const struct kr__ev
     return f > a.ts ? kr__key_at(f) : a;
 }
 
+/* With spans, a floor at the top's time may lie later: the least span end over the heap,
+ * bounded by the safe time (plus the lookahead) if the thread has LPs. */
+static kr_time spans_floor(const struct tw_thread *th, const struct kr__ev *top, kr_time la)
+{
+    kr_time s = th->nlps ? th->clk.safe + la : INFINITY, e = span_floor(th, top, la);
+    return e < s ? e : s;
+}
+
 /* The least time this thread may still send at: its floor plus the lookahead (the floor:
  * its least pending event, or its safe time, which what is yet to arrive lies at or
  * above), or with spans the least end of what is pending, if that is lower. */
@@ -84,8 +96,20 @@ static kr_time clock_floor(const struct tw_thread *th, const struct kr__ev *top)
     if (th->clk.safe < f && th->nlps) f = th->clk.safe; /* (without LPs nothing can reach it) */
     f += la;
     if (!th->g->cf.spans || !top || f != top->k.ts + la) return f;
-    kr_time s = th->nlps ? th->clk.safe + la : INFINITY, e = span_floor(th, top, la);
-    return e < s ? e : s;
+    return spans_floor(th, top, la);
+}
+
+/* The clock moved to f: published, unless a backlog the receiver has no room for yet holds
+ * it where it is (a message put before the clock moves must be visible by the time it has). */
+static void clock_send(struct tw_thread *th, kr_time f)
+{
+    struct tw_global *g = th->g;
+    if (th->out.n && (tw_post_publish(th) & KR_CHAN_KEPT)) return;
+    if (g->cf.check && f < th->clk.sent)
+        kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
+                           th->clk.sent, f);
+    th->clk.sent = f;
+    atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(f), memory_order_release);
 }
 
 /* After draining: publish floor + lookahead, where the floor bounds every event this
@@ -102,15 +126,7 @@ void tw_clock_publish(struct tw_thread *th, const struct kr__ev *top, bool now)
     struct tw_global *g = th->g;
     kr_time f = clock_floor(th, top);
     if (g->net.on) tw_rank_clock_publish(th, f); /* (its stamp's part: records to ranks) */
-    if (f == th->clk.sent) return;
-    /* (a message put before the clock moves must be visible by the time it has: a backlog
-     * the receiver has no room for yet holds the clock where it is) */
-    if (th->out.n && (tw_post_publish(th) & KR_CHAN_KEPT)) return;
-    if (g->cf.check && f < th->clk.sent)
-        kr__internal_error("thread %u's clock went back from %.17g to %.17g", th->id,
-                           th->clk.sent, f);
-    th->clk.sent = f;
-    atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(f), memory_order_release);
+    if (f != th->clk.sent) clock_send(th, f);
 }
 
 /* Queries: whether line l already names the rest of key k (its owner's own line). */
@@ -142,6 +158,22 @@ static struct kr__key quiet_key(const struct tw_thread *th, const struct kr__ev 
     return th->g->cf.spans ? send_floor(th, top) : top->k;
 }
 
+static void qline_write(struct tw_thread *th, const struct kr__key *k)
+{
+    struct tw_qline *l = &th->g->qline[th->id];
+    atomic_store_explicit(&l->tie, k->tie, memory_order_relaxed);
+    atomic_store_explicit(&l->src, k->src, memory_order_relaxed);
+    atomic_store_explicit(&l->seq, k->seq, memory_order_relaxed);
+}
+
+/* The latest time a quiet record named (spans: the latest whose undoing keeps the floor
+ * named). */
+static inline void note_named(struct tw_thread *th, const struct kr__key *k)
+{
+    kr_time named = th->g->cf.spans ? k->ts - th->g->cf.lookahead : k->ts;
+    if (named > th->clk.top_max) th->clk.top_max = named;
+}
+
 void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
 {
     if (th->clk.talked) {
@@ -158,15 +190,8 @@ void tw_quiet_publish(struct tw_thread *th, const struct kr__ev *top)
     atomic_thread_fence(memory_order_release); /* (the fields after the odd sequence) */
     atomic_store_explicit(&c->top_bits, bits, memory_order_relaxed);
     atomic_store_explicit(&c->top_gen, k.gen, memory_order_relaxed);
-    if (th->g->cf.queries) { /* (the rest of the key, under the same sequence) */
-        struct tw_qline *l = &th->g->qline[th->id];
-        atomic_store_explicit(&l->tie, k.tie, memory_order_relaxed);
-        atomic_store_explicit(&l->src, k.src, memory_order_relaxed);
-        atomic_store_explicit(&l->seq, k.seq, memory_order_relaxed);
-    }
-    /* (the latest time named: spans, the latest whose undoing keeps the floor named) */
-    kr_time named = th->g->cf.spans ? k.ts - th->g->cf.lookahead : k.ts;
-    if (named > th->clk.top_max) th->clk.top_max = named;
+    if (th->g->cf.queries) qline_write(th, &k); /* (the rest of the key, same sequence) */
+    note_named(th, &k);
     atomic_store_explicit(&c->sent, th->clk.qsent, memory_order_relaxed);
     atomic_store_explicit(&c->taken, th->clk.qtaken, memory_order_relaxed);
     atomic_store_explicit(&c->seq, ++th->clk.seq, memory_order_seq_cst);
@@ -233,6 +258,17 @@ static bool quiet_all(const struct tw_thread *th, struct kr__key *lo, struct kr_
     return !seqs && sent == taken;
 }
 
+/* Every other thread is quiet, its least key lo (whole: the whole key, for queries): what
+ * this thread may run safely rises to it. */
+static void quiet_bound(struct tw_thread *th, const struct kr__key *lo,
+                        const struct kr__key *whole)
+{
+    struct tw_global *g = th->g;
+    struct kr__key b = g->cf.spans ? *lo : tw_after(g, lo); /* (spans: floors, send_floor) */
+    if (tw_hop_lt(&th->clk.qbound, &b)) th->clk.qbound = b;
+    if (kr__key_lt(&th->q.full, whole)) th->q.full = *whole;
+}
+
 void tw_quiet_try(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -241,10 +277,7 @@ void tw_quiet_try(struct tw_thread *th)
     if (!quiet_mark(th, &mark) || mark == th->clk.last) return;
     th->clk.last = mark;
     struct kr__key lo = kr__key_at(INFINITY), whole = lo;
-    if (!quiet_all(th, &lo, &whole)) return;
-    struct kr__key b = g->cf.spans ? lo : tw_after(g, &lo); /* (spans: floors, send_floor) */
-    if (tw_hop_lt(&th->clk.qbound, &b)) th->clk.qbound = b;
-    if (kr__key_lt(&th->q.full, &whole)) th->q.full = whole;
+    if (quiet_all(th, &lo, &whole)) quiet_bound(th, &lo, &whole);
 }
 
 void tw_safe_stop(struct tw_thread *th)
@@ -264,16 +297,23 @@ void tw_safe_stop(struct tw_thread *th)
                                                       * is waited for) */
 }
 
-/* Before the workers start (init done, its sends drained): no message can be sent below
- * the lowest pending event plus the lookahead, so that starts every clock. (Starting from
- * -inf, each thread's floor would wait for the other's forever.) */
-void tw_clock_start(struct tw_global *g)
+/* The least time of any thread's first event (inf: none). */
+static kr_time lowest_top(struct tw_global *g)
 {
     kr_time lo = INFINITY;
     for (unsigned t = 0; t < g->n; t++) {
         struct kr__ev *top = tw_top(&g->th[t]);
         if (top && top->k.ts < lo) lo = top->k.ts;
     }
+    return lo;
+}
+
+/* Before the workers start (init done, its sends drained): no message can be sent below
+ * the lowest pending event plus the lookahead, so that starts every clock. (Starting from
+ * -inf, each thread's floor would wait for the other's forever.) */
+void tw_clock_start(struct tw_global *g)
+{
+    kr_time lo = lowest_top(g);
     /* (across ranks: the least of all ranks, init's events between them included) */
     if (g->net.on) lo = tw_rank_begin(g, lo);
     /* (init may have set it; across ranks, any rank's. Queries: a query is asked at its

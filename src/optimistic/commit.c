@@ -100,15 +100,21 @@ static bool still_speculative(const struct tw_lp *tl, const struct kr__ev *keep)
 
 static void fossil_to(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *keep);
 
+/* Whether an LP has nothing uncommitted or frozen, and a long tail of committed events. */
+static inline bool all_settled(const struct tw_lp *tl)
+{
+    return !tl->first_unc && !tw_poisoned(tl) && tl->nkept >= TW_COMMITTED_TAIL;
+}
+
 static void fossil(struct tw_thread *th, struct kr__lp *lp)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    if (th->ts.nsusp && lp->ult) return; /* mid-event (preempted): its state is not an event's */
+    if (tw_suspended_on(th, lp)) return; /* mid-event (preempted): its state is not an event's */
     if (th->g->cf.reverse) { /* (no restore point to keep: every event reverses) */
         free_before(th, lp, tl->first_unc);
         return;
     }
-    if (!tl->first_unc && !tw_poisoned(tl) && tl->nkept >= TW_COMMITTED_TAIL) {
+    if (all_settled(tl)) {
         fossil_all(th, lp);
         return;
     }
@@ -129,6 +135,15 @@ static void fossil_to(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *ke
     if (th->g->cf.chained) tw_trim_chain(th, tl->base);
 }
 
+static void done_not_monotone(struct tw_thread *th, const struct kr__ev *x)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() returned "
+             "false after it had returned true; done() must be monotone",
+             th->r->model->name, (unsigned long long)x->dest, x->k.ts);
+    tw_fail_at_commit(th->g, msg, &x->k);
+}
+
 /* Committing x of a model with done(): did the LP become done? False if done() went back
  * from true to false (a model error, reported at x). */
 static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr__ev *x)
@@ -139,11 +154,7 @@ static bool commit_done(struct tw_thread *th, struct kr__lp *lp, const struct kr
         th->gv.ndone++;
         if (kr__key_lt(&th->gv.max_done_committed, &x->k)) th->gv.max_done_committed = x->k;
     } else if (!d && (lp->done_seen || lp->done_init)) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "model '%s', LP %llu, virtual time %.17g: done() returned "
-                 "false after it had returned true; done() must be monotone",
-                 th->r->model->name, (unsigned long long)x->dest, x->k.ts);
-        tw_fail_at_commit(th->g, msg, &x->k);
+        done_not_monotone(th, x);
         return false;
     }
     return true;
@@ -162,6 +173,13 @@ static void check_committing(const struct kr__ev *x)
                            x->flags & KR_EVF_CKPT ? "has" : "lacks");
 }
 
+/* Whether x has a later member of its bundle after it (done() was asked after the whole
+ * bundle: its answer is on the last). */
+static inline bool inside_bundle(const struct tw_thread *th, const struct kr__ev *x)
+{
+    return th->bundles && x->next && kr__ev_same_bundle(x, x->next);
+}
+
 /* Commit x, the LP's first uncommitted event; false if the run ends at it (its error, or
  * done() said so after it). */
 static inline bool commit_event(struct tw_thread *th, struct kr__lp *lp, struct tw_lp *tl,
@@ -176,9 +194,16 @@ static inline bool commit_event(struct tw_thread *th, struct kr__lp *lp, struct 
     th->cnt->committed++;
     th->uncommitted--;
     tl->nkept++;
-    /* (bundles: done() was asked after the whole bundle, its answer is on the last) */
-    bool inside = th->bundles && x->next && kr__ev_same_bundle(x, x->next);
-    return !(m->done && !inside && !commit_done(th, lp, x));
+    return !(m->done && !inside_bundle(th, x) && !commit_done(th, lp, x));
+}
+
+/* The output of what committed: before h, or through the failed event (its own output
+ * included, as the sequential engine prints it). */
+static void commit_output(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h,
+                          const struct kr__ev *failed)
+{
+    if (!failed) tw_output_before(th, lp, h);
+    else tw_output_through(th, lp, failed);
 }
 
 /* Commit lp's events before h. False if one had failed: the LP stops there (the run stops;
@@ -194,12 +219,7 @@ static bool commit_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__
         if (ok) x = x->next;
     }
     tl->first_unc = x;
-    /* output of what committed: before h, or up to the failed event (its own output
-     * included, as the sequential engine prints it) */
-    if (kr__lp_out_n(lp)) {
-        if (ok) tw_output_before(th, lp, h);
-        else tw_output_through(th, lp, x);
-    }
+    if (kr__lp_out_n(lp)) commit_output(th, lp, h, ok ? NULL : x);
     if (ok) fossil(th, lp);
     return ok;
 }
@@ -294,6 +314,15 @@ void tw_commit_before_error(struct tw_thread *th)
     pthread_mutex_unlock(&th->cm.sink.mu);
 }
 
+/* A chained LP's checkpoints, newest first. */
+static void release_chain(struct tw_thread *th, struct tw_lp *tl)
+{
+    for (struct kr__ckpt *c = tw_chain_tip(tl), *n; c; c = n) {
+        n = c->prev;
+        kr__ckpt_release(&th->blobs, c);
+    }
+}
+
 /* At the end: bring every LP back to its committed state (for finish and the digest) and
  * give back checkpoints. Nothing is cancelled: no event will run again. A failed run has
  * no finish and no digest: only a preempted event is abandoned there, nothing rolled back
@@ -305,12 +334,7 @@ void tw_commit_before_error(struct tw_thread *th)
 static void release_ckpts(struct tw_thread *th, struct tw_lp *tl)
 {
     const bool chained = th->g->cf.chained;
-    struct kr__ckpt *c = tw_chain_tip(tl);
-    while (chained && c) { /* the whole chain, newest first */
-        struct kr__ckpt *n = c->prev;
-        kr__ckpt_release(&th->blobs, c);
-        c = n;
-    }
+    if (chained) release_chain(th, tl);
     for (struct kr__ev *x = tl->head; x; x = x->next) {
         if (x->ckpt && !chained) kr__ckpt_release(&th->blobs, x->ckpt);
         x->ckpt = NULL;
@@ -320,6 +344,16 @@ static void release_ckpts(struct tw_thread *th, struct tw_lp *tl)
     tl->ckpt_ev = NULL;
 }
 
+/* An LP at the end: rolled back to h (a preempted event is abandoned too), its
+ * checkpoints and failure released. */
+static void release_lp(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *h)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    if ((tl->tail && !kr__key_lt(&tl->tail->k, h)) || lp->ult) tw_rollback(th, lp, h, false);
+    release_ckpts(th, tl);
+    tw_fail_clear(tl);
+}
+
 void tw_release_all(struct tw_thread *th)
 {
     pthread_mutex_lock(&th->g->end.err_mu);
@@ -327,12 +361,7 @@ void tw_release_all(struct tw_thread *th)
     pthread_mutex_unlock(&th->g->end.err_mu);
     for (kr_lp id = th->g->lo; id < th->g->lo + th->g->nlocal; id++) {
         if (th->g->owner[tw_lidx(th->g, id)] != th->id) continue;
-        struct kr__lp *lp = kr__lp_at(th->r, id);
-        struct tw_lp *tl = tw_lp_of(lp);
-        if ((tl->tail && !kr__key_lt(&tl->tail->k, &h)) || lp->ult)
-            tw_rollback(th, lp, &h, false); /* (a preempted event is abandoned too) */
-        release_ckpts(th, tl);
-        tw_fail_clear(tl);
+        release_lp(th, kr__lp_at(th->r, id), &h);
     }
 }
 
@@ -351,7 +380,7 @@ void tw_close_pages(struct tw_thread *th)
         tl->pages_open = false;
         /* With history, its own next checkpoint closes them; mid-event, the state is not
          * an event's. */
-        if (tl->head || (th->ts.nsusp && lp->ult) || !lp->arena.seg->ndirty) continue;
+        if (tl->head || tw_suspended_on(th, lp) || !lp->arena.seg->ndirty) continue;
         tw_take_ckpt(th, lp, NULL); /* its state is all committed: the new base */
         tw_trim_chain(th, tl->base);
     }

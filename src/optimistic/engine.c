@@ -2,13 +2,9 @@
  * the lowest-timestamp pending event of the thread's LPs, deliver its sends. */
 #define _GNU_SOURCE
 #include "base/sanitize.h"
-#include <fcntl.h>
-#include <math.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
-#include "optimistic/tw.h"
+#include "optimistic/worker.h"
 #include "optimistic/clock.h"
 #include "optimistic/query.h"
 #include "optimistic/preempt.h"
@@ -58,16 +54,21 @@ void tw_mark_dirty_again(struct tw_thread *th, kr_lp id)
     tw_mark_dirty(th, lp, id);
 }
 
+/* k comes before the LP's last processed event (bundles: or at its key, a late member). */
+static inline bool tw_before_tail(const struct tw_thread *th, const struct tw_lp *tl,
+                                  const struct kr__key *k)
+{
+    return kr__key_lt(k, &tl->tail->k) || (th->bundles && !kr__key_cmp(k, &tl->tail->k));
+}
+
 /* e (its key floored to k) comes before what lp has run: its last processed event, or the
  * event suspended on its stack. */
 static inline bool tw_straggler(const struct tw_thread *th, const struct kr__lp *lp,
                                 const struct tw_lp *tl, const struct kr__key *k,
                                 const struct kr__ev *e)
 {
-    if (tl->tail && (kr__key_lt(k, &tl->tail->k) ||
-                     (th->bundles && !kr__key_cmp(k, &tl->tail->k))))
-        return true;
-    return th->ts.nsusp && lp->ult && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k);
+    if (tl->tail && tw_before_tail(th, tl, k)) return true;
+    return tw_suspended_on(th, lp) && kr__key_lt(&e->k, &((struct kr__ev *)lp->ult->ev)->k);
 }
 
 /* A positive event reaches its owner: a straggler rolls the LP back first. A thread alone
@@ -99,6 +100,19 @@ void tw_flush_local(struct tw_thread *th)
     th->loc.wn = 0;
 }
 
+/* A send to a worker of this process (owner), kept as parent's child for cancellation. */
+static inline void tw_send_here(struct tw_thread *th, unsigned owner, struct kr__ev *e,
+                                struct kr__ev *parent)
+{
+    if (parent) tw_child_link(parent, e);
+    if (owner == th->id) {
+        tw_work_push(th, e, 0);
+        return;
+    }
+    th->cnt->remote_sent++;
+    tw_transport_send(th, owner, e);
+}
+
 /* Write this thread's quiet record (tw.h) with its lowest pending key - unless it sent
  * since the last one: it would likely send again soon, voiding the record at once, a write
  * each other thread's next read of the line pays for. */
@@ -115,13 +129,7 @@ static void tw_send(struct kr__ctx *c, struct kr__ev *e)
         tw_rank_send(th, e, owner, parent);
         return;
     }
-    if (parent) tw_child_link(parent, e);
-    if (owner == th->id) {
-        tw_work_push(th, e, 0);
-        return;
-    }
-    th->cnt->remote_sent++;
-    tw_transport_send(th, owner, e);
+    tw_send_here(th, owner, e, parent);
 }
 
 const struct kr__engine_ops tw_ops = { tw_send, tw_emit, tw_fail, tw_query,
@@ -136,14 +144,20 @@ static void tw_send_span(struct kr__ctx *c, struct kr__ev *e)
 const struct kr__engine_ops tw_ops_span = { tw_send_span, tw_emit, tw_fail, tw_query,
                                             tw_record };
 
+/* The bundle record e runs with: coasting's, an asker's in query mode (kept apart:
+ * query.c), or the worker's. */
+static inline struct kr__bundle *tw_bundle_for(struct tw_thread *th, const struct kr__ev *e,
+                                               int mode)
+{
+    if (mode == KR_MODE_COAST) return &th->cbund;
+    return e == th->q.ev ? &th->q.bund : &th->bund;
+}
+
 /* Run one event of lp (or re-run it silently when coasting). */
 static void tw_execute(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, int mode)
 {
     kr__ctx_event(lp, e, mode);
-    if (th->bundles) /* (an asker in query mode keeps its bundle apart: query.c) */
-        kr__bundle_enter(mode == KR_MODE_COAST ? &th->cbund
-                         : e == th->q.ev       ? &th->q.bund
-                                               : &th->bund);
+    if (th->bundles) kr__bundle_enter(tw_bundle_for(th, e, mode));
     th->err.cur = &th->err.jmp;
     th->err.armed = true;
     kr__watch_begin(&th->watch, e);
@@ -205,6 +219,21 @@ static void safe_failed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     tw_flush_local(th);
 }
 
+/* Whether an LP about to run a safe event holds history to drop first (processed events,
+ * or a base checkpoint the run does not chain). */
+static inline bool tw_history_held(const struct tw_thread *th, const struct tw_lp *tl)
+{
+    return tl->head || (!th->g->cf.chained && tl->base);
+}
+
+/* A committed safe event's part in bundles (the rest of its bundle) and ranks (its copies
+ * sent to other ranks, which need no anti-message). */
+static inline void tw_safe_features(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    if (th->bundles) tw_bundle_commit_rest(th, lp);
+    if (e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e);
+}
+
 /* A safe event (tw.h): no checkpoint, committed at once and freed while hot. One that
  * failed joins the processed list instead, to commit (and be reported) in key order with
  * the rest at GVT; it cannot be rolled back either way. */
@@ -212,7 +241,7 @@ static inline __attribute__((always_inline)) void
 tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool plain)
 {
     struct tw_lp *tl = tw_lp_of(lp);
-    if (tl->head || (!th->g->cf.chained && tl->base)) tw_drop_history(th, lp);
+    if (tw_history_held(th, tl)) tw_drop_history(th, lp);
     tl->since_ckpt = TW_CKPT_NOW; /* the next unsafe event is the first restore point */
     if (e->k.ts > th->fast_hi) th->fast_hi = e->k.ts; /* (the latest: tw_memory_floor) */
     e->child = NULL;
@@ -226,8 +255,7 @@ tw_process_safe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool 
         return;
     }
     tw_safe_commit(th, lp, e, nout);
-    if (!plain && th->bundles) tw_bundle_commit_rest(th, lp);
-    if (!plain && e->flags & KR_EVF_RKIDS) tw_rank_forget(th, e); /* (copies: no anti) */
+    if (!plain) tw_safe_features(th, lp, e);
     e->child = NULL;
     if (th->g->cf.open_pages) tw_keep_open(th, lp, e->dest); /* (the arena's line: not else) */
     kr__pool_put(th->pool, e);
@@ -240,16 +268,19 @@ static inline bool tw_is_safe(const struct tw_thread *th, const struct kr__lp *l
                               const struct kr__ev *e, bool plain)
 {
     const struct tw_lp *tl = tw_lp_of(lp);
-    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !(th->ts.nsusp && lp->ult) &&
+    return th->fast && tw_below_safe(th, e) && !tl->first_unc && !tw_suspended_on(th, lp) &&
            (plain || !th->queries); /* (an event that asks is undone once: query.c) */
 }
 
-static void tw_park(struct tw_lp *tl, struct kr__ev *e)
+/* An LP frozen after a failed speculative event (until rolled back) parks e: true then. */
+static inline bool tw_parked(struct tw_lp *tl, struct kr__ev *e)
 {
+    if (!tw_poisoned(tl)) return false;
     e->st = KR_EV_PARKED;
     struct tw_fail *f = tl->fail;
     e->next = f->parked;
     f->parked = e;
+    return true;
 }
 
 /* Before e runs: the sends of its undone run, kept by lazy cancellation; and an event
@@ -260,7 +291,7 @@ static void tw_park(struct tw_lp *tl, struct kr__ev *e)
  * a time: the preempted one is abandoned and starts afresh after e. */
 static bool tw_start_rare(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
 {
-    if (th->ts.nsusp && lp->ult) tw_rollback(th, lp, &e->k, true);
+    if (tw_suspended_on(th, lp)) tw_rollback(th, lp, &e->k, true);
     bool query = tw_query_mode(th, e);
     if (e->xflags & KR_EVX_LAZY) tw_lazy_start(th, e);
     if (query && th->bundles) tw_query_gather(th, e);
@@ -277,15 +308,36 @@ static inline bool tw_start(struct tw_thread *th, struct kr__lp *lp, struct kr__
     return false;
 }
 
+/* What lets e be undone: its reverse handler's record, or every K events a checkpoint. */
+static inline __attribute__((always_inline)) void
+tw_restore_point(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    if (__builtin_expect(th->g->cf.reverse, 0)) tw_rev_record(th, lp, e);
+    else if (tl->since_ckpt >= th->ck.interval) tw_take_ckpt(th, lp, e);
+    tl->since_ckpt++;
+}
+
+/* An unsafe event that ran, off the plain path: undone if it asked a query on speculation
+ * (false then: nothing more to do), else processed with its bundle and kept sends. */
+static inline bool tw_ran_any(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)
+{
+    if (__builtin_expect(th->q.abort, 0)) {
+        tw_query_undo(th, lp, e, th->bundles ? &th->bund : NULL);
+        return false;
+    }
+    if (th->bundles) tw_bundle_processed(th, lp, &th->bund);
+    if (th->lazy) tw_lazy_end(th);
+    if (!th->bundles) tw_processed(th, lp, e);
+    return true;
+}
+
 /* An event that may be rolled back: checkpointed every K, joins the processed list. */
 static inline __attribute__((always_inline)) void
 tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, bool plain)
 {
-    struct tw_lp *tl = tw_lp_of(lp);
     e->flags &= KR_EVF_SPAN; /* (before the checkpoint: KR_EVF_CKPT; the span is kept) */
-    if (__builtin_expect(th->g->cf.reverse, 0)) tw_rev_record(th, lp, e);
-    else if (tl->since_ckpt >= th->ck.interval) tw_take_ckpt(th, lp, e);
-    tl->since_ckpt++;
+    tw_restore_point(th, lp, e);
     e->child = NULL;
     if (tw_ts_on_stack(th, e->type)) { /* on its own stack: may be preempted (preempt.c) */
         if (!plain && th->lazy) tw_lazy_end(th); /* (it runs others while it waits) */
@@ -294,13 +346,8 @@ tw_process_unsafe(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e, boo
     }
     tw_run_sampled(th, lp, e);
     kr__ctx.rev_area = NULL;
-    if (!plain && __builtin_expect(th->q.abort, 0)) {
-        tw_query_undo(th, lp, e, th->bundles ? &th->bund : NULL);
-        return;
-    }
-    if (!plain && th->bundles) tw_bundle_processed(th, lp, &th->bund);
-    if (!plain && th->lazy) tw_lazy_end(th);
-    if (plain || !th->bundles) tw_processed(th, lp, e);
+    if (plain) tw_processed(th, lp, e);
+    else if (!tw_ran_any(th, lp, e)) return;
     tw_flush_local(th);
 }
 
@@ -319,21 +366,17 @@ static inline __attribute__((always_inline)) void
 tw_process_as(struct tw_thread *th, struct kr__ev *e, bool plain)
 {
     struct kr__lp *lp = kr__lp_at(th->r, e->dest);
-    struct tw_lp *tl = tw_lp_of(lp);
-    if (tw_poisoned(tl)) { /* frozen after a failed speculative event until rolled back */
-        tw_park(tl, e);
-        return;
-    }
+    if (tw_parked(tw_lp_of(lp), e)) return;
     if (th->g->cf.check) check_above_gvt(th, e);
     th->last_ts = e->k.ts;
     if (tw_start(th, lp, e, plain)) return;
     if (!plain && th->bundles) tw_gather(th, e);
-    if (tw_is_safe(th, lp, e, plain)) {
-        tw_process_safe(th, lp, e, plain);
-        if (!plain && th->lazy) tw_lazy_end(th);
+    if (!tw_is_safe(th, lp, e, plain)) {
+        tw_process_unsafe(th, lp, e, plain);
         return;
     }
-    tw_process_unsafe(th, lp, e, plain);
+    tw_process_safe(th, lp, e, plain);
+    if (!plain && th->lazy) tw_lazy_end(th);
 }
 
 static void tw_process_plain(struct tw_thread *th, struct kr__ev *e)
@@ -391,23 +434,6 @@ __attribute__((noinline)) struct kr__ev *tw_top_drop(struct tw_thread *th)
     return e;
 }
 
-/* At housekeeping, from the time of the last `turns` loop turns: how many turns make
- * TW_POST_NS, the longest a message waits, and how many TW_EVERY_NS. */
-static void tw_post_pace(struct tw_thread *th, unsigned turns)
-{
-    uint64_t now = kr__clock_ns();
-    uint64_t turn_ns = (now - th->pace.turns_t0) / turns + 1;
-    th->pace.turns_t0 = now;
-    th->out.every = turn_ns >= TW_POST_NS ? 1 :
-                     TW_POST_NS / turn_ns > TW_POST_TURNS_MAX ? TW_POST_TURNS_MAX :
-                     (unsigned)(TW_POST_NS / turn_ns);
-    th->pace.every = TW_EVERY_NS / turn_ns >= TW_EVERY_TURNS ? TW_EVERY_TURNS :
-                (unsigned)(TW_EVERY_NS / turn_ns) + 1;
-    th->rk.every = turn_ns >= TW_RANK_POST_NS ? 1 :
-                    TW_RANK_POST_NS / turn_ns > TW_RANK_POST_TURNS_MAX ? TW_RANK_POST_TURNS_MAX :
-                    (unsigned)(TW_RANK_POST_NS / turn_ns);
-}
-
 /* Run on while the next events lie below the safe time: nothing that arrives meanwhile can
  * reach them, so arrivals, GVT and the stop flag can wait TW_SAFE_BURST events (the loop's
  * turn around them cost queueing a tenth of its 0.3 us events). */
@@ -420,13 +446,20 @@ static inline void tw_prefetch_next(const struct tw_thread *th)
     kr__heap_prefetch_next(&th->heap, th->r->lp_mem + KR_LP_HOT, th->r->lp_bytes, 2);
 }
 
+/* The thread's top event if it is pending, safe and below end. (A safe event may always
+ * run, tw_may_run says - unless queries hold it back.) */
+static inline struct kr__ev *tw_safe_top(struct tw_thread *th, kr_time end)
+{
+    struct kr__ev *e = tw_top(th);
+    bool ok = e && tw_below_safe(th, e) && e->k.ts < end && e->st == KR_EV_PENDING &&
+              (!th->queries || tw_may_run(th, e));
+    return ok ? e : NULL;
+}
+
 static void tw_safe_burst(struct tw_thread *th, kr_time end)
 {
     struct kr__ev *e;
-    /* (a safe event may always run, tw_may_run says - unless queries hold it back) */
-    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_top(th)) && tw_below_safe(th, e) &&
-                         e->k.ts < end && e->st == KR_EV_PENDING &&
-                         (!th->queries || tw_may_run(th, e)); k++) {
+    for (unsigned k = 0; k < TW_SAFE_BURST && (e = tw_safe_top(th, end)); k++) {
         kr__lp_prefetch_state(th->r, e->dest);
         kr__heap_pop(&th->heap);
         tw_prefetch_next(th);
@@ -434,99 +467,12 @@ static void tw_safe_burst(struct tw_thread *th, kr_time end)
     }
 }
 
-/* No work: spin a while (on its own core a thread loses nothing, and work from another
- * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
- * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
- * nanosleep costs at least ~60 us here. Oversubscribed threads sleep at once: a yield
- * hardly gives the core away (the scheduler often picks the yielder again), which starves
- * the descheduled thread that holds GVT back. Measured: chaos, 8 LPs on 4 threads, two runs
- * sharing 2 cores: 3-5% of runs took 10-100 s when idle threads yielded (even 4 yields
- * before sleeping), none of 200 over 0.15 s with sleeps; PHOLD-std on 4 threads loses
- * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
-/* (snap: it waits for a snapshot's round only - a round at each sleep, not each period;
- * held: an event it has is held back, tw_gvt_held) */
-static void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool snap,
-                    bool held)
+/* The other ranks' part of a turn: their messages in and out, and a round started when
+ * another rank is in a later one. */
+static void tw_platform_ranks(struct tw_thread *th)
 {
-    if (th->out.n) tw_post_publish(th);
-    if (th->g->net.on) {
-        tw_rank_turn(th, true);
-        tw_gvt_held(th, held);
-    }
-    if (!oversubscribed && ++*spins < 4096) {
-        __builtin_ia32_pause();
-        return;
-    }
-    *spins = 0;
-    th->cnt->idle_sleeps++;
-    tw_gvt_maybe_start(th, th->uncommitted > 0 || snap); /* (uncommitted work: commit it) */
-    struct timespec ts = { 0, 20000 };
-    uint64_t t0 = kr__clock_ns();
-    nanosleep(&ts, NULL);
-    th->bal.slept_ns += kr__clock_ns() - t0; /* (not running by choice: balance auto) */
-}
-
-/* Wait until every worker has left its loop, then apply the last published horizon: a GVT
- * round that closed while this thread was leaving (its report was in) published a horizon
- * the others apply, and an LP's committed history must end at the same key on every thread
- * (an interrupted run is summarised and digested as it stands). No round can close after
- * all have left. */
-static void tw_stop_together(struct tw_thread *th)
-{
-    struct tw_global *g = th->g;
-    if (g->cf.queries) tw_query_settle(th); /* (its answer still to be written, or refused) */
-    atomic_fetch_add_explicit(&g->end.left, 1, memory_order_acq_rel);
-    while (atomic_load_explicit(&g->end.left, memory_order_acquire) < g->n) {
-        if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) { /* (planned before */
-            tw_migrate(th);                                            /* the others left) */
-            continue;
-        }
-        if (atomic_load_explicit(&g->sn.req, memory_order_acquire)) {
-            tw_snap_round(th);
-            continue;
-        }
-        if (g->cf.queries) tw_query_refuse(th); /* (one still asking left after the answer) */
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
-    }
-    uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
-    if (ep != th->gv.seen_epoch) {
-        th->gv.seen_epoch = ep;
-        tw_commit(th, &g->horizon);
-    }
-}
-
-/* Housekeeping, every `every` turns that ran events (TW_EVERY_NS): pacing, GVT, tuning,
- * taking turns. */
-static void tw_housekeeping(struct tw_thread *th, bool over, unsigned turns)
-{
-    tw_post_pace(th, turns);
-    tw_balance_tick(th, th->pace.turns_t0);
-    tw_gvt_maybe_start(th, th->cnt->processed - th->cnt->safe - th->round_mark >=
-                               th->g->cf.round_events);
-    if (th->g->cf.ckpt_auto) tw_tune_ckpt(th);
-    else if (th->g->cf.ckpt_by_cost && !th->lone.on) tw_ckpt_by_cost(th); /* (lone: no new
-                                                                            * samples) */
-    /* More threads than cores: take turns often, or a descheduled thread's messages arrive
-     * as stragglers far in everyone's past. (Yielding when another process shares the core
-     * was measured too, and is much worse: it hands that process our time slice.) */
-    if (over) {
-        th->cnt->yields++;
-        sched_yield();
-    }
-}
-
-/* A retired worker's turn (no LPs: out of GVT; back when its core is free, migrate.c).
- * False once the run stops. */
-static bool tw_retired_turn(struct tw_thread *th)
-{
-    struct tw_global *g = th->g;
-    if (atomic_load_explicit(&g->mig_req, memory_order_acquire)) tw_migrate(th);
-    else if (atomic_load_explicit(&g->sn.req, memory_order_acquire)) tw_snap_round(th);
-    else if (atomic_load_explicit(&g->stop, memory_order_acquire)) return false;
-    else if (th->fast && tw_safe_off(g)) tw_safe_stop(th);
-    else tw_retired_wait(th);
-    return true;
+    tw_rank_turn(th, false);
+    if (th->rk.nudge) tw_gvt_maybe_start(th, true);
 }
 
 /* Before running anything: messages in, GVT, the stop. False once the run stops. */
@@ -534,10 +480,7 @@ static bool tw_platform_turn(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     if (tw_bounds(th)) tw_safe_read(th);
-    if (g->net.on) {
-        tw_rank_turn(th, false);
-        if (th->rk.nudge) tw_gvt_maybe_start(th, true); /* (another rank is in a later round) */
-    }
+    if (g->net.on) tw_platform_ranks(th);
     tw_drain(th);
     if (g->cf.queries) tw_query_serve(th);
     tw_gvt_poll(th);
@@ -549,33 +492,11 @@ static bool tw_platform_turn(struct tw_thread *th)
     return true;
 }
 
-/* Open path read-only on a descriptor above 2: with stdout closed by the caller, a plain
- * open would take descriptor 1 and the committed output would go into this file. (A write
- * to it in the moment before it moves fails with EBADF, as on the closed descriptor.) */
-static int tw_open_high(const char *path)
+/* Whether the top event e may run now without waiting: safe, and not an asker whose
+ * answer is not ready. */
+static inline bool tw_top_ready(struct tw_thread *th, const struct kr__ev *e)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fd > 2) return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    close(fd);
-    return high;
-}
-
-static void tw_worker_start(struct tw_thread *th)
-{
-    th->bal.sched_fd = tw_open_high("/proc/thread-self/schedstat"); /* (balance) */
-    tw_balance_start(th); /* (before the pinning: moving to a busy core is a wait) */
-    kr__pin_thread(th->id, th->g->n);
-    kr__fault_thread_init();
-    kr__watch_bind(&th->watch);
-    tw_ts_thread_start(th);
-    kr__ctx.run = th->r;
-    kr__ctx.ops = tw_ops_of(th->g);
-    kr__ctx.pool = th->pool;
-    kr__ctx.eng = th;
-    kr__ctx.mode = KR_MODE_NONE;
-    th->pace.turns_t0 = kr__clock_ns();
-    tw_lone_update(th); /* (one thread: lone from its first event) */
+    return tw_below_safe(th, e) && (!(e->xflags & KR_EVX_QUERY) || tw_query_ready(th, e));
 }
 
 /* The thread's lowest pending event, the clock and quiet record published with it, and a
@@ -585,12 +506,19 @@ static struct kr__ev *tw_turn_top(struct tw_thread *th)
     struct kr__ev *e = tw_top(th);
     if (tw_bounds(th)) {
         tw_clock_publish(th, e, false);
-        if (e && (!tw_below_safe(th, e) ||
-                  ((e->xflags & KR_EVX_QUERY) && !tw_query_ready(th, e))))
-            tw_quiet_try(th);
+        if (e && !tw_top_ready(th, e)) tw_quiet_try(th);
     }
     if (th->g->cf.queries) tw_query_wait(th, e);
     return e;
+}
+
+/* Whether e may run while asker waits: pending below end, not of the asker's LP, not of a
+ * type that has asked. */
+static bool aside_ok(struct tw_thread *th, const struct kr__ev *e, const struct kr__ev *asker,
+                     kr_time end)
+{
+    return e->k.ts < end && e->st == KR_EV_PENDING && e->dest != asker->dest &&
+           !(th->q.types >> (e->type & 63) & 1) && tw_may_run(th, e);
 }
 
 /* The event in query mode (popped: asker) waits on its stack for an answer from another
@@ -602,9 +530,7 @@ static bool tw_query_aside(struct tw_thread *th, struct kr__ev *asker, kr_time e
 { /* (false: the asker, still popped, is resumed) */
     if (atomic_load_explicit(&th->q.rq->status, memory_order_acquire) != TW_Q_WAIT) return false;
     struct kr__ev *e = tw_top(th);
-    bool run = e && e->k.ts < end && e->st == KR_EV_PENDING && e->dest != asker->dest &&
-               !(th->q.types >> (e->type & 63) & 1) && tw_may_run(th, e);
-    if (!run) return false;
+    if (!e || !aside_ok(th, e, asker, end)) return false;
     kr__heap_pop(&th->heap);
     kr__heap_push(&th->heap, asker);
     th->cnt->q.aside++;
@@ -612,55 +538,36 @@ static bool tw_query_aside(struct tw_thread *th, struct kr__ev *asker, kr_time e
     return true;
 }
 
+/* A lone worker's turn (lone.c): true if it ran a burst; an event it cannot run that way
+ * ends lone mode. */
+static inline bool tw_lone_turn(struct tw_thread *th, const struct kr__ev *e, kr_time end)
+{
+    if (e->st == KR_EV_PENDING && tw_below_safe(th, e) && tw_lone_burst(th, end)) {
+        tw_post_turn(th);
+        return true;
+    }
+    th->lone.on = false;
+    return false;
+}
+
+/* The top event e (popped) is suspended on its stack: resumed, unless it waits for an
+ * answer and another event runs aside meanwhile. */
+static void tw_resume_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
+{
+    if (!th->q.rq || !tw_query_aside(th, e, end)) tw_ts_resume(th, e);
+}
+
 /* A turn that runs e, the thread's lowest pending event. */
 static inline void tw_run_top(struct tw_thread *th, struct kr__ev *e, kr_time end)
 {
-    if (th->lone.on) { /* (lone.c: an event it cannot run that way ends lone mode) */
-        if (e->st == KR_EV_PENDING && tw_below_safe(th, e) && tw_lone_burst(th, end)) {
-            tw_post_turn(th);
-            return;
-        }
-        th->lone.on = false;
-    }
+    if (th->lone.on && tw_lone_turn(th, e, end)) return;
     kr__lp_prefetch_state(th->r, e->dest);
     kr__heap_pop(&th->heap);
     tw_prefetch_next(th);
-    if (e->st == KR_EV_SUSPENDED) {
-        if (!th->q.rq || !tw_query_aside(th, e, end)) tw_ts_resume(th, e);
-    } else {
-        tw_process(th, e);
-    }
+    if (e->st == KR_EV_SUSPENDED) tw_resume_top(th, e, end);
+    else tw_process(th, e);
     if (th->fast) tw_safe_burst(th, end);
     tw_post_turn(th);
-}
-
-/* A thread's share of the end of the run: once all have left their loops, the last
- * horizon (and a committed error's), then its history and pools. */
-static void tw_thread_epilogue(struct tw_thread *th)
-{
-    tw_stop_together(th);
-    tw_commit_before_error(th);
-    tw_release_all(th);
-    if (th->bal.sched_fd >= 0) close(th->bal.sched_fd);
-    free(th->q.err);
-    th->q.err = NULL;
-    kr__pool_flush(th->pool);
-}
-
-static void tw_worker_end(struct tw_thread *th)
-{
-    tw_thread_epilogue(th);
-    th->cnt->cpu_ns = kr__thread_cpu_ns();
-    if (th->g->net.on && kr__xport_flush(&th->g->net.x, th->id)) /* (ranks.c: tw_rank_end) */
-        kr__die("MPI failed while a worker sent its last messages; the run cannot go on");
-    tw_ts_thread_end(th);
-    kr__fault_thread_fini();
-    struct tw_global *g = th->g;
-    if (atomic_fetch_sub_explicit(&g->end.running, 1, memory_order_release) == 1) {
-        pthread_mutex_lock(&g->end.mu);
-        pthread_cond_signal(&g->end.cv);
-        pthread_mutex_unlock(&g->end.mu);
-    }
 }
 
 /* How far events may run: the end, or before the next snapshot's time until that is taken
@@ -681,13 +588,28 @@ static void tw_wait_turn(struct tw_thread *th, const struct kr__ev *e, kr_time e
     tw_idle(th, spins, over, e && !below && e->k.ts < th->r->cfg->end, below);
 }
 
+/* Whether the workers outnumber the cores (the other ranks' workers on this machine count
+ * too). */
+static bool tw_oversubscribed(const struct tw_thread *th)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned lr, ls;
+    kr__local_ranks(&lr, &ls);
+    return ncpu > 0 && ls * th->g->n > (unsigned)ncpu;
+}
+
+/* Housekeeping is due after pace.every turns (lone bursts are long, and their length
+ * changes: by their clock). */
+static inline bool tw_housekeeping_due(const struct tw_thread *th, unsigned turns)
+{
+    return turns >= th->pace.every ||
+           (th->lone.on && th->lone.t - th->pace.turns_t0 >= TW_EVERY_NS);
+}
+
 void *tw_worker(void *arg)
 {
     struct tw_thread *th = arg;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned lr, ls; /* (the other ranks' workers on this machine count too) */
-    kr__local_ranks(&lr, &ls);
-    bool over = ncpu > 0 && ls * th->g->n > (unsigned)ncpu;
+    bool over = tw_oversubscribed(th);
     th->pace.over = over;
     /* (without a lookahead the clocks stand still; sharing cores, a write per turn is a
      * line handed between threads that take turns on one core) */
@@ -706,9 +628,7 @@ void *tw_worker(void *arg)
         if (e && e->k.ts < end && tw_may_run(th, e)) {
             tw_run_top(th, e, end);
             spins = 0;
-            /* (lone bursts are long, and their length changes: by their clock) */
-            if (++turns >= th->pace.every ||
-                (th->lone.on && th->lone.t - th->pace.turns_t0 >= TW_EVERY_NS)) {
+            if (tw_housekeeping_due(th, ++turns)) {
                 tw_housekeeping(th, over, turns);
                 turns = 0;
             }
@@ -755,6 +675,15 @@ struct kr__ev *tw_test_step(struct tw_thread *th)
     return e;
 }
 
+/* A stepped turn with nothing to run: as tw_idle, without its spinning and sleeping. */
+static void test_idle(struct tw_thread *th, const struct kr__ev *e)
+{
+    th->cnt->win.throttled += e && e->k.ts < th->r->cfg->end;
+    if (th->fast) tw_clock_publish(th, e, true);
+    if (th->out.n) tw_post_publish(th);
+    tw_gvt_maybe_start(th, th->uncommitted > 0);
+}
+
 bool tw_test_turn(struct tw_thread *th)
 {
     tw_test_use(th);
@@ -763,11 +692,8 @@ bool tw_test_turn(struct tw_thread *th)
     if (e && e->k.ts < th->r->cfg->end && tw_may_run(th, e)) {
         tw_run_top(th, e, th->r->cfg->end);
         if ((th->cnt->processed & 255) == 0) tw_housekeeping(th, false, 256);
-    } else { /* (as tw_idle, without its spinning and sleeping) */
-        th->cnt->win.throttled += e && e->k.ts < th->r->cfg->end;
-        if (th->fast) tw_clock_publish(th, e, true);
-        if (th->out.n) tw_post_publish(th);
-        tw_gvt_maybe_start(th, th->uncommitted > 0);
+    } else {
+        test_idle(th, e);
     }
     return true;
 }

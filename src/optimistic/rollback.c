@@ -13,6 +13,26 @@
 
 void tw_coast(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *from);
 
+/* One checkpoint in TW_CKPT_SAMPLE is timed: its cost (dt ns) feeds the interval's tuning. */
+static void ckpt_timed(struct tw_thread *th, uint64_t dt)
+{
+    th->cnt->ck.ns += dt;
+    th->cnt->ck.timed++;
+    tw_cost_add(&th->ck.ck_cost, dt);
+}
+
+static inline void ckpt_counted(struct kr__counters *cnt, const struct kr__ckpt *c)
+{
+    cnt->ck.taken++;
+    if (c->full) {
+        cnt->ck.full++;
+        cnt->ck.full_bytes += c->bytes;
+    } else {
+        cnt->ck.incr_bytes += c->bytes;
+    }
+    cnt->ck.bytes += c->bytes;
+}
+
 /* Save lp's state as it is now: before event `at`, or as the new base (at == NULL; the
  * caller trims the chain). Full every ckpt_full_every checkpoints, else incremental. */
 void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
@@ -31,21 +51,9 @@ void tw_take_ckpt(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *at)
     if (__builtin_expect(kr__trace_run, 0))
         kr__trace_span(KR_SPAN_CKPT, s0, kr__trace_now() - s0, tl->id, at ? at->k.ts : NAN,
                        (uint32_t)c->bytes);
-    if (timed) {
-        uint64_t dt = kr__clock_ns() - t0;
-        th->cnt->ck.ns += dt;
-        th->cnt->ck.timed++;
-        tw_cost_add(&th->ck.ck_cost, dt);
-    }
+    if (timed) ckpt_timed(th, kr__clock_ns() - t0);
     tl->ckpt_full_next = false;
-    th->cnt->ck.taken++;
-    if (c->full) {
-        th->cnt->ck.full++;
-        th->cnt->ck.full_bytes += c->bytes;
-    } else {
-        th->cnt->ck.incr_bytes += c->bytes;
-    }
-    th->cnt->ck.bytes += c->bytes;
+    ckpt_counted(th->cnt, c);
     tl->since_ckpt = 0;
     if (at) {
         c->span = at->dur; /* (intact while pending: msg/event.h) */
@@ -145,6 +153,13 @@ void tw_lazy_start(struct tw_thread *th, struct kr__ev *e)
     e->xflags = 0;
 }
 
+/* Whether the kept send c is the one e makes again: destination, key, type, payload. */
+static inline bool same_send(const struct kr__ev *c, const struct kr__ev *e)
+{
+    return c->dest == e->dest && !kr__key_cmp(&c->k, &e->k) && c->type == e->type &&
+           c->size == e->size && (!e->size || !memcmp(c->payload, e->payload, e->size));
+}
+
 /* Sent again alike (destination, key, type and payload: the key's sequence number comes
  * from the restored state, so it repeats too): the old one stays where it is, possibly run
  * already, and the new one is dropped. A kept event may be another thread's: only fields
@@ -153,9 +168,7 @@ bool tw_lazy_keep(struct tw_thread *th, struct kr__ev *parent, struct kr__ev *e)
 {
     for (struct kr__ev **p = &th->lazy; *p; p = &(*p)->sib) {
         struct kr__ev *c = *p;
-        if (c->dest != e->dest || kr__key_cmp(&c->k, &e->k) || c->type != e->type ||
-            c->size != e->size || (e->size && memcmp(c->payload, e->payload, e->size)))
-            continue;
+        if (!same_send(c, e)) continue;
         *p = c->sib;
         tw_child_link(parent, c);
         kr__pool_put(th->pool, e);
@@ -276,6 +289,19 @@ static void count_rollback(struct tw_thread *th, const struct tw_lp *tl, uint64_
     }
 }
 
+/* The state from the earliest undone event's own checkpoint, first (released after). */
+static void rebuild_at(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *first)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    restore(th, lp, first);
+    if (!kr__ckpt_redirty(&lp->arena, first)) tl->ckpt_full_next = true;
+    kr__ckpt_release(&th->blobs, first);
+    /* (re-save before the next event, whatever K is by then: the default interval moves
+     * between 1 and 16, and with K grown in between the next events took none, and a
+     * rollback to them found no restore point) */
+    tl->since_ckpt = TW_CKPT_NOW;
+}
+
 /* After undoing: lp's state just before the undone events, from `first` (the checkpoint
  * of the earliest of them: no coasting; first leaves the chain) or from the newest
  * checkpoint before them, coasting forward over the events after it. */
@@ -286,13 +312,7 @@ static void rebuild(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *fi
     while (c && !c->ckpt) c = c->prev;
     tl->ckpt_ev = c;
     if (first) {
-        restore(th, lp, first);
-        if (!kr__ckpt_redirty(&lp->arena, first)) tl->ckpt_full_next = true;
-        kr__ckpt_release(&th->blobs, first);
-        /* (re-save before the next event, whatever K is by then: the default interval moves
-         * between 1 and 16, and with K grown in between the next events took none, and a
-         * rollback to them found no restore point) */
-        tl->since_ckpt = TW_CKPT_NOW;
+        rebuild_at(th, lp, first);
         return;
     }
     restore(th, lp, c ? c->ckpt : tl->base);
@@ -301,18 +321,28 @@ static void rebuild(struct tw_thread *th, struct kr__lp *lp, struct kr__ckpt *fi
     tl->since_ckpt = (uint32_t)(th->cnt->coasted - before);
 }
 
+/* Undo lp's processed events from key k on, latest first; *first ends as the earliest's
+ * checkpoint (the later ones released). The number undone. */
+static uint64_t undo_from(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k,
+                          bool cancel, struct kr__ckpt **first)
+{
+    struct tw_lp *tl = tw_lp_of(lp);
+    uint64_t undone = 0;
+    while (tl->tail && !kr__key_lt(&tl->tail->k, k)) {
+        if (*first) kr__ckpt_release(&th->blobs, *first);
+        *first = undo_tail(th, lp, cancel);
+        undone++;
+    }
+    return undone;
+}
+
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel)
 {
     struct tw_lp *tl = tw_lp_of(lp);
     struct kr__ckpt *first = NULL; /* checkpoint of the earliest undone event, if any */
-    uint64_t undone = 0;
-    bool abandoned = th->ts.nsusp && lp->ult;
+    bool abandoned = tw_suspended_on(th, lp);
     if (abandoned) first = tw_ts_abandon(th, lp, cancel);
-    while (tl->tail && !kr__key_lt(&tl->tail->k, k)) {
-        if (first) kr__ckpt_release(&th->blobs, first);
-        first = undo_tail(th, lp, cancel);
-        undone++;
-    }
+    uint64_t undone = undo_from(th, lp, k, cancel, &first);
     if (!undone && !abandoned) return;
     tw_set_lvt(th, lp);
     if (undone) count_rollback(th, tl, undone, k->ts);
@@ -355,12 +385,18 @@ static double clamp(double x, double lo, double hi)
     return x < lo ? lo : x > hi ? hi : x;
 }
 
+/* Whether enough events ran since the last tuning, with new samples of both costs. */
+static bool tune_due(const struct kr__counters *c, const struct tw_tune *t, uint64_t events)
+{
+    return events >= 65536 && c->ck.timed != t->checkpoints && c->events_timed != t->timed;
+}
+
 void tw_tune_ckpt(struct tw_thread *th)
 {
     struct kr__counters *c = th->cnt;
     struct tw_tune *t = &th->ck.tune;
     uint64_t events = c->processed - t->processed;
-    if (events < 65536 || c->ck.timed == t->checkpoints || c->events_timed == t->timed) return;
+    if (!tune_due(c, t, events)) return;
     double cs = (double)cost_median(&th->ck.ck_cost), ce = (double)cost_median(&th->ck.ev_cost);
     if (!cs || !ce) return;
     double r = (double)(c->rollbacks - t->rollbacks) / (double)events;

@@ -78,7 +78,7 @@ static void cancel_kept(struct tw_thread *th)
 static bool ran_past(const struct tw_thread *th, const struct kr__lp *lp, const struct kr__key *h)
 {
     const struct tw_lp *tl = tw_lp_of(lp);
-    return (tl->tail && !kr__key_lt(&tl->tail->k, h)) || (th->ts.nsusp && lp->ult);
+    return (tl->tail && !kr__key_lt(&tl->tail->k, h)) || tw_suspended_on(th, lp);
 }
 
 /* Every LP of this thread back to the horizon h (a preempted event abandoned), and the sends
@@ -111,7 +111,8 @@ static void check_lps_settled(struct tw_thread *th)
     for (kr_lp id = g->lo; id < g->lo + g->nlocal; id++) {
         if (g->owner[tw_lidx(g, id)] != th->id) continue;
         const char *what = unsettled(kr__lp_at(th->r, id));
-        if (what) kr__internal_error("snapshot: LP %llu still has %s", (unsigned long long)id, what);
+        if (what)
+            kr__internal_error("snapshot: LP %llu still has %s", (unsigned long long)id, what);
     }
 }
 

@@ -447,6 +447,11 @@ static inline bool tw_poisoned(const struct tw_lp *tl)
 {
     return tl->fail && tl->fail->poison;
 }
+/* Has lp an event preempted on its stack? (Time-sharing; nsusp first: 0 without it.) */
+static inline bool tw_suspended_on(const struct tw_thread *th, const struct kr__lp *lp)
+{
+    return th->ts.nsusp && lp->ult;
+}
 /* rollback.c */
 void tw_cancel_children(struct tw_thread *th, struct kr__ev *e);
 void tw_rollback(struct tw_thread *th, struct kr__lp *lp, const struct kr__key *k, bool cancel);

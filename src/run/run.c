@@ -275,7 +275,8 @@ static int model_refused(struct kr__run *r, const struct kr__config *cfg, struct
 static int model_flags(struct kr__run *r, const struct kr__config *cfg, struct kr__error *err)
 {
     if (kr__model_lookahead(r->model, &r->lookahead, err)) return err->status;
-    r->promise.lookahead_declared = r->model->run_lookahead != NULL; /* (0 included: kr_set_lookahead) */
+    /* (0 included: kr_set_lookahead) */
+    r->promise.lookahead_declared = r->model->run_lookahead != NULL;
     r->bundles = r->model->flags & KR_MODEL_BUNDLES;
     if (model_refused(r, cfg, err)) return err->status;
     r->tie.dest = r->bundles ? UINT32_MAX : 0;
