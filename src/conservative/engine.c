@@ -121,6 +121,22 @@ static kr_time barrier(const struct cons *c)
     return tb;
 }
 
+/* A completed job: its time folded, its LP free, its sends into the set (dropped if it
+ * failed: the run ends at its error). */
+static inline void reap_job(struct cons *c, struct cons_job *j)
+{
+    j->reaped = true;
+    if (j->timed) fold_time(c, j);
+    c->lp_busy[j->ev->dest] = 0;
+    if (j->err) c->failed = true;
+    for (struct kr__ev *e = j->out, *n; e; e = n) {
+        n = e->next;
+        if (j->err) kr__pool_put(&c->r->pools[0], e);
+        else kr__heap_push(&c->heap, e);
+    }
+    j->out = j->out_tail = NULL;
+}
+
 /* Take in every completed job: its LP is free again and its sends join the set. */
 static void reap(struct cons *c)
 {
@@ -131,16 +147,7 @@ static void reap(struct cons *c)
             continue;
         }
         c->inflight[i] = c->inflight[--c->ninflight];
-        j->reaped = true;
-        if (j->timed) fold_time(c, j);
-        c->lp_busy[j->ev->dest] = 0;
-        if (j->err) c->failed = true; /* its sends are dropped: the run ends at its error */
-        for (struct kr__ev *e = j->out, *n; e; e = n) {
-            n = e->next;
-            if (j->err) kr__pool_put(&c->r->pools[0], e);
-            else kr__heap_push(&c->heap, e);
-        }
-        j->out = j->out_tail = NULL;
+        reap_job(c, j);
     }
 }
 
@@ -159,6 +166,17 @@ static void cons_salvage(void *arg)
     }
 }
 
+/* Every 65 536 retired events: the progress line, which reads the published counts (the
+ * scheduler publishes the total retired so far, the workers' own counts are summed at
+ * the end). */
+static void retired_tick(struct kr__counters *cnt, struct kr__progress *prog,
+                         const struct kr__ev *e)
+{
+    atomic_store_explicit(&cnt->pub_committed, cnt->cons.retired, memory_order_relaxed);
+    atomic_store_explicit(&cnt->pub_processed, cnt->cons.retired, memory_order_relaxed);
+    kr__progress_tick(prog, e->k.ts);
+}
+
 /* Apply one completed job, the next in key order: output, digest, done(). The caller
  * recycles the job; the event goes back to its pool. */
 static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *prog)
@@ -175,15 +193,19 @@ static int retire_one(struct cons *c, struct cons_job *j, struct kr__progress *p
         kr__ctx.mode = KR_MODE_NONE;
     }
     struct kr__counters *cnt = &r->counters[0];
-    if (__builtin_expect((++cnt->cons.retired & 0xffff) == 0, 0)) {
-        /* (the progress line reads the published counts: the scheduler publishes the total
-         * retired so far, the workers' own counts are summed at the end) */
-        atomic_store_explicit(&cnt->pub_committed, cnt->cons.retired, memory_order_relaxed);
-        atomic_store_explicit(&cnt->pub_processed, cnt->cons.retired, memory_order_relaxed);
-        kr__progress_tick(prog, e->k.ts);
-    }
+    if (__builtin_expect((++cnt->cons.retired & 0xffff) == 0, 0)) retired_tick(cnt, prog, e);
     kr__pool_put(&r->pools[0], e);
     return r->model->done && c->ndone == r->n ? CONS_RETIRE_DONE : CONS_RETIRE_MORE;
+}
+
+/* The earliest unretired job failed: what it printed before the error (as the sequential
+ * engine prints it), and the run's error. */
+static int retire_failed(struct cons *c, struct cons_job *j)
+{
+    if (j->ntext) kr__emit_direct(&(struct kr__ctx){ .run = c->r }, j->text, j->ntext);
+    j->ntext = 0;
+    c->err = j->err;
+    return CONS_RETIRE_ERROR;
 }
 
 /* Apply completed jobs at the head of the retire queue, in key order. Stops at a job with a
@@ -192,12 +214,7 @@ static int retire(struct cons *c, struct kr__progress *prog)
 {
     struct cons_job *j;
     while ((j = c->retire_head) && j->reaped) { /* (not `complete`: reap first) */
-        if (j->err) { /* what it printed before the error, as the sequential engine */
-            if (j->ntext) kr__emit_direct(&(struct kr__ctx){ .run = c->r }, j->text, j->ntext);
-            j->ntext = 0;
-            c->err = j->err;
-            return CONS_RETIRE_ERROR;
-        }
+        if (j->err) return retire_failed(c, j);
         c->retire_head = j->next;
         if (!c->retire_head) c->retire_tail = NULL;
         c->nretire--;
@@ -305,6 +322,26 @@ static bool direct_ok(struct cons *c, const struct kr__ev *e)
            !(c->r->cfg->snap_dir && snap_due(c, e)); /* (schedule_turn takes it) */
 }
 
+/* A model error in an event run on the scheduler (the earliest: nothing runs beside it). */
+static int direct_failed(struct cons *c, struct cons_worker *w, struct cons_job *j)
+{
+    query_settle(c);
+    cons_keep_error(w, j);
+    kr__watch_settle(&c->watch[0]);
+    kr__ctx.mode = KR_MODE_NONE;
+    w->job = NULL;
+    w->direct = false;
+    c->err = j->err;
+    return CONS_RETIRE_ERROR;
+}
+
+static inline void direct_counted(struct kr__counters *cnt, size_t n)
+{
+    cnt->processed += n;
+    cnt->committed += n;
+    cnt->cons.sched_ran++;
+}
+
 /* Nothing outstanding and the first event is short: run it here and retire it at once, as
  * the sequential engine would (no job, no queue: its sends go straight into the set and its
  * output straight out), and so on while the next one is short too, under one setjmp. */
@@ -314,16 +351,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
     struct cons_worker *w = &c->w[0];
     struct cons_job *j = &c->direct; /* (where cons_fail puts a model error) */
     struct kr__watch *watch = &c->watch[0];
-    if (_setjmp(w->jmp)) { /* a model error in j's event (or its done step), the earliest */
-        query_settle(c);
-        cons_keep_error(w, j);
-        kr__watch_settle(watch);
-        kr__ctx.mode = KR_MODE_NONE;
-        w->job = NULL;
-        w->direct = false;
-        c->err = j->err;
-        return CONS_RETIRE_ERROR;
-    }
+    if (_setjmp(w->jmp)) return direct_failed(c, w, j); /* (in j's event or done step) */
     w->direct = true;
     w->job = j;
     j->ntext = 0;
@@ -352,11 +380,7 @@ static int run_direct(struct cons *c, struct kr__progress *prog)
             j->ns = kr__clock_ns() - t0;
             fold_time(c, j);
         }
-        struct kr__counters *cnt = &r->counters[0];
-        size_t n = r->bundles ? j->bundle.n : 1;
-        cnt->processed += n;
-        cnt->committed += n;
-        cnt->cons.sched_ran++;
+        direct_counted(&r->counters[0], r->bundles ? j->bundle.n : 1);
         rr = retire_one(c, j, prog);
     } while (rr == CONS_RETIRE_MORE && direct_ok(c, kr__heap_top(&c->heap)));
     w->job = NULL;

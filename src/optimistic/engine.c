@@ -219,13 +219,6 @@ static void safe_failed(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *
     tw_flush_local(th);
 }
 
-/* Whether an LP about to run a safe event holds history to drop first (processed events,
- * or a base checkpoint the run does not chain). */
-static inline bool tw_history_held(const struct tw_thread *th, const struct tw_lp *tl)
-{
-    return tl->head || (!th->g->cf.chained && tl->base);
-}
-
 /* A committed safe event's part in bundles (the rest of its bundle) and ranks (its copies
  * sent to other ranks, which need no anti-message). */
 static inline void tw_safe_features(struct tw_thread *th, struct kr__lp *lp, struct kr__ev *e)

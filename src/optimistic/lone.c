@@ -63,20 +63,27 @@ void tw_alone_update(struct tw_thread *th)
                 (g->n == 1 || (th->nlps == g->nlocal && !th->uncommitted));
 }
 
+/* Whether every LP has committed all it ran, and none holds a failure. */
+static bool all_committed(struct kr__run *r)
+{
+    for (kr_lp id = 0; id < r->n; id++) {
+        const struct tw_lp *tl = tw_lp_of(kr__lp_at(r, id));
+        if (tl->first_unc || tl->fail) return false;
+    }
+    return true;
+}
+
 /* Entering lone mode: the committed history every LP still keeps goes (what a safe event
  * does first on the general path), and each LP's next speculative event will be a restore
  * point. False if an LP has uncommitted or failed events: not lone then. */
 static bool lone_enter(struct tw_thread *th)
 {
     struct kr__run *r = th->r;
-    for (kr_lp id = 0; id < r->n; id++) {
-        const struct tw_lp *tl = tw_lp_of(kr__lp_at(r, id));
-        if (tl->first_unc || tl->fail) return false;
-    }
+    if (!all_committed(r)) return false;
     for (kr_lp id = 0; id < r->n; id++) {
         struct kr__lp *lp = kr__lp_at(r, id);
         struct tw_lp *tl = tw_lp_of(lp);
-        if (tl->head || (!th->g->cf.chained && tl->base)) tw_drop_history(th, lp);
+        if (tw_history_held(th, tl)) tw_drop_history(th, lp);
         tl->since_ckpt = TW_CKPT_NOW;
     }
     return true;

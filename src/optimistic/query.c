@@ -53,6 +53,17 @@ static _Noreturn void tw_query_unwind(struct tw_thread *th)
     longjmp(*th->err.cur, 1);
 }
 
+/* This thread's own asker waiting at its top (its time; inf: none), published if it
+ * changed. */
+static void publish_wait(struct tw_thread *th, const struct kr__ev *top)
+{
+    bool asks = top && (top->xflags & KR_EVX_QUERY) && !tw_query_ready(th, top);
+    kr_time w = asks ? top->k.ts : INFINITY;
+    if (w == th->q.wait_own) return;
+    th->q.wait_own = w;
+    atomic_store_explicit(&th->g->qline[th->id].wait_bits, kr__time_bits(w), memory_order_relaxed);
+}
+
 /* Each turn: publish the time of this thread's top if it waits to ask (and no longer when
  * it does not), and read the least such time of the others. A thread runs nothing later
  * than that (tw_may_run): its record then shows a top past the asker, which becomes the
@@ -61,13 +72,7 @@ static _Noreturn void tw_query_unwind(struct tw_thread *th)
 void tw_query_wait(struct tw_thread *th, const struct kr__ev *top)
 {
     struct tw_global *g = th->g;
-    kr_time w = top && (top->xflags & KR_EVX_QUERY) && !tw_query_ready(th, top) ? top->k.ts
-                                                                               : INFINITY;
-    if (w != th->q.wait_own) {
-        th->q.wait_own = w;
-        atomic_store_explicit(&g->qline[th->id].wait_bits, kr__time_bits(w),
-                              memory_order_relaxed);
-    }
+    publish_wait(th, top);
     kr_time m = INFINITY;
     for (unsigned i = 0; i < g->n; i++) {
         if (i == th->id) continue;
@@ -165,6 +170,20 @@ static __attribute__((noinline)) bool tw_answer_caught(struct tw_thread *th, str
     return failed;
 }
 
+/* The asked LP (of this thread) at the asker's key: its own state before the event swapped
+ * in (true: to swap back after), or rolled back if it ran past the key. */
+static bool local_state(struct tw_thread *th, struct kr__lp *lp, const struct tw_lp *tl,
+                        kr_lp dest)
+{
+    if (th->q.ev && th->q.ev->dest == dest) {
+        if (th->q.mid) return false;
+        tw_swap_in(th, lp, th->q.ev->ckpt);
+        return true;
+    }
+    if (tl->tail && !kr__key_lt(&tl->tail->k, &th->q.k)) tw_query_rollback(th, lp, &th->q.k);
+    return false;
+}
+
 /* Answer from an LP of this thread, at th->q.k: its state there is the one in memory once
  * an LP that ran past it is rolled back, and for the LP of the event in query mode, its
  * state before that event. A model error (or a refused nested answer) unwinds on to the
@@ -174,13 +193,7 @@ static size_t tw_query_local(struct tw_thread *th, struct kr__ctx *c, kr_lp dest
 {
     struct kr__lp *lp = kr__lp_at(th->r, dest);
     const struct tw_lp *tl = tw_lp_of(lp);
-    bool swap = false;
-    if (th->q.ev && th->q.ev->dest == dest) {
-        swap = !th->q.mid;
-        if (swap) tw_swap_in(th, lp, th->q.ev->ckpt);
-    } else if (tl->tail && !kr__key_lt(&tl->tail->k, &th->q.k)) {
-        tw_query_rollback(th, lp, &th->q.k);
-    }
+    bool swap = local_state(th, lp, tl, dest);
     size_t n = 0;
     bool failed = tw_answer_caught(th, c, dest, q, size, ans, cap, &n);
     if (swap) tw_swap_out(th, lp);
@@ -228,20 +241,27 @@ static void tw_query_spin(struct tw_thread *th, const struct tw_qreq *rq)
 /* ...and back after this many answers in a row came within the spin. */
 #define TW_QUERY_QUICK 256
 
+/* A spin for the answer first (not when sharing cores, nor under --check): true if it
+ * came. After TW_QUERY_QUICK quick answers, its type goes back to the worker's stack. */
+static bool await_spin(struct tw_thread *th, struct tw_qreq *rq)
+{
+    for (unsigned i = 0; i < TW_QUERY_SPIN && !th->pace.over && !th->g->cf.check; i++) {
+        if (atomic_load_explicit(&rq->status, memory_order_acquire) != TW_Q_WAIT) {
+            if (++th->q.quick >= TW_QUERY_QUICK) th->q.wtypes &= ~(1ull << (th->q.ev->type & 63));
+            return true;
+        }
+        __builtin_ia32_pause();
+    }
+    return false;
+}
+
 /* The event in query mode waits on its stack: the worker goes on with its turns (arrivals,
  * GVT, answering requests - its own nested ones too) and resumes it each turn, the event
  * being its least, until the answer is in. Context and unwind target are the worker's to
  * change meanwhile; the event gets back those it had. */
 static void tw_query_await(struct tw_thread *th, struct tw_qreq *rq)
 {
-    for (unsigned i = 0; i < TW_QUERY_SPIN && !th->pace.over && !th->g->cf.check; i++) {
-        if (atomic_load_explicit(&rq->status, memory_order_acquire) != TW_Q_WAIT) {
-            if (++th->q.quick >= TW_QUERY_QUICK) /* (waits are short again: its type goes */
-                th->q.wtypes &= ~(1ull << (th->q.ev->type & 63)); /* back to the worker's stack) */
-            return;
-        }
-        __builtin_ia32_pause();
-    }
+    if (await_spin(th, rq)) return;
     th->q.quick = 0;
     struct kr__ctx was = kr__ctx;
     jmp_buf *cur = th->err.cur;
@@ -296,6 +316,13 @@ _Noreturn static void remote_failed(struct tw_thread *th, int st, char *err)
     longjmp(*th->err.cur, 1);
 }
 
+/* An answer waited for long on the worker's stack: the asking event's type runs on a stack
+ * of its own from now on (tw_process_query). */
+static void long_wait(struct tw_thread *th)
+{
+    if (th->q.ev && !th->q.rq) th->q.wtypes |= 1ull << (th->q.ev->type & 63);
+}
+
 /* Ask owner's thread and wait, serving this thread's own inbox meanwhile. The request
  * counts as a message in the quiet records: the receiver may roll back for it, and cancel
  * from its key on. */
@@ -319,8 +346,7 @@ static size_t tw_query_remote(struct tw_thread *th, struct kr__ctx *c, unsigned 
     int st = atomic_load_explicit(&rq.status, memory_order_acquire);
     uint64_t waited = kr__clock_ns() - t0;
     th->cnt->q.wait_ns += waited;
-    if (!stack && waited > TW_QUERY_LONG_NS && th->q.ev && !th->q.rq) /* (its own event) */
-        th->q.wtypes |= 1ull << (th->q.ev->type & 63);                /* (tw_process_query) */
+    if (!stack && waited > TW_QUERY_LONG_NS) long_wait(th);
     if (st != TW_Q_ANSWERED) remote_failed(th, st, rq.err);
     return rq.n;
 }

@@ -137,6 +137,16 @@ static void init_sends_in(struct tw_global *g)
     }
 }
 
+/* init of thread th's LPs, on its context (their sends are its). */
+static void init_thread_lps(struct kr__run *r, struct tw_global *g, struct tw_thread *th)
+{
+    kr__ctx.ops = &tw_ops;
+    kr__ctx.eng = th;
+    kr__ctx.pool = th->pool;
+    for (kr_lp id = r->lo; id < r->hi; id++)
+        if (g->owner[tw_lidx(g, id)] == th->id) init_one(r, th, id);
+}
+
 /* Init runs on the calling thread in LP order (virtual time -inf is committed at once). */
 void tw_init_lps(struct kr__run *r, struct tw_global *g)
 {
@@ -144,14 +154,7 @@ void tw_init_lps(struct kr__run *r, struct tw_global *g)
         kr__lp_setup(r, id);
         tw_lp_of(kr__lp_at(r, id))->id = (uint32_t)id;
     }
-    for (unsigned t = 0; t < g->n; t++) {
-        struct tw_thread *th = &g->th[t];
-        kr__ctx.ops = &tw_ops;
-        kr__ctx.eng = th;
-        kr__ctx.pool = th->pool;
-        for (kr_lp id = r->lo; id < r->hi; id++)
-            if (g->owner[tw_lidx(g, id)] == t) init_one(r, th, id);
-    }
+    for (unsigned t = 0; t < g->n; t++) init_thread_lps(r, g, &g->th[t]);
     init_sends_in(g);
     for (unsigned t = 0; t < g->n; t++) {
         g->th[t].gv.min_sent = kr__key_at(INFINITY);
@@ -266,6 +269,16 @@ static uint64_t note_pause(struct tw_global *g, uint64_t last)
     return now;
 }
 
+/* One look of the watcher: an interrupt passed on, committed output printed (or sent to
+ * rank 0), every worker's event timed. */
+static void watch_round(struct kr__run *r, struct tw_global *g, bool others, const char *why)
+{
+    if (kr__interrupted()) tw_stop_request(g);
+    if (others) tw_rank_output(g, false);
+    else tw_print_committed(g, false);
+    for (unsigned t = 0; t < g->n; t++) kr__watch_poll(&g->th[t].watch, r, why);
+}
+
 static void tw_watch(struct kr__run *r, struct tw_global *g)
 {
     struct kr__progress prog;
@@ -277,14 +290,22 @@ static void tw_watch(struct kr__run *r, struct tw_global *g)
     while (atomic_load_explicit(&g->end.running, memory_order_acquire) > 0) {
         tw_watch_wait(g);
         last = note_pause(g, last);
-        if (kr__interrupted()) tw_stop_request(g);
-        if (others) tw_rank_output(g, false);
-        else tw_print_committed(g, false);
+        watch_round(r, g, others, why);
         kr__progress_tick(&prog, tw_gvt(g));
-        for (unsigned t = 0; t < g->n; t++)
-            kr__watch_poll(&g->th[t].watch, r, why);
     }
     kr__progress_stop(&prog);
+}
+
+/* The checkpoints: their interval (auto, by cost, or given), how often a full one. */
+static void ckpt_settings(struct tw_global *g, struct kr__run *r,
+                          const struct kr__tw_options *o, const struct kr__state_ops *m)
+{
+    g->cf.ckpt_auto = o->ckpt_interval == 0;
+    g->cf.ckpt_by_cost = !g->cf.ckpt_auto && !o->ckpt_given;
+    g->cf.ckpt_interval = o->ckpt_interval;
+    g->cf.ckpt_full_every = m->incremental ? o->ckpt_full_every : 1;
+    r->ckpt = (struct kr__ckpt_plan){ g->cf.ckpt_auto, g->cf.ckpt_full_every };
+    g->cf.chained = m->incremental;
 }
 
 /* The run's settings (struct tw_settings) from the model, the options and the state mode. */
@@ -300,13 +321,8 @@ static void tw_settings_init(struct tw_global *g, struct kr__run *r)
     atomic_init(&g->active, g->n);
     g->bl.trial_nact = g->n;
     g->cf.period_ns = (uint64_t)(o->gvt_period_ms * 1e6);
-    g->cf.ckpt_auto = o->ckpt_interval == 0;
-    g->cf.ckpt_by_cost = !g->cf.ckpt_auto && !o->ckpt_given;
-    g->cf.ckpt_interval = o->ckpt_interval;
     const struct kr__state_ops *m = kr__state_ops(r->state_mode);
-    g->cf.ckpt_full_every = m->incremental ? o->ckpt_full_every : 1;
-    r->ckpt = (struct kr__ckpt_plan){ g->cf.ckpt_auto, g->cf.ckpt_full_every };
-    g->cf.chained = m->incremental;
+    ckpt_settings(g, r, o, m);
     g->cf.reverse = r->reverse;
     g->cf.lazy = o->cancel == KR_CANCEL_LAZY;
     g->cf.open_pages = m->open_pages;
@@ -428,13 +444,18 @@ static void tw_init_body(void *arg)
     if (a->r->cfg->memory_max) tw_memory_init(a->g);
 }
 
+/* Whether the run's earliest model error is another rank's (the ranks agreed on it). */
+static bool error_elsewhere(const struct tw_global *g)
+{
+    return g->net.on && !isinf(g->net.err.ts) &&
+           (!g->end.err || kr__key_cmp(&g->end.err_key, &g->net.err) != 0);
+}
+
 /* The run's failure, if a committed event failed: the lowest key's error (across ranks,
  * the rank that has it reports it; the others fail quietly: kr__net.defer). */
 static int tw_failure(struct kr__run *r, const struct tw_global *g)
 {
-    bool other = g->net.on && !isinf(g->net.err.ts) &&
-                 (!g->end.err || kr__key_cmp(&g->end.err_key, &g->net.err) != 0);
-    if (other) {
+    if (error_elsewhere(g)) {
         kr__net.defer = true;
         return kr__fail(&r->fail, KR_ERR_MODEL, "a model error on another rank, which "
                         "printed it");

@@ -447,6 +447,12 @@ static inline bool tw_poisoned(const struct tw_lp *tl)
 {
     return tl->fail && tl->fail->poison;
 }
+/* Whether an LP about to run without history (a safe event, lone mode) holds some to drop
+ * first: processed events, or a base checkpoint the run does not chain. */
+static inline bool tw_history_held(const struct tw_thread *th, const struct tw_lp *tl)
+{
+    return tl->head || (!th->g->cf.chained && tl->base);
+}
 /* Has lp an event preempted on its stack? (Time-sharing; nsusp first: 0 without it.) */
 static inline bool tw_suspended_on(const struct tw_thread *th, const struct kr__lp *lp)
 {

@@ -126,6 +126,27 @@ static void seq_dirty_load(struct kr__lp *lp, uint64_t *d)
     free(d);
 }
 
+/* A query reaching the asking LP itself: its state before the event swapped in (the one
+ * it has now kept aside)... */
+static void swap_in(struct seq *s, struct kr__lp *lp)
+{
+    s->mid_dirty = seq_dirty_save(lp);
+    s->mid = kr__lp_snapshot(&s->blobs, lp);
+    kr__lp_restore(lp, s->pre);
+    s->swapped = true;
+}
+
+/* ...and back after the answer. */
+static void swap_out(struct seq *s, struct kr__lp *lp)
+{
+    s->swapped = false;
+    kr__lp_restore(lp, s->mid);
+    kr__ckpt_release(&s->blobs, s->mid);
+    seq_dirty_load(lp, s->mid_dirty);
+    s->mid = NULL;
+    s->mid_dirty = NULL;
+}
+
 /* kr_query: every other LP's state in memory is the one at the asking event (all earlier
  * events ran, no later one); the running LP's is mid-event, so its state before the event
  * is swapped in for the answer, and back. */
@@ -135,24 +156,12 @@ static size_t seq_query(struct kr__ctx *c, kr_lp dest, const void *q, size_t siz
     struct seq *s = c->eng;
     struct kr__lp *lp = kr__lp_at(c->run, dest);
     bool swap = s->pre && dest == s->running && !s->swapped;
-    if (swap) {
-        s->mid_dirty = seq_dirty_save(lp);
-        s->mid = kr__lp_snapshot(&s->blobs, lp);
-        kr__lp_restore(lp, s->pre);
-        s->swapped = true;
-    }
+    if (swap) swap_in(s, lp);
     bool opened = kr__recheck_reach(c->run, dest, true); /* (--check: within reach) */
     size_t n = kr__query_answer(c, dest, q, size, ans, cap);
     if (opened) kr__recheck_reach(c->run, dest, false);
     c->run->counters[0].q.answered++;
-    if (swap) {
-        s->swapped = false;
-        kr__lp_restore(lp, s->mid);
-        kr__ckpt_release(&s->blobs, s->mid);
-        seq_dirty_load(lp, s->mid_dirty);
-        s->mid = NULL;
-        s->mid_dirty = NULL;
-    }
+    if (swap) swap_out(s, lp);
     return n;
 }
 
@@ -272,6 +281,12 @@ seq_run_one(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *
     }
 }
 
+/* done() after e (under --check, asked twice and compared). */
+static bool seq_done(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e)
+{
+    return s->check ? kr__recheck_done(s->check, r, lp, e) : kr__run_done(r, lp, e->dest);
+}
+
 /* Event e of lp (or its bundle) run, done() asked, and its LP's state closed again under
  * --check's slices; returns what done() said (false without done()). */
 static inline __attribute__((always_inline)) bool
@@ -282,9 +297,7 @@ seq_event(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e,
     kr__watch_begin(&s->watch, e);
     if (f & SEQ_CHECK) kr__recheck_reach(r, e->dest, true); /* (check_slices) */
     seq_run_one(r, s, lp, e, f);
-    bool done = !(f & SEQ_DONE) || !r->model->done ? false
-                : s->check ? kr__recheck_done(s->check, r, lp, e)
-                           : kr__run_done(r, lp, e->dest);
+    bool done = (f & SEQ_DONE) && r->model->done && seq_done(r, s, lp, e);
     if (f & SEQ_CHECK) kr__recheck_reach(r, e->dest, false);
     kr__watch_end(&s->watch);
     return done;
@@ -303,6 +316,23 @@ seq_commit(struct kr__run *r, struct seq *s, struct kr__lp *lp, struct kr__ev *e
     return 1;
 }
 
+/* The next event to run: the least, if before end. (Interrupted: the events at the last
+ * one's time still run, so that what is committed is every event before a time, what
+ * --end reproduces.) */
+static inline struct kr__ev *seq_next(struct seq *s, kr_time end, kr_time last)
+{
+    struct kr__ev *e = kr__heap_top(&s->heap);
+    if (!e || !(e->k.ts < end) || (e->k.ts > last && kr__interrupted())) return NULL;
+    return e;
+}
+
+/* done() after an event: the LP's step, and whether every LP is done now. */
+static inline __attribute__((always_inline)) bool
+seq_all_done(struct kr__run *r, struct kr__lp *lp, bool done, uint64_t *ndone, const unsigned f)
+{
+    return (f & SEQ_DONE) && r->model->done && kr__lp_done_step(lp, done) && ++*ndone == r->n;
+}
+
 /* The loop, for the features in f (a constant in each of its two copies: a feature out of
  * f costs nothing; one in it is still tested, since the full copy serves every run that
  * uses any). Returns true when the run ends because done() holds for every LP. */
@@ -314,10 +344,7 @@ seq_loop_with(struct kr__run *r, struct seq *s, uint64_t ndone, struct kr__progr
     const kr_time end = r->cfg->end;
     struct kr__ev *e;
     kr_time last = -INFINITY;
-    /* (interrupted: the events at the last one's time still run, so that what is committed
-     * is every event before a time, what --end reproduces) */
-    while ((e = kr__heap_top(&s->heap)) && e->k.ts < end &&
-           !(e->k.ts > last && kr__interrupted())) {
+    while ((e = seq_next(s, end, last))) {
         last = e->k.ts;
         if ((f & SEQ_SNAP) && __builtin_expect(seq_snap_due(s, e), 0))
             seq_snapshot(r, s, e->k.ts);
@@ -330,8 +357,7 @@ seq_loop_with(struct kr__run *r, struct seq *s, uint64_t ndone, struct kr__progr
         kr_time ts = e->k.ts;
         size_t n = seq_commit(r, s, lp, e, f);
         cnt->processed += n;
-        if ((f & SEQ_DONE) && r->model->done && kr__lp_done_step(lp, done) && ++ndone == r->n)
-            return true;
+        if (seq_all_done(r, lp, done, &ndone, f)) return true;
         /* (n events just committed: a count crossing a multiple of 64 ends below n) */
         if (__builtin_expect((cnt->processed & 63) < n, 0))
             seq_every_64(r, s, cnt, prog, ts);
@@ -410,6 +436,16 @@ static void seq_init(struct kr__run *r, struct seq *s, struct kr__recheck *check
     }
 }
 
+/* How the run ended, and where: done() everywhere, or the next event's time (interrupted:
+ * the loop ran every event at the last one's time). */
+static void seq_ended(struct kr__run *r, struct seq *s, bool by_done)
+{
+    struct kr__ev *top = kr__heap_top(&s->heap);
+    kr_time next = top ? top->k.ts : INFINITY;
+    kr__run_ended(r, by_done, next);
+    r->final_gvt = by_done ? r->end_key.ts : next;
+}
+
 static int seq_run(struct kr__run *r)
 {
     struct seq s;
@@ -433,11 +469,7 @@ static int seq_run(struct kr__run *r)
         seq_free(&s);
         return st;
     }
-    bool by_done = b.by_done;
-    struct kr__ev *top = kr__heap_top(&s.heap);
-    /* (interrupted: the loop ran every event at the last one's time) */
-    kr__run_ended(r, by_done, top ? top->k.ts : INFINITY);
-    r->final_gvt = by_done ? r->end_key.ts : (top ? top->k.ts : INFINITY);
+    seq_ended(r, &s, b.by_done);
     r->counters[0].committed = r->counters[0].processed;
     r->counters[0].pool_bytes = r->pools[0].bytes;
     r->counters[0].cpu_ns = kr__thread_cpu_ns(); /* (the run's thread: its set-up too) */

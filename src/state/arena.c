@@ -87,28 +87,28 @@ static bool index_intact(const struct kr__arena *a)
     return g == index_guard(a->areas - 1);
 }
 
+/* The index doubled (one block: guard, areas[cap], sorted[cap]); -1 without memory. */
+static int index_grow(struct kr__arena *a)
+{
+    uint32_t cap = a->cap ? a->cap * 2 : 2;
+    struct kr__area **x = realloc(a->cap ? a->areas - 1 : NULL, (2 * (size_t)cap + 1) * sizeof *x);
+    if (!x) return -1;
+    uint64_t g = index_guard(x);
+    memcpy(x, &g, sizeof g);
+    x++;
+    if (a->cap) memmove(x + cap, x + a->cap, a->n * sizeof *x);
+    else x[0] = x[cap] = a->one; /* (from `one`) */
+    a->areas = x;
+    a->cap = cap;
+    return 0;
+}
+
 /* Room for one more area in the index (none for the first: `one`). Made before the area is
  * allocated, so that the C library does not place the grown index right after the new
  * area, where an overrun of that area would hide itself by breaking its own arena's guard. */
 static int index_reserve(struct kr__arena *a)
 {
-    if (a->n && a->n >= a->cap) { /* one block: guard, areas[cap], sorted[cap] */
-        uint32_t cap = a->cap ? a->cap * 2 : 2;
-        struct kr__area **x = realloc(a->cap ? a->areas - 1 : NULL,
-                                      (2 * (size_t)cap + 1) * sizeof *x);
-        if (!x) return -1;
-        uint64_t g = index_guard(x);
-        memcpy(x, &g, sizeof g);
-        x++;
-        if (a->cap) {
-            memmove(x + cap, x + a->cap, a->n * sizeof *x);
-        } else { /* from `one` */
-            x[0] = x[cap] = a->one;
-        }
-        a->areas = x;
-        a->cap = cap;
-    }
-    return 0;
+    return a->n && a->n >= a->cap ? index_grow(a) : 0;
 }
 
 static void index_area(struct kr__arena *a, struct kr__area *ar)
@@ -185,6 +185,16 @@ static struct kr__area *new_heap_area(struct kr__arena *a, uint32_t cls, uint32_
     return ar;
 }
 
+/* A new area of its class into the index, after the class's last one (or as its first). */
+static void link_area(struct kr__arena *a, struct kr__area *ar, struct kr__area *last)
+{
+    uint32_t index = a->n;
+    index_area(a, ar);
+    if (last) last->next = index;
+    else a->first[ar->cls] = index + 1 < KR_ARENA_FIRST_FAR ? (uint8_t)(index + 1)
+                                                            : KR_ARENA_FIRST_FAR;
+}
+
 /* The next area of class cls: n chunks (a power of two; 0: the usual size). */
 static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, uint32_t n, int *err)
 {
@@ -205,15 +215,25 @@ static struct kr__area *new_area(struct kr__arena *a, uint32_t cls, uint32_t n, 
     if (!ar) return NULL;
     atomic_fetch_add_explicit(&kr__area_bytes, (size_t)n * kr__arena_class_bytes(cls),
                               memory_order_relaxed); /* (rare: areas double as they grow) */
-    uint32_t index = a->n;
     ar->cls = (uint8_t)cls;
     ar->first = first;
     ar->flags = KR_AF_META_DIRTY;
-    index_area(a, ar);
-    if (last) last->next = index;
-    else a->first[cls] = index + 1 < KR_ARENA_FIRST_FAR ? (uint8_t)(index + 1)
-                                                        : KR_ARENA_FIRST_FAR;
+    link_area(a, ar, last);
     return ar;
+}
+
+/* Chunk (w, bit) of area ar, free: in use, zeroed (and marked written, in chunk mode). */
+static inline void *take_chunk(struct kr__arena *a, struct kr__area *ar, uint32_t w, uint32_t bit)
+{
+    ar->bits[w] |= 1ull << bit;
+    ar->nused++;
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    a->used += csz;
+    char *p = ar->data + (size_t)(w * 64 + bit) * csz;
+    memset(p, 0, csz);
+    if (kr__arena_marks(a)) KR_AREA_DIRTY(ar)[w] |= 1ull << bit;
+    ar->flags |= KR_AF_META_DIRTY;
+    return p;
 }
 
 void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
@@ -237,17 +257,8 @@ void *kr__arena_alloc(struct kr__arena *a, size_t size, int *err)
         uint64_t free_bits = ~ar->bits[w];
         if (!free_bits) continue;
         uint32_t bit = (uint32_t)__builtin_ctzll(free_bits);
-        uint32_t idx = w * 64 + bit;
-        if (idx >= kr__area_nchunks(ar)) break;
-        ar->bits[w] |= 1ull << bit;
-        ar->nused++;
-        size_t csz = kr__arena_class_bytes(cls);
-        a->used += csz;
-        char *p = ar->data + (size_t)idx * csz;
-        memset(p, 0, csz);
-        if (kr__arena_marks(a)) KR_AREA_DIRTY(ar)[w] |= 1ull << bit;
-        ar->flags |= KR_AF_META_DIRTY;
-        return p;
+        if (w * 64 + bit >= kr__area_nchunks(ar)) break;
+        return take_chunk(a, ar, w, bit);
     }
     *err = KR_ARENA_NOMEM; /* unreachable: nused < nchunks guarantees a free bit */
     return NULL;
@@ -317,6 +328,21 @@ size_t kr__arena_chunk_size(const struct kr__arena *a, const void *p)
     return kr__arena_class_bytes(ar->cls);
 }
 
+/* A word that may be an address outside the arena: a module's address by its name and
+ * offset, another mapping's noted as the first alien pointer (if asked), else itself. */
+static uint64_t canonical_outside(uint64_t w, struct kr__alien *alien)
+{
+    enum kr__addr_kind kind;
+    char where[80];
+    uint64_t c = kr__addrmap_canon(w, &kind, where, sizeof where);
+    if (kind == KR_ADDR_FOREIGN && alien && !alien->found) {
+        alien->found = true;
+        alien->word = w;
+        snprintf(alien->where, sizeof alien->where, "%s", where);
+    }
+    return kind == KR_ADDR_IMAGE ? kr__mix(0x1A6E000000000000ull, c) : c;
+}
+
 /* A word that points into the arena, or one past the end of an area (the end of an array
  * in its last chunk), becomes a tagged (class, position) pair: the position counts bytes
  * over all chunks of the class in ordinal order, so a pointer one past chunk i and one to
@@ -328,19 +354,28 @@ static uint64_t canonical_word(const struct kr__arena *a, uint64_t w, struct kr_
     const char *p = (const char *)(uintptr_t)w;
     struct kr__area *ar = find_area(a, p);
     if (!ar && w) ar = find_area(a, p - 1);
-    if (!ar) {
-        enum kr__addr_kind kind;
-        char where[80];
-        uint64_t c = kr__addrmap_canon(w, &kind, where, sizeof where);
-        if (kind == KR_ADDR_FOREIGN && alien && !alien->found) {
-            alien->found = true;
-            alien->word = w;
-            snprintf(alien->where, sizeof alien->where, "%s", where);
-        }
-        return kind == KR_ADDR_IMAGE ? kr__mix(0x1A6E000000000000ull, c) : c;
-    }
+    if (!ar) return canonical_outside(w, alien);
     uint64_t pos = (uint64_t)ar->first * kr__arena_class_bytes(ar->cls) + (uint64_t)(p - ar->data);
     return kr__mix(0xA7E4000000000000ull ^ ((uint64_t)ar->cls << 48), pos);
+}
+
+/* h with the csz bytes at p, word by word as canonical_word sees them; the first alien
+ * pointer's place noted. */
+static uint64_t hash_chunk(const struct kr__arena *a, const char *p, size_t csz, uint64_t h,
+                           struct kr__alien *alien)
+{
+    bool had = alien && alien->found;
+    for (size_t off = 0; off < csz; off += 8) {
+        uint64_t w;
+        memcpy(&w, p + off, 8);
+        h = kr__mix(h, canonical_word(a, w, alien));
+        if (alien && alien->found && !had) {
+            alien->offset = off;
+            alien->block = csz;
+            had = true;
+        }
+    }
+    return h;
 }
 
 static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, uint64_t h,
@@ -350,18 +385,7 @@ static uint64_t hash_area(const struct kr__arena *a, const struct kr__area *ar, 
     for (uint32_t c = 0; c < kr__area_nchunks(ar); c++) {
         if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
         h = kr__mix(h, ((uint64_t)ar->cls << 48) ^ (ar->first + c));
-        const char *p = ar->data + (size_t)c * csz;
-        bool had = alien && alien->found;
-        for (size_t off = 0; off < csz; off += 8) {
-            uint64_t w;
-            memcpy(&w, p + off, 8);
-            h = kr__mix(h, canonical_word(a, w, alien));
-            if (alien && alien->found && !had) {
-                alien->offset = off;
-                alien->block = csz;
-                had = true;
-            }
-        }
+        h = hash_chunk(a, ar->data + (size_t)c * csz, csz, h, alien);
     }
     return h;
 }
@@ -390,6 +414,24 @@ static bool maybe_alien(const struct kr__arena *a, uint64_t w, const struct kr__
     return !ar;
 }
 
+/* The first alien pointer in the csz bytes at p into *alien: true if found. */
+static bool chunk_alien(const struct kr__arena *a, const char *p, size_t csz,
+                        const struct kr__area **last, struct kr__alien *alien)
+{
+    for (size_t off = 0; off < csz; off += 8) {
+        uint64_t w;
+        memcpy(&w, p + off, 8);
+        if (!maybe_alien(a, w, last)) continue;
+        canonical_word(a, w, alien);
+        if (alien->found) {
+            alien->offset = off;
+            alien->block = csz;
+            return true;
+        }
+    }
+    return false;
+}
+
 void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
 {
     const struct kr__area *last = NULL;
@@ -398,18 +440,7 @@ void kr__arena_find_alien(const struct kr__arena *a, struct kr__alien *alien)
         size_t csz = kr__arena_class_bytes(ar->cls);
         for (uint32_t c = 0; c < kr__area_nchunks(ar) && ar->nused; c++) {
             if (!(ar->bits[c / 64] >> (c % 64) & 1)) continue;
-            const char *p = ar->data + (size_t)c * csz;
-            for (size_t off = 0; off < csz; off += 8) {
-                uint64_t w;
-                memcpy(&w, p + off, 8);
-                if (!maybe_alien(a, w, &last)) continue;
-                canonical_word(a, w, alien);
-                if (alien->found) {
-                    alien->offset = off;
-                    alien->block = csz;
-                    return;
-                }
-            }
+            if (chunk_alien(a, ar->data + (size_t)c * csz, csz, &last, alien)) return;
         }
     }
 }
@@ -424,17 +455,37 @@ static bool header_sane(const struct kr__arena *a, const struct kr__area *ar)
            (a->seg || ar->data == (const char *)ar + hdr);
 }
 
+/* Whether the canary after area ar's last chunk is as it was written. */
+static bool canary_intact(const struct kr__area *ar)
+{
+    return !memcmp(ar->data + (kr__arena_class_bytes(ar->cls) << ar->lg), canary, CANARY_BYTES);
+}
+
 const struct kr__area *kr__arena_overrun(const struct kr__arena *a)
 {
     if (kr__arena_sliced(a) || !a->n) return NULL; /* (tracked: in the LP's slice) */
     if (a->cap && !index_intact(a)) return NULL; /* (overwritten by another's overrun) */
     for (uint32_t i = 0; i < a->n; i++) {
         const struct kr__area *ar = kr__arena_area(a, i);
-        if (header_sane(a, ar) &&
-            memcmp(ar->data + (kr__arena_class_bytes(ar->cls) << ar->lg), canary, CANARY_BYTES))
-            return ar;
+        if (header_sane(a, ar) && !canary_intact(ar)) return ar;
     }
     return NULL;
+}
+
+/* The chunks of [c, end) in the area c lies in marked written: where that area ends (or
+ * end). */
+static const char *mark_area(struct kr__arena *a, const char *c, const char *end)
+{
+    const struct kr__seg *s = a->seg;
+    uint32_t pg = (uint32_t)((size_t)(c - s->base) >> KR_PAGE_SHIFT);
+    struct kr__area *ar = kr__arena_area(a, s->pg_area[pg]);
+    size_t csz = kr__arena_class_bytes(ar->cls);
+    const char *aend = ar->data + (csz << ar->lg);
+    const char *stop = end < aend ? end : aend;
+    size_t i = (size_t)(c - ar->data) / csz, last = (size_t)(stop - 1 - ar->data) / csz;
+    uint64_t *d = KR_AREA_DIRTY(ar);
+    for (; i <= last; i++) d[i / 64] |= 1ull << (i % 64);
+    return stop;
 }
 
 void kr__arena_mark(struct kr__arena *a, const void *p, size_t n)
@@ -445,15 +496,5 @@ void kr__arena_mark(struct kr__arena *a, const void *p, size_t n)
     if (end < c) end = s->base + s->top; /* wrapped: clamp */
     if (c < s->base) c = s->base;
     if (end > s->base + s->top) end = s->base + s->top;
-    while (c < end) {
-        uint32_t pg = (uint32_t)((size_t)(c - s->base) >> KR_PAGE_SHIFT);
-        struct kr__area *ar = kr__arena_area(a, s->pg_area[pg]);
-        size_t csz = kr__arena_class_bytes(ar->cls);
-        const char *aend = ar->data + (csz << ar->lg);
-        const char *stop = end < aend ? end : aend;
-        size_t i = (size_t)(c - ar->data) / csz, last = (size_t)(stop - 1 - ar->data) / csz;
-        uint64_t *d = KR_AREA_DIRTY(ar);
-        for (; i <= last; i++) d[i / 64] |= 1ull << (i % 64);
-        c = stop;
-    }
+    while (c < end) c = mark_area(a, c, end);
 }
