@@ -533,6 +533,12 @@ static void reverse_missing(void)
                  (unsigned long long)no_revent);
 }
 
+/* --state MODE on a ROSS model: reverse needs its reverse handlers. */
+static void state_given(const char *mode)
+{
+    if (!strcmp(mode, "reverse")) reverse_missing();
+}
+
 /* Kairos's options that ROSS's own say: given both ways they would disagree. */
 static void refuse_own(int argc, char **argv)
 {
@@ -541,8 +547,7 @@ static void refuse_own(int argc, char **argv)
             ross_die("the end time is ROSS's option here: --end=T");
         if (!strcmp(argv[i], "--lps"))
             ross_die("--lps: the LPs are what the model gives tw_define_lps");
-        if (!strcmp(argv[i], "--state") && i + 1 < argc && !strcmp(argv[i + 1], "reverse"))
-            reverse_missing();
+        if (!strcmp(argv[i], "--state") && i + 1 < argc) state_given(argv[i + 1]);
     }
 }
 

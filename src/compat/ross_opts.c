@@ -137,6 +137,11 @@ static bool read_uint(const tw_optdef *d, const char *v, char **end)
     return true;
 }
 
+static bool real_type(int type)
+{
+    return type == TWOPTTYPE_STIME || type == TWOPTTYPE_DOUBLE;
+}
+
 /* One option's value into its variable; false if it does not read as one. */
 static bool apply(const tw_optdef *d, const char *v)
 {
@@ -154,8 +159,7 @@ static bool apply(const tw_optdef *d, const char *v)
     default: return false;
     }
     /* (strtoul reads "-1" as the largest value: a sign is refused for the unsigned ones) */
-    bool sign_ok = d->type == TWOPTTYPE_STIME || d->type == TWOPTTYPE_DOUBLE || v[0] != '-';
-    return number_ok(v, end) && sign_ok;
+    return number_ok(v, end) && (real_type(d->type) || v[0] != '-');
 }
 
 /* Whether option d is the one called name[0..len) (a group's heading is no option). */

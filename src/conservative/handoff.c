@@ -23,18 +23,41 @@
 #include "base/clock.h"
 #include "base/error.h"
 
+/* A send without a duration from a model without a lookahead: a model error. */
+static __attribute__((cold, noinline)) void no_duration(struct kr__ctx *x, struct kr__ev *e,
+                                                        const struct kr__run *r)
+{
+    kr_lp d = e->dest;
+    kr_time t = e->k.ts;
+    kr__pool_put(x->pool, e);
+    kr__model_error("kr_schedule to LP %llu at %.17g: --sync conservative needs every event's "
+                    "duration, and this model declares no lookahead; declare one (struct "
+                    "kr_model.lookahead or run_lookahead, or kr_set_lookahead in init) or "
+                    "send with kr_schedule_span, or use --sync optimistic (a model may offer a "
+                    "formulation with durations as a parameter: kairos run %s --help)",
+                    (unsigned long long)d, t, r->cfg->model);
+}
+
+/* A send that starts before the sending event ends: a model error. */
+static __attribute__((cold, noinline)) void before_end(struct kr__ctx *x, struct kr__ev *e,
+                                                       kr_time end)
+{
+    kr_time t = e->k.ts;
+    kr_lp d = e->dest;
+    kr__pool_put(x->pool, e);
+    kr__model_error("event to LP %llu at %.17g starts before this event ends at %.17g (start + "
+                    "duration %g): under --sync conservative an event may only schedule "
+                    "events at or after its own end; shorten its duration (kr_schedule_span "
+                    "or the lookahead) or use --sync optimistic", (unsigned long long)d, t,
+                    end, x->ev->dur);
+}
+
 static void cons_send(struct kr__ctx *x, struct kr__ev *e)
 {
     struct cons_worker *w = x->eng;
     struct kr__run *r = w->c->r;
     if (!(e->flags & KR_EVF_SPAN) && r->lookahead <= 0 && !r->promise.lookahead_declared) {
-        kr__pool_put(x->pool, e);
-        kr__model_error("kr_schedule to LP %llu at %.17g: --sync conservative needs every event's "
-                        "duration, and this model declares no lookahead; declare one (struct "
-                        "kr_model.lookahead or run_lookahead, or kr_set_lookahead in init) or "
-                        "send with kr_schedule_span, or use --sync optimistic (a model may offer a "
-                        "formulation with durations as a parameter: kairos run %s --help)",
-                        (unsigned long long)e->dest, e->k.ts, r->cfg->model);
+        no_duration(x, e, r);
         return;
     }
     e->st = KR_EV_PENDING;
@@ -44,14 +67,7 @@ static void cons_send(struct kr__ctx *x, struct kr__ev *e)
     }
     kr_time end = x->ev->k.ts + x->ev->dur;
     if (e->k.ts < end) {
-        kr_time t = e->k.ts;
-        kr_lp d = e->dest;
-        kr__pool_put(x->pool, e);
-        kr__model_error("event to LP %llu at %.17g starts before this event ends at %.17g (start + "
-                        "duration %g): under --sync conservative an event may only schedule "
-                        "events at or after its own end; shorten its duration (kr_schedule_span "
-                        "or the lookahead) or use --sync optimistic", (unsigned long long)d, t,
-                        end, x->ev->dur);
+        before_end(x, e, end);
         return;
     }
     if (w->direct) { /* the scheduler's own event with nothing outstanding */
@@ -270,17 +286,22 @@ void cons_handoff_stop(struct cons *c)
     pthread_cond_destroy(&c->q.done);
 }
 
+/* --handoff pull: j onto the shared queue, a worker woken. */
+static void queue_push(struct cons_queue *q, struct cons_job *j)
+{
+    j->qnext = NULL;
+    pthread_mutex_lock(&q->mu);
+    if (q->tail) q->tail->qnext = j;
+    else q->head = j;
+    q->tail = j;
+    pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->mu);
+}
+
 bool cons_offload(struct cons *c, struct cons_job *j)
 {
     if (!c->push) {
-        struct cons_queue *q = &c->q;
-        j->qnext = NULL;
-        pthread_mutex_lock(&q->mu);
-        if (q->tail) q->tail->qnext = j;
-        else q->head = j;
-        q->tail = j;
-        pthread_cond_signal(&q->work);
-        pthread_mutex_unlock(&q->mu);
+        queue_push(&c->q, j);
         return true;
     }
     struct cons_worker *to = NULL; /* an idle worker, else one with room behind its job */

@@ -59,6 +59,15 @@ static void where_apart(const struct kr__ctx *c, const char *model, char *buf, s
         snprintf(buf, cap, "model '%s', LP %llu, in %s", model, id, mode_name(c->mode));
 }
 
+/* Where done() after an event, or its reverse handler, runs: the event and which. */
+static void after_event_where(const struct kr__ctx *c, char *buf, size_t cap)
+{
+    char ev[320];
+    kr__event_where(ev, sizeof ev, c->run, c->ev);
+    snprintf(buf, cap, "%s, %s", ev, c->mode == KR_MODE_DONE ? "in done() after the event"
+                                                            : "in its reverse handler");
+}
+
 void kr__ctx_where(char *buf, size_t cap)
 {
     const struct kr__ctx *c = &kr__ctx;
@@ -66,10 +75,7 @@ void kr__ctx_where(char *buf, size_t cap)
     if ((c->mode == KR_MODE_EVENT || c->mode == KR_MODE_COAST) && c->ev) {
         kr__event_where(buf, cap, c->run, c->ev);
     } else if ((c->mode == KR_MODE_REVERSE || c->mode == KR_MODE_DONE) && c->ev) {
-        char ev[320];
-        kr__event_where(ev, sizeof ev, c->run, c->ev);
-        snprintf(buf, cap, "%s, %s", ev, c->mode == KR_MODE_DONE ? "in done() after the event"
-                                                                : "in its reverse handler");
+        after_event_where(c, buf, cap);
     } else {
         where_apart(c, model, buf, cap);
     }
@@ -86,9 +92,11 @@ const char *kr__type_name(const struct kr_model *m, unsigned type)
 void kr__event_where(char *buf, size_t cap, const struct kr__run *r, const struct kr__ev *e)
 {
     const char *name = kr__type_name(r ? r->model : NULL, e->type);
-    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u%s%s%s",
+    char named[80] = "";
+    if (name) snprintf(named, sizeof named, " (%s)", name);
+    snprintf(buf, cap, "model '%s', LP %llu, virtual time %.17g, event type %u%s",
              r && r->model ? r->model->name : "?", (unsigned long long)e->dest, e->k.ts, e->type,
-             name ? " (" : "", name ? name : "", name ? ")" : "");
+             named);
 }
 
 
@@ -290,6 +298,13 @@ static void out_counted(const struct kr__ctx *c, const char *text, size_t len)
     r->out.bytes += len;
 }
 
+/* Whether committed output may go to stdout now: no write failed, it is not closed, and
+ * what a resumed run's snapshot says was out already is cut (cut_first). */
+static inline bool stdout_takes(struct kr__ctx *c)
+{
+    return !kr__out_errno && !kr__out_closed && cut_first(c);
+}
+
 /* (Committed output to stdout is counted and hashed byte by byte - FNV-1a, so that
  * however it was cut into writes - for snapshots: resume checks the file it appends to.) */
 void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
@@ -297,7 +312,7 @@ void kr__emit_direct(struct kr__ctx *c, const char *text, size_t len)
     /* (after a write failed nothing more goes out: what is written stays a prefix of the
      * committed output, without a hole; the next flush reports the first failure) */
     FILE *f = kr__emit_file ? kr__emit_file : stdout;
-    if (f == stdout && (kr__out_errno || kr__out_closed || !cut_first(c))) return;
+    if (f == stdout && !stdout_takes(c)) return;
     if (fwrite(text, 1, len, f) < len && f == stdout) {
         kr__out_errno = errno ? errno : EIO; /* (not counted: a snapshot says what is out) */
         return;

@@ -149,10 +149,16 @@ double kr__xsum_value(const struct kr__xsum *x)
     return neg ? -v : v;
 }
 
-static void stat_add(struct kr__mstat *s, double v, int32_t k)
+/* The least and greatest value, v the first or one more. */
+static inline void stat_bounds(struct kr__mstat *s, double v)
 {
     if (!s->n || v < s->min) s->min = v;
     if (!s->n || v > s->max) s->max = v;
+}
+
+static void stat_add(struct kr__mstat *s, double v, int32_t k)
+{
+    stat_bounds(s, v);
     s->n++;
     xsum_add(&s->sum, v);
     if (v > 0) store_add(&s->pos, k, 1);
@@ -202,10 +208,9 @@ struct kr__metrics *kr__metrics_new(const char *const *names, double end)
     if (!ms || !ms->m) kr__fatal_oom("the model's metrics", n * sizeof *ms->m);
     ms->n = n;
     ms->fixed = isfinite(end) && end > 0;
-    for (unsigned i = 0; i < n; i++) {
-        ms->m[i].name = names[i];
-        ms->m[i].width = ms->fixed ? end / KR_METRIC_BINS : 1;
-    }
+    double width = ms->fixed ? end / KR_METRIC_BINS : 1;
+    for (unsigned i = 0; i < n; i++)
+        ms->m[i] = (struct kr__metric){ .name = names[i], .width = width };
     return ms;
 }
 
@@ -410,6 +415,15 @@ static bool stat_load(struct kr__mstat *s, struct kr__cursor *in)
     return !in->why;
 }
 
+/* A metric's bins and its whole-run statistics, as a snapshot holds them. */
+static bool bins_load(struct kr__metric *m, struct kr__cursor *in)
+{
+    if (m->nbins) need_bins(m);
+    for (uint32_t k = 0; k < m->nbins && stat_load(&m->bins[k], in); k++) {}
+    if (!in->why) stat_load(&m->all, in);
+    return !in->why;
+}
+
 /* One metric's histogram; false (in->why) if it cannot be read. */
 static bool metric_load(struct kr__metric *m, struct kr__cursor *in)
 {
@@ -419,10 +433,7 @@ static bool metric_load(struct kr__metric *m, struct kr__cursor *in)
         kr__cursor_fail(in, "the snapshot's metrics are damaged");
         return false;
     }
-    if (m->nbins) need_bins(m);
-    for (uint32_t k = 0; k < m->nbins && stat_load(&m->bins[k], in); k++) {}
-    if (!in->why) stat_load(&m->all, in);
-    return !in->why;
+    return bins_load(m, in);
 }
 
 bool kr__metrics_load(struct kr__metrics *ms, struct kr__cursor *in)

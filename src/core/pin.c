@@ -72,9 +72,10 @@ void kr__thread_start_or_die(pthread_t *t, void *(*fn)(void *), void *arg, size_
 static unsigned env_count(const char *name)
 {
     const char *v = getenv(name);
+    if (!v || !*v) return 0;
     char *end;
-    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
-    return v && *v && !*end && n < 65536 ? (unsigned)n : 0;
+    unsigned long n = strtoul(v, &end, 10);
+    return !*end && n < 65536 ? (unsigned)n : 0;
 }
 
 void kr__local_ranks(unsigned *rank, unsigned *size)

@@ -211,10 +211,16 @@ static int read_params(struct kr__snapshot *s, struct kr__cursor *in)
     return 0;
 }
 
+/* Whether this Kairos reads snapshots of that format version (this one and version 2). */
+static bool version_read(uint32_t v)
+{
+    return v == SNAP_VERSION || v == 2;
+}
+
 static int read_identity(struct kr__snapshot *s, struct kr__cursor *in, struct kr__error *err)
 {
     s->version = (uint32_t)kr__cursor_get(in, 4);
-    if (s->version != SNAP_VERSION && s->version != 2)
+    if (!version_read(s->version))
         return kr__fail(err, KR_ERR_USAGE, "the snapshot was written by another version of "
                         "Kairos");
     s->model_path = rd_str(in);
@@ -245,6 +251,15 @@ static struct kr__snapshot *snap_read(const char *dir, struct kr__cursor *in, st
     return s;
 }
 
+/* A parameter: its key its own copy, its value at o. Past the value. */
+static char *copy_param(struct kr__kv *to, const struct kr__kv *from, char *o)
+{
+    to->key = strdup(from->key);
+    if (!to->key) kr__fatal_oom("a snapshot's parameters", strlen(from->key) + 1);
+    to->val = strcpy(o, from->val);
+    return o + strlen(o) + 1;
+}
+
 /* The snapshot's model path and parameters into the configuration, which owns the copies
  * (kr__options_free). */
 static void copy_params(struct kr__config *c, const struct kr__snapshot *s)
@@ -256,12 +271,7 @@ static void copy_params(struct kr__config *c, const struct kr__snapshot *s)
     if (!o || !c->params) kr__fatal_oom("a snapshot's parameters", bytes);
     c->model = strcpy(o, s->model_path);
     o += strlen(o) + 1;
-    for (uint32_t i = 0; i < s->nparams; i++) {
-        c->params[i].key = strdup(s->params[i].key); /* (keys too) */
-        c->params[i].val = strcpy(o, s->params[i].val);
-        o += strlen(o) + 1;
-        if (!c->params[i].key) kr__fatal_oom("a snapshot's parameters", bytes);
-    }
+    for (uint32_t i = 0; i < s->nparams; i++) o = copy_param(&c->params[i], &s->params[i], o);
 }
 
 int kr__snapshot_config(const char *dir, struct kr__config *c, struct kr__error *err)
@@ -285,6 +295,16 @@ static bool mine(const struct kr__snapshot *s, uint64_t id)
     return id >= s->lo && id < s->hi;
 }
 
+/* Past one LP's record, its committed count added up. */
+static void skip_lp(struct kr__snapshot *s, struct kr__cursor *in)
+{
+    kr__cursor_take(in, 24); /* (RNG, send count, history hash) */
+    s->committed += kr__cursor_get(in, 8);
+    kr__cursor_take(in, 2);
+    kr__cursor_take(in, kr__cursor_get(in, 8));
+    drop_behind(s, in->p);
+}
+
 /* Where each LP's record of lo .. hi starts (the others are read past). */
 static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
 {
@@ -294,11 +314,7 @@ static void index_lps(struct kr__snapshot *s, struct kr__cursor *in)
     if (!s->lp_at || !s->ev_first) kr__fatal_oom("a snapshot's index", m * 16);
     for (uint64_t id = 0; id < s->lps && !in->why; id++) {
         if (mine(s, id)) s->lp_at[id - s->lo] = (size_t)(in->p - s->buf);
-        kr__cursor_take(in, 24); /* (RNG, send count, history hash) */
-        s->committed += kr__cursor_get(in, 8);
-        kr__cursor_take(in, 2);
-        kr__cursor_take(in, kr__cursor_get(in, 8));
-        drop_behind(s, in->p);
+        skip_lp(s, in);
     }
 }
 
@@ -424,6 +440,15 @@ static bool stdout_hash(uint64_t n, uint64_t *h)
     return off == n;
 }
 
+/* ": " and errno's reason, or nothing if there is none. */
+static const char *errno_said(int e)
+{
+    static __thread char buf[128];
+    if (!e) return "";
+    snprintf(buf, sizeof buf, ": %s", strerror(e));
+    return buf;
+}
+
 /* stdout, when it is a file: it must start with the output the snapshot committed (its
  * bytes and hash); it is cut there when the resumed run first appends, or ends - after
  * every check and the engine's start (a refused resume leaves the file as it was). */
@@ -439,8 +464,7 @@ static int check_output(struct kr__run *r, const struct kr__snapshot *s, struct 
                         (unsigned long long)s->out_bytes);
     uint64_t h;
     if (!stdout_hash(s->out_bytes, &h))
-        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back%s%s", errno ? ": " : "",
-                        errno ? strerror(errno) : "");
+        return kr__fail(err, KR_ERR_USAGE, "stdout cannot be read back%s", errno_said(errno));
     if (h != s->out_hash)
         return kr__fail(err, KR_ERR_USAGE, "stdout does not start with the output of the "
                         "snapshot's run: resume into that run's output file");

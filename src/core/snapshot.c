@@ -187,6 +187,16 @@ static void out_flush(struct snap_out *o, bool all)
     o->b.n = 0;
 }
 
+/* want bytes of the file at off into buf: false if interrupted (try again) or failed
+ * (o->err set). */
+static bool read_back(struct snap_out *o, unsigned char *buf, size_t want, uint64_t off)
+{
+    ssize_t got = pread(o->fd, buf, want, (off_t)off);
+    if (got == (ssize_t)want) return true;
+    if (got >= 0 || errno != EINTR) o->err = got < 0 ? errno : EIO;
+    return false;
+}
+
 /* The checksum of the file after its header, read back (kr__mix_bytes over it, the length
  * first: the same as over the bytes held in memory). */
 static uint64_t out_sum(struct snap_out *o)
@@ -197,12 +207,7 @@ static uint64_t out_sum(struct snap_out *o)
     if (!buf) return o->err = ENOMEM, 0;
     for (uint64_t off = 0; off < n && !o->err;) {
         size_t want = n - off < piece ? (size_t)(n - off) : piece;
-        ssize_t got = pread(o->fd, buf, want, (off_t)(SNAP_HEAD + off));
-        if (got < 0 && errno == EINTR) continue;
-        if (got != (ssize_t)want) {
-            o->err = got < 0 ? errno : EIO;
-            break;
-        }
+        if (!read_back(o, buf, want, SNAP_HEAD + off)) continue;
         h = kr__mix_words(h, buf, want); /* (only the last piece has a tail) */
         off += want;
     }

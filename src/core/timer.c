@@ -82,6 +82,14 @@ static uint32_t slot(const struct tlist *t, uint64_t id)
     return lo < t->n && t->id[lo] == id ? lo : t->n;
 }
 
+/* The ids of list t into its larger successor n; t freed. */
+static void moved_from(struct kr__lp *lp, struct tlist *n, struct tlist *t)
+{
+    n->n = t->n;
+    memcpy(n->id, t->id, t->n * sizeof t->id[0]);
+    kr__arena_free(&lp->arena, t);
+}
+
 /* A list with room for one more (the old one's ids moved over). */
 static struct tlist *room(struct kr__lp *lp, struct tlist *t)
 {
@@ -95,11 +103,7 @@ static struct tlist *room(struct kr__lp *lp, struct tlist *t)
                         "--arena-max, or cancel the timers the model no longer needs",
                         t ? t->n + 1 : 1, lp->arena.used, lp->arena.limit);
     n->cap = cap;
-    if (t) {
-        n->n = t->n;
-        memcpy(n->id, t->id, t->n * sizeof t->id[0]);
-        kr__arena_free(&lp->arena, t);
-    }
+    if (t) moved_from(lp, n, t);
     written(lp, n, 0, n->n);
     kr__timers_set_word(lp, (uint64_t)(uintptr_t)n);
     return n;

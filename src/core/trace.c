@@ -141,6 +141,18 @@ void kr__trace_span(unsigned kind, uint64_t t0, uint64_t dur, uint64_t lp, kr_ti
     b->s[b->n++] = (struct kr__span){ t0, dur, vt, lp, kind, arg, b->tid };
 }
 
+/* Every thread's records (spans, or committed events) one after another into all: how
+ * many. (Under bufs_mu.) */
+static size_t copy_all(unsigned char *all, size_t elem, bool spans)
+{
+    size_t n = 0;
+    for (struct trace_buf *b = bufs; b; b = b->next) {
+        if (b->n) memcpy(all + n * elem, spans ? (void *)b->s : (void *)b->a, b->n * elem);
+        n += b->n;
+    }
+    return n;
+}
+
 /* Every thread's records of one kind (spans, or committed keys) in one array. */
 static size_t take_all(void **out, size_t elem, bool spans, uint64_t *dropped)
 {
@@ -153,11 +165,7 @@ static size_t take_all(void **out, size_t elem, bool spans, uint64_t *dropped)
         pthread_mutex_unlock(&bufs_mu);
         kr__fatal_oom("the --trace records", (n + 1) * elem);
     }
-    n = 0;
-    for (struct trace_buf *b = bufs; b; b = b->next) {
-        if (b->n) memcpy(all + n * elem, spans ? (void *)b->s : (void *)b->a, b->n * elem);
-        n += b->n;
-    }
+    n = copy_all(all, elem, spans);
     pthread_mutex_unlock(&bufs_mu);
     *out = all;
     return n;

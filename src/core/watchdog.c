@@ -71,6 +71,12 @@ static uint64_t slot_now(const struct kr__watch *w)
     return kr__clock_ns();
 }
 
+/* Whether system call nr writes to stdin, stdout or stderr (its first argument fd0). */
+static bool writes_stdio(long nr, unsigned long fd0)
+{
+    return (nr == SYS_write || nr == SYS_writev || nr == SYS_pwrite64) && fd0 <= 2;
+}
+
 /* The system call the slot's thread is blocked in, or -1: running or runnable, or writing
  * to stdout or stderr (a reader that stalls is not the event's doing), or not known. */
 static long blocked_call(const struct kr__watch *w)
@@ -81,9 +87,7 @@ static long blocked_call(const struct kr__watch *w)
     char *end;
     long nr = strtol(buf, &end, 10);
     if (end == buf || nr < 0) return -1; /* ("running", or -1 with registers: in user code) */
-    unsigned long fd0 = strtoul(end, NULL, 16);
-    if ((nr == SYS_write || nr == SYS_writev || nr == SYS_pwrite64) && fd0 <= 2) return -1;
-    return nr;
+    return writes_stdio(nr, strtoul(end, NULL, 16)) ? -1 : nr;
 }
 
 /* Ask the slot's thread to end its callback (its handler: core/fault.c). Not under
@@ -199,6 +203,12 @@ static struct {
     const struct kr__run *r;
 } seqw = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+static void later(struct timespec *at, long ns)
+{
+    at->tv_nsec += ns;
+    if (at->tv_nsec >= 1000000000) at->tv_sec++, at->tv_nsec -= 1000000000;
+}
+
 static void *watch_main(void *arg)
 {
     (void)arg;
@@ -206,8 +216,7 @@ static void *watch_main(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &at);
     pthread_mutex_lock(&seqw.mu);
     while (!seqw.stop) {
-        at.tv_nsec += 50 * 1000 * 1000;
-        if (at.tv_nsec >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
+        later(&at, 50 * 1000 * 1000);
         while (!seqw.stop && pthread_cond_timedwait(&seqw.cv, &seqw.mu, &at) == 0) {}
         if (seqw.stop) break;
         kr__watch_poll(&kr__watch_callbacks, seqw.r, "");

@@ -104,14 +104,15 @@ int kr__wire_next(const unsigned char **p, const unsigned char *end, uint64_t nl
 
 const char *kr__wire_strerror(int code)
 {
-    switch (code) {
-    case KR_WIRE_OK: return "no error";
-    case KR_WIRE_END: return "end of the message";
-    case KR_WIRE_TRUNCATED: return "a record runs past the end of its message";
-    case KR_WIRE_BAD_KIND: return "a record of no known kind";
-    case KR_WIRE_BAD_SIZE: return "a record's payload size is impossible";
-    case KR_WIRE_BAD_DEST: return "a record's destination LP does not exist";
-    case KR_WIRE_BAD_TABLE: return "an event's table of payload pointers is damaged";
-    default: return "unknown wire error";
-    }
+    static const char *const what[] = {
+        [KR_WIRE_OK] = "no error",
+        [KR_WIRE_END] = "end of the message",
+        [KR_WIRE_TRUNCATED] = "a record runs past the end of its message",
+        [KR_WIRE_BAD_KIND] = "a record of no known kind",
+        [KR_WIRE_BAD_SIZE] = "a record's payload size is impossible",
+        [KR_WIRE_BAD_DEST] = "a record's destination LP does not exist",
+        [KR_WIRE_BAD_TABLE] = "an event's table of payload pointers is damaged",
+    };
+    bool known = code >= 0 && (size_t)code < sizeof what / sizeof what[0];
+    return known ? what[code] : "unknown wire error";
 }

@@ -229,11 +229,17 @@ static size_t line_len(const char *a, size_t n, size_t i)
     return e ? (size_t)(e - a) - i : n - i;
 }
 
+/* Whether line l (n bytes) is "name value". */
+static bool line_named(const char *l, size_t n, const char *name, int nlen)
+{
+    return n > (size_t)nlen && !memcmp(l, name, (size_t)nlen) && l[nlen] == ' ';
+}
+
 /* What follows the name (and its space) on a line that starts with it, else the line. */
 static void value_of(const char *l, size_t n, const char *name, int nlen, int *vlen,
                      const char **v)
 {
-    bool named = n > (size_t)nlen && !memcmp(l, name, (size_t)nlen) && l[nlen] == ' ';
+    bool named = line_named(l, n, name, nlen);
     *v = named ? l + nlen + 1 : n ? l : "(nothing)";
     *vlen = named ? (int)n - nlen - 1 : n ? (int)n : 9;
 }
@@ -253,13 +259,18 @@ static void describe_difference(const char *a, size_t la, const char *b, size_t 
              vb, r);
 }
 
+static bool same_line(const char *a, size_t la, const char *b, size_t lb)
+{
+    return la == lb && !memcmp(a, b, la);
+}
+
 static bool first_difference(const char *a, size_t na, const char *b, size_t nb, int r,
                              char *out, size_t cap)
 {
     size_t i = 0, j = 0;
     while (i < na || j < nb) {
         size_t la = line_len(a, na, i), lb = line_len(b, nb, j);
-        if (i < na && j < nb && la == lb && !memcmp(a + i, b + j, la)) {
+        if (i < na && j < nb && same_line(a + i, la, b + j, lb)) {
             i += la + 1;
             j += lb + 1;
             continue;
@@ -268,6 +279,14 @@ static bool first_difference(const char *a, size_t na, const char *b, size_t nb,
         return true;
     }
     return false;
+}
+
+static void not_same(struct kr__error *err, const char *diff)
+{
+    kr__fail(err, KR_ERR_USAGE, "the ranks do not run the same thing: %s; every rank must run "
+             "the same kairos, model file, parameters and options (a stale copy of a file on "
+             "one node, or another command line in an MPMD launch, would give an answer of "
+             "neither run)", diff);
 }
 
 /* Rank 0: each rank's text in `all` (a length, then the bytes) against its own. */
@@ -281,11 +300,7 @@ static void compare_gathered(const char *text, size_t len, const char *all, size
         memcpy(&l, p, sizeof l);
         p += sizeof l;
         bool cmp = r > 0 && l && len && !err->status;
-        if (cmp && first_difference(text, len, p, l, r, diff, sizeof diff))
-            kr__fail(err, KR_ERR_USAGE, "the ranks do not run the same thing: %s; every rank "
-                     "must run the same kairos, model file, parameters and options (a stale "
-                     "copy of a file on one node, or another command line in an MPMD launch, "
-                     "would give an answer of neither run)", diff);
+        if (cmp && first_difference(text, len, p, l, r, diff, sizeof diff)) not_same(err, diff);
         p += l;
     }
 }

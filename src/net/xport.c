@@ -41,17 +41,20 @@ static int reap(struct kr__xport *x, struct kr__xmsg *m)
     return r;
 }
 
+/* A pair's messages, each waited for (every rank is past its last event by now). */
+static void out_free(struct kr__xport *x, struct kr__xout *o)
+{
+    for (unsigned k = 0; k < o->nm; k++) {
+        while (reap(x, &o->m[k]) == 0) {}
+        free(o->m[k].buf);
+    }
+    free(o->m);
+}
+
 void kr__xport_destroy(struct kr__xport *x)
 {
     size_t pairs = (size_t)x->nthreads * (size_t)x->nranks;
-    for (size_t i = 0; x->out && i < pairs; i++) {
-        for (unsigned k = 0; k < x->out[i].nm; k++) {
-            struct kr__xmsg *m = &x->out[i].m[k];
-            while (reap(x, m) == 0) {} /* (every rank is past its last event by now) */
-            free(m->buf);
-        }
-        free(x->out[i].m);
-    }
+    for (size_t i = 0; x->out && i < pairs; i++) out_free(x, &x->out[i]);
     if (x->out) pthread_mutex_destroy(&x->mu);
     free(x->out);
     free(x->in);
@@ -103,6 +106,16 @@ static int stamp_send(struct kr__xport *x, struct kr__xmsg *m, int to)
     return r;
 }
 
+/* Another message buffer to fill, every other one being in flight. */
+static void one_more(struct kr__xout *o)
+{
+    struct kr__xmsg *more = realloc(o->m, (o->nm + 1) * sizeof *o->m);
+    if (!more) kr__fatal_oom("messages to other ranks", (o->nm + 1) * sizeof *o->m);
+    o->m = more;
+    o->m[o->nm] = (struct kr__xmsg){ 0 };
+    o->fill = o->nm++;
+}
+
 /* Stamp and send the message being filled, and make a free one the one to fill. */
 static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
 {
@@ -117,11 +130,7 @@ static int send_fill(struct kr__xport *x, struct kr__xout *o, int to)
             return 0;
         }
     }
-    struct kr__xmsg *more = realloc(o->m, (o->nm + 1) * sizeof *o->m); /* all in flight */
-    if (!more) kr__fatal_oom("messages to other ranks", (o->nm + 1) * sizeof *o->m);
-    o->m = more;
-    o->m[o->nm] = (struct kr__xmsg){ 0 };
-    o->fill = o->nm++;
+    one_more(o); /* (all in flight) */
     return 0;
 }
 

@@ -99,6 +99,12 @@ static bool stop_point(const struct tw_global *g)
     return g->gvt.ts > g->horizon.ts;
 }
 
+/* Where a stopping run's history ends: at GVT's time, or the last horizon if later. */
+static struct kr__key stop_horizon(const struct tw_global *g)
+{
+    return g->gvt.ts > g->horizon.ts ? kr__key_at(g->gvt.ts) : g->horizon;
+}
+
 /* Commit everything before GVT (capped at the end time); stop once GVT reaches the end, or
  * at a point in time once the run was interrupted (from then on, horizons are times). */
 static void publish_gvt(struct tw_thread *th, uint64_t s)
@@ -108,7 +114,7 @@ static void publish_gvt(struct tw_thread *th, uint64_t s)
     if (!kr__key_lt(&g->gvt, &end)) {
         publish(g, end, true, s);
     } else if (atomic_load_explicit(&g->stop, memory_order_acquire) || stop_point(g)) {
-        publish(g, g->gvt.ts > g->horizon.ts ? kr__key_at(g->gvt.ts) : g->horizon, true, s);
+        publish(g, stop_horizon(g), true, s);
     } else {
         if (!tw_snap_plan(th)) tw_balance_plan(th); /* (not both in one round) */
         publish(g, g->gvt, false, s);
@@ -239,6 +245,13 @@ static void phase_seen(struct tw_thread *th, uint64_t s)
     }
 }
 
+/* A new GVT (epoch ep): each mechanism's on-GVT hook, in registration order. */
+static void gvt_hooks(struct tw_thread *th, uint64_t ep)
+{
+    th->gv.seen_epoch = ep;
+    for (unsigned i = 0; i < th->g->hk.ngvt; i++) th->g->hk.gvt[i](th);
+}
+
 void tw_gvt_poll(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -249,10 +262,7 @@ void tw_gvt_poll(struct tw_thread *th)
     }
     if ((s & TW_PH_MASK) >= TW_PH_NET && g->gvt_ops->poll) g->gvt_ops->poll(th, s);
     uint64_t ep = atomic_load_explicit(&g->epoch, memory_order_acquire);
-    if (ep != th->gv.seen_epoch) {
-        th->gv.seen_epoch = ep;
-        for (unsigned i = 0; i < g->hk.ngvt; i++) g->hk.gvt[i](th);
-    }
+    if (ep != th->gv.seen_epoch) gvt_hooks(th, ep);
 }
 
 /* Done-phase report: are all my LPs done on their state at GVT, and since which event?
@@ -308,6 +318,12 @@ static void gvt_init(struct tw_thread *th)
     th->gv.min_sent = kr__key_at(INFINITY);
 }
 
+/* Whether the hold starts now: the first, or events ran or stamps came since the last. */
+static bool held_anew(const struct tw_thread *th, uint64_t ran, uint64_t clock)
+{
+    return !th->rk.held_ns || th->rk.held_ran != ran || th->rk.held_clock != clock;
+}
+
 /* Across ranks, an idle turn whose top is held back (held): the ranks' clocks carry no
  * quiet records, so without a lookahead they bound each other and only a GVT round moves
  * them, a round an event. A hold of TW_HELD_NS in which the other ranks' clock stood still
@@ -325,7 +341,7 @@ void tw_gvt_held(struct tw_thread *th, bool held)
     }
     uint64_t now = kr__clock_ns(), ran = th->cnt->processed,
              clock = atomic_load_explicit(&th->g->net.clock_bits, memory_order_relaxed);
-    if (!th->rk.held_ns || th->rk.held_ran != ran || th->rk.held_clock != clock) {
+    if (held_anew(th, ran, clock)) {
         th->rk.held_ns = now; /* (held anew: events ran, or stamps came, since) */
         th->rk.held_ran = ran;
         th->rk.held_clock = clock;

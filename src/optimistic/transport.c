@@ -41,6 +41,21 @@ struct kr__key tw_post_backlog_min(const struct tw_thread *th)
     return m;
 }
 
+/* --check: nothing arrives below the safe time or the quiet bound the thread ran under. */
+static __attribute__((noinline)) void check_taken(const struct tw_thread *th,
+                                                  const struct kr__ev *e)
+{
+    const char *what = e->flags & KR_EVF_ANTI ? "n antimessage" : " message";
+    if (e->k.ts < th->clk.safe_prev)
+        kr__internal_error("thread %u received a%s at time %.17g below its safe time "
+                           "%.17g (LP %llu)", th->id, what, e->k.ts, th->clk.safe_prev,
+                           (unsigned long long)e->dest);
+    if (tw_hop_lt(&e->k, &th->clk.qbound))
+        kr__internal_error("thread %u received a%s at (%.17g, %u hops) below its quiet bound "
+                           "(%.17g, %u) (LP %llu)", th->id, what, e->k.ts, e->k.gen,
+                           th->clk.qbound.ts, th->clk.qbound.gen, (unsigned long long)e->dest);
+}
+
 static void tw_take(struct tw_thread *th, struct kr__ev *e)
 {
     if (__builtin_expect(e->xflags & KR_EVX_SENDBACK, 0)) { /* (a request, not an event to
@@ -48,16 +63,7 @@ static void tw_take(struct tw_thread *th, struct kr__ev *e)
         tw_sendback_take(th, e);
         return;
     }
-    if (th->g->cf.check && e->k.ts < th->clk.safe_prev)
-        kr__internal_error("thread %u received a%s at time %.17g below its safe time "
-                           "%.17g (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
-                           "n antimessage" : " message", e->k.ts, th->clk.safe_prev,
-                           (unsigned long long)e->dest);
-    if (th->g->cf.check && tw_hop_lt(&e->k, &th->clk.qbound))
-        kr__internal_error("thread %u received a%s at (%.17g, %u hops) below its quiet bound "
-                           "(%.17g, %u) (LP %llu)", th->id, e->flags & KR_EVF_ANTI ?
-                           "n antimessage" : " message", e->k.ts, e->k.gen, th->clk.qbound.ts,
-                           th->clk.qbound.gen, (unsigned long long)e->dest);
+    if (th->g->cf.check) check_taken(th, e);
     if (e->flags & KR_EVF_REMOTE) {
         tw_rank_take(th, e);
     } else if (e->flags & KR_EVF_ANTI) {
@@ -68,11 +74,23 @@ static void tw_take(struct tw_thread *th, struct kr__ev *e)
     }
 }
 
+#define TW_TAKE_MAX 64
+#define TW_TAKE_AHEAD 4
+
+/* n events taken from a channel, each prefetched TW_TAKE_AHEAD before its turn. */
+static inline void take_batch(struct tw_thread *th, struct kr__ev *const *buf, size_t n)
+{
+    th->clk.qtaken += n;
+    for (size_t i = 0; i < n && i < TW_TAKE_AHEAD; i++) __builtin_prefetch(buf[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (i + TW_TAKE_AHEAD < n) __builtin_prefetch(buf[i + TW_TAKE_AHEAD]);
+        tw_take(th, buf[i]);
+    }
+}
+
 /* Take in everything published to this thread. The events were written on other cores:
  * the pointers come a cache line of 8 at a time, and each event is prefetched a few ahead
  * of its use. */
-#define TW_TAKE_MAX 64
-#define TW_TAKE_AHEAD 4
 void tw_drain(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
@@ -82,12 +100,7 @@ void tw_drain(struct tw_thread *th)
         struct kr__chan *c = tw_chan(g, from, th->id);
         size_t n;
         while ((n = kr__chan_take(c, buf, TW_TAKE_MAX)) > 0) {
-            th->clk.qtaken += n;
-            for (size_t i = 0; i < n && i < TW_TAKE_AHEAD; i++) __builtin_prefetch(buf[i]);
-            for (size_t i = 0; i < n; i++) {
-                if (i + TW_TAKE_AHEAD < n) __builtin_prefetch(buf[i + TW_TAKE_AHEAD]);
-                tw_take(th, buf[i]);
-            }
+            take_batch(th, buf, n);
             if (n < TW_TAKE_MAX) break;
         }
     }

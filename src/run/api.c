@@ -506,6 +506,14 @@ bool kr_timer_pending(const kr_timer *timer)
     return is;
 }
 
+/* The run's lookahead from kr_set_lookahead: the first one given, or a smaller later one
+ * (every LP's init may give its own: the least holds). */
+static void lookahead_lower(struct kr__run *r, kr_time lookahead)
+{
+    if ((!r->promise.lookahead_declared && r->lookahead == 0) || lookahead < r->lookahead)
+        r->lookahead = lookahead;
+}
+
 void kr_set_lookahead(kr_time lookahead)
 {
     KR_API_ENTER();
@@ -517,10 +525,8 @@ void kr_set_lookahead(kr_time lookahead)
     else if (!(lookahead >= 0) || isinf(lookahead))
         kr__model_error("kr_set_lookahead(%g): the lookahead must be a finite number >= 0",
                         lookahead);
-    else if (!r->promise.lookahead_declared && r->lookahead == 0)
-        r->lookahead = lookahead;
-    else if (lookahead < r->lookahead)
-        r->lookahead = lookahead;
+    else
+        lookahead_lower(r, lookahead);
     r->promise.lookahead_declared = true;
     KR_API_LEAVE();
 }
@@ -626,6 +632,16 @@ void kr_free(void *ptr)
     KR_API_LEAVE();
 }
 
+/* kr_realloc's new block of size bytes, with what fits of the old one's (old bytes). */
+static void *moved(void *ptr, size_t old, size_t size)
+{
+    void *n = kr_malloc(size);
+    if (!n) return NULL;
+    memcpy(n, ptr, size < old ? size : old);
+    kr_free(ptr);
+    return n;
+}
+
 void *kr_realloc(void *ptr, size_t size)
 {
     if (!ptr) return kr_malloc(size);
@@ -641,11 +657,17 @@ void *kr_realloc(void *ptr, size_t size)
         return NULL;
     }
     if (size <= old && size > old / 2) return ptr;
-    void *n = kr_malloc(size);
-    if (!n) return NULL;
-    memcpy(n, ptr, size < old ? size : old);
-    kr_free(ptr);
-    return n;
+    return moved(ptr, old, size);
+}
+
+/* kr_printf's text that did not fit its buffer (len bytes), formatted again on the heap. */
+static void emit_long(const char *fmt, va_list ap, int len)
+{
+    char *text = malloc((size_t)len + 1);
+    if (!text) kr__fatal_oom("kr_printf text", (size_t)len + 1);
+    vsnprintf(text, (size_t)len + 1, fmt, ap);
+    kr__ctx.ops->emit(&kr__ctx, text, (size_t)len);
+    free(text);
 }
 
 int kr_printf(const char *fmt, ...)
@@ -661,16 +683,13 @@ int kr_printf(const char *fmt, ...)
         KR_API_LEAVE();
         return len;
     }
-    char *text = small;
-    if ((size_t)len >= sizeof small) {
-        text = malloc((size_t)len + 1);
-        if (!text) kr__fatal_oom("kr_printf text", (size_t)len + 1);
+    if ((size_t)len < sizeof small) {
+        kr__ctx.ops->emit(&kr__ctx, small, (size_t)len);
+    } else {
         va_start(ap, fmt);
-        vsnprintf(text, (size_t)len + 1, fmt, ap);
+        emit_long(fmt, ap, len);
         va_end(ap);
     }
-    kr__ctx.ops->emit(&kr__ctx, text, (size_t)len);
-    if (text != small) free(text);
     KR_API_LEAVE();
     return len;
 }

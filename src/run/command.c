@@ -223,16 +223,21 @@ static int cluster_run(const struct kr__config *c, struct kr__error *err, int *i
     return kr__net_agree(err);
 }
 
+/* The exit status of a run interrupted by signal `sig` (0: not interrupted): 128 + it -
+ * across ranks on rank 0 only, the others 0: a rank's non-zero exit makes mpirun abort
+ * the job, and it could cut rank 0's report short. */
+static int interrupted_exit(int sig)
+{
+    if (!sig || (kr__net.size > 1 && kr__net.rank)) return 0;
+    return 128 + sig;
+}
+
 /* The end of run and resume: the exit status (the report before MPI_Finalize: mpirun kills
  * the other ranks once one has left with a failure, and the reporter may not be the first
  * to leave), then MPI and the options go. */
 static int cmd_end(struct kr__config *c, struct kr__error *err, int interrupted)
 {
-    int rc = err->status ? kr__cmd_fail_exit(err) : interrupted ? 128 + interrupted : 0;
-    /* (an interrupted run across ranks: rank 0 reports and exits 128 + the signal, the
-     * others 0 - a rank's non-zero exit makes mpirun abort the job, and it could cut rank
-     * 0's report short) */
-    if (interrupted && !err->status && kr__net.size > 1 && kr__net.rank) rc = 0;
+    int rc = err->status ? kr__cmd_fail_exit(err) : interrupted_exit(interrupted);
     kr__interrupt_done();
     if (!kr__net_keep) kr__net_stop(); /* (else the program stops it: kr__net_keep) */
     kr__options_free(c);
@@ -308,6 +313,12 @@ static int resume_at(int argc, char **argv)
     return 0;
 }
 
+static void take_shape(const char *v, bool lp, bool en, uint64_t *lps, double *end)
+{
+    if (lp) *lps = strtoull(v, NULL, 10);
+    if (en) *end = strtod(v, NULL);
+}
+
 /* argv without --resume DIR, --lps N and --end T, whose values go to *lps and *end (the
  * last --end wins, as in a run); the new argc. */
 static int drop_run_shape(int argc, char **argv, int at, uint64_t *lps, double *end)
@@ -319,8 +330,7 @@ static int drop_run_shape(int argc, char **argv, int at, uint64_t *lps, double *
             argv[n++] = argv[i];
             continue;
         }
-        if (lp) *lps = strtoull(argv[i + 1], NULL, 10);
-        if (en) *end = strtod(argv[i + 1], NULL);
+        take_shape(argv[i + 1], lp, en, lps, end);
         i++;
     }
     return n;

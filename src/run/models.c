@@ -95,9 +95,14 @@ static int bad_lists(const struct kr_model *m, struct kr__error *err)
     return bad_names(m, m->metrics, "metrics", KR_METRICS_MAX, true, err);
 }
 
+static bool declares_ledger(const struct kr_model *m)
+{
+    return m->ledger_size || m->ledger_bytes || m->commit_end;
+}
+
 static int bad_ledger(const struct kr_model *m, struct kr__error *err)
 {
-    if ((m->ledger_size || m->ledger_bytes || m->commit_end) && !m->commit)
+    if (declares_ledger(m) && !m->commit)
         return kr__fail(err, KR_ERR_USAGE, "model '%s' declares a ledger (ledger_size, "
                         "ledger_bytes or commit_end) and no commit hook, the one place a "
                         "ledger is written: set .commit, or drop the ledger", m->name);

@@ -212,6 +212,14 @@ static uint64_t read_whole(const struct kr__opt *o, const char *v)
     return x;
 }
 
+/* A time out of its option's range: the error, with the unit if the table names one. */
+static _Noreturn void out_of_range(const struct kr__opt *o, const char *v)
+{
+    char unit[96] = "";
+    if (o->what) snprintf(unit, sizeof unit, " %s", o->what);
+    bad("%s must be from %.15g to %.15g%s, got %s", o->name, o->min, o->max, unit, v);
+}
+
 static double read_time(const struct kr__opt *o, const char *v)
 {
     char *end;
@@ -219,9 +227,7 @@ static double read_time(const struct kr__opt *o, const char *v)
     double x = strtod(v, &end);
     if (errno || end == v || *end || !(x > 0)) /* (NaN is not > 0) */
         bad("%s needs a positive number (or 'inf'), got '%s'", o->name, v);
-    if (x < o->min || x > o->max)
-        bad("%s must be from %.15g to %.15g%s%s, got %s", o->name, o->min, o->max,
-            o->what ? " " : "", o->what ? o->what : "", v);
+    if (x < o->min || x > o->max) out_of_range(o, v);
     return x;
 }
 
@@ -315,13 +321,17 @@ static bool numeric(const struct kr__opt *o)
     return o->kind <= KR_OPT_REAL;
 }
 
+/* A whole number option that may also say "auto" (0: chosen by the run). */
+static unsigned read_count(const struct kr__opt *o, const char *v)
+{
+    return o->autoz && !strcmp(v, "auto") ? 0 : (unsigned)read_whole(o, v);
+}
+
 /* Set o's numeric field p from the text v. */
 static void set_number(void *p, const struct kr__opt *o, const char *v)
 {
     switch (o->kind) {
-    case KR_OPT_UINT:
-        *(unsigned *)p = o->autoz && !strcmp(v, "auto") ? 0 : (unsigned)read_whole(o, v);
-        break;
+    case KR_OPT_UINT: *(unsigned *)p = read_count(o, v); break;
     case KR_OPT_U64: *(uint64_t *)p = read_whole(o, v); break;
     case KR_OPT_SIZE: *(size_t *)p = (size_t)read_whole(o, v); break;
     case KR_OPT_BYTES: *(size_t *)p = read_bytes(o, v); break;

@@ -113,6 +113,14 @@ static void cache_values(const struct kr_model *m)
     }
 }
 
+/* Whether value v of p is within its range (one that does not read as a number is left
+ * to the parameter's reader). */
+static bool in_range(const struct kr_param *p, const char *v)
+{
+    double d;
+    return parse_double(v, &d) || (d >= p->min && d <= p->max);
+}
+
 /* A declared range (min < max) holds for the value in effect: the last -P, else the default. */
 static int check_range(const struct kr_model *m, const struct kr_param *p, struct kr__error *err)
 {
@@ -120,9 +128,7 @@ static int check_range(const struct kr_model *m, const struct kr_param *p, struc
     const char *v = given(p->name);
     const char *from = v ? "-P" : "its default";
     if (!v) v = p->def;
-    double d;
-    if (!v || parse_double(v, &d)) return KR_OK; /* (no value: the model's fallback) */
-    if (d >= p->min && d <= p->max) return KR_OK;
+    if (!v || in_range(p, v)) return KR_OK; /* (no value: the model's fallback) */
     return kr__fail(err, KR_ERR_USAGE, "parameter '%s' of model '%s' must be from %.15g to "
                     "%.15g, got %s (%s)%s", p->name, m->name, p->min, p->max, v, from,
                     v == p->def ? ": the model's table is wrong" : "");

@@ -176,6 +176,13 @@ static uint64_t binomial_btrs(double n, double p, const char *fn)
     }
 }
 
+/* A binomial draw with p <= 0.5: by inversion when few successes are expected, else BTRS. */
+static uint64_t binomial_low(uint64_t n, double p)
+{
+    double nd = (double)n;
+    return nd * p < 10 ? binomial_inv(nd, p, "kr_binomial") : binomial_btrs(nd, p, "kr_binomial");
+}
+
 uint64_t kr_binomial(uint64_t n, double p)
 {
     if (!(p >= 0 && p <= 1) || (double)n > KR_DIST_MAX)
@@ -183,10 +190,8 @@ uint64_t kr_binomial(uint64_t n, double p)
                         "from 0 to 1", (unsigned long long)n, p);
     if (n == 0 || p == 0) return 0;
     if (p == 1) return n;
-    double pp = p > 0.5 ? 1 - p : p, nd = (double)n;
-    uint64_t k = nd * pp < 10 ? binomial_inv(nd, pp, "kr_binomial")
-                              : binomial_btrs(nd, pp, "kr_binomial");
-    return p > 0.5 ? n - k : k; /* (the failures of the mirrored trial) */
+    if (p > 0.5) return n - binomial_low(n, 1 - p); /* (the failures of the mirrored trial) */
+    return binomial_low(n, p);
 }
 
 /* Inversion: P(X > k) = (1 - p)^k. */
@@ -199,12 +204,9 @@ uint64_t kr_geometric(double p)
     return x < 0x1p64 ? (uint64_t)x + 1 : UINT64_MAX; /* (p near 0: a count past 2^64) */
 }
 
-/* kr_discrete's weights checked (each finite and >= 0, their sum finite and > 0): the sum. */
-static double discrete_sum(const double *weights, unsigned n)
+/* The weights' sum, each checked to be finite and >= 0. */
+static double weights_sum(const double *weights, unsigned n)
 {
-    if (!weights || n == 0)
-        kr__model_error("kr_discrete(%p, %u): needs an array of n >= 1 weights",
-                        (const void *)weights, n);
     double sum = 0;
     for (unsigned i = 0; i < n; i++) {
         if (!(weights[i] >= 0) || isinf(weights[i]))
@@ -212,6 +214,16 @@ static double discrete_sum(const double *weights, unsigned n)
                             weights[i]);
         sum += weights[i];
     }
+    return sum;
+}
+
+/* kr_discrete's weights checked (each finite and >= 0, their sum finite and > 0): the sum. */
+static double discrete_sum(const double *weights, unsigned n)
+{
+    if (!weights || n == 0)
+        kr__model_error("kr_discrete(%p, %u): needs an array of n >= 1 weights",
+                        (const void *)weights, n);
+    double sum = weights_sum(weights, n);
     if (!(sum > 0) || isinf(sum))
         kr__model_error("kr_discrete: the %u weights sum to %g; they must sum to a finite "
                         "number > 0", n, sum);

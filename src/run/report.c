@@ -35,14 +35,16 @@ static void snapshot_lines(const struct kr__run *r, FILE *f, const struct kr__to
     fputc('\n', f);
 }
 
+static const char *signal_said(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
+
 static void summary_ended(const struct kr__run *r, FILE *f)
 {
     if (r->interrupted)
         fprintf(f, "  ended:            interrupted by %s: committed up to virtual time %.17g\n",
-                r->interrupted == SIGINT    ? "SIGINT"
-                : r->interrupted == SIGTERM ? "SIGTERM"
-                                            : "a signal",
-                r->end_key.ts);
+                signal_said(r->interrupted), r->end_key.ts);
     else
         fprintf(f, "  ended:            %s\n",
                 r->ended_by_done ? "done() holds for every LP" :
@@ -55,9 +57,10 @@ static void summary_head(const struct kr__run *r, FILE *f)
     char ranks[32] = "";
     if (r->nranks > 1) snprintf(ranks, sizeof ranks, "%u ranks x ", r->nranks);
     const struct kr__engine *e = r->cfg->engine;
-    fprintf(f, "kairos: model %s, engine %s%s%s%s, %s%u thread%s, %llu LPs, end time %g, seed "
-            "%llu\n", r->model->name, e->name, e->scheme ? " (" : "", e->scheme ? e->scheme : "",
-            e->scheme ? ")" : "", ranks, r->nthreads,
+    char scheme[48] = "";
+    if (e->scheme) snprintf(scheme, sizeof scheme, " (%s)", e->scheme);
+    fprintf(f, "kairos: model %s, engine %s%s, %s%u thread%s, %llu LPs, end time %g, seed "
+            "%llu\n", r->model->name, e->name, scheme, ranks, r->nthreads,
             r->nthreads == 1 ? "" : "s", (unsigned long long)r->n, r->cfg->end,
             (unsigned long long)r->cfg->seed);
     summary_ended(r, f);
@@ -163,19 +166,25 @@ static size_t utf8_len(const unsigned char *s)
     return n > 1 && !second_ok(c, s[1]) ? 0 : n;
 }
 
+/* The character at p, as JSON writes it: a quote or backslash escaped, a control character
+ * or a byte of no valid UTF-8 sequence as its six-character escape, else as it is. The
+ * bytes it took. */
+static size_t json_char(FILE *f, const unsigned char *p)
+{
+    size_t n = utf8_len(p);
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20 || !n) fprintf(f, "\\u%04x", *p);
+    else fwrite(p, 1, n, f);
+    return n ? n : 1;
+}
+
 /* (A byte that is not part of well-formed UTF-8 - a file name in Latin-1, say - is written
  * as the code point of the same number, \u00XX: the document stays UTF-8, as JSON must.) */
 void kr__json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     const unsigned char *p = (const unsigned char *)s;
-    while (p && *p) {
-        size_t n = utf8_len(p);
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || !n) fprintf(f, "\\u%04x", *p);
-        else fwrite(p, 1, n, f);
-        p += n ? n : 1;
-    }
+    while (p && *p) p += json_char(f, p);
     fputc('"', f);
 }
 

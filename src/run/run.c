@@ -98,6 +98,14 @@ static int fold_digest(struct kr__run *r)
     return 0;
 }
 
+/* The commit hooks' end first (where they run: one process, or rank 0), then every LP's
+ * finish. */
+static int finish_hooks(struct kr__run *r)
+{
+    int st = kr__net.rank == 0 ? kr__commit_end(r) : KR_OK;
+    return st ? st : kr__guarded(r, finish_all, r);
+}
+
 /* The commit hooks' end and finish, then the run digest. Ranks past 0 print finish's
  * output through rank 0, in rank order. */
 static int finish_and_fold(struct kr__run *r)
@@ -106,9 +114,7 @@ static int finish_and_fold(struct kr__run *r)
     char *out = NULL;
     size_t outlen = 0;
     if (ranks && kr__net.rank > 0) kr__emit_file = open_memstream(&out, &outlen);
-    /* (the hooks' end first: where they run, one process or rank 0, before any finish) */
-    int st = kr__net.rank == 0 ? kr__commit_end(r) : KR_OK;
-    if (!st) st = kr__guarded(r, finish_all, r);
+    int st = finish_hooks(r);
     if (kr__emit_file) fclose(kr__emit_file);
     kr__emit_file = NULL;
     /* (every rank takes part, failed or not: the others wait in the collectives) */
@@ -213,6 +219,13 @@ static bool mode_refused(const struct kr__run *r, const struct kr__state_ops *wa
     return want->reverse && reverse_refused(r, want, err);
 }
 
+/* Whether the run uses the --state mode asked for: on an engine that restores states, or
+ * under sequential --check, which verifies the marks in the mode that needs them. */
+static bool mode_used(const struct kr__config *cfg, const struct kr__state_ops *want)
+{
+    return cfg->engine->restores_state || (want->marks && cfg->check);
+}
+
 /* Tracked state saving (optimistic engine only: the sequential engine never restores)
  * needs every LP's slice reserved up front: room for twice --arena-max plus slack, since
  * areas are carved in whole pages and never returned. */
@@ -221,9 +234,7 @@ static int setup_state(struct kr__run *r, struct kr__error *err)
     const struct kr__config *cfg = r->cfg;
     const struct kr__state_ops *want = kr__state_ops(cfg->state_mode);
     if (mode_refused(r, want, err)) return err->status;
-    /* (sequential --check verifies the marks in the mode that needs them) */
-    bool used = cfg->engine->restores_state || (want->marks && cfg->check);
-    const struct kr__state_ops *m = used ? want : kr__state_default();
+    const struct kr__state_ops *m = mode_used(cfg, want) ? want : kr__state_default();
     r->state_mode = m->id;
     r->reverse = m->reverse;
     kr__chunk_marking = m->marks;
@@ -504,13 +515,13 @@ static void run_report(struct kr__run *r, struct kr__error *err, int *interrupte
     struct kr__error lerr = { 0 };
     bool ok = !err->status && !r->rc;
     if (r->cfg->lp_stats_path) kr__report_lp_stats(r, ok ? r->cfg->lp_stats_path : NULL, &lerr);
-    if (ok) {
-        run_succeeded(r, err);
-        if (lerr.status && !err->status) *err = lerr;
-        *interrupted = r->interrupted;
-    } else if (!err->status) {
-        run_failed(r, err);
+    if (!ok) {
+        if (!err->status) run_failed(r, err);
+        return;
     }
+    run_succeeded(r, err);
+    if (lerr.status && !err->status) *err = lerr;
+    *interrupted = r->interrupted;
 }
 
 int kr__run_main(const struct kr__config *cfg, struct kr__error *err, int *interrupted)

@@ -149,6 +149,12 @@ static uint64_t printed(const struct kr__recheck *c, const struct kr__lp *lp)
     return c->nout ? kr__mix_bytes(h, c->out, c->nout) : kr__mix(h, 0);
 }
 
+/* Whether two sends go to the same LP at the same time, of one type and payload size. */
+static bool same_header(const struct kr__ev *a, const struct kr__ev *b)
+{
+    return a->dest == b->dest && a->k.ts == b->k.ts && a->type == b->type && a->size == b->size;
+}
+
 /* Do the two runs' sends agree? If only a payload's bytes differ, *byte is the first
  * differing one and *at the send; else *at is SIZE_MAX when they differ. */
 static bool same_sends(const struct kr__recheck *c, size_t *at, size_t *byte)
@@ -157,8 +163,7 @@ static bool same_sends(const struct kr__recheck *c, size_t *at, size_t *byte)
     if (c->nsent != c->nsent1) return false;
     for (size_t i = 0; i < c->nsent; i++) {
         const struct kr__ev *a = c->sent1[i], *b = c->sent[i];
-        if (a->dest != b->dest || a->k.ts != b->k.ts || a->type != b->type || a->size != b->size)
-            return false;
+        if (!same_header(a, b)) return false;
         for (size_t k = 0; k < a->size; k++)
             if (a->payload[k] != b->payload[k]) {
                 *at = i;
@@ -207,6 +212,17 @@ bool kr__recheck_reach(const struct kr__run *r, uint64_t lp, bool on)
     return changed;
 }
 
+/* The event wrote past its kr_malloc memory: checked before anything reads the heap the
+ * write may have broken, and the process ends here (freeing the run could trip over it). */
+static void overran(const struct kr__area *ar)
+{
+    kr__ctx.fatal = true;
+    kr__model_error("--check: the event wrote past the end of its kr_malloc memory (beyond "
+                    "the last %zu-byte block of an area): an index or length off by some; "
+                    "such a write corrupts the heap, and another run would crash elsewhere",
+                    kr__arena_class_bytes(ar->cls));
+}
+
 static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp, struct kr__ev *e)
 {
     c->nsent = 0;
@@ -219,14 +235,7 @@ static void run_once(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp
         if (atomic_load_explicit(&kr__foreign_inbox, memory_order_relaxed)) kr__foreign_raise();
     }
     const struct kr__area *ar = kr__arena_overrun(&lp->arena);
-    if (ar) { /* (before anything reads the heap the write may have broken; and the process
-               * ends here: freeing the run could trip over that heap) */
-        kr__ctx.fatal = true;
-        kr__model_error("--check: the event wrote past the end of its kr_malloc memory (beyond "
-                        "the last %zu-byte block of an area): an index or length off by some; "
-                        "such a write corrupts the heap, and another run would crash elsewhere",
-                        kr__arena_class_bytes(ar->cls));
-    }
+    if (ar) overran(ar);
 }
 
 /* --state chunk: every changed chunk must have been marked, or incremental checkpoints
@@ -273,19 +282,22 @@ static void keep_first_sends(struct kr__recheck *c)
     c->nsent = 0;
 }
 
+/* A send whose payload byte differs between two runs from one state. */
+static void uninitialised(const struct kr__ev *e, size_t byte)
+{
+    kr__model_error("--check: the event sent an event of type %u to LP %llu at time %.17g "
+                    "whose payload byte %zu (of %u) differs between two runs from the "
+                    "same state: the payload copies uninitialised memory, such as the "
+                    "padding of a struct or a field left unset. Those bytes enter the run "
+                    "digest, which then differs between engines and runs. Clear the "
+                    "payload first (memset, or = {0} and then set the fields)",
+                    e->type, (unsigned long long)e->dest, e->k.ts, byte, e->size);
+}
+
 static void not_reexecutable(const struct kr__recheck *c, bool same, size_t nout1, size_t at,
                              size_t byte)
 {
-    if (same && at != SIZE_MAX) {
-        const struct kr__ev *e = c->sent[at];
-        kr__model_error("--check: the event sent an event of type %u to LP %llu at time %.17g "
-                        "whose payload byte %zu (of %u) differs between two runs from the "
-                        "same state: the payload copies uninitialised memory, such as the "
-                        "padding of a struct or a field left unset. Those bytes enter the run "
-                        "digest, which then differs between engines and runs. Clear the "
-                        "payload first (memset, or = {0} and then set the fields)",
-                        e->type, (unsigned long long)e->dest, e->k.ts, byte, e->size);
-    }
+    if (same && at != SIZE_MAX) uninitialised(c->sent[at], byte);
     const char *what = !same ? "left a different state"
                        : c->nsent1 != c->nsent ? "sent a different number of events"
                        : nout1 != c->nout ? "printed different output"
@@ -368,19 +380,10 @@ static void first_run_checks(struct kr__recheck *c, const struct kr__lp *lp,
     if (al.found) kr__alien_report(kr__ctx.run, kr__ctx.id, &al);
 }
 
-void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
-                       struct kr__ev *e)
+/* The second run from the state saved before the first, compared with it. */
+static void recheck_second(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                           struct kr__ev *e, struct kr__ckpt *saved, uint64_t *w)
 {
-    uint64_t w[KR_CKPT_WORDS];
-    kr__lp_save_words(lp, w);
-    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
-    scribble_stack(0x5A);
-    globals_keep(c);
-    if (c->area) memset(c->area, 0, r->model->reverse_bytes ? r->model->reverse_bytes : 1);
-    kr__ctx.rev_area = r->model->reverse_bytes ? c->area : NULL;
-    run_once(c, r, lp, e);
-    kr__ctx.rev_area = NULL;
-    first_run_checks(c, lp, saved);
     struct kr__ckpt *first = kr__lp_snapshot(&c->blobs, lp);
     uint64_t out1 = printed(c, lp);
     size_t nout1 = c->nout;
@@ -395,4 +398,20 @@ void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *
     for (size_t i = 0; i < c->nsent1; i++) kr__pool_put(kr__ctx.pool, c->sent1[i]);
     if (same && sends && printed(c, lp) == out1) return;
     not_reexecutable(c, same, nout1, at, byte);
+}
+
+void kr__recheck_event(struct kr__recheck *c, struct kr__run *r, struct kr__lp *lp,
+                       struct kr__ev *e)
+{
+    uint64_t w[KR_CKPT_WORDS];
+    kr__lp_save_words(lp, w);
+    struct kr__ckpt *saved = kr__ckpt_take(&c->blobs, &lp->arena, w, NULL, true);
+    scribble_stack(0x5A);
+    globals_keep(c);
+    if (c->area) memset(c->area, 0, r->model->reverse_bytes ? r->model->reverse_bytes : 1);
+    kr__ctx.rev_area = r->model->reverse_bytes ? c->area : NULL;
+    run_once(c, r, lp, e);
+    kr__ctx.rev_area = NULL;
+    first_run_checks(c, lp, saved);
+    recheck_second(c, r, lp, e, saved, w);
 }

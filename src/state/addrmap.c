@@ -380,6 +380,19 @@ static bool unmapped(uint64_t w)
     return mincore((void *)(uintptr_t)(w & ~(uint64_t)4095), 1, &in) && errno == ENOMEM;
 }
 
+/* w lies in no mapping of the published list: a number if nothing is mapped there now,
+ * else classified against the maps read again (named into where if foreign). */
+static enum kr__addr_kind classify_unlisted(const struct published **pp, uint64_t w,
+                                            char *where, size_t cap)
+{
+    if (unmapped(w)) return KR_ADDR_NUMBER;
+    const struct range *m;
+    enum kr__addr_kind k = classify_again(pp, w, &m);
+    if (k != KR_ADDR_FOREIGN) return k;
+    if (where && cap) snprintf(where, cap, "%s", m->where);
+    return KR_ADDR_FOREIGN;
+}
+
 /* What word w of a payload is (KR_ADDR_*), by the published tables; a word in neither
  * is a number unless the kernel says its page is mapped. */
 static enum kr__addr_kind classify_mapped(const struct published **pp, uint64_t w,
@@ -391,8 +404,7 @@ static enum kr__addr_kind classify_mapped(const struct published **pp, uint64_t 
     enum kr__addr_kind k = in_region(w, where, cap);
     if (k != KR_ADDR_IMAGE) return k;
     const struct range *m = range_of(p->r + p->nimages, p->nmaps, w);
-    if (!m && unmapped(w)) return KR_ADDR_NUMBER;
-    if (!m && (k = classify_again(pp, w, &m)) != KR_ADDR_FOREIGN) return k;
+    if (!m) return classify_unlisted(pp, w, where, cap);
     if (where && cap) snprintf(where, cap, "%s", m->where);
     return KR_ADDR_FOREIGN;
 }

@@ -185,6 +185,16 @@ static void plan(struct kr__seg *s)
     b->plans++;
 }
 
+/* Page p was written this interval: so were its partitions, up to the root (each counted
+ * once an interval). */
+static void count_written(struct kr__buddy *b, uint32_t p)
+{
+    for (uint32_t i = b->leaves + p; i >= 1 && b->stamp[i] != b->tick; i /= 2) {
+        b->stamp[i] = b->tick;
+        b->written[i]++;
+    }
+}
+
 void kr__buddy_checkpoint(struct kr__seg *s)
 {
     struct kr__buddy *b = s->bud;
@@ -193,13 +203,8 @@ void kr__buddy_checkpoint(struct kr__seg *s)
         return;
     }
     b->tick++;
-    for (uint32_t p = 0; p < s->npages; p++) {
-        if (!(s->pg[p] & KR_PG_DIRTY)) continue;
-        for (uint32_t i = b->leaves + p; i >= 1 && b->stamp[i] != b->tick; i /= 2) {
-            b->stamp[i] = b->tick;
-            b->written[i]++;
-        }
-    }
+    for (uint32_t p = 0; p < s->npages; p++)
+        if (s->pg[p] & KR_PG_DIRTY) count_written(b, p);
     if (++b->intervals < KR_BUDDY_WINDOW) return;
     plan(s);
     b->measuring = false;

@@ -127,6 +127,24 @@ const struct kr__state_ops kr__state_chunk = {
     .track = &chunk_track,
 };
 
+/* Whether chunk idx of ar takes part in the comparison: live, and (unmarked) not marked
+ * written. */
+static bool compared(const struct kr__area *ar, uint32_t idx, bool unmarked)
+{
+    return kr__ckpt_bit(ar->bits, idx) && !(unmarked && kr__ckpt_bit(KR_AREA_DIRTY(ar), idx));
+}
+
+/* Whether n bytes at now differ from the saved ones: *off, the first that does. */
+static bool differs(const char *now, const unsigned char *saved, size_t n, size_t *off)
+{
+    for (size_t k = 0; k < n; k++)
+        if ((unsigned char)now[k] != saved[k]) {
+            *off = k;
+            return true;
+        }
+    return false;
+}
+
 void *kr__ckpt_first_change(const struct kr__arena *a, const struct kr__ckpt *c,
                             bool unmarked, size_t *off, size_t *size)
 {
@@ -139,15 +157,11 @@ void *kr__ckpt_first_change(const struct kr__arena *a, const struct kr__ckpt *c,
         kr__ckpt_saved_begin(&it, ar, in);
         while (kr__ckpt_saved_next(&it, &idx)) {
             const char *now = ar->data + (size_t)idx * it.csz;
-            if (!kr__ckpt_bit(ar->bits, idx) ||
-                (unmarked && kr__ckpt_bit(KR_AREA_DIRTY(ar), idx)))
-                continue;
-            for (size_t k = 0; k < it.csz; k++)
-                if ((unsigned char)now[k] != it.data[k]) {
-                    *off = k;
-                    *size = it.csz;
-                    return (void *)now;
-                }
+            if (!compared(ar, idx, unmarked)) continue;
+            if (differs(now, it.data, it.csz, off)) {
+                *size = it.csz;
+                return (void *)now;
+            }
         }
         in = it.data;
     }

@@ -75,6 +75,16 @@ static void restart_tracking(struct kr__arena *a, const struct kr__track_ops *t)
     t->restart(a);
 }
 
+/* The checkpoint's bytes (all live blocks, or what changed since prev), then tracking
+ * starts over. */
+static inline void write_body(struct kr__arena *a, struct kr__ckpt *c,
+                              const struct kr__track_ops *t)
+{
+    if (c->full) write_full(a, c->data);
+    else write_incr(a, c->data, t);
+    if (t) restart_tracking(a, t);
+}
+
 struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, struct kr__arena *a,
                                const uint64_t words[KR_CKPT_WORDS], struct kr__ckpt *prev,
                                bool full)
@@ -92,9 +102,7 @@ struct kr__ckpt *kr__ckpt_take(struct kr__blobs *b, struct kr__arena *a,
     c->full = full;
     c->mode = a->mode;
     memcpy(c->words, words, sizeof c->words);
-    if (full) write_full(a, c->data);
-    else write_incr(a, c->data, t);
-    if (t) restart_tracking(a, t);
+    write_body(a, c, t);
     return c;
 }
 
@@ -146,6 +154,34 @@ static void apply_incr(struct kr__arena *a, const struct kr__ckpt *c)
     track(c->mode)->apply(a, in);
 }
 
+/* c and the increments before it, newest first, down to the full checkpoint they rest on. */
+static inline void apply_chain(struct kr__arena *a, const struct kr__ckpt *c)
+{
+    for (const struct kr__ckpt *x = c; x; x = x->prev) {
+        if (x->full) {
+            apply_full(a, x);
+            return;
+        }
+        apply_incr(a, x);
+    }
+}
+
+/* After a restore: an area the checkpoint did not mark was created after it (empty then);
+ * the bytes in use, counted again. */
+static inline size_t areas_settled(struct kr__arena *a)
+{
+    size_t used = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        struct kr__area *ar = kr__arena_area(a, i);
+        if (!(ar->flags & KR_AF_META_MARK)) {
+            ar->nused = 0;
+            memset(ar->bits, 0, kr__ckpt_bitmap_bytes(ar));
+        }
+        used += (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
+    }
+    return used;
+}
+
 void kr__ckpt_restore(struct kr__arena *a, const struct kr__ckpt *c,
                       uint64_t words[KR_CKPT_WORDS])
 {
@@ -154,23 +190,8 @@ void kr__ckpt_restore(struct kr__arena *a, const struct kr__ckpt *c,
     for (uint32_t i = 0; i < a->n; i++)
         kr__arena_area(a, i)->flags &= ~(uint32_t)KR_AF_META_MARK;
     if (t) t->restore_begin(a);
-    for (const struct kr__ckpt *x = c; x; x = x->prev) {
-        if (x->full) {
-            apply_full(a, x);
-            break;
-        }
-        apply_incr(a, x);
-    }
-    size_t used = 0;
-    for (uint32_t i = 0; i < a->n; i++) {
-        struct kr__area *ar = kr__arena_area(a, i);
-        if (!(ar->flags & KR_AF_META_MARK)) { /* created after c: empty at c */
-            ar->nused = 0;
-            memset(ar->bits, 0, kr__ckpt_bitmap_bytes(ar));
-        }
-        used += (size_t)ar->nused * kr__arena_class_bytes(ar->cls);
-    }
-    a->used = used;
+    apply_chain(a, c);
+    a->used = areas_settled(a);
     if (!t) return;
     if (t->restore_end) t->restore_end(a);
     restart_tracking(a, t);

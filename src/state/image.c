@@ -210,6 +210,13 @@ static void save_class(const struct kr__arena *a, uint32_t cls, uint32_t slots, 
             if (live(ar, c)) save_chunk(a, ar, c, out);
 }
 
+static uint32_t classes_used(const uint32_t slots[KR_ARENA_CLASSES])
+{
+    uint32_t n = 0;
+    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) n += slots[cls] > 0;
+    return n;
+}
+
 bool kr__image_save(const struct kr__arena *a, const void *root, const void *aux,
                     struct kr__bytes *out, struct kr__alien *alien)
 {
@@ -221,8 +228,7 @@ bool kr__image_save(const struct kr__arena *a, const void *root, const void *aux
     cover(&r, slots);
     cover(&x, slots);
     if (!extent(a, slots, nlive, alien)) return false;
-    uint32_t ncls = 0;
-    for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++) ncls += slots[cls] > 0;
+    uint32_t ncls = classes_used(slots);
     put32(out, aux ? IMAGE_MAGIC2 : IMAGE_MAGIC);
     put32(out, ncls);
     for (uint32_t cls = 0; cls < KR_ARENA_CLASSES; cls++)
@@ -445,6 +451,19 @@ static void load_pointers(struct kr__arena *a, struct kr__cursor *in)
     }
 }
 
+/* Pass 2 over the image's used bytes: its pointers, and the roots (r, x), made addresses
+ * here. NULL, or what is wrong. */
+static const char *second_pass(struct kr__arena *a, const unsigned char *in, size_t used,
+                               const struct word *r, const struct word *x, void **root,
+                               void **aux)
+{
+    struct kr__cursor again = { in, in + used, NULL };
+    load_pointers(a, &again);
+    *root = (void *)(uintptr_t)address(a, r, &again);
+    *aux = (void *)(uintptr_t)address(a, x, &again);
+    return again.why;
+}
+
 size_t kr__image_load(struct kr__arena *a, const unsigned char *in, size_t n, void **root,
                       void **aux, const char **why)
 {
@@ -453,13 +472,7 @@ size_t kr__image_load(struct kr__arena *a, const unsigned char *in, size_t n, vo
     struct word r = get_word(&c), x = { W_NUMBER, 0, 0 };
     if (roots == 2) x = get_word(&c);
     size_t used = (size_t)(c.p - in);
-    if (!c.why) {
-        struct kr__cursor again = { in, in + used, NULL };
-        load_pointers(a, &again);
-        *root = (void *)(uintptr_t)address(a, &r, &again);
-        *aux = (void *)(uintptr_t)address(a, &x, &again);
-        c.why = again.why;
-    }
+    if (!c.why) c.why = second_pass(a, in, used, &r, &x, root, aux);
     if (!c.why && a->limit && a->used > a->limit)
         c.why = "the state is larger than this run's limit on an LP's memory";
     *why = c.why;

@@ -177,11 +177,17 @@ static void protect(struct kr__seg *s, uint32_t first, uint32_t count, int prot)
         protect_failed(errno);
 }
 
+/* cap doubled until it holds need. */
+static uint32_t doubled(uint32_t cap, uint32_t need)
+{
+    while (cap < need) cap *= 2;
+    return cap;
+}
+
 static int grow(struct kr__seg *s, uint32_t need)
 {
     if (need <= s->cap) return 0;
-    uint32_t cap = s->cap ? s->cap : 16;
-    while (cap < need) cap *= 2;
+    uint32_t cap = doubled(s->cap ? s->cap : 16, need);
     uint8_t *pg = realloc(s->pg, cap);
     if (!pg) return -1;
     s->pg = pg;

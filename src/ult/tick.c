@@ -125,6 +125,11 @@ static void add_range(uintptr_t lo, uintptr_t hi)
     nranges++;
 }
 
+static bool code_segment(const ElfW(Phdr) *ph)
+{
+    return ph->p_type == PT_LOAD && (ph->p_flags & PF_X);
+}
+
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -134,7 +139,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
     if (!main_exe && !object_holds(info, f->code)) return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        if (!code_segment(ph)) continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
         add_range(lo, lo + ph->p_memsz);
     }
@@ -196,17 +201,29 @@ void kr__tick_arm(uint64_t period_ns)
     timer_settime(tick_timer, 0, &its, NULL);
 }
 
+/* An environment variable's value, or NULL if it is unset or empty. */
+static const char *env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
 /* Where the recommended period is kept. */
 const char *kr__calibration_path(char *buf, size_t cap)
 {
-    const char *env = getenv("KAIROS_CALIBRATION");
-    if (env && *env) return env;
-    const char *xdg = getenv("XDG_CONFIG_HOME");
-    const char *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(buf, cap, "%s/kairos/calibration", xdg);
-    else if (home && *home) snprintf(buf, cap, "%s/.config/kairos/calibration", home);
+    const char *env = env_set("KAIROS_CALIBRATION");
+    if (env) return env;
+    const char *xdg = env_set("XDG_CONFIG_HOME"), *home = env_set("HOME");
+    if (xdg) snprintf(buf, cap, "%s/kairos/calibration", xdg);
+    else if (home) snprintf(buf, cap, "%s/.config/kairos/calibration", home);
     else return NULL;
     return buf;
+}
+
+/* Whether line is "tick_us X" with X in range (into *x). */
+static bool tick_line(const char *line, double *x)
+{
+    return sscanf(line, "tick_us %lf", x) == 1 && *x >= KR_TICK_US_MIN && *x <= 1e6;
 }
 
 double kr__calibrated_tick_us(const char **from)
@@ -219,7 +236,7 @@ double kr__calibrated_tick_us(const char **from)
     double us = KR_TICK_US_DEFAULT, x;
     char line[256];
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "tick_us %lf", &x) == 1 && x >= KR_TICK_US_MIN && x <= 1e6) {
+        if (tick_line(line, &x)) {
             us = x;
             *from = "calibration";
         }

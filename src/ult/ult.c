@@ -138,19 +138,22 @@ void kr__ult_pool_init(struct kr__ult_pool *p, size_t stack_bytes, size_t max,
 #endif
 }
 
+static _Noreturn void no_stack(const struct kr__ult_pool *p)
+{
+    char msg[384];
+    snprintf(msg, sizeof msg, "cannot map an event stack of %zu KiB and its %zu MiB guard "
+             "(%s): lower --stack-kb, raise the limit on address space (ulimit -v), or run "
+             "with --preempt off (no event stacks)", p->stack_bytes >> 10,
+             (size_t)GUARD_BYTES >> 20, strerror(errno));
+    kr__die(msg);
+}
+
 static struct kr__ult *make(struct kr__ult_pool *p)
 {
     size_t total = GUARD_BYTES + p->stack_bytes;
     char *base = mmap(NULL, total, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (base == MAP_FAILED) {
-        char msg[384];
-        snprintf(msg, sizeof msg, "cannot map an event stack of %zu KiB and its %zu MiB guard "
-                 "(%s): lower --stack-kb, raise the limit on address space (ulimit -v), or run "
-                 "with --preempt off (no event stacks)", p->stack_bytes >> 10,
-                 (size_t)GUARD_BYTES >> 20, strerror(errno));
-        kr__die(msg);
-    }
+    if (base == MAP_FAILED) no_stack(p);
     if (mprotect(base, GUARD_BYTES, PROT_NONE)) kr__fatal_oom("event stack guard", GUARD_BYTES);
     struct ult_full *f = calloc(1, sizeof *f);
     if (!f) kr__fatal_oom("event context", sizeof *f);
