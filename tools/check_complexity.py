@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 LIMIT = 15
-MEAN_CEILING = 3.499
+MEAN_CEILING = 3.498
 root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))
 try:

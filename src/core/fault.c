@@ -356,8 +356,7 @@ static void engine_site(const ucontext_t *uc, char *buf, size_t cap)
     for (int i = 0; i < f.n && len + 48 < cap; i++) {
         Dl_info info;
         if (!dladdr(f.pc[i], &info) || !info.dli_fname) continue;
-        const char *base = strrchr(info.dli_fname, '/');
-        base = base ? base + 1 : info.dli_fname;
+        const char *base = base_name(info.dli_fname);
         len += (size_t)snprintf(buf + len, cap - len, "%s%s+0x%lx", sep, base,
                                 (unsigned long)((uintptr_t)f.pc[i] - (uintptr_t)info.dli_fbase));
         sep = ", ";
