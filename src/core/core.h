@@ -331,6 +331,12 @@ static inline const void *kr__engine_opts(const struct kr__config *cfg,
 }
 
 extern const struct kr__engine kr__seq_engine, kr__tw_engine, kr__cons_engine;
+/* Whether r's event pools may hand e's events out compact (kr__engine.compact_events):
+ * not when snapshots are written, which keep every event's duration. */
+static inline bool kr__compact_events(const struct kr__run *r, const struct kr__engine *e)
+{
+    return e->compact_events && !r->cfg->snap_dir;
+}
 /* The conservative engine's windows scheme: the optimistic engine's workers running safe
  * events only (kr__cons_engine resolves to it; not in the table). */
 extern const struct kr__engine kr__windows_engine;

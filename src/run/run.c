@@ -378,8 +378,7 @@ static bool lp_table_alloc(struct kr__run *r)
 {
     r->lp_mem = calloc(r->n, r->lp_bytes);
     r->counters = aligned_alloc(64, r->nthreads * sizeof *r->counters);
-    /* (snapshots keep every event's duration: compact events have none) */
-    r->pools = kr__pools_new(r->nthreads, r->cfg->engine->compact_events && !r->cfg->snap_dir);
+    r->pools = kr__pools_new(r->nthreads, kr__compact_events(r, r->cfg->engine));
     return r->lp_mem && r->counters && r->pools;
 }
 

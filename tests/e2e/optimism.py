@@ -15,8 +15,10 @@ t = Tally()
 RELEASE = not build_kind(kairos)
 
 
-def same_as_sequential(name, margs, configs):
-    ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
+def same_as_sequential(name, margs, configs, ref=None):
+    ref_out, ref_err, ref_st = stats_of(kairos, margs + ["--sync", "sequential"])
+    if ref is not None:
+        ref.append(ref_st)
     runs = []
     for cfg in configs:
         out, err, st = stats_of(kairos, margs + cfg)
@@ -112,8 +114,14 @@ def one_worker():
                                           "-P", "done_after=40"])):
         configs = [["--threads", "1"], ["--threads", "1", "--safe", "off"],
                    ["--threads", "1", "--state", "page"], ["--threads", "2"]]
-        runs = same_as_sequential(name, margs, configs)
+        seq = []
+        runs = same_as_sequential(name, margs, configs, seq)
         alone = [s["sequential_core"] for s in runs]
+        # (the sequential engine's events too: one without payload in one line, not two)
+        pools = [st["threads_detail"][0]["event_pool_bytes"] for st in (seq[0], runs[0])]
+        if pools[0] != pools[1]:
+            fail(f"{name} --threads 1: event pools of {pools[1]} bytes, the sequential "
+                 f"engine's {pools[0]}")
         if alone != [True, False, False, False]:
             fail(f"{name}: sequential_core {alone}, want [True, False, False, False]")
         if runs[0]["checkpoints"] or runs[0]["gvt_rounds"] or \
@@ -123,8 +131,8 @@ def one_worker():
                  f"of {runs[0]['committed_events']}")
         if not runs[1]["checkpoints"]:
             fail(f"{name} --threads 1 --safe off took no checkpoint")
-    t.ok("one worker: the sequential core and digest; --safe off, --state page, 2 threads: "
-         "Time Warp, the same digest")
+    t.ok("one worker: the sequential core, digest and event pools; --safe off, --state page, "
+         "2 threads: Time Warp, the same digest")
     lone_worker()
 
 
