@@ -19,7 +19,8 @@
  * to the other workers, it leaves GVT and sleeps, and it comes back (the first mapping is
  * restored) once a probe finds its core free again; auto also tries one worker fewer when
  * rollbacks undo much of the work, and keeps that only if more gets committed (the trial);
- * storm (tests), random moves at every round. */
+ * storm (tests), random moves at every round. The share trial of a retired worker is in
+ * share.c. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -348,7 +349,7 @@ static void plan_storm(struct tw_global *g)
 
 /* Contiguous blocks in proportion to the workers' weights (bal_weight): equal weights give
  * the first mapping (core/place.h), a weight of 0 no LP. */
-static void map_by_weight(struct tw_global *g)
+void tw_map_by_weight(struct tw_global *g)
 {
     uint64_t total = 0, sum = 0;
     for (unsigned t = 0; t < g->n; t++) total += g->th[t].bal.weight;
@@ -366,12 +367,12 @@ static void map_by_weight(struct tw_global *g)
 static void block_mapping(struct tw_global *g, unsigned nact)
 {
     for (unsigned t = 0; t < g->n; t++) g->th[t].bal.weight = t < nact ? TW_WEIGHT_FULL : 0;
-    map_by_weight(g);
+    tw_map_by_weight(g);
 }
 
 /* The wait before a trial's question is asked again: TW_TRIAL_BACKOFF_NS first (b 0),
  * doubling to TW_TRIAL_MAX_NS (both trials). */
-static uint64_t backoff_step(uint64_t *b)
+uint64_t tw_backoff_step(uint64_t *b)
 {
     if (!*b) *b = TW_TRIAL_BACKOFF_NS;
     uint64_t wait = *b;
@@ -393,7 +394,7 @@ static void trial_judge(struct tw_global *g, uint64_t now, double rate)
     bool fewer = g->bl.trial == TW_TRIAL_RUNNING;
     bool better = fewer ? rate >= g->bl.trial_rate * TW_TRIAL_FEWER
                         : rate > g->bl.trial_rate * TW_TRIAL_MORE;
-    uint64_t wait = backoff_step(&g->bl.trial_backoff_ns);
+    uint64_t wait = tw_backoff_step(&g->bl.trial_backoff_ns);
     unsigned nact = g->bl.trial_nact;
     if (fewer && better) { /* keep; one fewer again next window if still needed */
         g->bl.trial_next_ns = now;
@@ -503,130 +504,6 @@ static bool shares_apart(const struct tw_global *g, const struct tw_shares *v)
            v->lo <= TW_SHARED_SHARE;
 }
 
-static uint64_t committed_sum(const struct tw_global *g)
-{
-    uint64_t c = 0;
-    for (unsigned t = 0; t < g->n; t++) c += g->th[t].bal.rep_committed;
-    return c;
-}
-
-static void part_window(struct tw_global *g, int state, uint64_t now)
-{
-    g->bl.part = state;
-    g->bl.part_t0 = now;
-    g->bl.part_c0 = committed_sum(g);
-    g->bl.part_v0 = g->gvt.ts;
-}
-
-/* Every worker found on a shared core gets its share (on) or none; then the map. */
-static void part_switch(struct tw_global *g, bool on)
-{
-    g->bl.part_on = on;
-    for (unsigned t = 0; t < g->n; t++)
-        if (g->th[t].bal.part) g->th[t].bal.weight = on ? g->th[t].bal.part : 0;
-    map_by_weight(g);
-}
-
-/* The weight a worker of a shared core gets in a share trial, from its CPU share there
- * (never 0: 0 means not found on a shared core; a share not measured, -1, gives 1). */
-static unsigned part_weight(double share)
-{
-    unsigned part = share > 0 ? (unsigned)(share * TW_WEIGHT_FULL) : 0;
-    return part ? part : 1;
-}
-
-/* Each retired worker of a shared core takes the share its latest probe found (if it has
- * probed since it left); true if one of them is worth a try (TW_PART_MIN). */
-static bool part_worth_trying(struct tw_global *g)
-{
-    bool worth = false;
-    for (unsigned t = 0; t < g->n; t++) {
-        struct tw_bal *b = &g->th[t].bal;
-        if (!b->part) continue;
-        double s = atomic_load_explicit(&b->probe, memory_order_relaxed);
-        if (s >= 0) b->part = part_weight(s);
-        worth |= b->part >= TW_PART_MIN * TW_WEIGHT_FULL;
-    }
-    return worth;
-}
-
-/* The next question after the backoff. */
-static void part_wait(struct tw_global *g, uint64_t now)
-{
-    g->bl.part_next_ns = now + backoff_step(&g->bl.part_backoff_ns);
-    g->bl.part = TW_PART_WAIT;
-}
-
-/* Time enough left in the run for a try to pay (TW_PART_WORTH_NS), judged by how far GVT
- * went in the window of `span` ns just ended; a run without a finite end has. */
-static bool part_time_left(const struct tw_global *g, uint64_t span)
-{
-    kr_time end = g->r->cfg->end, dv = g->gvt.ts - g->bl.part_v0;
-    if (!isfinite(end) || !(dv > 0)) return true;
-    return (end - g->gvt.ts) / dv * (double)span >= (double)TW_PART_WORTH_NS;
-}
-
-/* The window as it is ended at `rate`: the other way next, unless a share too small to
- * gain from would be tried, or the run ends too soon for a try to pay. */
-static void part_base_done(struct tw_global *g, double rate, uint64_t now)
-{
-    g->bl.part_rate = rate;
-    if (!g->bl.part_on && (!part_worth_trying(g) || !part_time_left(g, now - g->bl.part_t0))) {
-        part_wait(g, now);
-        return;
-    }
-    part_switch(g, !g->bl.part_on);
-    part_window(g, TW_PART_TRY, now);
-}
-
-/* The try ended at `rate`: the share stays (or comes back) only if it committed
- * TW_TRIAL_MORE of "out"; then the wait for the next question. */
-static void part_try_done(struct tw_global *g, double rate, uint64_t now)
-{
-    double on = g->bl.part_on ? rate : g->bl.part_rate;
-    double off = g->bl.part_on ? g->bl.part_rate : rate;
-    bool share = on >= off * TW_TRIAL_MORE;
-    if (share != g->bl.part_on) part_switch(g, share);
-    g->bl.cnt_part++;
-    g->bl.cnt_part_kept += share;
-    part_wait(g, now);
-}
-
-/* The share trial (tw.h): a window the way it is (the shared workers out, or with their
- * shares), one the other way; a share stays only if it commits TW_TRIAL_MORE of what
- * "out" does, and the question is asked again after a backoff. A try that commits under
- * TW_PART_ABORT of the window before ends at the next decision. */
-static void plan_part(struct tw_global *g, uint64_t now)
-{
-    if (g->bl.part == TW_PART_WAIT) {
-        if (now >= g->bl.part_next_ns) part_window(g, TW_PART_BASE, now);
-        return;
-    }
-    uint64_t span = now - g->bl.part_t0;
-    double rate = (double)(committed_sum(g) - g->bl.part_c0) * 1e9 / (double)span;
-    bool bad = g->bl.part == TW_PART_TRY && rate < g->bl.part_rate * TW_PART_ABORT;
-    if (span < TW_PART_NS && !bad) return;
-    if (g->bl.part == TW_PART_BASE) part_base_done(g, rate, now);
-    else part_try_done(g, rate, now);
-}
-
-/* The workers with a share noted (bal.part) are out of shared cores, `k` of them new. */
-static void shared_out(struct tw_global *g, unsigned k, uint64_t now)
-{
-    part_switch(g, false);
-    g->bl.cnt_retired += k;
-    g->bl.part_backoff_ns = 0; /* (a new question: the first wait again) */
-    g->bl.part = TW_PART_WAIT; /* (the window "out" begins once the moves have settled) */
-    g->bl.part_next_ns = now + TW_PART_SETTLE_NS;
-}
-
-/* Worker w's core is shared: out at once, with the share it would get there noted. */
-static void retire_shared(struct tw_global *g, unsigned w, double share, uint64_t now)
-{
-    g->th[w].bal.part = part_weight(share);
-    shared_out(g, 1, now);
-}
-
 /* The home worker's first window says its core is shared (the run's thread was on a busy
  * core when the home was chosen); `known`: it has said anything yet. */
 static bool home_shared(const struct tw_global *g, bool *known)
@@ -657,7 +534,7 @@ static unsigned start_shared(struct tw_global *g)
         struct tw_bal *b = &g->th[t].bal;
         if ((int)t == g->bl.home || atomic_load_explicit(&b->wants_back, memory_order_relaxed))
             continue;
-        b->part = part_weight(atomic_load_explicit(&b->probe, memory_order_relaxed));
+        b->part = tw_share_weight(atomic_load_explicit(&b->probe, memory_order_relaxed));
         n++;
     }
     return n;
@@ -666,7 +543,7 @@ static unsigned start_shared(struct tw_global *g)
 /* The start's plan (tw_balance_home), once every other worker has probed its core and the
  * home has a first window, or TW_START_WAIT_NS on (a worker that has not got its core yet
  * is on a busy one; a home without a share yet counts as free): the workers found free get
- * LPs - the first mapping when all are -, those found shared stay out as retire_shared
+ * LPs - the first mapping when all are -, those found shared stay out as tw_share_retire
  * leaves them, their share trial to come, and so does the home if its core is shared and
  * another is free. */
 static void plan_start(struct tw_global *g, uint64_t now)
@@ -678,10 +555,10 @@ static void plan_start(struct tw_global *g, uint64_t now)
     unsigned shared = start_shared(g);
     if (shared_home && shared < g->n - 1) {
         struct tw_bal *b = &g->th[g->bl.home].bal;
-        b->part = part_weight(atomic_load_explicit(&b->cpu_share, memory_order_relaxed));
+        b->part = tw_share_weight(atomic_load_explicit(&b->cpu_share, memory_order_relaxed));
         shared++;
     }
-    if (shared) shared_out(g, shared, now);
+    if (shared) tw_share_out(g, shared, now);
     else block_mapping(g, g->n);
 }
 
@@ -711,7 +588,7 @@ static bool plan_cores(struct tw_global *g, const struct tw_shares *v, uint64_t 
     if (!v->back && !retire_now(g, v)) return false;
     g->bl.last_ns = now;
     if (v->back) all_back(g);
-    else retire_shared(g, (unsigned)v->worst, v->lo, now);
+    else tw_share_retire(g, (unsigned)v->worst, v->lo, now);
     return true;
 }
 
@@ -727,7 +604,7 @@ static void plan_look(struct tw_global *g, uint64_t now)
     /* (at the start, a look that changes nothing is no decision: the first shares come in
      * window by window, and a shared core seen at 10 ms had waited 40 ms for the next look) */
     if (!starting) g->bl.last_ns = now;
-    if (g->bl.part != TW_PART_NONE) plan_part(g, now);
+    if (g->bl.part != TW_PART_NONE) tw_share_plan(g, now);
     else if (!v.retired) plan_trial(g, now);
 }
 
@@ -737,8 +614,8 @@ static void plan_auto(struct tw_global *g, uint64_t now)
         plan_start(g, now);
         return;
     }
-    if (g->bl.part == TW_PART_TRY && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
-        plan_part(g, now);
+    if (tw_share_trying(g) && now - g->bl.part_t0 >= TW_PART_EARLY_NS) { /* (each round) */
+        tw_share_plan(g, now);
         return;
     }
     if (now - g->bl.last_ns >= TW_BALANCE_NS) plan_look(g, now);

@@ -7,6 +7,7 @@
  *  - a trial that commits far less is undone at the next decision, and the question is
  *    asked again only after the backoff;
  *  - a share that commits more stays; asked again, "out" that commits far less is undone;
+ *  - a try that is not clearly worse or better goes on for a second window, judged alone;
  *  - once its core is free (by its CPU share and its run queue), the first mapping comes
  *    back;
  *  - a share too small to gain from is not tried, until a probe finds a larger one;
@@ -111,6 +112,50 @@ static void shared_core(struct tw_global *g)
     for (kr_lp lp = 0; lp < LPS; lp++) CHECK(g->owner[lp] == kr__block_of(lp, LPS, 2));
     CHECK(g->bl.part == TW_PART_NONE && g->bl.cnt_back == 1 && !g->th[1].bal.part);
     CHECK(g->th[0].bal.weight == TW_WEIGHT_FULL && g->th[1].bal.weight == TW_WEIGHT_FULL);
+}
+
+/* From "out" (1000 in a window) to a third of the LPs on the shared core: a try. */
+static uint64_t share_tried(struct tw_global *g)
+{
+    uint64_t t = g->bl.start_ns + 1000 * MS;
+    atomic_store(&g->th[0].bal.cpu_share, 1.0);
+    atomic_store(&g->th[1].bal.cpu_share, 0.5);
+    CHECK(plan(g, t, 0) && g->bl.part == TW_PART_WAIT);
+    CHECK(!plan(g, t += 40 * MS, 0) && g->bl.part == TW_PART_BASE);
+    CHECK(plan(g, t += TW_PART_NS, 1000));
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->bl.part == TW_PART_TRY);
+    return t;
+}
+
+/* A try that ends between TW_PART_UNSURE and TW_TRIAL_MORE of "out" goes on for another
+ * window, judged alone (the first one's start undercounts: work run after the switch
+ * commits at a later GVT round); one under TW_PART_UNSURE is undone at once, and an
+ * extension is judged as a try is. */
+static void unsure_try(struct tw_global *g)
+{
+    uint64_t t = share_tried(g);
+    CHECK(!plan(g, t += TW_PART_NS, 950)); /* 0.95: not sure */
+    CHECK(owned_by_1(g) == LPS - LPS * 1000 / 1500 && g->bl.part == TW_PART_LONGER);
+    CHECK(g->bl.cnt_part == 0 && g->bl.part_on);
+    CHECK(!plan(g, t += TW_PART_NS, 1100)); /* 1.10 alone: kept */
+    CHECK(g->bl.part == TW_PART_WAIT && g->bl.part_on && g->bl.cnt_part == 1 &&
+          g->bl.cnt_part_kept == 1);
+}
+
+static void unsure_undone(struct tw_global *g)
+{
+    uint64_t t = share_tried(g);
+    CHECK(!plan(g, t += TW_PART_NS, 900) && g->bl.part == TW_PART_LONGER);
+    CHECK(plan(g, t += TW_PART_NS, 1000)); /* 1.00: undone */
+    CHECK(owned_by_1(g) == 0 && g->bl.part == TW_PART_WAIT && !g->bl.part_on);
+    CHECK(g->bl.cnt_part == 1 && g->bl.cnt_part_kept == 0);
+}
+
+static void short_try(struct tw_global *g)
+{
+    uint64_t t = share_tried(g);
+    CHECK(plan(g, t += TW_PART_NS, 800)); /* 0.80: undone, no second window */
+    CHECK(owned_by_1(g) == 0 && g->bl.part == TW_PART_WAIT && g->bl.cnt_part == 1);
 }
 
 /* A share under TW_PART_MIN is not tried: out, the question is asked again after the
@@ -253,6 +298,9 @@ static void with_two_workers(void (*test)(struct tw_global *))
 int main(void)
 {
     with_two_workers(shared_core);
+    with_two_workers(unsure_try);
+    with_two_workers(unsure_undone);
+    with_two_workers(short_try);
     with_two_workers(small_share);
     with_two_workers(ends_soon);
     with_two_workers(start_free);
