@@ -107,8 +107,8 @@ static void part_try_done(struct tw_global *g, double rate, uint64_t now)
     part_wait(g, now);
 }
 
-/* The share trial (tw.h): a window the way it is (the shared workers out, or with their
- * shares), one the other way; a share stays only if it commits TW_TRIAL_MORE of what
+/* The share trial (balance.h): a window the way it is (the shared workers out, or with
+ * their shares), one the other way; a share stays only if it commits TW_TRIAL_MORE of what
  * "out" does, and the question is asked again after a backoff. A try that commits under
  * TW_PART_ABORT of the window before ends at the next decision. */
 void tw_share_plan(struct tw_global *g, uint64_t now)
