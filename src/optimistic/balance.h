@@ -81,10 +81,11 @@ enum { TW_TRIAL_NONE, TW_TRIAL_RUNNING, TW_TRIAL_KEPT, TW_TRIAL_BACK };
 #define TW_WEIGHT_FULL 1000u                /* a worker's weight with a core of its own */
 /* A try of a share that ends between TW_PART_UNSURE and TW_TRIAL_MORE of "out" goes on for
  * another TW_PART_NS (TW_PART_LONGER), judged alone: work run after the switch commits only
- * at a later GVT round, so the first window's start undercounts what a share brings, and
- * life's tries read 0.84-0.94 where keeping every share ran it 1.02-1.05x faster than
- * judging them (session 42). A second window costs a clearly worse share little: those
- * read under 0.85 (queueing 0.81-0.82, airport 0.82) or under TW_PART_ABORT. */
+ * at a later GVT round, so the first window's start undercounts what a share brings:
+ * life's tries read 0.40-1.47, and with every share kept it ran at 0.96-1.05 of the
+ * sequential engine against 0.83-1.07 judged (session 42). A second window costs a
+ * clearly worse share little: those read under 0.85 (queueing 0.81-0.82, airport 0.82)
+ * or under TW_PART_ABORT. */
 #define TW_PART_UNSURE 0.85
 enum { TW_PART_NONE, TW_PART_BASE, TW_PART_TRY, TW_PART_WAIT, TW_PART_LONGER };
 
