@@ -245,7 +245,8 @@ static void snap_take(struct cons *c, const struct kr__ev *first)
     if (!pending) kr__fatal_oom("a snapshot's event list", (c->heap.n + 1) * sizeof *pending);
     size_t n = 0;
     for (size_t i = 0; i < c->heap.n; i++)
-        if (!(c->heap.a[i].e->flags & KR_EVF_BARRIER)) pending[n++] = c->heap.a[i].e;
+        if (!(kr__heap_ev(&c->heap, i)->flags & KR_EVF_BARRIER))
+            pending[n++] = kr__heap_ev(&c->heap, i);
     kr__snapshot_write(c->r, pending, n, first->k.ts, NULL);
     free(pending);
     kr__snapshot_next(c->r, first->k.ts, &c->snap_at, &c->snap_wall);
@@ -557,7 +558,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     c->offload_auto = !o->offload_always;
     c->offload_ns = (float)(o->offload_us * 1000.0);
     kr__typetime_init(&c->types);
-    kr__heap_init(&c->heap);
+    kr__heap_init_keys(&c->heap, r->n, r->tie.dest, r->tie.type);
     kr__blobs_init(&c->blobs);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
     c->watch = aligned_alloc(64, (c->nw + 1) * sizeof *c->watch);

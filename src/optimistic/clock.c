@@ -55,12 +55,12 @@ static kr_time span_floor(const struct tw_thread *th, const struct kr__ev *top, 
     stack[sp++] = 2;
     while (sp) {
         size_t i = stack[--sp];
-        if (i >= h->n || h->a[i].ts + la >= best) continue;
+        if (i >= h->n || kr__heap_ts(h, i) + la >= best) continue;
         if (++visits > TW_SPAN_VISITS || sp + 2 > TW_SPAN_VISITS + 2) {
-            best = h->a[i].ts + la; /* (unvisited: its time plus the lookahead) */
+            best = kr__heap_ts(h, i) + la; /* (unvisited: its time plus the lookahead) */
             continue;
         }
-        best = min_end(h->a[i].e, la, best);
+        best = min_end(kr__heap_ev(h, i), la, best);
         stack[sp++] = 2 * i + 1;
         stack[sp++] = 2 * i + 2;
     }

@@ -81,9 +81,9 @@ static void heap_hand_over(struct tw_thread *th)
     size_t keep = 0;
     th->mg.n = 0;
     for (size_t i = 0; i < h->n; i++) {
-        struct kr__ev *e = h->a[i].e;
+        struct kr__ev *e = kr__heap_ev(h, i);
         if (g->target[e->dest] == th->id) {
-            h->a[keep++] = h->a[i];
+            kr__heap_move(h, keep++, i);
         } else if (e->st == KR_EV_CANCELLED) {
             kr__pool_put(th->pool, e);
         } else {

@@ -232,12 +232,12 @@ static kr_time drop_cancelled(struct tw_thread *th, kr_time gvt)
     kr_time last = gvt;
     size_t keep = 0;
     for (size_t i = 0; i < h->n; i++) {
-        struct kr__ev *e = h->a[i].e;
+        struct kr__ev *e = kr__heap_ev(h, i);
         if (e->st == KR_EV_CANCELLED) {
             kr__pool_put(th->pool, e);
             continue;
         }
-        h->a[keep++] = h->a[i];
+        kr__heap_move(h, keep++, i);
         if (e->k.ts > last) last = e->k.ts;
     }
     h->n = keep;
@@ -252,7 +252,7 @@ static void list_sendbacks(struct tw_thread *th, kr_time from, size_t want)
     struct kr__heap *h = &th->heap;
     th->mem.nsendback = 0;
     for (size_t i = 0; i < h->n && th->mem.nsendback < want; i++) {
-        struct kr__ev *e = h->a[i].e;
+        struct kr__ev *e = kr__heap_ev(h, i);
         unsigned owner = tw_owner(th->g, e->k.src);
         if (!(e->k.ts > from) || e->st != KR_EV_PENDING || tw_remote(th->g, owner)) continue;
         if (th->mem.nsendback == th->mem.capsendback)

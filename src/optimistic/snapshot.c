@@ -66,7 +66,7 @@ bool tw_snap_plan(struct tw_thread *th)
 static void cancel_kept(struct tw_thread *th)
 {
     for (size_t i = 0; i < th->heap.n; i++) {
-        struct kr__ev *e = th->heap.a[i].e;
+        struct kr__ev *e = kr__heap_ev(&th->heap, i);
         if (!(e->xflags & KR_EVX_LAZY)) continue;
         tw_cancel_children(th, e);
         e->child = NULL;
@@ -128,7 +128,7 @@ static void check_pending(const struct tw_thread *th, const struct kr__ev *e)
 static void check_settled(struct tw_thread *th)
 {
     check_lps_settled(th);
-    for (size_t i = 0; i < th->heap.n; i++) check_pending(th, th->heap.a[i].e);
+    for (size_t i = 0; i < th->heap.n; i++) check_pending(th, kr__heap_ev(&th->heap, i));
     if (th->loc.wn) kr__internal_error("snapshot: thread %u has %zu deliveries queued", th->id,
                                    th->loc.wn);
 }
@@ -140,7 +140,7 @@ static struct kr__key least_pending(const struct tw_global *g)
     for (unsigned t = 0; t < g->n; t++) {
         const struct kr__heap *h = &g->th[t].heap;
         for (size_t i = 0; i < h->n; i++) {
-            const struct kr__ev *e = h->a[i].e;
+            const struct kr__ev *e = kr__heap_ev(h, i);
             if (e->st != KR_EV_CANCELLED && kr__key_lt(&e->k, &m)) m = e->k;
         }
     }
@@ -160,7 +160,7 @@ static struct kr__ev **pending_events(const struct tw_global *g, size_t *n)
     for (unsigned t = 0; t < g->n; t++) {
         const struct kr__heap *h = &g->th[t].heap;
         for (size_t i = 0; i < h->n; i++)
-            if (h->a[i].e->st != KR_EV_CANCELLED) pending[(*n)++] = h->a[i].e;
+            if (kr__heap_ev(h, i)->st != KR_EV_CANCELLED) pending[(*n)++] = kr__heap_ev(h, i);
     }
     return pending;
 }

@@ -204,7 +204,7 @@ static void seq_snapshot(struct kr__run *r, struct seq *s, kr_time at)
 {
     struct kr__ev **pending = malloc((s->heap.n + 1) * sizeof *pending);
     if (!pending) kr__fatal_oom("a snapshot's event list", s->heap.n * sizeof *pending);
-    for (size_t i = 0; i < s->heap.n; i++) pending[i] = s->heap.a[i].e;
+    for (size_t i = 0; i < s->heap.n; i++) pending[i] = kr__heap_ev(&s->heap, i);
     kr__recheck_reach_all(r, true); /* (--check: the snapshot reads every state) */
     kr__snapshot_write(r, pending, s->heap.n, at, NULL);
     kr__recheck_reach_all(r, false);
@@ -420,7 +420,7 @@ static void seq_free(struct seq *s)
 /* The engine's record before the run (check: --check's, used only under --check). */
 static void seq_init(struct kr__run *r, struct seq *s, struct kr__recheck *check)
 {
-    kr__heap_init(&s->heap);
+    kr__heap_init_keys(&s->heap, r->n, r->tie.dest, r->tie.type);
     s->bundle = (struct kr__bundle){ 0 };
     s->check = NULL;
     kr__blobs_init(&s->blobs);

@@ -437,7 +437,7 @@ static void spans_kept(void)
     kr_time dur[SPANNED];
     unsigned n = 0;
     for (size_t i = 0; i < th->heap.n && n < SPANNED; i++) {
-        struct kr__ev *e = th->heap.a[i].e;
+        struct kr__ev *e = kr__heap_ev(&th->heap, i);
         e->flags |= KR_EVF_SPAN;
         e->dur = dur[n] = 1e-9 * (n + 1); /* (shorter than any PHOLD delay) */
         ev[n++] = e;
