@@ -558,7 +558,7 @@ static void cons_setup(struct cons *c, struct kr__run *r)
     c->offload_auto = !o->offload_always;
     c->offload_ns = (float)(o->offload_us * 1000.0);
     kr__typetime_init(&c->types);
-    kr__heap_init_keys(&c->heap, r->n, r->tie.dest, r->tie.type);
+    kr__run_heap_init(r, &c->heap);
     kr__blobs_init(&c->blobs);
     c->w = aligned_alloc(64, (c->nw + 1) * sizeof *c->w);
     c->watch = aligned_alloc(64, (c->nw + 1) * sizeof *c->watch);

@@ -15,6 +15,7 @@
 #include "base/digest.h"
 #include "core/trace.h"
 #include "msg/pool.h"
+#include "queue/heap.h"
 #include "state/addrmap.h"
 #include "stats/counters.h"
 #include "core/optdef.h"
@@ -181,6 +182,13 @@ struct kr__run {
 };
 
 /* LP id's record (struct kr__lp), followed by lp_extra bytes of the engine's own. */
+/* An engine's event heap for run r: its tie packing (queue/heap.c) from the run's LP count
+ * and what the key's tie holds, the same on every engine. */
+static inline void kr__run_heap_init(const struct kr__run *r, struct kr__heap *h)
+{
+    kr__heap_init_keys(h, r->n, r->tie.dest, r->tie.type);
+}
+
 static inline struct kr__lp *kr__lp_at(const struct kr__run *r, kr_lp id)
 {
     return (struct kr__lp *)(r->lp_mem + id * r->lp_bytes);

@@ -94,7 +94,7 @@ static void tw_setup_thread(struct kr__run *r, struct tw_global *g, unsigned t)
     tw_thread_features(th, g);
     th->pace.every = 1;
     th->last_ts = -INFINITY;
-    kr__heap_init_keys(&th->heap, r->n, r->tie.dest, r->tie.type);
+    kr__run_heap_init(r, &th->heap);
     for (size_t i = 0; i < TW_NMODULES; i++)
         if (tw_modules[i]->init && tw_module_used(g, tw_modules[i])) tw_modules[i]->init(th);
 }

@@ -420,7 +420,7 @@ static void seq_free(struct seq *s)
 /* The engine's record before the run (check: --check's, used only under --check). */
 static void seq_init(struct kr__run *r, struct seq *s, struct kr__recheck *check)
 {
-    kr__heap_init_keys(&s->heap, r->n, r->tie.dest, r->tie.type);
+    kr__run_heap_init(r, &s->heap);
     s->bundle = (struct kr__bundle){ 0 };
     s->check = NULL;
     kr__blobs_init(&s->blobs);
