@@ -8,8 +8,9 @@
  * "Experiment: calendar queue"): 9.7-10.0 vs 12.6-13.4 M/s at 1024 LPs, 1.7 vs 3.4-3.6 M/s
  * at 65536 LPs. A bottom-up pop (Floyd: the hole goes down to a leaf, then the last slot
  * rises) was measured too (2026-11-25, bench/ab.py, 7-9 runs): PHOLD-std sequential 1.01-1.05,
- * 2 threads 1.02-1.06, but seir sequential 0.80-0.81 - with timestamps tied the descent
- * reads two events per level all the way down, where a sift-down stops early. Cancelled events
+ * 2 threads 1.02-1.06, but seir sequential 0.80-0.81. That was put down to tied timestamps
+ * then; a count of ties at each pop (2026-12-02) finds none in seir, so the likelier cause is
+ * the descent to a leaf in seir's large heap, where a sift-down stops early. Cancelled events
  * stay in the heap and are dropped when they reach the top (lazy deletion: an antimessage
  * for a pending event costs one store).
  *

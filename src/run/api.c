@@ -324,15 +324,15 @@ static int check_schedule(const char *fn, kr_lp dest, kr_time t, size_t size, co
     return check_progress(fn, dest, t, r->lookahead);
 }
 
-/* Could a word of the payload be an address? Most payloads - doubles, small counts, random
- * 64-bit values - answer no without a call. */
+/* Could a word of the payload be an address? Most payloads - doubles, counts and ids below
+ * the lowest mapping, random 64-bit values - answer no without a call. */
 static inline bool maybe_pointers(const void *payload, size_t size)
 {
     if (__builtin_expect(size < 8, 1)) return false;
     for (size_t i = 0; i + 8 <= size; i += 8) {
         uint64_t w;
         memcpy(&w, (const char *)payload + i, 8);
-        if (kr__addr_maybe(w)) return true;
+        if (kr__addr_above_floor(w)) return true;
     }
     return false;
 }

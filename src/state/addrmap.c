@@ -51,6 +51,7 @@ struct published {
     struct range r[];   /* the images, then the maps */
 };
 static _Atomic(struct published *) pub;
+_Atomic uintptr_t kr__addr_floor = KR_ADDR_USER_LO;
 
 /* Below 4 GiB a PIE program (x86-64 Linux's default) has nothing mapped; a program built
  * without -pie keeps its image and C heap there, and valgrind the whole process. Ids,
@@ -162,6 +163,8 @@ static void publish(void)
     if (images.n) p->floor = images.r[0].lo;
     if (maps.n && maps.r[0].lo < p->floor) p->floor = maps.r[0].lo;
     atomic_store_explicit(&pub, p, memory_order_release);
+    atomic_store_explicit(&kr__addr_floor, p->floor > KR_ADDR_USER_LO ? p->floor : KR_ADDR_USER_LO,
+                          memory_order_relaxed);
 }
 
 static void load(void)
@@ -265,6 +268,7 @@ void kr__addrmap_reset(void)
     reloads = 0;
     atomic_store(&low.state, 0);
     struct published *p = atomic_exchange(&pub, NULL);
+    atomic_store(&kr__addr_floor, KR_ADDR_USER_LO);
     while (p) {
         struct published *o = p->older;
         free(p);

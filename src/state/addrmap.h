@@ -10,6 +10,7 @@
 #ifndef KR_STATE_ADDRMAP_H
 #define KR_STATE_ADDRMAP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,18 @@ enum kr__addr_kind { KR_ADDR_NUMBER, KR_ADDR_IMAGE, KR_ADDR_FOREIGN };
 static inline bool kr__addr_maybe(uint64_t w)
 {
     return w - KR_ADDR_USER_LO < KR_ADDR_USER_HI - KR_ADDR_USER_LO;
+}
+
+/* The lowest address mapped when the maps were last read (KR_ADDR_USER_LO until then): a
+ * word below it is a number (kr__addrmap_payload says so too), told on the send path
+ * without a call. Ids and counts above 64 KiB, such as the airport model's plane ids, cost
+ * a call and a look-up at each send otherwise (without them airport ran 1.11x faster). */
+extern _Atomic uintptr_t kr__addr_floor;
+
+static inline bool kr__addr_above_floor(uint64_t w)
+{
+    uintptr_t lo = atomic_load_explicit(&kr__addr_floor, memory_order_relaxed);
+    return w - lo < KR_ADDR_USER_HI - lo;
 }
 
 /* Canonical value of word w for hashing; *kind says what it was. For KR_ADDR_FOREIGN,

@@ -145,10 +145,32 @@ static void match_both_orders(void)
     kr__match_destroy(&m);
 }
 
+/* The send path's inline test (kr__addr_above_floor) agrees with the look-up: an id above
+ * 64 KiB but below the lowest mapping is a number without a call, a heap block and the
+ * image are not below the floor, and a reset forgets the floor with the maps. */
+static void payload_floor(void)
+{
+    kr__addrmap_reset();
+    uint64_t id = 4096000; /* (airport's plane ids: under a PIE image, nothing is there) */
+    CHECK(kr__addr_above_floor(id)); /* (before the maps are read: every canonical word) */
+    size_t at = 0;
+    CHECK(kr__addrmap_payload(&id, 8, &at, NULL, 0) == KR_PAYLOAD_PLAIN);
+    CHECK(!kr__addr_above_floor(id));
+    char *block = malloc(64);
+    uint64_t words[2] = { (uint64_t)(uintptr_t)block, (uint64_t)(uintptr_t)literal };
+    CHECK(kr__addr_above_floor(words[0]) && kr__addr_above_floor(words[1]));
+    CHECK(!kr__addr_above_floor(0x100000000000000ull) && !kr__addr_above_floor(7));
+    CHECK(kr__addrmap_payload(&words[1], 8, &at, NULL, 0) == KR_PAYLOAD_IMAGE);
+    free(block);
+    kr__addrmap_reset();
+    CHECK(kr__addr_above_floor(id));
+}
+
 int main(void)
 {
     wire_round_trip();
     wire_pointers();
+    payload_floor();
     match_both_orders();
     return check_done("wire");
 }
