@@ -571,6 +571,15 @@ static inline kr_time tw_run_bound(const struct tw_global *g, kr_time stop)
     return g->sn.at < stop ? g->sn.at : stop;
 }
 
+/* What a round would do for a thread whose top e (if any) is not below `end`, or is held
+ * back (below). */
+static enum tw_round_use tw_round_use(const struct tw_thread *th, const struct kr__ev *e,
+                                      bool below)
+{
+    if (below) return TW_ROUND_NONE;
+    return e && e->k.ts < th->r->cfg->end ? TW_ROUND_SNAP : TW_ROUND_END;
+}
+
 /* A turn with nothing to run below `end` (e: the top, if any). */
 static void tw_wait_turn(struct tw_thread *th, const struct kr__ev *e, kr_time end,
                          unsigned *spins, bool over)
@@ -578,7 +587,7 @@ static void tw_wait_turn(struct tw_thread *th, const struct kr__ev *e, kr_time e
     bool below = e && e->k.ts < end;
     th->cnt->win.throttled += below;
     if (tw_bounds(th)) tw_clock_publish(th, e, true);
-    tw_idle(th, spins, over, e && !below && e->k.ts < th->r->cfg->end, below);
+    tw_idle(th, spins, over, tw_round_use(th, e, below), below);
 }
 
 /* Whether the workers outnumber the cores (the other ranks' workers on this machine count
@@ -671,10 +680,11 @@ struct kr__ev *tw_test_step(struct tw_thread *th)
 /* A stepped turn with nothing to run: as tw_idle, without its spinning and sleeping. */
 static void test_idle(struct tw_thread *th, const struct kr__ev *e)
 {
-    th->cnt->win.throttled += e && e->k.ts < th->r->cfg->end;
+    bool below = e && e->k.ts < th->r->cfg->end;
+    th->cnt->win.throttled += below;
     if (th->fast) tw_clock_publish(th, e, true);
     if (th->out.n) tw_post_publish(th);
-    tw_gvt_maybe_start(th, th->uncommitted > 0);
+    tw_idle_round(th, tw_round_use(th, e, below));
 }
 
 bool tw_test_turn(struct tw_thread *th)

@@ -41,22 +41,24 @@ static bool quiescing(const struct tw_global *g)
 
 /* Start a round if none is running and the period has passed (or `force`: this thread has
  * processed enough events since it last asked, so the uncommitted working set stays small
- * enough to be in cache when it is committed). */
-void tw_gvt_maybe_start(struct tw_thread *th, bool force)
+ * enough to be in cache when it is committed). True if this call started one. */
+bool tw_gvt_maybe_start(struct tw_thread *th, bool force)
 {
     struct tw_global *g = th->g;
     uint64_t s = atomic_load_explicit(&g->state, memory_order_acquire);
-    if (s & TW_PH_MASK) return;
-    if (quiescing(g)) return;
+    if (s & TW_PH_MASK) return false;
+    if (quiescing(g)) return false;
     uint64_t now = kr__clock_ns();
     if (!force &&
         now - atomic_load_explicit(&g->last_round_ns, memory_order_relaxed) < g->cf.period_ns)
-        return;
+        return false;
     th->round_mark = th->cnt->processed - th->cnt->safe;
     uint64_t next = (s & ~TW_PH_MASK) + TW_ROUND + TW_PH_SEND;
-    if (atomic_compare_exchange_strong_explicit(&g->state, &s, next, memory_order_acq_rel,
-                                                memory_order_relaxed))
-        atomic_store_explicit(&g->last_round_ns, now, memory_order_relaxed);
+    if (!atomic_compare_exchange_strong_explicit(&g->state, &s, next, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return false;
+    atomic_store_explicit(&g->last_round_ns, now, memory_order_relaxed);
+    return true;
 }
 
 static void publish(struct tw_global *g, struct kr__key h, bool stop, uint64_t s)

@@ -243,6 +243,8 @@ struct tw_gvt_th {
     struct kr__key max_done;
     kr_lp ndone;              /* its LPs whose committed state is done */
     struct kr__key max_done_committed;  /* latest "became done" among those */
+    uint64_t end_asked;       /* 1 + its processed count when it last started a round with
+                               * nothing below the end (0: never; worker.c round_now) */
 };
 
 /* Time-sharing, a worker's part (preempt.c). */

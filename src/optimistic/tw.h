@@ -528,7 +528,7 @@ void *tw_worker(void *arg);
 void tw_gvt_poll(struct tw_thread *th);
 void tw_gvt_found(struct tw_thread *th, uint64_t s, struct kr__key gvt);
 void tw_gvt_done_found(struct tw_thread *th, uint64_t s, bool all, struct kr__key maxd);
-void tw_gvt_maybe_start(struct tw_thread *th, bool force);
+bool tw_gvt_maybe_start(struct tw_thread *th, bool force);
 /* Across ranks, an idle turn of th whose top is held back (held), or not: a hold of 1 ms
  * in which the other ranks' clock stood still starts a round. */
 void tw_gvt_held(struct tw_thread *th, bool held);

@@ -31,6 +31,24 @@ static void tw_post_pace(struct tw_thread *th, unsigned turns)
                     (unsigned)(TW_RANK_POST_NS / turn_ns);
 }
 
+/* Whether an idle thread asks for a round at once: with uncommitted work (to commit it),
+ * for a snapshot's bound, or once it has nothing below the end - once an episode, until it
+ * runs events again (gv.end_asked), since a thread left with no events for a long time
+ * would start rounds back to back while the others work. (The end waited for the periodic
+ * round: a lone worker's 60-ms airport run took 66-70 ms at the default 5-ms period,
+ * 200 ms at --gvt-period 200, and a minute at 60000.) */
+static bool round_now(struct tw_thread *th, enum tw_round_use use)
+{
+    if (th->uncommitted > 0 || use == TW_ROUND_SNAP) return true;
+    return use == TW_ROUND_END && th->gv.end_asked != th->cnt->processed + 1;
+}
+
+void tw_idle_round(struct tw_thread *th, enum tw_round_use use)
+{
+    if (tw_gvt_maybe_start(th, round_now(th, use)) && use == TW_ROUND_END)
+        th->gv.end_asked = th->cnt->processed + 1;
+}
+
 /* No work: spin a while (on its own core a thread loses nothing, and work from another
  * thread is picked up within a microsecond), then sleep briefly. Measured: PHOLD with 16
  * LPs on 2 threads went from 0.8-1.0 to 5.3-6.5 M/s going from 64 to 4096 spins, since a
@@ -40,9 +58,10 @@ static void tw_post_pace(struct tw_thread *th, unsigned turns)
  * sharing 2 cores: 3-5% of runs took 10-100 s when idle threads yielded (even 4 yields
  * before sleeping), none of 200 over 0.15 s with sleeps; PHOLD-std on 4 threads loses
  * about a quarter (yields 5.6, sleeps ~4 M/s, medians of 10 interleaved, noisy). */
-/* (snap: it waits for a snapshot's round only - a round at each sleep, not each period;
- * held: an event it has is held back, tw_gvt_held) */
-void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool snap, bool held)
+/* (use: what a round would do for it - a snapshot's or the end's round at a sleep, not a
+ * period later; held: an event it has is held back, tw_gvt_held) */
+void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed,
+             enum tw_round_use use, bool held)
 {
     if (th->out.n) tw_post_publish(th);
     if (th->g->net.on) {
@@ -55,7 +74,7 @@ void tw_idle(struct tw_thread *th, unsigned *spins, bool oversubscribed, bool sn
     }
     *spins = 0;
     th->cnt->idle_sleeps++;
-    tw_gvt_maybe_start(th, th->uncommitted > 0 || snap); /* (uncommitted work: commit it) */
+    tw_idle_round(th, use);
     struct timespec ts = { 0, 20000 };
     uint64_t t0 = kr__clock_ns();
     nanosleep(&ts, NULL);

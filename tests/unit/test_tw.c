@@ -421,6 +421,33 @@ static void floor_above_safe(void)
     kr__options_free(&c);
 }
 
+/* A thread with nothing below the end and nothing uncommitted starts the round that ends
+ * the run at once, not a --gvt-period later: with safe events (every event committed as it
+ * ran) and a period of a minute, the stepped run stops within a bounded number of turns.
+ * (It waited for the periodic round: 5 ms of a lone worker's 60-ms run at the default,
+ * a whole period at any other.) */
+static void end_without_period(void)
+{
+    struct kr__config c;
+    struct kr__run r;
+    char *args[] = { "--threads", "1", "--lps", "16", "--end", "20", "--safe", "on",
+                     "--preempt", "off", "--event-timeout", "0", "--balance", "off",
+                     "--progress", "off", "--gvt-period", "60000", "-P", "lookahead=0.05" };
+    configure(&c, ARGS(args));
+    struct kr__error err = { 0 };
+    CHECK(kr__run_setup(&r, &c, &err) == KR_OK);
+    struct tw_global *g = tw_test_start(&r, 0);
+    struct tw_thread *th = &g->th[0];
+    unsigned long turns = 0;
+    while (turns < 2000000 && tw_test_turn(th)) turns++;
+    CHECK(turns < 2000000);
+    CHECK(th->cnt->safe > 0 && th->uncommitted == 0);
+    CHECK(g->gvt.ts >= 20);
+    tw_test_end(&r, g);
+    kr__run_free(&r);
+    kr__options_free(&c);
+}
+
 /* The windows scheme with spans (tw_settings.spans; set by hand on a PHOLD run whose first
  * events are marked as sent with spans): every event it undoes is pending again with the
  * span flag and the duration it was sent with (its checkpoint kept it: K = 1 there). */
@@ -466,6 +493,7 @@ int main(void)
     auto_from_medians();
     interval_by_cost();
     floor_above_safe();
+    end_without_period();
     interleaved();
     spans_kept();
 #if !defined(__SANITIZE_THREAD__)
