@@ -244,6 +244,9 @@ struct kr__ctx {
     kr_time now;
     uint32_t gen;
     uint8_t mode;
+    bool notail;                /* the engine reads no new event's tail (the sequential
+                                 * engine, a lone burst: optimistic/lone.c): a send leaves
+                                 * it unset, but for a span's duration */
     const struct kr__engine_ops *ops;
     struct kr__pool *pool;      /* where kr_schedule takes events from */
     void *eng;                  /* the engine's per-thread data */

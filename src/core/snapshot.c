@@ -127,7 +127,8 @@ static void put_event(struct kr__bytes *b, const struct kr__ev *e, kr_time looka
     put_u32(b, e->type);
     put_u32(b, (e->flags & KR_EVF_SPAN) | (e->pflags & KR_PAYLOAD_IMAGE ? SNAP_EV_PTRS : 0) |
                    (e->pflags & KR_PAYLOAD_TIMER ? SNAP_EV_TIMER : 0));
-    put_f64(b, kr__ev_has_tail(e) ? e->dur : lookahead);
+    /* (an event not sent as a span lasts the lookahead: its tail may be unset, kr__ctx) */
+    put_f64(b, (e->flags & KR_EVF_SPAN) && kr__ev_has_tail(e) ? e->dur : lookahead);
     put_u32(b, e->size);
     if (!(e->pflags & KR_PAYLOAD_IMAGE)) {
         kr__bytes_put(b, e->payload, e->size);

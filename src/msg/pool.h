@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include "msg/event.h"
 
 #include <stdatomic.h>
@@ -111,6 +112,19 @@ static inline void kr__ev_tail_init(struct kr__ev *e, kr_time dur)
     e->child = e->sib = NULL;
     e->dur = dur;
     e->ckpt = NULL;
+}
+
+/* A tail left unset (kr__ctx.notail): in a debug build, filled with bytes no pointer or
+ * duration has, so that a path which reads it before the engine sets it crashes under
+ * the sanitizers instead of reading what the slot's last event left there. */
+static inline void kr__ev_tail_unset(struct kr__ev *e)
+{
+#ifndef NDEBUG
+    if (kr__ev_has_tail(e)) memset(&e->ckpt, 0xa5, offsetof(struct kr__ev, payload) -
+                                                        offsetof(struct kr__ev, ckpt));
+#else
+    (void)e;
+#endif
 }
 
 static inline void kr__pool_put(struct kr__pool *p, struct kr__ev *e)

@@ -284,7 +284,7 @@ void tw_safe_stop(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     th->fast = false;
-    th->lone.on = false;
+    tw_lone_leave(th);
     tw_window_unsafe(th); /* (a window of 0 relied on safe events) */
     uint64_t b = th->fast_hi >= 0 ? kr__time_bits(th->fast_hi) + 1 : 0; /* (0: none) */
     uint64_t cur = atomic_load_explicit(&g->end.safe_hi, memory_order_relaxed);

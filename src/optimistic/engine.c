@@ -539,7 +539,7 @@ static inline bool tw_lone_turn(struct tw_thread *th, const struct kr__ev *e, kr
         tw_post_turn(th);
         return true;
     }
-    th->lone.on = false;
+    tw_lone_leave(th);
     return false;
 }
 

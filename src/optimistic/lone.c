@@ -9,7 +9,11 @@
  * until the worker stops being alone, loses its safe events (stopping, a snapshot), meets
  * an event it cannot run safely, or an event fails; only bursts run events meanwhile, so
  * no LP gains history, and an event needs no per-LP test (the Time Warp line of the LP is
- * not touched: with many LPs a cache line an event). */
+ * not touched: with many LPs a cache line an event).
+ *
+ * A burst's sends leave the event's tail unset (kr__ctx.notail: no child, sibling or
+ * checkpoint is linked there, and the second line of a 128-byte slot is a write miss an
+ * event); tw_lone_leave sets it in every pending event before anything else runs them. */
 #include <setjmp.h>
 #include "optimistic/tw.h"
 #include "base/error.h"
@@ -95,7 +99,29 @@ void tw_lone_update(struct tw_thread *th)
     bool on = th->alone && th->lone.ok && th->fast && !th->ts.nsusp;
     if (on && !th->lone.on) on = lone_enter(th);
     if (!th->lone.max) th->lone.max = TW_LONE_FIRST;
-    th->lone.on = on;
+    if (on) th->lone.on = true;
+    else tw_lone_leave(th);
+}
+
+/* The tail an event sent in a burst lacks: what schedule gives every other send (a plain
+ * run's pending event keeps no children - no lazy cancellation - and no checkpoint). */
+static void lone_tail(struct kr__ev *e, kr_time lookahead)
+{
+    if (!kr__ev_has_tail(e) || (e->flags & KR_EVF_SPAN)) return; /* (a span's is set) */
+    e->child = e->sib = NULL;
+    e->ckpt = NULL;
+    e->dur = lookahead;
+}
+
+void tw_lone_leave(struct tw_thread *th)
+{
+    if (!th->lone.on) return;
+    th->lone.on = false;
+    kr_time la = th->r->lookahead;
+    for (size_t i = 0; i < th->heap.n; i++) {
+        struct kr__ev *e = kr__heap_ev(&th->heap, i);
+        if (e->st == KR_EV_PENDING) lone_tail(e, la);
+    }
 }
 
 /* One event, run and committed; `timed`: its run is the burst's cost sample. */
@@ -166,6 +192,7 @@ static void lone_close(struct tw_thread *th)
 {
     kr__ctx.mode = KR_MODE_NONE;
     kr__ctx.ops = tw_ops_of(th->g);
+    kr__ctx.notail = false;
     if (th->last_ts > th->fast_hi) th->fast_hi = th->last_ts;
     th->cnt->processed += th->lone.n;
     th->cnt->committed += th->lone.n;
@@ -180,12 +207,13 @@ static void lone_failed(struct tw_thread *th)
     struct kr__ev *e = (struct kr__ev *)kr__ctx.ev;
     struct kr__lp *lp = kr__ctx.lp;
     e->child = NULL; /* (it sent no child the general path knows of) */
+    e->ckpt = NULL;  /* (nor has a checkpoint: its tail may be unset) */
     tw_keep_error(th, lp, e);
     kr__watch_end(&th->watch);
     th->err.armed = false;
     th->lone.out = false;
-    th->lone.on = false;
     lone_close(th);
+    tw_lone_leave(th);
     tw_finish_event(th, lp, e);
 }
 
@@ -196,6 +224,7 @@ uint64_t tw_lone_burst(struct tw_thread *th, kr_time end)
     jmp_buf jb;
     th->lone.n = 0;
     kr__ctx.ops = th->g->cf.spans ? &lone_ops_span : &lone_ops;
+    kr__ctx.notail = true;
     th->err.cur = &jb;
     uint64_t t0 = kr__clock_ns();
     if (_setjmp(jb)) {

@@ -226,6 +226,7 @@ void tw_migrate(struct tw_thread *th)
 {
     struct tw_global *g = th->g;
     tw_quiet_void(th); /* (pending events change hands: no quiet record holds) */
+    tw_lone_leave(th); /* (before its events do) */
     tw_barrier(g, NULL); /* everyone has applied the horizon the moves were planned at */
     tw_close_pages(th); /* (page modes: the list of LPs with open pages is per thread) */
     give_up(th);
@@ -247,7 +248,7 @@ void tw_migrate(struct tw_thread *th)
     th->clk.qbound = kr__key_at(-INFINITY);
     atomic_store_explicit(&g->clock[th->id].bits, kr__time_bits(lo), memory_order_release);
     set_active(th);
-    th->lone.on = false; /* (its LPs changed: back at its next commit or now, lone_soon) */
+    /* (lone mode left above: back at its next commit or now, lone_soon) */
     tw_alone_update(th);
     th->cnt->migrations++;
     tw_barrier(g, NULL);

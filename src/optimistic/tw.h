@@ -381,6 +381,8 @@ void tw_flush_local(struct tw_thread *th);
 void tw_alone_update(struct tw_thread *th);
 /* ...and at a commit, in lone mode (tw_thread.lone)? */
 void tw_lone_update(struct tw_thread *th);
+/* ...and lone mode ends (every pending event gets the tail a burst's send left unset) */
+void tw_lone_leave(struct tw_thread *th);
 /* Lone mode: run the next events from the top; returns how many ran (0: none could). */
 uint64_t tw_lone_burst(struct tw_thread *th, kr_time end);
 /* engine.c: the general path's engine operations, and those lone mode shares with it. */

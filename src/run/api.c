@@ -427,7 +427,8 @@ schedule(const char *fn, kr_lp dest, kr_time t, kr_time dur, unsigned how, unsig
     e->flags = (uint8_t)how;
     e->xflags = 0;
     e->pflags = (uint8_t)(vals | (how >> 8));
-    kr__ev_tail_init(e, dur);
+    if ((how & SCHED_SPAN) || !kr__ctx.notail) kr__ev_tail_init(e, dur);
+    else kr__ev_tail_unset(e);
     if (size) memcpy(e->payload, payload, size);
     kr__ctx.ops->send(&kr__ctx, e);
     return true;

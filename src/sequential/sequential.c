@@ -455,6 +455,7 @@ static int seq_run(struct kr__run *r)
     kr__ctx.ops = s.check ? &seq_ops : r->promise.spans ? &seq_ops_span : &seq_ops_plain;
     kr__ctx.pool = &r->pools[0];
     kr__ctx.eng = &s;
+    kr__ctx.notail = true; /* (nothing here reads an event's tail) */
     for (kr_lp id = 0; r->lpstat && id < r->n; id++) r->lpstat[id].thread = 0; /* (one) */
     memset(&s.watch, 0, sizeof s.watch);
     kr__watch_bind(&s.watch);
@@ -464,6 +465,7 @@ static int seq_run(struct kr__run *r)
     kr__watch_settle(&s.watch);
     kr__watch_attach(NULL, 0);
     kr__ctx.mode = KR_MODE_NONE;
+    kr__ctx.notail = false;
     kr__recheck_reach_all(r, true); /* (after the loop, or a model error out of an event) */
     if (st) {
         seq_free(&s);
