@@ -437,9 +437,10 @@ void kr__pin_thread(unsigned id, unsigned nthreads);
 /* The worker (of `nthreads`) that kr__pin_thread binds to the core the calling thread runs
  * on now, or -1 (none: oversubscribed, or a core outside the workers'). */
 int kr__pin_worker_here(unsigned nthreads);
-/* ...unless another process has a task runnable on that core now and not on another
- * worker's: that worker (the home of a run that starts on one, optimistic/migrate.c).
- * Beside a busy loop the run's thread was on the busy core in 7 of 10 runs. */
+/* The home of a run that starts on one worker (optimistic/migrate.c), or -1 when no other
+ * process has a task runnable on any worker's core now (the run starts spread): that
+ * worker, unless another process runs on its core and not on another worker's - then that
+ * one. Beside a busy loop the run's thread was on the busy core in 7 of 10 runs. */
 int kr__pin_worker_home(unsigned nthreads);
 /* This process's place among the MPI ranks on this machine, from the launcher's
  * environment (0 of 1 when there is none). */

@@ -226,16 +226,23 @@ bool kr__cpus_busy(cpu_set_t *busy)
 /* Worker `id`'s core is in `busy` (false for no worker, -1, or one not bound). */
 static bool worker_busy(unsigned nthreads, int id, const cpu_set_t *busy)
 {
+    if (!busy) return false;
     int c = id < 0 ? -1 : pin_cpu((unsigned)id, nthreads);
     return c >= 0 && CPU_ISSET(c, busy);
 }
 
 int kr__pin_home_of(unsigned nthreads, int here, const cpu_set_t *busy)
 {
-    if (!busy || !worker_busy(nthreads, here, busy)) return here;
-    for (unsigned id = 0; id < nthreads; id++)
-        if (!worker_busy(nthreads, (int)id, busy)) return (int)id;
-    return here; /* (every worker's core is busy: the balancer sorts it out) */
+    int free_one = -1;
+    bool any_busy = false;
+    for (unsigned id = 0; id < nthreads; id++) {
+        bool b = worker_busy(nthreads, (int)id, busy);
+        any_busy |= b;
+        if (!b && free_one < 0) free_one = (int)id;
+    }
+    if (!any_busy || here < 0) return -1;
+    if (!worker_busy(nthreads, here, busy)) return here;
+    return free_one >= 0 ? free_one : here; /* (every core busy: the balancer sorts it out) */
 }
 
 int kr__pin_worker_home(unsigned nthreads)

@@ -8,7 +8,8 @@
 #include <stdbool.h>
 
 /* kr__pin_worker_home's choice, from worker `here` (kr__pin_worker_here) and the CPUs found
- * busy (NULL: none): here, unless its core is busy and another worker's is not. */
+ * busy (NULL: none): -1 (no home: the run starts spread) when no worker's core is busy;
+ * else here, unless its core is busy and another worker's is not. */
 int kr__pin_home_of(unsigned nthreads, int here, const cpu_set_t *busy);
 /* The CPUs where a task of another process is runnable now (/proc: state R, the CPU it is
  * on); false if there is none - the kernel's count of runnable tasks says so without a

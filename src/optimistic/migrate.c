@@ -273,7 +273,10 @@ void tw_migrate(struct tw_thread *th)
  * so a core where another process has a task runnable now is not chosen when another
  * worker's core has none (kr__pin_worker_home: 20 of 20 such runs started on the free
  * core). A home still found shared hands every LP on, once. Before init: its sends go
- * where the LPs are. */
+ * where the LPs are. Only when another process runs on a worker's core now: on an idle
+ * machine the spread that followed left 2-thread runs 2-14% slower to their end (queueing
+ * 0.88x, life 0.92x: bench/RESULTS.md, session 50), so such a run starts spread, and a
+ * process that comes later is found by the share windows. */
 static bool home_start_ok(const struct tw_global *g)
 {
     const struct tw_thread *t0 = &g->th[0];

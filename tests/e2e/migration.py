@@ -5,10 +5,15 @@ threads shrunk to 8 slots so that messages wait in backlogs - and workers that l
 their LPs leave GVT and come back when given some. No move may change what is committed:
 every run must give the sequential digest and output; --check verifies on the way that
 the per-thread LP and done counts agree with the owner table and that no message arrives
-below a safe time. A model with done() checks that the end point survives moves. Then the
+below a safe time. A model with done() checks that the end point survives moves. With a
+process spinning on the second worker's core, --balance auto starts the run on one worker,
+lone, and spreads it or keeps the busy one out (on an idle machine it starts spread): the
+sequential digest and output, and lone events from the start. Then the
 thread-count trial of --balance auto, which asserts decisions that load can change: it runs
 alone with --trials (the perf label, `ctest -L perf`; CI does not gate on it). The quick
 tier runs each configuration once per model, the long tier three times."""
+import os
+import subprocess
 import sys
 from common import run, fail, digest, Tally, build_kind, scan_available, stats_of, pick
 
@@ -111,6 +116,34 @@ def page_tracked(configs):
                  f"({moved} LP moves)")
 
 
+def home_start():
+    """A process busy on a worker's core as the run starts: the run starts on the other
+    worker, alone (lone events from its first), whatever the balancer does next; nothing it
+    does may change what is committed. (Whether the busy core's worker comes back depends
+    on load: not asserted.)"""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        t.ok("home start: skipped (one CPU)")
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(spinner.pid, {cpus[1]})  # (worker 1 of 2 is bound to it)
+        for name, margs, _ in MODELS[:4]:
+            ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
+            out, err, st = stats_of(kairos, margs + ["--threads", "2"])
+            if digest(err) != digest(ref_err) or out != ref_out:
+                fail(f"{name} beside a busy core: digest {digest(err)} vs sequential "
+                     f"{digest(ref_err)}, output {'same' if out == ref_out else 'differs'}")
+            if not st["lone_events"]:
+                fail(f"{name} beside a busy core on CPU {cpus[1]}: no lone event - the run "
+                     f"did not start on one worker ({st['migrations']} migrations)")
+            t.ok(f"{name} beside a busy core: started on one worker ({st['lone_events']} of "
+                 f"{st['committed_events']} events lone), sequential digest and output")
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
 def trials():
     """--balance auto tries one worker fewer when rollbacks undo much of the work (PHOLD with
     16 LPs: 4 threads mostly undo each other) and keeps it while the committed rate holds;
@@ -140,4 +173,5 @@ if TRIALS:
     trials()
 else:
     main()
+    home_start()
 t.finish()
