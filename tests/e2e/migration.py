@@ -125,9 +125,12 @@ def home_start():
     if len(cpus) < 2:
         t.ok("home start: skipped (one CPU)")
         return
+    # (the runs on the first two CPUs only: the run's thread is then on a worker's core,
+    # which a home start needs; worker 1 of 2 is bound to the second)
+    os.sched_setaffinity(0, set(cpus[:2]))
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        os.sched_setaffinity(spinner.pid, {cpus[1]})  # (worker 1 of 2 is bound to it)
+        os.sched_setaffinity(spinner.pid, {cpus[1]})
         for name, margs, _ in MODELS[:4]:
             ref_out, ref_err, _ = stats_of(kairos, margs + ["--sync", "sequential"])
             out, err, st = stats_of(kairos, margs + ["--threads", "2"])
@@ -142,6 +145,7 @@ def home_start():
     finally:
         spinner.kill()
         spinner.wait()
+        os.sched_setaffinity(0, set(cpus))
 
 
 def trials():
