@@ -234,15 +234,15 @@ static bool worker_busy(unsigned nthreads, int id, const cpu_set_t *busy)
 int kr__pin_home_of(unsigned nthreads, int here, const cpu_set_t *busy)
 {
     int free_one = -1;
-    bool any_busy = false;
+    bool any_busy = false, here_busy = false;
     for (unsigned id = 0; id < nthreads; id++) {
         bool b = worker_busy(nthreads, (int)id, busy);
         any_busy |= b;
+        here_busy |= b && (int)id == here;
         if (!b && free_one < 0) free_one = (int)id;
     }
     if (!any_busy || here < 0) return -1;
-    if (!worker_busy(nthreads, here, busy)) return here;
-    return free_one >= 0 ? free_one : here; /* (every core busy: the balancer sorts it out) */
+    return here_busy && free_one >= 0 ? free_one : here; /* (all busy: the balancer's) */
 }
 
 int kr__pin_worker_home(unsigned nthreads)
