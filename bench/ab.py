@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Compare two kairos builds on the same runs, interleaved (A, B, A, B, ...), since this VM's
 speed drifts within minutes: prints per configuration the median committed events/s of each
-build with its range (min-max) and B/A, and the cross-core round trip measured before and
-after (bench/tools/pingpong.c), as Markdown for bench/RESULTS.md. Digests must agree.
+build with its range (min-max), B/A (of the medians), the median and quartiles of the
+paired ratios (each repetition's B over its A: the two runs of a pair are seconds apart, so
+a drift of the VM's speed mostly cancels; the order alternates, A B then B A), and the
+cross-core round trip measured before and after (bench/tools/pingpong.c), as Markdown for
+bench/RESULTS.md. Digests must agree.
 
     python3 bench/ab.py A/kairos B/kairos [--reps 5] [--load] [--busy-core 1]
         [--pingpong build/kr_pingpong] [--config 'MODEL ARGS...' ...]
@@ -45,6 +48,15 @@ def fmt(xs):
     return f"{statistics.median(xs) / 1e6:.{d}f} ({min(xs) / 1e6:.{d}f}-{max(xs) / 1e6:.{d}f})"
 
 
+def paired(rb, ra):
+    """The median of the per-repetition ratios rb[i]/ra[i], with their quartiles."""
+    rs = [b / a for a, b in zip(ra, rb)]
+    if len(rs) < 4:
+        return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})"
+    q = statistics.quantiles(rs, n=4)
+    return f"{statistics.median(rs):.2f} ({q[0]:.2f}-{q[2]:.2f})"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("a")
@@ -62,14 +74,16 @@ def main():
     configs = [(c, c.split()) for c in a.config] if a.config else CONFIGS
     print(loadcheck.describe())
     print(f"cross-core round trip before: {loadcheck.pingpong(a.pingpong)}\n")
-    print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A |")
-    print("|---|---|---|---|---|")
+    print("| configuration | load | A M ev/s median (range) | B M ev/s median (range) | B/A | "
+          "B/A paired (quartiles) |")
+    print("|---|---|---|---|---|---|")
     for loaded in loads:
         with loadcheck.busy_core(a.busy_core if loaded else None):
             for name, args in configs:
                 ra, rb, digests = [], [], set()
-                for _ in range(a.reps):
-                    for kairos, acc in ((a.a, ra), (a.b, rb)):
+                for rep in range(a.reps):
+                    pair = ((a.a, ra), (a.b, rb))
+                    for kairos, acc in (pair if rep % 2 == 0 else pair[::-1]):
                         rate, d = run_once(kairos, args)
                         acc.append(rate)
                         digests.add((kairos, d))
@@ -77,7 +91,8 @@ def main():
                 db = {d for k, d in digests if k == a.b}
                 note = "" if len(da) == 1 and len(db) == 1 else " (digests vary!)"
                 print(f"| {name}{note} | {f'busy core {a.busy_core}' if loaded else 'idle'} | {fmt(ra)} | "
-                      f"{fmt(rb)} | {statistics.median(rb) / statistics.median(ra):.2f} |")
+                      f"{fmt(rb)} | {statistics.median(rb) / statistics.median(ra):.2f} | "
+                      f"{paired(rb, ra)} |")
     print(f"\ncross-core round trip after: {loadcheck.pingpong(a.pingpong)}")
 
 

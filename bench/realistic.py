@@ -2,9 +2,12 @@
 """The optimistic engine against the sequential one on models written the way users write
 them (issue 13, item 4): for each model, the sequential engine, the optimistic engine on 1
 and on 2 threads, run interleaved (seq, opt1, opt2, seq, ...) since this VM's speed drifts
-within minutes. Prints the median committed events/s with its range and each engine's
-ratio to the sequential median, as Markdown, with the cross-core round trip
-(bench/tools/pingpong.c) before and after. Every run of a model must give one digest.
+within minutes (the order reverses every other repetition). Prints the median committed
+events/s with its range, each engine's ratio to the sequential median, and the median and
+quartiles of its paired ratios (each repetition's run over that repetition's sequential
+run, seconds apart: most of a drift of the VM's speed cancels), as Markdown, with the
+cross-core round trip (bench/tools/pingpong.c) before and after. Every run of a model must
+give one digest.
 
     python3 bench/realistic.py [--kairos build/kairos] [--reps 5] [--load] [--only seir,life]
         [--scale K] [-- extra kairos options for every optimistic run]
@@ -70,11 +73,19 @@ def fmt(xs):
     return f"{statistics.median(xs) / 1e6:.3f} ({min(xs) / 1e6:.3f}-{max(xs) / 1e6:.3f})"
 
 
+def paired(xs, base):
+    """The median and quartiles of the per-repetition ratios xs[i]/base[i]."""
+    rs = [x / b for x, b in zip(xs, base)]
+    lo, hi = (min(rs), max(rs)) if len(rs) < 4 else (statistics.quantiles(rs, n=4)[0],
+                                                     statistics.quantiles(rs, n=4)[2])
+    return f"(paired {statistics.median(rs):.2f}, {lo:.2f}-{hi:.2f})"
+
+
 def bench_model(kairos, name, margs, reps, extra, loaded):
     rates = {e: [] for e, _ in ENGINES}
     digests = set()
-    for _ in range(reps):
-        for eng, eargs in ENGINES:
+    for rep in range(reps):
+        for eng, eargs in (ENGINES if rep % 2 == 0 else ENGINES[::-1]):
             args = margs + eargs + (extra if eng != "sequential" else [])
             r, d = run_once(kairos, args)
             rates[eng].append(r)
@@ -83,7 +94,8 @@ def bench_model(kairos, name, margs, reps, extra, loaded):
     cells = []
     for eng, _ in ENGINES:
         m = statistics.median(rates[eng])
-        cells.append(f"{fmt(rates[eng])}" + ("" if eng == "sequential" else f" **{m / seq:.2f}x**"))
+        cells.append(f"{fmt(rates[eng])}" + ("" if eng == "sequential" else
+                                             f" **{m / seq:.2f}x** {paired(rates[eng], rates['sequential'])}"))
     note = "" if len(digests) == 1 else " (DIGESTS DIFFER)"
     print(f"| {name}{note} | {'busy core 1' if loaded else 'idle'} | " + " | ".join(cells) + " |",
           flush=True)
